@@ -1,0 +1,508 @@
+"""The typed configuration model: validation, defaults, JSON Schema and docs in one place.
+
+Resolution: ``--config PATH``, then ``$THE_LOOP_CONFIG``, then ``./the-loop.yaml``, then
+``~/.config/the-loop/config.yaml``; none found means all defaults. Keys ending in ``Env`` name
+environment variables that hold secrets; secrets never live in the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from the_loop.errors import ConfigInvalid
+from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
+
+CONFIG_ENV = "THE_LOOP_CONFIG"
+BUILTIN_HARNESSES = ("claude", "codex", "gemini", "cursor")
+DEFAULT_WEBHOOK_EVENTS = [
+    "issues",
+    "issue_comment",
+    "pull_request",
+    "pull_request_review",
+    "pull_request_review_comment",
+    "workflow_run",
+    "check_run",
+    "check_suite",
+    "status",
+]
+_HARNESS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WINDOW_RE = re.compile(r"^[1-9][0-9]{1,3}x[1-9][0-9]{0,3}$")
+_SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+
+
+class Model(BaseModel):
+    """Base of every config model: camelCase keys, unknown keys refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_default=True,
+    )
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME_RE.match(value):
+        raise ValueError(f"{value!r} is not an environment variable name")
+    return value
+
+
+def _repo_name(value: str) -> str:
+    owner, sep, repo = value.partition("/")
+    if not sep or not OWNER_RE.match(owner) or not REPO_RE.match(repo) or repo in {".", ".."}:
+        raise ValueError(f"{value!r} is not OWNER/REPO")
+    return value
+
+
+class ServerConfig(Model):
+    """The HTTP server: webhooks, REST, MCP, dashboard."""
+
+    host: str = Field("127.0.0.1", description="Bind address; non-loopback requires a token.")
+    port: int = Field(8420, ge=0, le=65535, description="TCP port (0 picks a free one).")
+    public_url: str = Field("", description="URL people use to reach the dashboard.")
+    token_env: str = Field("THE_LOOP_TOKEN", description="Env var holding the API token.")
+    read_only_token_env: str = Field(
+        "THE_LOOP_READONLY_TOKEN", description="Env var holding the read-only API token."
+    )
+
+    _env = field_validator("token_env", "read_only_token_env")(_env_name)
+
+
+class TmuxConfig(Model):
+    """The private tmux server every agent runs on."""
+
+    socket: str = Field("the-loop", pattern=r"^[A-Za-z0-9._-]{1,64}$",
+                        description="Name of the private tmux socket (tmux -L).")
+    keep_session_on_close: bool = Field(True, description="Keep the dead pane as a record.")
+    remain_on_exit: bool = Field(True, description="Keep panes whose program exited.")
+    kill_harness_on_close: bool = Field(True, description="Terminate the agent on close.")
+    harness_kill_grace_seconds: float = Field(5, ge=0, le=300,
+                                              description="SIGTERM to SIGKILL grace.")
+    resume_on_respawn: bool = Field(True, description="Resume the conversation on respawn.")
+    resume_probe_seconds: float = Field(2, ge=0, le=120,
+                                        description="How long a resumed agent must stay alive.")
+    window_size: str = Field("200x50", description="Fixed agent window size, COLSxROWS.")
+
+    @field_validator("window_size")
+    @classmethod
+    def _window(cls, value: str) -> str:
+        if not _WINDOW_RE.match(value):
+            raise ValueError(f"{value!r} is not COLSxROWS (for example 200x50)")
+        return value
+
+    @property
+    def columns(self) -> int:
+        return int(self.window_size.split("x")[0])
+
+    @property
+    def rows(self) -> int:
+        return int(self.window_size.split("x")[1])
+
+
+class HarnessConfig(Model):
+    """One agent CLI. Built-ins: claude, codex, gemini, cursor; others use adapter: command."""
+
+    adapter: str | None = Field(None, description="Adapter name; defaults to the harness name.")
+    binary: str | None = Field(None, description="Executable; defaults to the adapter's.")
+    args: list[str] | None = Field(
+        None, description="Extra argv. Omitted means the adapter's default; [] means none."
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment.")
+    model: str | None = Field(None, description="Model name passed to the harness.")
+    interactive: list[str] | None = Field(
+        None, description="command adapter: argv template for an interactive spawn."
+    )
+    resume: list[str] | None = Field(
+        None, description="command adapter: argv template to resume {session_id}."
+    )
+    headless: list[str] | None = Field(
+        None, description="command adapter: argv template for one headless delivery."
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _env_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            _env_name(key)
+        return value
+
+
+class KeywordsConfig(Model):
+    """The five commands people write in a comment."""
+
+    start: str = "the-loop start"
+    do: str = "the-loop do"
+    stop: str = "the-loop stop"
+    pause: str = "the-loop pause"
+    resume: str = "the-loop resume"
+
+    @model_validator(mode="after")
+    def _distinct(self) -> KeywordsConfig:
+        values = [self.start, self.do, self.stop, self.pause, self.resume]
+        if any(not v.strip() for v in values):
+            raise ValueError("keywords must not be blank")
+        if len({v.strip().lower() for v in values}) != len(values):
+            raise ValueError("keywords must be different from each other")
+        return self
+
+
+class PromptsConfig(Model):
+    """Template overrides (Jinja2 files); built-ins when unset."""
+
+    spawn: Path | None = None
+    event: Path | None = None
+
+
+class RoutingConfig(Model):
+    """Who may drive agents and how work items become sessions."""
+
+    enabled: bool = True
+    default_harness: str = "claude"
+    runner: Literal["tmux", "process"] = "tmux"
+    max_concurrent_sessions: int = Field(8, ge=1, le=10000)
+    authorized_users: list[str] = Field(
+        default_factory=list, description="GitHub logins; empty means nobody (fail closed)."
+    )
+    bot_login: str | None = None
+    keywords: KeywordsConfig = Field(default_factory=KeywordsConfig)
+    label: str = "the-loop"
+    require_start_command: bool = True
+    ci_conclusions: list[str] = Field(
+        default_factory=lambda: ["failure", "timed_out", "action_required"]
+    )
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+
+
+class WorkspacesConfig(Model):
+    """A git worktree per work item."""
+
+    enabled: bool = False
+    root: Path | None = Field(None, description="Defaults to <stateDir>/workspaces.")
+    repos: dict[str, Path] = Field(default_factory=dict, description="OWNER/REPO -> clone path.")
+    setup: str | None = Field(None, description="Shell command run once in a new workspace.")
+    remove_on_close: bool = False
+
+    @field_validator("repos")
+    @classmethod
+    def _repo_keys(cls, value: dict[str, Path]) -> dict[str, Path]:
+        for key in value:
+            _repo_name(key)
+        return value
+
+
+class WebhookConfig(Model):
+    enabled: bool = True
+    path: str = Field("/webhooks/github", pattern=r"^/[A-Za-z0-9._~/-]*$")
+    secret_env: str = "THE_LOOP_WEBHOOK_SECRET"
+    allow_unsigned: bool = False
+    events: list[str] = Field(default_factory=lambda: list(DEFAULT_WEBHOOK_EVENTS))
+
+    _env = field_validator("secret_env")(_env_name)
+
+
+class PollerConfig(Model):
+    enabled: bool = False
+    interval_seconds: float = Field(60, ge=1, le=86400)
+
+
+class GitHubConfig(Model):
+    enabled: bool = False
+    api_url: str = Field("https://api.github.com", pattern=r"^https?://")
+    token_env: str = "GITHUB_TOKEN"
+    repos: list[str] = Field(default_factory=list, description="OWNER/REPO; empty accepts all.")
+    webhook: WebhookConfig = Field(default_factory=WebhookConfig)
+    poller: PollerConfig = Field(default_factory=PollerConfig)
+    reactions: bool = True
+    announce: bool = True
+
+    _env = field_validator("token_env")(_env_name)
+
+    @field_validator("repos")
+    @classmethod
+    def _repos(cls, value: list[str]) -> list[str]:
+        return [_repo_name(v) for v in value]
+
+
+class StandingSlackConfig(Model):
+    enabled: bool = False
+    channel: str | None = None
+
+
+class StandingSessionConfig(Model):
+    """A declared standing session. harness, args and cwd inherit from routing when omitted."""
+
+    name: str
+    description: str = ""
+    harness: str | None = None
+    args: list[str] | None = Field(None, description="Omitted inherits; [] means none.")
+    cwd: Path | None = None
+    prompt: str | None = None
+    prompt_file: Path | None = None
+    auto_start: bool = True
+    slack: StandingSlackConfig = Field(default_factory=StandingSlackConfig)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not STANDING_NAME_RE.match(value):
+            raise ValueError(f"invalid standing session name {value!r}: {STANDING_GRAMMAR}")
+        return value
+
+    @model_validator(mode="after")
+    def _prompt_xor(self) -> StandingSessionConfig:
+        if self.prompt is not None and self.prompt_file is not None:
+            raise ValueError("give prompt or promptFile, not both")
+        return self
+
+
+class StandingConfig(Model):
+    enabled: bool = False
+    sessions: list[StandingSessionConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> StandingConfig:
+        seen: dict[str, int] = {}
+        for index, session in enumerate(self.sessions):
+            if session.name in seen:
+                raise ValueError(
+                    f"duplicate standing session name {session.name!r} at "
+                    f"sessions[{seen[session.name]}] and sessions[{index}]"
+                )
+            seen[session.name] = index
+        return self
+
+
+class SlackConfig(Model):
+    enabled: bool = False
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"
+    bot_token_env: str = "SLACK_BOT_TOKEN"
+    api_url: str = Field("https://slack.com/api", pattern=r"^https?://")
+    channel: str | None = None
+    authorized_users: list[str] = Field(default_factory=list)
+    work_items: bool = False
+
+    _env = field_validator("signing_secret_env", "bot_token_env")(_env_name)
+
+
+class EventsConfig(Model):
+    retention_days: float = Field(90, gt=0, le=36500)
+
+
+class Config(Model):
+    """The whole configuration of one the-loop installation."""
+
+    version: Literal[1] = 1
+    state_dir: Path = Field(Path("~/.local/state/the-loop"),
+                            description="SQLite database, logs, transcripts.")
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    tmux: TmuxConfig = Field(default_factory=TmuxConfig)
+    harnesses: dict[str, HarnessConfig] = Field(default_factory=dict)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    workspaces: WorkspacesConfig = Field(default_factory=WorkspacesConfig)
+    github: GitHubConfig = Field(default_factory=GitHubConfig)
+    standing: StandingConfig = Field(default_factory=StandingConfig)
+    slack: SlackConfig = Field(default_factory=SlackConfig)
+    events: EventsConfig = Field(default_factory=EventsConfig)
+
+    @field_validator("harnesses")
+    @classmethod
+    def _harness_names(cls, value: dict[str, HarnessConfig]) -> dict[str, HarnessConfig]:
+        for name, harness in value.items():
+            if not _HARNESS_NAME_RE.match(name):
+                raise ValueError(f"invalid harness name {name!r}")
+            if name not in BUILTIN_HARNESSES and harness.adapter is None:
+                raise ValueError(f"harness {name!r} is not built in: set adapter (e.g. command)")
+            if (harness.adapter or name) == "command" and not (
+                harness.interactive or harness.headless
+            ):
+                raise ValueError(f"harness {name!r}: the command adapter needs "
+                                 "interactive or headless argv")
+        return value
+
+    @model_validator(mode="after")
+    def _harness_refs(self) -> Config:
+        known = set(BUILTIN_HARNESSES) | set(self.harnesses)
+        if self.routing.default_harness not in known:
+            raise ValueError(f"routing.defaultHarness {self.routing.default_harness!r} "
+                             f"is not a known harness ({', '.join(sorted(known))})")
+        for index, session in enumerate(self.standing.sessions):
+            if session.harness is not None and session.harness not in known:
+                raise ValueError(f"standing.sessions[{index}].harness {session.harness!r} "
+                                 "is not a known harness")
+        return self
+
+    @property
+    def state_path(self) -> Path:
+        """The state directory, absolute, with ``~`` expanded."""
+        return self.state_dir.expanduser().absolute()
+
+    @property
+    def workspace_root(self) -> Path:
+        root = self.workspaces.root or (self.state_path / "workspaces")
+        return root.expanduser().absolute()
+
+    def harness(self, name: str) -> HarnessConfig:
+        """The configuration of harness NAME (defaults for a built-in not configured)."""
+        return self.harnesses.get(name) or HarnessConfig()
+
+    def warnings(self) -> list[str]:
+        """Accepted-but-risky settings, reported at start and on reload."""
+        out: list[str] = []
+        events = self.github.webhook.events
+        missing = [e for e in ("issues", "pull_request") if e not in events]
+        if missing:
+            out.append(
+                f"github.webhook.events lacks {', '.join(missing)}: without them a close "
+                "never reaches the sessions"
+            )
+        if self.routing.enabled and not self.routing.authorized_users:
+            out.append("routing.authorizedUsers is empty: nobody can start an agent "
+                       "(fail closed)")
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A validated config and the file it came from (None when all defaults)."""
+
+    config: Config
+    path: Path | None
+
+
+def resolve_config_path(explicit: Path | None = None) -> Path | None:
+    """Apply the resolution order; return the file to read, or None for all defaults."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env)
+    for candidate in (Path("the-loop.yaml"), Path("~/.config/the-loop/config.yaml").expanduser()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(explicit: Path | None = None) -> LoadedConfig:
+    """Resolve, read and validate the config; raise ``ConfigInvalid`` listing every error."""
+    path = resolve_config_path(explicit)
+    if path is None:
+        return LoadedConfig(Config(), None)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigInvalid(f"config file {path} does not exist",
+                            [f"(file): {path} does not exist"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigInvalid(f"cannot read config file {path}: {exc}",
+                            [f"(file): cannot read {path}: {exc}"]) from None
+    return LoadedConfig(parse_config_text(text, source=str(path)), path)
+
+
+def parse_config_text(text: str, source: str = "<config>") -> Config:
+    """Validate YAML TEXT into a ``Config``; raise ``ConfigInvalid`` listing every error."""
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigInvalid(f"{source} is not valid YAML",
+                            [f"(yaml): {problem}{where}"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigInvalid(f"{source} is invalid",
+                            ["(root): the config must be a mapping of keys"])
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = [_format_error(err, root) for err in exc.errors()]
+        raise ConfigInvalid(f"{source} is invalid ({len(problems)} problems)", problems) from None
+
+
+def _format_error(err: Any, root: yaml.Node | None) -> str:
+    loc = [part for part in err["loc"] if not (isinstance(part, str) and "[" in part)]
+    path = _loc_to_path(loc)
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = "unknown key"
+    line = _line_of(root, loc)
+    where = f" (line {line})" if line else ""
+    return f"{path or '(root)'}: {message}{where}"
+
+
+def _loc_to_path(loc: list[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
+    """The 1-based line of the YAML node at LOC, as far down as the file goes."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            key = next((k for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                return line
+            line = key.start_mark.line + 1 if key is not None else line
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def redacted_dump(config: Config) -> dict[str, Any]:
+    """The effective config as plain data with anything secret-looking redacted.
+
+    ``*Env`` keys only name variables, so they are shown with whether the variable is set;
+    harness ``env`` values whose names look like secrets are replaced by ``<redacted>``.
+    """
+    data = config.model_dump(mode="json", by_alias=True)
+    data["stateDir"] = str(config.state_path)
+    _redact(data)
+    return data
+
+
+def _redact(node: Any) -> None:
+    if isinstance(node, dict):
+        for key, value in list(node.items()):
+            if key == "env" and isinstance(value, dict):
+                node[key] = {k: ("<redacted>" if _SECRETISH.search(k) else v)
+                             for k, v in value.items()}
+            elif isinstance(key, str) and key.endswith("Env") and isinstance(value, str):
+                state = "set" if os.environ.get(value) else "unset"
+                node[key] = f"{value} ({state})"
+            else:
+                _redact(value)
+    elif isinstance(node, list):
+        for item in node:
+            _redact(item)
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of the config file, generated from the model."""
+    schema = Config.model_json_schema(by_alias=True, mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "the-loop configuration"
+    return schema

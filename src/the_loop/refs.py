@@ -1,0 +1,139 @@
+"""The grammar of names: work item refs, slugs, standing names, tmux targets, session ids.
+
+Every name that becomes a tmux target, a file name or an argv element is validated here, once,
+when it is parsed. Nothing else in the code builds such a name by hand.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from the_loop.errors import BadInput
+
+OWNER_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+REPO_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+HOST_RE = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?$"
+)
+STANDING_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+TARGET_RE = re.compile(r"^loop-[A-Za-z0-9._-]+$")
+_SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_REF_RE = re.compile(r"^(?:github:)?(?P<path>[^#\s]+)#(?P<number>[0-9]{1,10})$")
+
+REF_GRAMMAR = "github:OWNER/REPO#N or github:HOST/OWNER/REPO#N"
+STANDING_GRAMMAR = "lowercase letters, digits and '-', starting with a letter or digit, at most 40"
+DEFAULT_HOST = "github.com"
+
+
+def _valid_repo(repo: str) -> bool:
+    return bool(REPO_RE.match(repo)) and repo not in {".", ".."}
+
+
+def validate_owner_repo(full_name: str) -> tuple[str, str]:
+    """Split and validate ``OWNER/REPO``; raise ``BadInput`` showing the grammar otherwise."""
+    owner, sep, repo = full_name.partition("/")
+    if not sep or not OWNER_RE.match(owner) or not _valid_repo(repo):
+        raise BadInput(f"invalid repository {full_name!r}: expected OWNER/REPO")
+    return owner, repo
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WorkItemRef:
+    """An issue or pull request: ``github:OWNER/REPO#N`` (host only when not github.com)."""
+
+    owner: str
+    repo: str
+    number: int
+    host: str = DEFAULT_HOST
+
+    def __post_init__(self) -> None:
+        if not OWNER_RE.match(self.owner) or not _valid_repo(self.repo):
+            raise BadInput(f"invalid work item owner/repo {self.owner}/{self.repo}: "
+                           f"expected {REF_GRAMMAR}")
+        if not HOST_RE.match(self.host):
+            raise BadInput(f"invalid GitHub host {self.host!r}: expected {REF_GRAMMAR}")
+        if self.number < 1:
+            raise BadInput(f"invalid work item number {self.number}: expected {REF_GRAMMAR}")
+
+    @classmethod
+    def parse(cls, text: str) -> WorkItemRef:
+        """Parse a ref; ``github:`` may be omitted. Raise ``BadInput`` showing the grammar."""
+        m = _REF_RE.match(text.strip())
+        if not m:
+            raise BadInput(f"invalid work item ref {text!r}: expected {REF_GRAMMAR}")
+        parts = m.group("path").split("/")
+        if len(parts) == 2:
+            host = DEFAULT_HOST
+            owner, repo = parts
+        elif len(parts) == 3:
+            host, owner, repo = parts
+        else:
+            raise BadInput(f"invalid work item ref {text!r}: expected {REF_GRAMMAR}")
+        return cls(owner=owner, repo=repo, number=int(m.group("number")), host=host.lower())
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+    @property
+    def repo_key(self) -> str:
+        """``OWNER/REPO`` with the host in front when it is not github.com."""
+        if self.host == DEFAULT_HOST:
+            return self.full_name
+        return f"{self.host}/{self.full_name}"
+
+    def __str__(self) -> str:
+        return f"github:{self.repo_key}#{self.number}"
+
+    @property
+    def slug(self) -> str:
+        raw = f"github-{self.repo_key.replace('/', '-')}-{self.number}"
+        return _SLUG_UNSAFE.sub("-", raw)
+
+    @property
+    def tmux_target(self) -> str:
+        return tmux_safe(f"loop-{self.slug}")
+
+
+def tmux_safe(name: str) -> str:
+    """Rewrite ``.`` and ``:`` to ``_`` the way tmux itself does for session names."""
+    return name.replace(".", "_").replace(":", "_")
+
+
+def validate_standing_name(name: str) -> str:
+    """Return NAME when it is a valid standing session name; raise ``BadInput`` otherwise."""
+    if not isinstance(name, str) or not STANDING_NAME_RE.match(name):
+        raise BadInput(f"invalid standing session name {name!r}: {STANDING_GRAMMAR}")
+    return name
+
+
+def standing_target(name: str) -> str:
+    return tmux_safe(f"loop-standing-{validate_standing_name(name)}")
+
+
+def standing_ref(name: str) -> str:
+    return f"standing:{validate_standing_name(name)}"
+
+
+def is_loop_target(target: str) -> bool:
+    """True when TARGET is a name the-loop could own (``^loop-[A-Za-z0-9._-]+$``)."""
+    return bool(TARGET_RE.match(target))
+
+
+def safe_session_id(value: object) -> str:
+    """Return VALUE when it is safe to put in an argv as a session id; raise ``BadInput``.
+
+    Guards every id read back from storage: it can never start with ``-`` and so never be
+    taken for a flag.
+    """
+    if not isinstance(value, str) or not SESSION_ID_RE.match(value):
+        raise BadInput(f"refusing unsafe session id {value!r}: expected {SESSION_ID_RE.pattern}")
+    return value
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())
