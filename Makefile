@@ -41,7 +41,7 @@ lock: $(UV) ## re-resolve requirements.lock from pyproject.toml
 		--no-header --quiet -o requirements.lock
 
 run: setup ## start the-loop in the foreground on its embedded defaults (dashboard on 127.0.0.1)
-	@$(BIN)/the-loop serve --announce
+	@$(BIN)/the-loop serve
 
 test: setup ## run the whole test suite
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup

@@ -25,7 +25,9 @@ def wait_until(
 
 
 async def await_until(
-    condition: Callable[[], Awaitable[T]], timeout: float = 10.0, interval: float = 0.02,
+    condition: Callable[[], Awaitable[T]],
+    timeout: float = 10.0,
+    interval: float = 0.02,
     what: str = "",
 ) -> T:
     """Async twin of ``wait_until``."""

@@ -11,10 +11,18 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from the_loop.errors import ConfigInvalid
@@ -63,6 +71,10 @@ def _repo_name(value: str) -> str:
     return value
 
 
+RepoName = Annotated[str, AfterValidator(_repo_name)]
+EnvName = Annotated[str, AfterValidator(_env_name)]
+
+
 class ServerConfig(Model):
     """The HTTP server: webhooks, REST, MCP, dashboard."""
 
@@ -80,16 +92,21 @@ class ServerConfig(Model):
 class TmuxConfig(Model):
     """The private tmux server every agent runs on."""
 
-    socket: str = Field("the-loop", pattern=r"^[A-Za-z0-9._-]{1,64}$",
-                        description="Name of the private tmux socket (tmux -L).")
+    socket: str = Field(
+        "the-loop",
+        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        description="Name of the private tmux socket (tmux -L).",
+    )
     keep_session_on_close: bool = Field(True, description="Keep the dead pane as a record.")
     remain_on_exit: bool = Field(True, description="Keep panes whose program exited.")
     kill_harness_on_close: bool = Field(True, description="Terminate the agent on close.")
-    harness_kill_grace_seconds: float = Field(5, ge=0, le=300,
-                                              description="SIGTERM to SIGKILL grace.")
+    harness_kill_grace_seconds: float = Field(
+        5, ge=0, le=300, description="SIGTERM to SIGKILL grace."
+    )
     resume_on_respawn: bool = Field(True, description="Resume the conversation on respawn.")
-    resume_probe_seconds: float = Field(2, ge=0, le=120,
-                                        description="How long a resumed agent must stay alive.")
+    resume_probe_seconds: float = Field(
+        2, ge=0, le=120, description="How long a resumed agent must stay alive."
+    )
     window_size: str = Field("200x50", description="Fixed agent window size, COLSxROWS.")
 
     @field_validator("window_size")
@@ -187,16 +204,11 @@ class WorkspacesConfig(Model):
 
     enabled: bool = False
     root: Path | None = Field(None, description="Defaults to <stateDir>/workspaces.")
-    repos: dict[str, Path] = Field(default_factory=dict, description="OWNER/REPO -> clone path.")
+    repos: dict[RepoName, Path] = Field(
+        default_factory=dict, description="OWNER/REPO -> clone path."
+    )
     setup: str | None = Field(None, description="Shell command run once in a new workspace.")
     remove_on_close: bool = False
-
-    @field_validator("repos")
-    @classmethod
-    def _repo_keys(cls, value: dict[str, Path]) -> dict[str, Path]:
-        for key in value:
-            _repo_name(key)
-        return value
 
 
 class WebhookConfig(Model):
@@ -218,18 +230,15 @@ class GitHubConfig(Model):
     enabled: bool = False
     api_url: str = Field("https://api.github.com", pattern=r"^https?://")
     token_env: str = "GITHUB_TOKEN"
-    repos: list[str] = Field(default_factory=list, description="OWNER/REPO; empty accepts all.")
+    repos: list[RepoName] = Field(
+        default_factory=list, description="OWNER/REPO; empty accepts all."
+    )
     webhook: WebhookConfig = Field(default_factory=WebhookConfig)
     poller: PollerConfig = Field(default_factory=PollerConfig)
     reactions: bool = True
     announce: bool = True
 
     _env = field_validator("token_env")(_env_name)
-
-    @field_validator("repos")
-    @classmethod
-    def _repos(cls, value: list[str]) -> list[str]:
-        return [_repo_name(v) for v in value]
 
 
 class StandingSlackConfig(Model):
@@ -301,8 +310,9 @@ class Config(Model):
     """The whole configuration of one the-loop installation."""
 
     version: Literal[1] = 1
-    state_dir: Path = Field(Path("~/.local/state/the-loop"),
-                            description="SQLite database, logs, transcripts.")
+    state_dir: Path = Field(
+        Path("~/.local/state/the-loop"), description="SQLite database, logs, transcripts."
+    )
     server: ServerConfig = Field(default_factory=ServerConfig)
     tmux: TmuxConfig = Field(default_factory=TmuxConfig)
     harnesses: dict[str, HarnessConfig] = Field(default_factory=dict)
@@ -324,20 +334,24 @@ class Config(Model):
             if (harness.adapter or name) == "command" and not (
                 harness.interactive or harness.headless
             ):
-                raise ValueError(f"harness {name!r}: the command adapter needs "
-                                 "interactive or headless argv")
+                raise ValueError(
+                    f"harness {name!r}: the command adapter needs interactive or headless argv"
+                )
         return value
 
     @model_validator(mode="after")
     def _harness_refs(self) -> Config:
         known = set(BUILTIN_HARNESSES) | set(self.harnesses)
         if self.routing.default_harness not in known:
-            raise ValueError(f"routing.defaultHarness {self.routing.default_harness!r} "
-                             f"is not a known harness ({', '.join(sorted(known))})")
+            raise ValueError(
+                f"routing.defaultHarness {self.routing.default_harness!r} "
+                f"is not a known harness ({', '.join(sorted(known))})"
+            )
         for index, session in enumerate(self.standing.sessions):
             if session.harness is not None and session.harness not in known:
-                raise ValueError(f"standing.sessions[{index}].harness {session.harness!r} "
-                                 "is not a known harness")
+                raise ValueError(
+                    f"standing.sessions[{index}].harness {session.harness!r} is not a known harness"
+                )
         return self
 
     @property
@@ -365,8 +379,7 @@ class Config(Model):
                 "never reaches the sessions"
             )
         if self.routing.enabled and not self.routing.authorized_users:
-            out.append("routing.authorizedUsers is empty: nobody can start an agent "
-                       "(fail closed)")
+            out.append("routing.authorizedUsers is empty: nobody can start an agent (fail closed)")
         return out
 
 
@@ -399,11 +412,13 @@ def load_config(explicit: Path | None = None) -> LoadedConfig:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigInvalid(f"config file {path} does not exist",
-                            [f"(file): {path} does not exist"]) from None
+        raise ConfigInvalid(
+            f"config file {path} does not exist", [f"(file): {path} does not exist"]
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigInvalid(f"cannot read config file {path}: {exc}",
-                            [f"(file): cannot read {path}: {exc}"]) from None
+        raise ConfigInvalid(
+            f"cannot read config file {path}: {exc}", [f"(file): cannot read {path}: {exc}"]
+        ) from None
     return LoadedConfig(parse_config_text(text, source=str(path)), path)
 
 
@@ -416,13 +431,13 @@ def parse_config_text(text: str, source: str = "<config>") -> Config:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigInvalid(f"{source} is not valid YAML",
-                            [f"(yaml): {problem}{where}"]) from None
+        raise ConfigInvalid(f"{source} is not valid YAML", [f"(yaml): {problem}{where}"]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigInvalid(f"{source} is invalid",
-                            ["(root): the config must be a mapping of keys"])
+        raise ConfigInvalid(
+            f"{source} is invalid", ["(root): the config must be a mapping of keys"]
+        )
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
@@ -488,8 +503,9 @@ def _redact(node: Any) -> None:
     if isinstance(node, dict):
         for key, value in list(node.items()):
             if key == "env" and isinstance(value, dict):
-                node[key] = {k: ("<redacted>" if _SECRETISH.search(k) else v)
-                             for k, v in value.items()}
+                node[key] = {
+                    k: ("<redacted>" if _SECRETISH.search(k) else v) for k, v in value.items()
+                }
             elif isinstance(key, str) and key.endswith("Env") and isinstance(value, str):
                 state = "set" if os.environ.get(value) else "unset"
                 node[key] = f"{value} ({state})"

@@ -52,8 +52,9 @@ class WorkItemRef:
 
     def __post_init__(self) -> None:
         if not OWNER_RE.match(self.owner) or not _valid_repo(self.repo):
-            raise BadInput(f"invalid work item owner/repo {self.owner}/{self.repo}: "
-                           f"expected {REF_GRAMMAR}")
+            raise BadInput(
+                f"invalid work item owner/repo {self.owner}/{self.repo}: expected {REF_GRAMMAR}"
+            )
         if not HOST_RE.match(self.host):
             raise BadInput(f"invalid GitHub host {self.host!r}: expected {REF_GRAMMAR}")
         if self.number < 1:

@@ -1,0 +1,1 @@
+"""The ``the-loop`` command line: one module per command group, each a thin edge."""

@@ -1,0 +1,66 @@
+"""What every command shares: global options, the context, output in table or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from the_loop.config import LoadedConfig, load_config
+from the_loop.context import Ctx, open_ctx
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+
+
+@dataclass
+class GlobalState:
+    config_path: Path | None = None
+    debug: bool = False
+    loaded: LoadedConfig | None = None
+    ctx: Ctx | None = None
+
+
+STATE = GlobalState()
+
+
+def loaded_config() -> LoadedConfig:
+    """The config for this invocation, loaded once."""
+    if STATE.loaded is None:
+        STATE.loaded = load_config(STATE.config_path)
+    return STATE.loaded
+
+
+def ctx() -> Ctx:
+    """The service context for this invocation (config + database), opened once."""
+    if STATE.ctx is None:
+        STATE.ctx = open_ctx(loaded=loaded_config())
+    return STATE.ctx
+
+
+def print_error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
+    """A table for people: Rich on a terminal, plain aligned columns otherwise."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=True)
+    table = Table(title=title or None, box=None, pad_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*["" if v is None else str(v) for v in row])
+    console.print(table)

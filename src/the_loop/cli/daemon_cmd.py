@@ -1,0 +1,96 @@
+"""``the-loop serve|start|stop|status``: the daemon's lifecycle."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from the_loop.cli import common
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("start")(start)
+    app.command("stop")(stop)
+    app.command("status")(status)
+
+
+def serve() -> None:
+    """Run the daemon in the foreground (for systemd, containers and `make run`)."""
+    from the_loop.daemon import serve as run_serve
+
+    ctx = common.ctx()
+
+    def banner(url: str) -> None:
+        print(
+            f"the-loop is serving on {url}\n"
+            f"  dashboard: {url}/\n"
+            f"  health:    {url}/api/v1/health\n"
+            f"  state:     {ctx.state_dir}\n"
+            f"  events:    the-loop events --follow\n"
+            "press Ctrl-C to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+        for warning in ctx.config.warnings():
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
+
+    run_serve(ctx, banner=banner)
+
+
+def start(
+    timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for health."),
+) -> None:
+    """Start the daemon in the background and wait until it is healthy."""
+    from the_loop.daemon import start_detached
+
+    ctx = common.ctx()
+    if sys.stderr.isatty():
+        from rich.console import Console
+
+        with Console(stderr=True).status("starting the-loop…"):
+            health = start_detached(ctx, timeout=timeout)
+    else:
+        health = start_detached(ctx, timeout=timeout)
+    print(f"the-loop is running at {health.url} (pid {health.pid})")
+    for problem in health.problems:
+        print(f"warning: {problem}")
+
+
+def stop(
+    keep_standing: bool = typer.Option(
+        False, "--keep-standing", help="Leave standing sessions running."
+    ),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds to wait for shutdown."),
+) -> None:
+    """Stop the daemon gracefully; agents in tmux keep running."""
+    from the_loop.daemon import stop_daemon
+
+    ctx = common.ctx()
+    if stop_daemon(ctx.state_dir, timeout=timeout):
+        print("the-loop stopped")
+    else:
+        print("the-loop is not running")
+
+
+def status(
+    fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
+) -> None:
+    """Report whether the daemon runs and is healthy; exit 0 when healthy, 1 otherwise."""
+    from the_loop.daemon import probe_health
+
+    health = probe_health(common.loaded_config().config.state_path)
+    if fmt is common.Format.json:
+        common.print_json(health.model_dump(mode="json"))
+    else:
+        state = "healthy" if health.healthy else ("unhealthy" if health.running else "stopped")
+        print(f"the-loop: {state}")
+        if health.running:
+            print(
+                f"  url:     {health.url}\n  pid:     {health.pid}\n"
+                f"  version: {health.version}\n  uptime:  {health.uptime_seconds}s"
+            )
+        for problem in health.problems:
+            print(f"  problem: {problem}")
+    raise typer.Exit(0 if health.healthy else 1)

@@ -1,0 +1,93 @@
+"""``the-loop events``: query, follow and list the event catalogue."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+
+import typer
+
+from the_loop import events as ev
+from the_loop.cli import common
+from the_loop.refs import WorkItemRef, validate_standing_name
+
+
+class EventFormat(StrEnum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+def events(
+    type_: list[str] = typer.Option([], "--type", "-t", help="Type glob, e.g. 'session.*'."),
+    work_item: str | None = typer.Option(None, "--work-item", help="github:OWNER/REPO#N"),
+    standing: str | None = typer.Option(None, "--standing", help="Standing session name."),
+    level: str = typer.Option("debug", "--level", help="Minimum level."),
+    since: str | None = typer.Option(None, "--since", help="30s, 15m, 2h, 1d or ISO time."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, max=100_000),
+    fmt: EventFormat = typer.Option(EventFormat.table, "--format"),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Stream new events."),
+    types: bool = typer.Option(False, "--types", help="Print the event catalogue."),
+) -> None:
+    """Show the event log: every decision the-loop made, newest last."""
+    if types:
+        _print_catalogue(fmt)
+        return
+    flt = ev.EventFilter(
+        types=tuple(type_),
+        work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
+        standing=validate_standing_name(standing) if standing else None,
+        min_level=ev.Level.parse(level),
+        since=ev.parse_since(since) if since else None,
+        limit=limit,
+    )
+    db = common.ctx().db
+    rows = ev.query(db, flt)
+    if fmt is EventFormat.json and not follow:
+        common.print_json([e.model_dump(mode="json", by_alias=True) for e in rows])
+        return
+    for event in rows:
+        _print_one(event, fmt)
+    if follow:
+        after = rows[-1].id if rows else ev.last_id(db)
+        live = ev.EventFilter(flt.types, flt.work_item, flt.standing, flt.min_level, None, after)
+        for event in ev.follow(db, live):
+            _print_one(event, fmt)
+
+
+def _print_one(event: ev.Event, fmt: EventFormat) -> None:
+    if fmt is EventFormat.table:
+        subject = event.work_item or (f"standing:{event.standing}" if event.standing else "-")
+        detail = " ".join(f"{k}={v}" for k, v in event.payload.items())
+        line = (
+            f"{event.ts.strftime('%Y-%m-%d %H:%M:%S')}  {event.level:<7}  "
+            f"{event.type:<26}  {subject:<28}  {detail}"
+        )
+        print(line.rstrip())
+    else:
+        print(json.dumps(event.model_dump(mode="json", by_alias=True), separators=(",", ":")))
+    sys.stdout.flush()
+
+
+def _print_catalogue(fmt: EventFormat) -> None:
+    specs = sorted(ev.CATALOGUE.values(), key=lambda s: s.name)
+    if fmt is EventFormat.table:
+        width = max(len(s.name) for s in specs)
+        for spec in specs:
+            print(f"{spec.name:<{width}}  {spec.level.name:<7}  {spec.description}")
+        return
+    data = [
+        {
+            "type": s.name,
+            "level": s.level.name,
+            "description": s.description,
+            "payload": sorted(s.payload.model_fields),
+        }
+        for s in specs
+    ]
+    if fmt is EventFormat.json:
+        common.print_json(data)
+    else:
+        for item in data:
+            print(json.dumps(item))

@@ -1,0 +1,47 @@
+"""Entry point of the ``the-loop`` console script: errors become ``error: …`` and an exit code."""
+
+from __future__ import annotations
+
+import sys
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Run the CLI with ARGV (default: sys.argv); never lets a traceback reach the user."""
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["--version"], ["-V"]):
+        from the_loop import __version__
+
+        print(f"the-loop {__version__}")
+        return
+    sys.exit(_dispatch(args))
+
+
+def _dispatch(args: list[str]) -> int:
+    """Run one command; map every error to ``error: …`` and its exit code."""
+    from the_loop.cli import common
+    from the_loop.cli.app import app
+    from the_loop.errors import LoopError, ValidationFailed
+
+    try:
+        app(args=args, prog_name="the-loop", standalone_mode=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        print("aborted", file=sys.stderr)
+        return 130
+    except ValidationFailed as exc:
+        common.print_error(exc.message)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return exc.exit_code
+    except LoopError as exc:
+        common.print_error(exc.message)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if common.STATE.debug:
+            raise
+        common.print_error(f"internal error: {exc!r} (run with --debug for the traceback)")
+        return 1
+    return 0

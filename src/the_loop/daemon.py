@@ -1,0 +1,317 @@
+"""The daemon: one process per state dir serving the HTTP app and the background work.
+
+``serve`` runs in the foreground; ``start`` runs it detached and waits until it is healthy;
+``stop`` asks it to finish (SIGTERM) and waits; ``status`` asks its health endpoint. One daemon
+per state dir is enforced by an ``flock`` on ``daemon.lock``, not by a pid file alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel
+
+from the_loop import __version__
+from the_loop import events as ev
+from the_loop.context import Ctx
+from the_loop.errors import AlreadyRunning, StateError, Unavailable
+
+LOCK_NAME = "daemon.lock"
+INFO_NAME = "daemon.json"
+LOG_NAME = "daemon.log"
+SOURCE = "daemon"
+
+
+class DaemonInfo(BaseModel):
+    """What a running daemon writes next to its lock so clients can find it."""
+
+    pid: int
+    url: str
+    host: str
+    port: int
+    version: str
+    started_at: float
+    config_path: str | None = None
+
+
+@dataclass
+class DaemonLock:
+    """A held ``flock`` on the state dir's lock file; released when the process exits."""
+
+    handle: IO[str]
+
+    def release(self) -> None:
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def acquire_lock(state_dir: Path) -> DaemonLock:
+    """Take the single-daemon lock of STATE_DIR or raise ``AlreadyRunning`` naming the holder."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        handle = (state_dir / LOCK_NAME).open("a+", encoding="utf-8")
+    except OSError as exc:
+        raise StateError(f"cannot open {state_dir / LOCK_NAME}: {exc.strerror}") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        info = read_info(state_dir)
+        where = f" (pid {info.pid}, {info.url})" if info else ""
+        raise AlreadyRunning(
+            f"another the-loop daemon already serves the state dir {state_dir}{where}; "
+            "stop it with `the-loop stop` or use another stateDir"
+        ) from None
+    return DaemonLock(handle)
+
+
+def daemon_running(state_dir: Path) -> bool:
+    """True when some process holds STATE_DIR's daemon lock."""
+    path = state_dir / LOCK_NAME
+    if not path.exists():
+        return False
+    with path.open("a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def read_info(state_dir: Path) -> DaemonInfo | None:
+    try:
+        return DaemonInfo.model_validate_json((state_dir / INFO_NAME).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_info(state_dir: Path, info: DaemonInfo) -> None:
+    tmp = state_dir / f".{INFO_NAME}.{os.getpid()}"
+    tmp.write_text(info.model_dump_json(), encoding="utf-8")
+    tmp.replace(state_dir / INFO_NAME)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind the listening socket up front so the real port is known before serving."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise Unavailable(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+BackgroundTask = Callable[[Ctx, asyncio.Event], Coroutine[Any, Any, None]]
+BACKGROUND_TASKS: list[tuple[str, BackgroundTask]] = []
+
+
+def background(name: str) -> Callable[[BackgroundTask], BackgroundTask]:
+    """Register a coroutine the daemon runs for its whole life (it must return on STOP)."""
+
+    def register(fn: BackgroundTask) -> BackgroundTask:
+        BACKGROUND_TASKS.append((name, fn))
+        return fn
+
+    return register
+
+
+def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
+    """Run the daemon in the foreground until SIGTERM/SIGINT; one per state dir."""
+    import uvicorn
+
+    from the_loop.web.app import create_app
+
+    lock = acquire_lock(ctx.state_dir)
+    cfg = ctx.config.server
+    sock = bind_socket(cfg.host, cfg.port)
+    port = int(sock.getsockname()[1])
+    host_for_url = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+    url = f"http://{host_for_url}:{port}"
+    info = DaemonInfo(
+        pid=os.getpid(),
+        url=url,
+        host=cfg.host,
+        port=port,
+        version=__version__,
+        started_at=time.time(),
+        config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
+    )
+    app = create_app(ctx, daemon=info)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=3,
+            access_log=False,
+            server_header=False,
+        )
+    )
+    _write_info(ctx.state_dir, info)
+    ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)
+    for warning in ctx.config.warnings():
+        ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
+    if banner:
+        banner(url)
+    # uvicorn re-raises the signal that stopped it once it is done; these handlers absorb it
+    # so the shutdown below always runs.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGINT, lambda *_: None)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        ev.emit(ctx.db, "daemon.stopped", source=SOURCE, pid=info.pid)
+        (ctx.state_dir / INFO_NAME).unlink(missing_ok=True)
+        lock.release()
+
+
+async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+    """Start every background task; they end when STOP is set."""
+    from the_loop import housekeeping
+
+    builtin: list[tuple[str, BackgroundTask]] = [
+        ("prune-events", housekeeping.prune_loop),
+        ("reload-config", housekeeping.reload_loop),
+    ]
+    return [
+        asyncio.create_task(fn(ctx, stop), name=name) for name, fn in [*builtin, *BACKGROUND_TASKS]
+    ]
+
+
+class Health(BaseModel):
+    healthy: bool
+    running: bool
+    pid: int | None = None
+    url: str | None = None
+    version: str | None = None
+    uptime_seconds: float | None = None
+    detail: dict[str, Any] = {}
+    problems: list[str] = []
+
+
+def probe_health(state_dir: Path, timeout: float = 2.0) -> Health:
+    """Ask the daemon of STATE_DIR for its status; never raises."""
+    import httpx
+
+    info = read_info(state_dir)
+    if not daemon_running(state_dir) or info is None:
+        return Health(healthy=False, running=False, problems=["the-loop is not running"])
+    try:
+        resp = httpx.get(
+            f"{info.url}/api/v1/health", timeout=timeout, headers=_auth_headers(state_dir)
+        )
+        body = resp.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        return Health(
+            healthy=False,
+            running=True,
+            pid=info.pid,
+            url=info.url,
+            problems=[f"the daemon does not answer at {info.url}: {exc}"],
+        )
+    problems = [str(p) for p in body.get("problems", [])]
+    return Health(
+        healthy=resp.status_code == 200 and not problems,
+        running=True,
+        pid=info.pid,
+        url=info.url,
+        version=info.version,
+        uptime_seconds=round(time.time() - info.started_at, 1),
+        detail=body.get("detail", {}),
+        problems=problems,
+    )
+
+
+def _auth_headers(state_dir: Path) -> dict[str, str]:
+    """Authorization for the CLI's own calls (the generated token, when there is one)."""
+    token_file = state_dir / "api-token"
+    token = os.environ.get("THE_LOOP_TOKEN")
+    if not token and token_file.exists():
+        token = token_file.read_text("utf-8").strip()
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def start_detached(
+    ctx: Ctx, timeout: float = 30.0, on_wait: Callable[[], None] | None = None
+) -> Health:
+    """Start ``the-loop serve`` in the background and wait until it reports healthy."""
+    state_dir = ctx.state_dir
+    if daemon_running(state_dir):
+        info = read_info(state_dir)
+        raise AlreadyRunning(f"the-loop is already running{f' at {info.url}' if info else ''}")
+    argv = [sys.executable, "-m", "the_loop"]
+    if ctx.loaded.path is not None:
+        argv += ["--config", str(ctx.loaded.path.absolute())]
+    argv.append("serve")
+    log_path = state_dir / LOG_NAME
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Unavailable(
+                f"the daemon exited with status {proc.returncode}; "
+                f"see {log_path}:\n{_tail(log_path)}"
+            )
+        info = read_info(state_dir)
+        if info is not None and info.pid == proc.pid:
+            health = probe_health(state_dir, timeout=1.0)
+            if (
+                health.running
+                and health.url
+                and not any("does not answer" in p for p in health.problems)
+            ):
+                return health
+        if on_wait:
+            on_wait()
+        time.sleep(0.05)
+    raise Unavailable(f"the daemon did not become healthy within {timeout:.0f}s; see {log_path}")
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def stop_daemon(state_dir: Path, timeout: float = 10.0) -> bool:
+    """SIGTERM the daemon of STATE_DIR and wait for its lock to go; False if none ran."""
+    info = read_info(state_dir)
+    if not daemon_running(state_dir) or info is None:
+        return False
+    try:
+        os.kill(info.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not daemon_running(state_dir):
+            return True
+        time.sleep(0.05)
+    os.kill(info.pid, signal.SIGKILL)
+    return True

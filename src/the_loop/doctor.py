@@ -1,0 +1,202 @@
+"""Checks that everything the-loop needs is installed and usable; one typed report.
+
+Each missing piece carries one line of install guidance per platform.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from the_loop.config import Config
+
+MIN_TMUX = (3, 2)
+
+INSTALL_HINTS: dict[str, str] = {
+    "tmux": "apt install tmux · brew install tmux · dnf install tmux",
+    "git": "apt install git · brew install git · dnf install git",
+    "claude": "npm install -g @anthropic-ai/claude-code",
+    "codex": "npm install -g @openai/codex",
+    "gemini": "npm install -g @google/gemini-cli",
+    "cursor-agent": "see https://cursor.com/cli (the installer script)",
+}
+
+
+class CheckStatus(StrEnum):
+    ok = "ok"
+    missing = "missing"
+    failed = "failed"
+    warning = "warning"
+
+
+class Check(BaseModel):
+    name: str
+    status: CheckStatus
+    detail: str
+    hint: str = ""
+    required: bool = True
+
+
+class DoctorReport(BaseModel):
+    ok: bool
+    checks: list[Check]
+
+
+def run_doctor(config: Config, daemon_port_in_use_ok: bool = False) -> DoctorReport:
+    """Run every check against CONFIG; ``ok`` is false when anything required fails."""
+    checks = [
+        check_tmux(),
+        check_binary("git", "git"),
+        *check_harnesses(config),
+        check_state_dir(config.state_path),
+        check_port(config.server.host, config.server.port, daemon_port_in_use_ok),
+    ]
+    if config.github.enabled:
+        checks.append(check_github_token(config.github.token_env))
+    good = (CheckStatus.ok, CheckStatus.warning)
+    return DoctorReport(ok=all(c.status in good or not c.required for c in checks), checks=checks)
+
+
+def _version_tuple(text: str) -> tuple[int, int] | None:
+    m = re.search(r"([0-9]+)\.([0-9]+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def check_tmux() -> Check:
+    path = shutil.which("tmux")
+    if path is None:
+        return Check(
+            name="tmux",
+            status=CheckStatus.missing,
+            detail="tmux not found on PATH",
+            hint=INSTALL_HINTS["tmux"],
+        )
+    try:
+        out = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(
+            name="tmux",
+            status=CheckStatus.failed,
+            detail=f"{path} -V failed: {exc}",
+            hint=INSTALL_HINTS["tmux"],
+        )
+    version = _version_tuple(out)
+    if version is not None and version < MIN_TMUX:
+        return Check(
+            name="tmux",
+            status=CheckStatus.failed,
+            detail=f"{out.strip()} is older than 3.2",
+            hint=INSTALL_HINTS["tmux"],
+        )
+    return Check(name="tmux", status=CheckStatus.ok, detail=f"{out.strip()} ({path})")
+
+
+def check_binary(name: str, binary: str, required: bool = True, label: str = "") -> Check:
+    path = shutil.which(binary)
+    title = label or name
+    if path is None:
+        hint = INSTALL_HINTS.get(Path(binary).name, f"install {binary} and put it on PATH")
+        return Check(
+            name=title,
+            status=CheckStatus.missing,
+            required=required,
+            detail=f"{binary} not found on PATH",
+            hint=hint,
+        )
+    return Check(name=title, status=CheckStatus.ok, detail=path, required=required)
+
+
+def check_harnesses(config: Config) -> list[Check]:
+    """One check per harness the config will run (the default, and each standing one)."""
+    names = [config.routing.default_harness]
+    names += [s.harness for s in config.standing.sessions if s.harness]
+    names += [n for n in config.harnesses if n not in names]
+    checks: list[Check] = []
+    for name in dict.fromkeys(names):
+        binary = harness_binary(config, name)
+        required = name == config.routing.default_harness or any(
+            s.harness == name for s in config.standing.sessions
+        )
+        checks.append(check_binary(name, binary, required, label=f"harness {name}"))
+    return checks
+
+
+_DEFAULT_BINARIES = {
+    "claude": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+    "cursor": "cursor-agent",
+}
+
+
+def harness_binary(config: Config, name: str) -> str:
+    """The executable harness NAME will run (its argv[0])."""
+    harness = config.harness(name)
+    if harness.binary:
+        return harness.binary
+    adapter = harness.adapter or name
+    template = harness.interactive or harness.headless
+    if adapter == "command" and template:
+        return template[0]
+    return _DEFAULT_BINARIES.get(adapter, adapter)
+
+
+def check_state_dir(path: Path) -> Check:
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if path.exists() and not path.is_dir():
+        return Check(
+            name="state dir", status=CheckStatus.failed, detail=f"{path} is not a directory"
+        )
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return Check(
+            name="state dir",
+            status=CheckStatus.failed,
+            detail=f"{path} is not writable (checked {probe})",
+            hint=f"make {probe} writable or set stateDir",
+        )
+    return Check(name="state dir", status=CheckStatus.ok, detail=str(path))
+
+
+def check_port(host: str, port: int, in_use_ok: bool) -> Check:
+    if port == 0:
+        return Check(name="port", status=CheckStatus.ok, detail="0 (a free port is picked)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            status = CheckStatus.warning if in_use_ok else CheckStatus.failed
+            return Check(
+                name="port",
+                status=status,
+                detail=f"{host}:{port} unavailable: {exc.strerror}",
+                hint="stop what uses it or set server.port",
+            )
+    return Check(name="port", status=CheckStatus.ok, detail=f"{host}:{port} is free")
+
+
+def check_github_token(token_env: str) -> Check:
+    if os.environ.get(token_env):
+        return Check(name="github token", status=CheckStatus.ok, detail=f"${token_env} is set")
+    if shutil.which("gh"):
+        return Check(
+            name="github token",
+            status=CheckStatus.ok,
+            detail=f"${token_env} unset; `gh auth token` will be used",
+        )
+    return Check(
+        name="github token",
+        status=CheckStatus.missing,
+        detail=f"${token_env} is unset and gh is not installed",
+        hint=f"export {token_env}=<token> · or install gh and run gh auth login",
+    )

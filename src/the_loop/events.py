@@ -1,0 +1,330 @@
+"""The event log: the typed catalogue, and emit / query / follow / prune.
+
+Every decision emits one event. Events are rows in the state database, so any process (the
+daemon, the CLI, a test) can emit them and any other can read or follow them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import IntEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from the_loop.errors import BadInput
+from the_loop.store import Database
+
+
+class Level(IntEnum):
+    debug = 10
+    info = 20
+    warning = 30
+    error = 40
+
+    @classmethod
+    def parse(cls, text: str) -> Level:
+        try:
+            return cls[text.lower()]
+        except KeyError:
+            raise BadInput(f"invalid level {text!r}: one of debug, info, warning, error") from None
+
+
+class Payload(BaseModel):
+    """Base of event payloads: declared fields are required, extra detail is allowed."""
+
+    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+
+
+class Reason(Payload):
+    reason: str
+
+
+class Retry(Payload):
+    error: str
+    will_retry: bool
+    attempt: int = 1
+
+
+class Resumed(Payload):
+    resumed: bool
+
+
+class AutoClosed(Payload):
+    reason: Literal["issue-closed", "pr-merged", "pr-closed", "stopped"]
+
+
+class ErrorText(Payload):
+    error: str
+
+
+class Message(Payload):
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """One entry of the catalogue: its name, default level, meaning and payload model."""
+
+    name: str
+    level: Level
+    description: str
+    payload: type[Payload] = Payload
+
+
+def _spec(name: str, level: Level, description: str, payload: type[Payload] = Payload) -> EventSpec:
+    return EventSpec(name, level, description, payload)
+
+
+_I, _W, _E, _D = Level.info, Level.warning, Level.error, Level.debug
+
+CATALOGUE: dict[str, EventSpec] = {
+    s.name: s
+    for s in [
+        _spec("webhook.received", _D, "A signed webhook delivery was accepted into the inbox."),
+        _spec("webhook.rejected", _W, "A webhook was refused (bad signature, size, JSON).", Reason),
+        _spec("webhook.duplicate", _I, "A delivery id already processed successfully came again."),
+        _spec("route.ignored", _I, "An event was ignored by the routing rules.", Reason),
+        _spec("route.unauthorized", _W, "An actor not in authorizedUsers tried to drive an agent."),
+        _spec("route.replied", _I, "The-loop answered a comment instead of acting."),
+        _spec("dispatch.queued", _I, "A spawn waits for a free session slot (FIFO)."),
+        _spec("dispatch.succeeded", _D, "An inbox item was processed."),
+        _spec("dispatch.failed", _W, "Processing an inbox item failed.", Retry),
+        _spec("dispatch.dead_lettered", _E, "An inbox item failed for good.", ErrorText),
+        _spec("session.spawned", _I, "An agent session was started for a work item."),
+        _spec("session.spawn_failed", _E, "An agent session could not be started.", ErrorText),
+        _spec("session.delivered", _I, "A prompt was delivered into a live session."),
+        _spec("session.respawned", _I, "A dead session was started again.", Resumed),
+        _spec("session.resume_failed", _W, "Resuming a conversation failed; starting fresh."),
+        _spec("session.respawn_averted", _I, "A respawn was not needed: the target was live."),
+        _spec("session.paused", _I, "Delivery to a session was paused."),
+        _spec("session.resumed", _I, "Delivery to a paused session was resumed."),
+        _spec("session.closed", _I, "A session was closed.", Reason),
+        _spec("session.autoclosed", _I, "A session closed by its work item.", AutoClosed),
+        _spec("session.kept_open", _I, "A linked item closed; this session stays open.", Reason),
+        _spec("session.harness_terminated", _I, "The agent process of a session was stopped."),
+        _spec("session.awaiting_input", _I, "An agent waits for a person."),
+        _spec("session.exited", _I, "A headless delivery finished with an exit status."),
+        _spec("workspace.prepared", _I, "A git worktree was prepared for a work item."),
+        _spec("workspace.removed", _I, "A work item's git worktree was removed."),
+        _spec("poll.cycle", _D, "One poll cycle finished."),
+        _spec("poll.closure_detected", _I, "The poller saw a work item closed or merged."),
+        _spec("poll.error", _W, "A poll cycle failed; nothing was closed.", ErrorText),
+        _spec("poll.rate_limited", _W, "GitHub rate-limited the poller; waiting for reset."),
+        _spec("standing.created", _I, "A standing session definition was created."),
+        _spec("standing.create_failed", _W, "Creating a standing session failed.", ErrorText),
+        _spec("standing.deleted", _I, "A created standing session was deleted."),
+        _spec("standing.started", _I, "A standing session was started fresh."),
+        _spec("standing.resumed", _I, "A standing session resumed its conversation."),
+        _spec("standing.resume_failed", _W, "Resuming a standing session failed; fresh start."),
+        _spec("standing.spawn_failed", _E, "A standing session could not be started.", ErrorText),
+        _spec("standing.stopped", _I, "A standing session was stopped."),
+        _spec("standing.stop_failed", _E, "Stopping a standing session failed.", ErrorText),
+        _spec("standing.said", _I, "A message was delivered to a standing session."),
+        _spec("slack.received", _D, "A Slack event was received."),
+        _spec("slack.posted", _I, "The-loop posted to Slack."),
+        _spec("slack.dropped", _I, "A Slack message was dropped.", Reason),
+        _spec("config.reloaded", _I, "The config file changed and was reloaded."),
+        _spec("config.reload_failed", _E, "The changed config is invalid; the old one stays."),
+        _spec("config.warning", _W, "A setting is accepted but risky.", Message),
+        _spec("daemon.started", _I, "The daemon started serving."),
+        _spec("daemon.stopped", _I, "The daemon stopped."),
+    ]
+}
+
+
+class Event(BaseModel):
+    """One row of the event log as the surfaces show it (camelCase in JSON)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    id: int
+    ts: datetime
+    type: str
+    level: str
+    source: str
+    work_item: str | None = None
+    standing: str | None = None
+    session_id: str | None = None
+    delivery_id: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+def emit(
+    db: Database,
+    type: str,
+    *,
+    source: str,
+    level: Level | None = None,
+    work_item: str | None = None,
+    standing: str | None = None,
+    session_id: str | None = None,
+    delivery_id: str | None = None,
+    **payload: Any,
+) -> int:
+    """Append one event of a catalogued TYPE; returns its id. Payload is validated."""
+    spec = CATALOGUE.get(type)
+    if spec is None:
+        raise ValueError(f"event type {type!r} is not in the catalogue")
+    try:
+        body = spec.payload.model_validate(payload).model_dump(mode="json", by_alias=True)
+    except ValidationError as exc:
+        raise ValueError(f"bad payload for {type}: {exc}") from None
+    row = (
+        time.time(),
+        type,
+        int(level or spec.level),
+        source,
+        work_item,
+        standing,
+        session_id,
+        delivery_id,
+        json.dumps(body, separators=(",", ":")),
+    )
+    with db.transaction() as tx:
+        cur = tx.execute(
+            "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
+            " delivery_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+        return int(cur.lastrowid or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """What ``query`` and ``follow`` select; every field narrows the selection."""
+
+    types: tuple[str, ...] = ()
+    work_item: str | None = None
+    standing: str | None = None
+    min_level: Level = Level.debug
+    since: float | None = None
+    after_id: int = 0
+    limit: int | None = 100
+
+
+_DURATION = re.compile(r"^([0-9]+)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``30s``/``15m``/``2h``/``1d`` ago, or an ISO time; returns a Unix timestamp."""
+    m = _DURATION.match(text.strip())
+    if m:
+        return (now if now is not None else time.time()) - int(m.group(1)) * _UNITS[m.group(2)]
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"invalid --since {text!r}: use 30s, 15m, 2h, 1d or an ISO time") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def _where(f: EventFilter) -> tuple[str, list[Any]]:
+    clauses = ["id > ?"]
+    args: list[Any] = [f.after_id]
+    if f.types:
+        clauses.append("(" + " OR ".join("type GLOB ?" for _ in f.types) + ")")
+        args.extend(f.types)
+    if f.work_item is not None:
+        clauses.append("work_item = ?")
+        args.append(f.work_item)
+    if f.standing is not None:
+        clauses.append("standing = ?")
+        args.append(f.standing)
+    if f.min_level > Level.debug:
+        clauses.append("level >= ?")
+        args.append(int(f.min_level))
+    if f.since is not None:
+        clauses.append("ts >= ?")
+        args.append(f.since)
+    return " AND ".join(clauses), args
+
+
+def _row_to_event(row: tuple[Any, ...]) -> Event:
+    return Event(
+        id=row[0],
+        ts=datetime.fromtimestamp(row[1], tz=UTC),
+        type=row[2],
+        level=Level(row[3]).name if row[3] in Level._value2member_map_ else str(row[3]),
+        source=row[4],
+        work_item=row[5],
+        standing=row[6],
+        session_id=row[7],
+        delivery_id=row[8],
+        payload=json.loads(row[9]),
+    )
+
+
+_COLUMNS = "id, ts, type, level, source, work_item, standing, session_id, delivery_id, payload"
+
+
+def query(db: Database, f: EventFilter) -> list[Event]:
+    """The newest ``limit`` events matching F, oldest first."""
+    where, args = _where(f)
+    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id DESC"
+    if f.limit is not None:
+        sql += " LIMIT ?"
+        args.append(f.limit)
+    rows = db.connect().execute(sql, args).fetchall()
+    return [_row_to_event(r) for r in reversed(rows)]
+
+
+def read_after(db: Database, f: EventFilter, batch: int = 500) -> list[Event]:
+    """Events after ``f.after_id`` matching F, oldest first (at most BATCH)."""
+    where, args = _where(f)
+    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id ASC LIMIT ?"
+    rows = db.connect().execute(sql, [*args, batch]).fetchall()
+    return [_row_to_event(r) for r in rows]
+
+
+def last_id(db: Database) -> int:
+    row = db.connect().execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
+    return int(row[0])
+
+
+def follow(
+    db: Database, f: EventFilter, interval: float = 0.2, stop: Any = None
+) -> Iterator[Event]:
+    """Yield events written by any process after ``f.after_id``, polling every INTERVAL.
+
+    STOP, when given, is a ``threading.Event`` that ends the iteration.
+    """
+    after = f.after_id
+    while stop is None or not stop.is_set():
+        batch = read_after(db, _replace_after(f, after))
+        for event in batch:
+            after = event.id
+            yield event
+        if not batch:
+            if stop is not None:
+                stop.wait(interval)
+            else:
+                time.sleep(interval)
+
+
+def _replace_after(f: EventFilter, after: int) -> EventFilter:
+    return EventFilter(f.types, f.work_item, f.standing, f.min_level, f.since, after, f.limit)
+
+
+def prune(db: Database, retention_days: float, now: float | None = None) -> int:
+    """Delete events older than RETENTION_DAYS; returns how many were removed."""
+    cutoff = (now if now is not None else time.time()) - timedelta(
+        days=retention_days
+    ).total_seconds()
+    with db.transaction() as tx:
+        cur = tx.execute("DELETE FROM events WHERE ts < ?", (cutoff,))
+        return cur.rowcount
+
+
+def type_matches(pattern: str, name: str) -> bool:
+    """Glob match used for in-memory filtering (the same semantics as the SQL GLOB)."""
+    return fnmatch.fnmatchcase(name, pattern)

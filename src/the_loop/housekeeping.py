@@ -1,0 +1,81 @@
+"""Daemon background work that belongs to no feature: config reload and event pruning."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from the_loop import events as ev
+from the_loop.config import LoadedConfig, load_config
+from the_loop.context import Ctx
+from the_loop.errors import ConfigInvalid
+
+SOURCE = "daemon"
+RESTART_ONLY = {"stateDir": "state_dir", "server": "server", "tmux.socket": "tmux"}
+PRUNE_EVERY_SECONDS = 3600.0
+RELOAD_POLL_SECONDS = 1.0
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait SECONDS or until STOP; True when stopping."""
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    return stop.is_set()
+
+
+async def prune_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Prune events older than ``events.retentionDays`` at start and every hour."""
+    while True:
+        await asyncio.to_thread(ev.prune, ctx.db, ctx.config.events.retention_days)
+        if await _wait(stop, PRUNE_EVERY_SECONDS):
+            return
+
+
+def _mtime(ctx: Ctx) -> float | None:
+    path = ctx.loaded.path
+    try:
+        return path.stat().st_mtime_ns / 1e9 if path is not None else None
+    except OSError:
+        return None
+
+
+async def reload_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Reload the config file when it changes; an invalid edit keeps the old config."""
+    seen = _mtime(ctx)
+    while not await _wait(stop, RELOAD_POLL_SECONDS):
+        current = _mtime(ctx)
+        if current is None or current == seen:
+            continue
+        seen = current
+        await asyncio.to_thread(reload_config, ctx)
+
+
+def restart_needed(old: LoadedConfig, new: LoadedConfig) -> list[str]:
+    """Keys whose change only takes effect after a restart."""
+    a, b = old.config, new.config
+    changed = []
+    if a.state_path != b.state_path:
+        changed.append("stateDir")
+    if (a.server.host, a.server.port) != (b.server.host, b.server.port):
+        changed.append("server.host/port")
+    if a.tmux.socket != b.tmux.socket:
+        changed.append("tmux.socket")
+    return changed
+
+
+def reload_config(ctx: Ctx) -> bool:
+    """Re-read the config file into CTX; emits ``config.reloaded`` or ``config.reload_failed``."""
+    try:
+        new = load_config(ctx.loaded.path)
+    except ConfigInvalid as exc:
+        ev.emit(
+            ctx.db, "config.reload_failed", source=SOURCE, error=exc.message, problems=exc.problems
+        )
+        return False
+    pending = restart_needed(ctx.loaded, new)
+    ctx.loaded = new
+    ev.emit(ctx.db, "config.reloaded", source=SOURCE, at=time.time(), restartNeeded=pending)
+    for warning in new.config.warnings():
+        ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
+    return True

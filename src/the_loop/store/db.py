@@ -1,0 +1,150 @@
+"""The database connection: WAL, busy timeout, named migrations applied at open.
+
+Every read-modify-write that decides something runs in ``Database.transaction()``, which takes
+SQLite's write lock up front (``BEGIN IMMEDIATE``), so two processes can never both win.
+Connections are per thread; the CLI and the daemon may write at the same time.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from the_loop.errors import StateError
+from the_loop.store.migrations import MIGRATIONS
+
+DB_NAME = "the-loop.db"
+BUSY_TIMEOUT_MS = 30_000
+
+
+class Database:
+    """One SQLite database file; hands out a connection per thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    def connect(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit mode; use ``transaction`` to write)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction holding SQLite's write lock from its first statement."""
+        conn = self.connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _state_error(self.path, exc) from None
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise _state_error(self.path, exc) from None
+
+    def close(self) -> None:
+        """Close this thread's connection (others close with their threads)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def applied_migrations(self) -> list[str]:
+        rows = self.connect().execute("SELECT name FROM schema_migrations ORDER BY rowid")
+        return [str(r[0]) for r in rows]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.Error as exc:
+        raise _state_error(path, exc) from None
+    return conn
+
+
+def _state_error(path: Path, exc: sqlite3.Error) -> StateError:
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "corrupt" in text
+    ):
+        return StateError(
+            f"the state database {path} is corrupt ({text}); move it aside to start fresh "
+            "or restore a backup"
+        )
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return StateError(f"cannot write the state database {path}: {text}")
+    if "disk" in text and "full" in text:
+        return StateError(f"the disk holding {path} is full: {text}")
+    return StateError(f"state database {path}: {text}")
+
+
+def _ensure_state_dir(state_dir: Path) -> None:
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise StateError(f"cannot create the state directory {state_dir}: {exc.strerror}") from None
+    if not state_dir.is_dir():
+        raise StateError(f"the state directory {state_dir} is not a directory")
+    if not os.access(state_dir, os.W_OK | os.X_OK):
+        raise StateError(f"the state directory {state_dir} is not writable")
+
+
+def open_database(state_dir: Path) -> Database:
+    """Open (creating if needed) the database in STATE_DIR and apply pending migrations.
+
+    Raises ``StateError`` with a clear message for an unwritable directory or a corrupt file.
+    """
+    _ensure_state_dir(state_dir)
+    db = Database(state_dir / DB_NAME)
+    try:
+        _migrate(db)
+    except sqlite3.Error as exc:
+        raise _state_error(db.path, exc) from None
+    return db
+
+
+def _migrate(db: Database) -> None:
+    conn = db.connect()
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    done = {str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")}
+    if all(name in done for name, _ in MIGRATIONS):
+        return
+    with db.transaction() as tx:
+        done = {str(r[0]) for r in tx.execute("SELECT name FROM schema_migrations")}
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            for statement in _statements(sql):
+                tx.execute(statement)
+            tx.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                (name, time.time()),
+            )
+
+
+def _statements(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip()]

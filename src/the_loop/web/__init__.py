@@ -1,0 +1,1 @@
+"""The HTTP app: webhooks, REST, MCP, dashboard, browser terminal, SSE."""

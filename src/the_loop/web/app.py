@@ -1,0 +1,84 @@
+"""The FastAPI application factory and its lifespan (background work starts and stops here)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from the_loop import __version__
+from the_loop.context import Ctx
+from the_loop.errors import LoopError
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
+    """Build the app serving CTX; DAEMON (a ``DaemonInfo``) when run by the daemon."""
+    from the_loop.daemon import run_background
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        tasks = await run_background(ctx, stop) if daemon is not None else []
+        app.state.stop = stop
+        try:
+            yield
+        finally:
+            stop.set()
+            for task in tasks:
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(task, timeout=5)
+
+    app = FastAPI(
+        title="the-loop",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/v1/openapi.json",
+    )
+    app.state.ctx = ctx
+    app.state.daemon = daemon
+    _install_error_handlers(app)
+
+    @app.get("/api/v1/health", tags=["status"])
+    async def health() -> dict[str, Any]:
+        """Liveness and the problems that make the daemon unhealthy."""
+        return {"status": "ok", "version": __version__, "problems": [], "detail": {}}
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def index() -> str:
+        return _PLACEHOLDER.replace("{version}", __version__)
+
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(LoopError)
+    async def loop_error(_: Request, exc: LoopError) -> JSONResponse:
+        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return JSONResponse(error_body("validation_failed", "; ".join(problems)), status_code=422)
+
+
+_PLACEHOLDER = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>the-loop</title>
+<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;color:#222}
+code{background:#f3f3f3;padding:.1rem .3rem;border-radius:3px}</style></head>
+<body><h1>the-loop {version}</h1>
+<p>The daemon is running. The dashboard arrives in a later release; until then use the CLI:</p>
+<ul><li><code>the-loop status</code></li><li><code>the-loop events --follow</code></li>
+<li><code>the-loop doctor</code></li></ul>
+<p>Health: <a href="/api/v1/health">/api/v1/health</a></p></body></html>
+"""

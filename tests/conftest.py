@@ -1,0 +1,124 @@
+"""Fixtures shared by the whole suite: an isolated state dir and config, and CLI runners."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class Env:
+    """One isolated installation: its state dir, config file and tmux socket."""
+
+    root: Path
+    state_dir: Path
+    config_path: Path
+    socket: str
+
+    def write_config(self, **sections: object) -> Path:
+        """Write the config file: isolated defaults merged with SECTIONS (camelCase keys)."""
+        data: dict[str, object] = {
+            "stateDir": str(self.state_dir),
+            "server": {"port": 0},
+            "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 2},
+        }
+        for key, value in sections.items():
+            if isinstance(value, dict) and isinstance(data.get(key), dict):
+                data[key] = {**data[key], **value}  # type: ignore[dict-item]
+            else:
+                data[key] = value
+        self.config_path.write_text(yaml.safe_dump(data), encoding="utf-8")
+        return self.config_path
+
+    def process_env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("THE_LOOP_")}
+        env.pop("TMUX", None)
+        env["THE_LOOP_CONFIG"] = str(self.config_path)
+        env["HOME"] = str(self.root / "home")
+        return env
+
+    def run(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+        input: str | None = None,
+    ) -> CliResult:
+        """Run the real ``the-loop`` CLI in a subprocess against this installation."""
+        proc = subprocess.run(
+            [sys.executable, "-m", "the_loop", *args],
+            capture_output=True,
+            text=True,
+            env=env or self.process_env(),
+            timeout=timeout,
+            input=input,
+            cwd=self.root,
+        )
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "the_loop", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env or self.process_env(),
+            cwd=self.root,
+        )
+
+
+@pytest.fixture
+def loop_env(tmp_path: Path) -> Iterator[Env]:
+    """An isolated the-loop installation with a written default config."""
+    (tmp_path / "home").mkdir()
+    env = Env(
+        root=tmp_path,
+        state_dir=tmp_path / "state",
+        config_path=tmp_path / "the-loop.yaml",
+        socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
+    )
+    env.write_config()
+    yield env
+    subprocess.run(["tmux", "-L", env.socket, "kill-server"], capture_output=True, check=False)
+    from the_loop.daemon import read_info
+
+    info = read_info(env.state_dir)
+    if info is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(info.pid, 9)
+
+
+@pytest.fixture
+def cli(loop_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """Run the CLI in this process (fast): returns a function ARGS -> CliResult."""
+    from the_loop.cli import common
+    from the_loop.cli.main import _dispatch
+
+    monkeypatch.setenv("THE_LOOP_CONFIG", str(loop_env.config_path))
+
+    def run(*args: str) -> CliResult:
+        common.STATE.__init__()  # type: ignore[misc]
+        capsys.readouterr()
+        code = _dispatch(list(args))
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
+
+    return run

@@ -1,0 +1,69 @@
+"""Doctor: what is missing, with one line of install guidance per platform."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from tests.conftest import Env
+
+
+def _path_without(tmp_path: Path, *missing: str) -> str:
+    """A PATH holding links to the usual tools except MISSING."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("tmux", "git", "sh", "env"):
+        if tool in missing:
+            continue
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+def test_doctor_without_tmux_exits_1_with_install_line(loop_env: Env) -> None:
+    env = loop_env.process_env()
+    env["PATH"] = _path_without(loop_env.root, "tmux")
+    result = loop_env.run("doctor", env=env)
+    assert result.exit_code == 1
+    assert "apt install tmux · brew install tmux · dnf install tmux" in result.stdout
+    assert "MISSING  tmux" in result.stdout
+
+
+def test_doctor_ok_when_everything_is_there(loop_env: Env) -> None:
+    fake_claude = loop_env.root / "bin" / "claude"
+    env = loop_env.process_env()
+    env["PATH"] = _path_without(loop_env.root)
+    fake_claude.write_text("#!/bin/sh\nexit 0\n")
+    fake_claude.chmod(0o755)
+    result = loop_env.run("doctor", "--format", "json", env=env)
+    assert result.exit_code == 0, result.stdout
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    names = {c["name"]: c["status"] for c in report["checks"]}
+    assert names["tmux"] == "ok" and names["git"] == "ok" and names["harness claude"] == "ok"
+    assert names["state dir"] == "ok" and names["port"] == "ok"
+
+
+def test_doctor_reports_missing_harness_and_busy_port(loop_env: Env) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        loop_env.write_config(
+            server={"port": port}, github={"enabled": True, "tokenEnv": "NO_SUCH_TOKEN_VAR"}
+        )
+        env = loop_env.process_env()
+        env["PATH"] = _path_without(loop_env.root)
+        result = loop_env.run("doctor", "--format", "json", env=env)
+    assert result.exit_code == 1
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["harness claude"]["status"] == "missing"
+    assert "npm install -g @anthropic-ai/claude-code" in checks["harness claude"]["hint"]
+    assert checks["port"]["status"] == "failed"
+    assert checks["github token"]["status"] == "missing"
+    assert os.environ.get("NO_SUCH_TOKEN_VAR") is None
