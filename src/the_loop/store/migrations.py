@@ -28,3 +28,63 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0002_sessions",
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            work_item TEXT NOT NULL,
+            harness TEXT NOT NULL,
+            harness_session_id TEXT,
+            runner TEXT NOT NULL,
+            tmux_target TEXT,
+            cwd TEXT NOT NULL,
+            status TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            url TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            started_at REAL,
+            last_event_at REAL NOT NULL,
+            closed_at REAL,
+            close_reason TEXT
+        );
+        CREATE UNIQUE INDEX sessions_one_live ON sessions (work_item)
+            WHERE status IN ('queued', 'active', 'paused');
+        CREATE INDEX sessions_status ON sessions (status, created_at);
+        CREATE INDEX sessions_work_item ON sessions (work_item, created_at);
+        CREATE TABLE session_prompts (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions (id),
+            delivery_id TEXT,
+            prompt TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            delivered_at REAL
+        );
+        CREATE INDEX session_prompts_session ON session_prompts (session_id, seq);
+        CREATE UNIQUE INDEX session_prompts_once ON session_prompts (session_id, delivery_id)
+            WHERE delivery_id IS NOT NULL
+        """,
+    ),
+    (
+        "0003_inbox",
+        """
+        CREATE TABLE inbox (
+            delivery_id TEXT PRIMARY KEY,
+            event TEXT NOT NULL,
+            source TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            received_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            next_attempt_at REAL NOT NULL,
+            last_error TEXT,
+            outcome TEXT
+        );
+        CREATE INDEX inbox_ready ON inbox (status, next_attempt_at, received_at)
+        """,
+    ),
+]

@@ -1,0 +1,216 @@
+"""The durable inbox: every accepted delivery, keyed by its delivery id, until processed.
+
+A delivery is committed here before it is acknowledged. A worker claims ready items, processes
+them and records the outcome; on restart, items left ``processing`` are made ready again.
+Failures retry with backoff and end ``dead`` after ``MAX_ATTEMPTS``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from the_loop.store.db import Database
+
+MAX_ATTEMPTS = 5
+BACKOFF_SECONDS = (1.0, 5.0, 30.0, 120.0)
+
+
+class InboxStatus(StrEnum):
+    pending = "pending"
+    processing = "processing"
+    succeeded = "succeeded"
+    failed = "failed"
+    dead = "dead"
+
+
+class InboxItem(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    delivery_id: str
+    event: str
+    source: str
+    status: InboxStatus
+    attempts: int
+    received_at: float
+    updated_at: float
+    next_attempt_at: float
+    last_error: str | None = None
+    outcome: str | None = None
+
+
+class Accepted(BaseModel):
+    """What ``accept`` did: a new item, a retry of a failed one, or a duplicate."""
+
+    delivery_id: str
+    duplicate: bool
+    status: InboxStatus
+
+
+_COLUMNS = (
+    "delivery_id, event, source, status, attempts, received_at, updated_at, next_attempt_at,"
+    " last_error, outcome"
+)
+_NAMES = [c.strip() for c in _COLUMNS.split(",")]
+
+
+def _item(row: tuple[Any, ...]) -> InboxItem:
+    return InboxItem.model_validate(dict(zip(_NAMES, row, strict=True)))
+
+
+def accept(db: Database, delivery_id: str, event: str, payload: bytes, source: str) -> Accepted:
+    """Commit a delivery; a known id is a duplicate unless its processing failed."""
+    now = time.time()
+    with db.transaction() as tx:
+        row = tx.execute(
+            "SELECT status FROM inbox WHERE delivery_id = ?", (delivery_id,)
+        ).fetchone()
+        if row is None:
+            tx.execute(
+                "INSERT INTO inbox (delivery_id, event, source, payload, status, attempts,"
+                " received_at, updated_at, next_attempt_at) VALUES (?, ?, ?, ?, 'pending', 0,"
+                " ?, ?, ?)",
+                (delivery_id, event, source, payload, now, now, now),
+            )
+            return Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
+        status = InboxStatus(row[0])
+        if status in (InboxStatus.failed, InboxStatus.dead):
+            _make_ready(tx, delivery_id, now, payload)
+            return Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
+        return Accepted(delivery_id=delivery_id, duplicate=True, status=status)
+
+
+def _make_ready(
+    tx: sqlite3.Connection, delivery_id: str, now: float, payload: bytes | None
+) -> None:
+    if payload is not None:
+        tx.execute("UPDATE inbox SET payload = ? WHERE delivery_id = ?", (payload, delivery_id))
+    tx.execute(
+        "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?"
+        " WHERE delivery_id = ?",
+        (now, now, delivery_id),
+    )
+
+
+def claim_next(db: Database, now: float | None = None) -> tuple[InboxItem, bytes] | None:
+    """Take the oldest ready item (pending, or failed and due) and mark it processing."""
+    now = time.time() if now is None else now
+    with db.transaction() as tx:
+        row = tx.execute(
+            f"SELECT {_COLUMNS}, payload FROM inbox WHERE status IN ('pending', 'failed')"
+            " AND next_attempt_at <= ? ORDER BY received_at, rowid LIMIT 1",
+            (now,),
+        ).fetchone()
+        if row is None:
+            return None
+        item = _item(row[:-1])
+        tx.execute(
+            "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?"
+            " WHERE delivery_id = ?",
+            (now, item.delivery_id),
+        )
+    item.status = InboxStatus.processing
+    item.attempts += 1
+    return item, bytes(row[-1])
+
+
+def claim(db: Database, delivery_id: str) -> tuple[InboxItem, bytes] | None:
+    """Take one named item if it is ready (used by ``dispatch`` to process synchronously)."""
+    now = time.time()
+    with db.transaction() as tx:
+        row = tx.execute(
+            f"SELECT {_COLUMNS}, payload FROM inbox WHERE delivery_id = ?"
+            " AND status IN ('pending', 'failed')",
+            (delivery_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        tx.execute(
+            "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?"
+            " WHERE delivery_id = ?",
+            (now, delivery_id),
+        )
+    item = _item(row[:-1])
+    item.status = InboxStatus.processing
+    item.attempts += 1
+    return item, bytes(row[-1])
+
+
+def succeed(db: Database, delivery_id: str, outcome: str) -> None:
+    with db.transaction() as tx:
+        tx.execute(
+            "UPDATE inbox SET status = 'succeeded', outcome = ?, last_error = NULL,"
+            " updated_at = ? WHERE delivery_id = ?",
+            (outcome, time.time(), delivery_id),
+        )
+
+
+def fail(db: Database, item: InboxItem, error: str, transient: bool) -> InboxStatus:
+    """Record a failure; transient ones retry with backoff until ``MAX_ATTEMPTS``."""
+    now = time.time()
+    dead = not transient or item.attempts >= MAX_ATTEMPTS
+    delay = BACKOFF_SECONDS[min(item.attempts - 1, len(BACKOFF_SECONDS) - 1)]
+    status = InboxStatus.dead if dead else InboxStatus.failed
+    with db.transaction() as tx:
+        tx.execute(
+            "UPDATE inbox SET status = ?, last_error = ?, updated_at = ?, next_attempt_at = ?"
+            " WHERE delivery_id = ?",
+            (status.value, error[:2000], now, now + delay, item.delivery_id),
+        )
+    return status
+
+
+def recover(db: Database) -> int:
+    """Make items interrupted mid-processing (a crash) ready again; returns how many."""
+    with db.transaction() as tx:
+        cur = tx.execute(
+            "UPDATE inbox SET status = 'pending', updated_at = ? WHERE status = 'processing'",
+            (time.time(),),
+        )
+        return cur.rowcount
+
+
+def replay(db: Database, delivery_id: str) -> InboxItem | None:
+    """Make a failed, dead or finished item ready again; None when the id is unknown."""
+    with db.transaction() as tx:
+        row = tx.execute(
+            f"SELECT {_COLUMNS} FROM inbox WHERE delivery_id = ?", (delivery_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        _make_ready(tx, delivery_id, time.time(), None)
+    item = _item(row)
+    item.status = InboxStatus.pending
+    return item
+
+
+def list_items(
+    db: Database, status: InboxStatus | None = None, limit: int = 100
+) -> list[InboxItem]:
+    sql = f"SELECT {_COLUMNS} FROM inbox"
+    args: list[Any] = []
+    if status is not None:
+        sql += " WHERE status = ?"
+        args.append(status.value)
+    sql += " ORDER BY received_at DESC LIMIT ?"
+    args.append(limit)
+    return [_item(r) for r in db.connect().execute(sql, args)]
+
+
+def counts(db: Database) -> dict[str, int]:
+    rows = db.connect().execute("SELECT status, COUNT(*) FROM inbox GROUP BY status")
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def next_due(db: Database) -> float | None:
+    row = (
+        db.connect()
+        .execute("SELECT MIN(next_attempt_at) FROM inbox WHERE status IN ('pending', 'failed')")
+        .fetchone()
+    )
+    return float(row[0]) if row and row[0] is not None else None

@@ -1,0 +1,177 @@
+"""Work-item session records: one live session per work item, enforced by a unique index."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from the_loop.errors import Conflict
+
+LIVE = ("queued", "active", "paused")
+
+
+class SessionStatus(StrEnum):
+    queued = "queued"
+    active = "active"
+    paused = "paused"
+    closed = "closed"
+
+
+class SessionRecord(BaseModel):
+    """One agent session of a work item, as stored."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    id: str
+    work_item: str
+    harness: str
+    harness_session_id: str | None = None
+    runner: str
+    tmux_target: str | None = None
+    cwd: str
+    status: SessionStatus
+    title: str = ""
+    url: str = ""
+    created_at: float
+    started_at: float | None = None
+    last_event_at: float
+    closed_at: float | None = None
+    close_reason: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.status in LIVE
+
+
+_COLUMNS = (
+    "id, work_item, harness, harness_session_id, runner, tmux_target, cwd, status, title, url,"
+    " created_at, started_at, last_event_at, closed_at, close_reason"
+)
+
+
+def _record(row: tuple[Any, ...]) -> SessionRecord:
+    names = [c.strip() for c in _COLUMNS.split(",")]
+    return SessionRecord.model_validate(dict(zip(names, row, strict=True)))
+
+
+def insert(tx: sqlite3.Connection, rec: SessionRecord) -> None:
+    """Insert REC; raise ``Conflict`` when the work item already has a live session."""
+    values = rec.model_dump()
+    names = [c.strip() for c in _COLUMNS.split(",")]
+    try:
+        tx.execute(
+            f"INSERT INTO sessions ({_COLUMNS}) VALUES ({', '.join('?' * len(names))})",
+            [values[n] for n in names],
+        )
+    except sqlite3.IntegrityError:
+        raise Conflict(f"{rec.work_item} already has a live session") from None
+
+
+def live_for(conn: sqlite3.Connection, work_item: str) -> SessionRecord | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM sessions WHERE work_item = ? AND status IN (?, ?, ?)",
+        (work_item, *LIVE),
+    ).fetchone()
+    return _record(row) if row else None
+
+
+def latest_for(conn: sqlite3.Connection, work_item: str) -> SessionRecord | None:
+    """The live session of WORK_ITEM, else its most recently created one."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM sessions WHERE work_item = ?"
+        " ORDER BY status IN ('queued', 'active', 'paused') DESC, created_at DESC LIMIT 1",
+        (work_item,),
+    ).fetchone()
+    return _record(row) if row else None
+
+
+def get(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return _record(row) if row else None
+
+
+def list_sessions(
+    conn: sqlite3.Connection, status: SessionStatus | None = None, limit: int | None = None
+) -> list[SessionRecord]:
+    """Sessions newest first, optionally of one STATUS."""
+    sql = f"SELECT {_COLUMNS} FROM sessions"
+    args: list[Any] = []
+    if status is not None:
+        sql += " WHERE status = ?"
+        args.append(status.value)
+    sql += " ORDER BY created_at DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    return [_record(r) for r in conn.execute(sql, args)]
+
+
+def count_running(conn: sqlite3.Connection) -> int:
+    """Sessions holding a slot: active or paused (queued ones wait for a slot)."""
+    row = conn.execute("SELECT COUNT(*) FROM sessions WHERE status IN ('active', 'paused')")
+    return int(row.fetchone()[0])
+
+
+def oldest_queued(conn: sqlite3.Connection) -> SessionRecord | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM sessions WHERE status = 'queued' ORDER BY created_at, rowid"
+        " LIMIT 1"
+    ).fetchone()
+    return _record(row) if row else None
+
+
+def update(tx: sqlite3.Connection, session_id: str, **fields: Any) -> None:
+    """Set FIELDS (snake_case column names) on one session and touch ``last_event_at``."""
+    fields.setdefault("last_event_at", time.time())
+    allowed = {c.strip() for c in _COLUMNS.split(",")} - {"id", "work_item"}
+    unknown = set(fields) - allowed
+    if unknown:
+        raise ValueError(f"unknown session fields: {sorted(unknown)}")
+    assignments = ", ".join(f"{name} = ?" for name in fields)
+    values = [v.value if isinstance(v, StrEnum) else v for v in fields.values()]
+    tx.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*values, session_id])
+
+
+def add_prompt(
+    tx: sqlite3.Connection, session_id: str, prompt: str, delivery_id: str | None
+) -> int | None:
+    """Queue PROMPT for SESSION_ID; None when this delivery was already queued for it."""
+    try:
+        cur = tx.execute(
+            "INSERT INTO session_prompts (session_id, delivery_id, prompt, status, created_at)"
+            " VALUES (?, ?, ?, 'pending', ?)",
+            (session_id, delivery_id, prompt, time.time()),
+        )
+    except sqlite3.IntegrityError:
+        return None
+    return int(cur.lastrowid or 0)
+
+
+def pending_prompts(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str | None]]:
+    """(seq, prompt, delivery id) of prompts not yet delivered to SESSION_ID, in order."""
+    rows = conn.execute(
+        "SELECT seq, prompt, delivery_id FROM session_prompts"
+        " WHERE session_id = ? AND status = 'pending' ORDER BY seq",
+        (session_id,),
+    )
+    return [(int(r[0]), str(r[1]), r[2]) for r in rows]
+
+
+def mark_prompt(tx: sqlite3.Connection, seq: int, status: str) -> None:
+    tx.execute(
+        "UPDATE session_prompts SET status = ?, delivered_at = ? WHERE seq = ?",
+        (status, time.time(), seq),
+    )
+
+
+def delivered_count(conn: sqlite3.Connection, session_id: str) -> int:
+    row = conn.execute(
+        "SELECT COUNT(*) FROM session_prompts WHERE session_id = ? AND status = 'delivered'",
+        (session_id,),
+    ).fetchone()
+    return int(row[0])

@@ -1,0 +1,73 @@
+"""The durable inbox: duplicates, retries of failures, recovery after a crash, dead letters."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from the_loop.store import inbox, open_database
+from the_loop.store.inbox import InboxStatus
+
+
+def test_accept_dedupes_and_a_failed_delivery_may_be_redelivered(tmp_path: Path) -> None:
+    db = open_database(tmp_path)
+    first = inbox.accept(db, "d1", "issue_comment", b"{}", "webhook")
+    assert not first.duplicate
+    again = inbox.accept(db, "d1", "issue_comment", b"{}", "webhook")
+    assert again.duplicate and again.status is InboxStatus.pending
+    claimed = inbox.claim_next(db)
+    assert claimed is not None and claimed[0].delivery_id == "d1"
+    assert inbox.fail(db, claimed[0], "boom", transient=False) is InboxStatus.dead
+    retried = inbox.accept(db, "d1", "issue_comment", b'{"a":1}', "webhook")
+    assert not retried.duplicate
+    item, payload = inbox.claim_next(db) or (None, b"")
+    assert item is not None and payload == b'{"a":1}'
+    inbox.succeed(db, "d1", "delivered")
+    assert inbox.accept(db, "d1", "issue_comment", b"{}", "webhook").duplicate
+
+
+def test_transient_failures_back_off_then_dead_letter(tmp_path: Path) -> None:
+    db = open_database(tmp_path)
+    inbox.accept(db, "d2", "issues", b"{}", "webhook")
+    now = 1e12
+    statuses = []
+    for _ in range(inbox.MAX_ATTEMPTS):
+        claimed = inbox.claim_next(db, now=now)
+        assert claimed is not None
+        assert inbox.claim_next(db, now=now) is None
+        statuses.append(inbox.fail(db, claimed[0], "tmux did not answer", transient=True))
+        now += 10_000
+    assert statuses[:-1] == [InboxStatus.failed] * (inbox.MAX_ATTEMPTS - 1)
+    assert statuses[-1] is InboxStatus.dead
+    assert inbox.replay(db, "d2") is not None
+    assert inbox.claim_next(db, now=now) is not None
+    assert inbox.replay(db, "unknown") is None
+
+
+def test_recover_makes_interrupted_items_ready(tmp_path: Path) -> None:
+    db = open_database(tmp_path)
+    inbox.accept(db, "d3", "issues", b"{}", "webhook")
+    assert inbox.claim_next(db) is not None
+    assert inbox.claim_next(db) is None
+    assert inbox.recover(db) == 1
+    assert inbox.claim_next(db) is not None
+
+
+def test_concurrent_claims_take_each_item_once(tmp_path: Path) -> None:
+    db = open_database(tmp_path)
+    for i in range(200):
+        inbox.accept(db, f"c{i}", "issues", b"{}", "webhook")
+    taken: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while (claimed := inbox.claim_next(db)) is not None:
+            with lock:
+                taken.append(claimed[0].delivery_id)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == sorted(f"c{i}" for i in range(200))
