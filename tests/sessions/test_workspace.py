@@ -85,7 +85,7 @@ def test_remove_on_close_and_recreate_keeps_the_branch(tmp_path: Path) -> None:
 def test_failing_setup_is_a_clear_error(tmp_path: Path) -> None:
     make_repo(tmp_path / "clone")
     config = config_for(tmp_path, setup="echo broken >&2; exit 3")
-    with pytest.raises(workspace.WorkspaceError, match="exited 3.*broken"):
+    with pytest.raises(workspace.WorkspaceError, match=r"exited 3.*broken"):
         workspace.prepare(config, REF)
 
 
