@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from the_loop import __version__
-from the_loop.cli import common, config_cmd, daemon_cmd, doctor_cmd, events_cmd
+from the_loop.cli import common, config_cmd, daemon_cmd, doctor_cmd, events_cmd, sessions_cmd
 
 app = typer.Typer(
     name="the-loop",
@@ -49,4 +49,6 @@ app.add_typer(config_cmd.app, name="config")
 app.command("init")(config_cmd.init)
 app.command("events")(events_cmd.events)
 app.command("doctor")(doctor_cmd.doctor)
+app.add_typer(sessions_cmd.app, name="sessions")
+app.command("dispatch")(sessions_cmd.dispatch)
 daemon_cmd.register(app)

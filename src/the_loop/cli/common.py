@@ -53,14 +53,19 @@ def print_json(data: Any) -> None:
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
-    """A table for people: Rich on a terminal, plain aligned columns otherwise."""
+    """A table for people: Rich on a terminal; plain aligned columns (never wrapped) otherwise."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    if not sys.stdout.isatty():
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+        for line in [list(columns), *cells]:
+            print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+        return
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=True)
     table = Table(title=title or None, box=None, pad_edge=False, header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
-    console.print(table)
+    for row in cells:
+        table.add_row(*row)
+    Console(soft_wrap=True).print(table)

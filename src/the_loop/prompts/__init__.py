@@ -47,6 +47,7 @@ class SpawnContext:
     instruction: str
     actor: str
     excerpt: Mapping[str, ExcerptValue]
+    comment: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,188 @@
+"""``the-loop sessions …`` and ``the-loop dispatch``: work-item sessions from the terminal."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from the_loop.cli import common
+from the_loop.errors import BadInput
+
+app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", no_args_is_help=True)
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+@app.command("list")
+def list_(
+    status: str | None = typer.Option(None, "--status", help="queued|active|paused|closed"),
+    limit: int = typer.Option(100, "--limit", min=1, help="At most this many, newest first."),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """List sessions (newest first): work item, status, harness, runner, target, age."""
+    from the_loop import sessions
+    from the_loop.store.sessions import SessionStatus
+
+    try:
+        wanted = SessionStatus(status) if status else None
+    except ValueError:
+        raise BadInput(f"invalid --status {status!r}: queued, active, paused or closed") from None
+    rows = sessions.list_sessions(common.ctx(), wanted, limit)
+    if fmt is common.Format.json:
+        common.print_json([r.model_dump(mode="json", by_alias=True) for r in rows])
+        return
+    now = time.time()
+    common.print_table(
+        ["WORK ITEM", "STATUS", "HARNESS", "RUNNER", "TMUX TARGET", "AGE", "LAST EVENT"],
+        [
+            (
+                r.work_item,
+                r.status.value,
+                r.harness,
+                r.runner,
+                r.tmux_target or "-",
+                _age(now - r.created_at),
+                f"{_age(now - r.last_event_at)} ago",
+            )
+            for r in rows
+        ],
+    )
+
+
+@app.command("show")
+def show(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Show one session (the live one of a work item, else its latest)."""
+    from the_loop import sessions
+    from the_loop.store.sessions import delivered_count
+
+    ctx = common.ctx()
+    rec = sessions.resolve(ctx, ref)
+    data = rec.model_dump(mode="json", by_alias=True)
+    data["pane"] = sessions.probe(ctx, rec)
+    data["deliveries"] = delivered_count(ctx.db.connect(), rec.id)
+    if fmt is common.Format.json:
+        common.print_json(data)
+        return
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        print(f"{key:<{width}}  {'-' if value is None else value}")
+
+
+@app.command("attach")
+def attach(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
+    read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
+) -> None:
+    """Attach this terminal to the session's tmux pane (closed sessions: read-only)."""
+    from the_loop import agents, sessions
+
+    ctx = common.ctx()
+    rec = sessions.resolve(ctx, ref)
+    if rec.runner != "tmux" or not rec.tmux_target:
+        raise BadInput(f"session {rec.id} runs headless; use `the-loop sessions logs {ref}`")
+    if not rec.live and not read_only:
+        print(
+            f"note: session {rec.id} of {rec.work_item} is closed; attaching read-only",
+            file=sys.stderr,
+            flush=True,
+        )
+        read_only = True
+    command = agents.runners(ctx).tmux.attach_command(rec.tmux_target, read_only=read_only)
+    os.execvpe(command.argv[0], list(command.argv), dict(command.env))
+
+
+@app.command("say")
+def say(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
+    text: str = typer.Option(..., "--text", "-t", help="The message."),
+    actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
+) -> None:
+    """Send a message into a live session."""
+    from the_loop import sessions
+
+    print(sessions.say(common.ctx(), ref, text, actor))
+
+
+@app.command("close")
+def close(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
+    keep_tmux: bool = typer.Option(False, "--keep-tmux", help="Keep the dead pane as a record."),
+    kill_tmux: bool = typer.Option(False, "--kill-tmux", help="Kill the tmux session too."),
+) -> None:
+    """Close a session: stop its agent; the screen is kept unless --kill-tmux."""
+    from the_loop import sessions
+
+    if keep_tmux and kill_tmux:
+        raise BadInput("give --keep-tmux or --kill-tmux, not both")
+    choice = True if kill_tmux else (False if keep_tmux else None)
+    rec = sessions.close_by_operator(common.ctx(), ref, kill_tmux=choice)
+    print(f"closed {rec.work_item} (session {rec.id})")
+
+
+@app.command("pause")
+def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
+    """Stop delivering events to a session (they are dropped, not queued)."""
+    from the_loop import sessions
+
+    rec = sessions.pause_by_operator(common.ctx(), ref, True)
+    print(f"paused {rec.work_item}")
+
+
+@app.command("resume")
+def resume(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
+    """Deliver events to a paused session again (nothing is replayed)."""
+    from the_loop import sessions
+
+    rec = sessions.pause_by_operator(common.ctx(), ref, False)
+    print(f"resumed {rec.work_item}")
+
+
+@app.command("logs")
+def logs(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
+    lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
+) -> None:
+    """Print the last lines of the session's screen (or headless transcript)."""
+    from the_loop import sessions
+
+    sys.stdout.write(sessions.screen(common.ctx(), ref, lines).rstrip("\n") + "\n")
+
+
+def dispatch(
+    payload: Path = typer.Argument(..., help="A GitHub webhook payload (JSON file, - for stdin)."),
+    event: str = typer.Option(..., "--event", "-e", help="The X-GitHub-Event name."),
+    delivery: str | None = typer.Option(None, "--delivery", "-d", help="X-GitHub-Delivery id."),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Feed a payload through the webhook path (no signature) and print what was decided."""
+    from the_loop.dispatch import dispatch as run_dispatch
+
+    try:
+        body = sys.stdin.buffer.read() if str(payload) == "-" else payload.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {payload}: {exc.strerror}") from None
+    result = run_dispatch(common.ctx(), event, body, delivery)
+    if fmt is common.Format.json:
+        common.print_json(result.__dict__)
+        raise typer.Exit(result.exit_code)
+    print(f"delivery {result.delivery_id} ({result.event}): {result.status}")
+    for reason in result.reasons:
+        print(f"  - {reason}")
+    if result.summary:
+        print(f"  => {result.summary}")
+    if result.error:
+        print(f"  error: {result.error}")
+    raise typer.Exit(result.exit_code)

@@ -1,0 +1,611 @@
+"""The work-item session service: carries out the engine's decisions.
+
+Spawn (workspace, prompt, id, runner, register, events), deliver (with respawn and resume),
+close (terminate the harness, keep or kill tmux, workspace policy), pause/resume, and the
+FIFO queue behind ``routing.maxConcurrentSessions``. One work item's processing is serialized
+across processes by a lock per item; one live session per item is guaranteed by a unique index.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from the_loop import agents, engine, workspace
+from the_loop import events as ev
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, Conflict, NotFound, NotRunning, Refused, Unavailable
+from the_loop.harness import LaunchSpec
+from the_loop.prompts import EventContext, SpawnContext, render_event, render_spawn
+from the_loop.refs import WorkItemRef, new_session_id
+from the_loop.runner.tmux import Probe
+from the_loop.store import sessions as store
+from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.work import WorkEvent, WorkKind
+
+SOURCE = "sessions"
+
+
+@dataclass
+class Outcome:
+    """What processing one work event did: the engine's reasons and one line per action."""
+
+    reasons: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.done) or "nothing"
+
+
+# --- entry point for work events ------------------------------------------------------------
+
+
+def handle_event(
+    ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery = engine.PriorDelivery.NONE
+) -> Outcome:
+    """Decide and act on EVENT with its work items locked; then start queued sessions."""
+    keys = [item.slug for item in event.items] or ["no-item"]
+    with agents.hold_items(ctx, keys):
+        state = _route_state(ctx, event, prior)
+        decision = engine.decide(event, state, ctx.config)
+        outcome = Outcome(reasons=list(decision.reasons))
+        for action in decision.actions:
+            outcome.done.append(_execute(ctx, event, action))
+    if any(isinstance(a, engine.Close) for a in decision.actions):
+        start_queued(ctx)
+    return outcome
+
+
+def _route_state(ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery) -> engine.RouteState:
+    conn = ctx.db.connect()
+    live: dict[WorkItemRef, engine.LiveSession] = {}
+    for item in event.items:
+        rec = store.live_for(conn, str(item))
+        if rec is not None:
+            status = (
+                engine.LiveStatus.PAUSED
+                if rec.status is SessionStatus.paused
+                else engine.LiveStatus.ACTIVE
+            )
+            live[item] = engine.LiveSession(rec.id, status)
+    return engine.RouteState(live=live, prior=prior)
+
+
+def _emit(ctx: Ctx, type_: str, event: WorkEvent | None = None, **kw: Any) -> None:
+    ev.emit(
+        ctx.db,
+        type_,
+        source=SOURCE,
+        delivery_id=event.delivery_id if event is not None else None,
+        **kw,
+    )
+
+
+def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
+    if isinstance(action, engine.Ignore):
+        ref = str(event.own) if event.own else None
+        _emit(ctx, "route.ignored", event, work_item=ref, reason=action.reason.value)
+        return f"ignored ({action.reason.value})"
+    if isinstance(action, engine.Duplicate):
+        _emit(ctx, "webhook.duplicate", event)
+        return "duplicate"
+    if isinstance(action, engine.Unauthorized):
+        _emit(
+            ctx,
+            "route.unauthorized",
+            event,
+            work_item=str(event.own) if event.own else None,
+            actor=action.actor,
+        )
+        return f"unauthorized ({action.actor})"
+    if isinstance(action, engine.Reply):
+        _emit(ctx, "route.replied", event, work_item=str(action.item), text=action.text)
+        _post_reply(ctx, action.item, action.text)
+        return f"replied on {action.item}"
+    if isinstance(action, engine.Spawn):
+        rec = spawn(ctx, action.item, event, action.instruction)
+        return f"{'queued' if rec.status is SessionStatus.queued else 'spawned'} {rec.id}"
+    if isinstance(action, engine.Deliver):
+        return deliver_event(ctx, action.session_id, event)
+    if isinstance(action, engine.Close):
+        close(ctx, action.session_id, reason=action.reason.value, auto=True, event=event)
+        return f"closed {action.item} ({action.reason.value})"
+    if isinstance(action, engine.KeepOpen):
+        _emit(
+            ctx,
+            "session.kept_open",
+            event,
+            work_item=str(action.item),
+            session_id=action.session_id,
+            reason=f"{action.closed_item} closed",
+        )
+        return f"kept {action.item} open"
+    if isinstance(action, engine.Pause):
+        set_paused(ctx, action.session_id, True, event)
+        return f"paused {action.item}"
+    set_paused(ctx, action.session_id, False, event)
+    return f"resumed {action.item}"
+
+
+def _post_reply(ctx: Ctx, item: WorkItemRef, text: str) -> None:
+    """Answer on the work item when GitHub write-backs are available (best effort)."""
+    hook = ctx.cache.get("reply_hook")
+    if callable(hook):
+        hook(ctx, item, text)
+
+
+# --- spawn ----------------------------------------------------------------------------------
+
+
+def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> SessionRecord:
+    """Register a new session for REF and start it, or queue it when every slot is taken."""
+    prompt = render_spawn(_spawn_context(event, ref, instruction), ctx.config.routing.prompts.spawn)
+    harness = ctx.config.routing.default_harness
+    runner = ctx.config.routing.runner
+    agents.adapter_for(ctx, harness).check_runner(runner)
+    now = time.time()
+    rec = SessionRecord(
+        id=new_session_id(),
+        work_item=str(ref),
+        harness=harness,
+        runner=runner,
+        tmux_target=ref.tmux_target if runner == "tmux" else None,
+        cwd="",
+        status=SessionStatus.queued,
+        title=event.title or "",
+        url=event.item_url or "",
+        created_at=now,
+        last_event_at=now,
+    )
+    with ctx.db.transaction() as tx:
+        running = store.count_running(tx)
+        queued = running >= ctx.config.routing.max_concurrent_sessions
+        rec.status = SessionStatus.queued if queued else SessionStatus.active
+        store.insert(tx, rec)
+        store.add_prompt(tx, rec.id, prompt, event.delivery_id)
+    if queued:
+        _emit(
+            ctx,
+            "dispatch.queued",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            running=running,
+        )
+        return rec
+    return _start(ctx, rec, event)
+
+
+def _spawn_context(event: WorkEvent, ref: WorkItemRef, instruction: str) -> SpawnContext:
+    own = event.own == ref
+    return SpawnContext(
+        ref=str(ref),
+        title=(event.title or "") if own else "",
+        url=(event.item_url or "") if own else "",
+        body=(event.item_body or "") if own else "",
+        instruction=instruction,
+        actor=event.actor,
+        excerpt=dict(event.excerpt),
+        comment=event.body or "",
+    )
+
+
+def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionRecord:
+    """Start REC's agent with its first pending prompt, then deliver the rest in order."""
+    ref = WorkItemRef.parse(rec.work_item)
+    pending = store.pending_prompts(ctx.db.connect(), rec.id)
+    first = pending[0] if pending else None
+    try:
+        ws = workspace.prepare(ctx.config, ref)
+        if ws.created:
+            _emit(
+                ctx,
+                "workspace.prepared",
+                event,
+                work_item=rec.work_item,
+                path=str(ws.path),
+                branch=ws.branch,
+                setupRan=ws.setup_ran,
+            )
+        rec.cwd = str(ws.path)
+        _launch(ctx, rec, first[1] if first else None, rec.id, resume=False)
+    except Exception as exc:
+        _abandon(ctx, rec, exc, event)
+        raise
+    with ctx.db.transaction() as tx:
+        store.update(
+            tx,
+            rec.id,
+            status=SessionStatus.active,
+            cwd=rec.cwd,
+            harness_session_id=rec.harness_session_id,
+            started_at=time.time(),
+        )
+        if first:
+            store.mark_prompt(tx, first[0], "delivered")
+    rec.status = SessionStatus.active
+    _emit(
+        ctx,
+        "session.spawned",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        harness=rec.harness,
+        runner=rec.runner,
+        target=rec.tmux_target,
+        cwd=rec.cwd,
+    )
+    _flush_pending(ctx, rec, event)
+    return rec
+
+
+def _launch(
+    ctx: Ctx, rec: SessionRecord, prompt: str | None, session_id: str, resume: bool
+) -> None:
+    """Run the harness for REC (tmux: a spawn; process: one headless run of PROMPT)."""
+    adapter = agents.adapter_for(ctx, rec.harness)
+    cwd = Path(rec.cwd)
+    if rec.runner == "tmux":
+        assert rec.tmux_target is not None
+        launch = agents.spawn_interactive(
+            ctx, adapter, rec.tmux_target, cwd, session_id, prompt, resume=resume
+        )
+        rec.harness_session_id = launch.session_id
+        return
+    if prompt is not None:
+        _run_headless(ctx, rec, prompt, resume=resume)
+
+
+def _run_headless(ctx: Ctx, rec: SessionRecord, prompt: str, resume: bool) -> None:
+    adapter = agents.adapter_for(ctx, rec.harness)
+    spec_id = rec.harness_session_id if resume else (rec.harness_session_id or rec.id)
+    spec = LaunchSpec(cwd=Path(rec.cwd), session_id=spec_id, prompt=prompt)
+    launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
+    result = agents.runners(ctx).process.run(
+        rec.id,
+        launch.argv,
+        cwd=Path(rec.cwd),
+        env=dict(launch.env),
+        transcript=transcript_path(ctx, rec),
+    )
+    learned = launch.session_id or adapter.session_id_from_output(result.output())
+    rec.harness_session_id = learned or rec.harness_session_id
+    _emit(
+        ctx,
+        "session.exited",
+        None,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        exitCode=result.exit_code,
+        timedOut=result.timed_out,
+        seconds=round(result.duration, 3),
+    )
+    if not result.ok:
+        raise Unavailable(
+            f"the headless agent of {rec.work_item} exited {result.exit_code}: "
+            f"{result.stderr_tail[-300:]}"
+        )
+
+
+def transcript_path(ctx: Ctx, rec: SessionRecord) -> Path:
+    return ctx.state_dir / "transcripts" / f"{rec.id}.jsonl"
+
+
+def _abandon(ctx: Ctx, rec: SessionRecord, exc: Exception, event: WorkEvent | None) -> None:
+    with ctx.db.transaction() as tx:
+        store.update(
+            tx,
+            rec.id,
+            status=SessionStatus.closed,
+            closed_at=time.time(),
+            close_reason="spawn-failed",
+        )
+    _emit(
+        ctx,
+        "session.spawn_failed",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        error=str(exc),
+    )
+
+
+def start_queued(ctx: Ctx) -> list[SessionRecord]:
+    """Start queued sessions, oldest first, while slots are free."""
+    started: list[SessionRecord] = []
+    while True:
+        with ctx.db.transaction() as tx:
+            if store.count_running(tx) >= ctx.config.routing.max_concurrent_sessions:
+                return started
+            rec = store.oldest_queued(tx)
+            if rec is None:
+                return started
+            store.update(tx, rec.id, status=SessionStatus.active)
+        with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+            try:
+                started.append(_start(ctx, rec, None))
+            except Exception:  # recorded by _abandon; the next queued one may still start
+                continue
+
+
+# --- deliver --------------------------------------------------------------------------------
+
+
+def deliver_event(ctx: Ctx, session_id: str, event: WorkEvent) -> str:
+    """Render EVENT's prompt and deliver it into session SESSION_ID."""
+    rec = _get(ctx, session_id)
+    prompt = render_event(_event_context(event, rec), ctx.config.routing.prompts.event)
+    return deliver(ctx, rec, prompt, event.delivery_id, event)
+
+
+def _event_context(event: WorkEvent, rec: SessionRecord) -> EventContext:
+    kind = event.kind.value if event.kind is not WorkKind.CI else f"ci {event.conclusion}"
+    where = str(event.own) if event.own else rec.work_item
+    return EventContext(
+        ref=where,
+        kind=kind,
+        actor=event.actor,
+        url=event.url or "",
+        body=event.body or "",
+        excerpt=dict(event.excerpt),
+    )
+
+
+def deliver(
+    ctx: Ctx,
+    rec: SessionRecord,
+    prompt: str,
+    delivery_id: str | None,
+    event: WorkEvent | None = None,
+) -> str:
+    """Queue PROMPT for REC (once per delivery id) and deliver everything pending, in order."""
+    with ctx.db.transaction() as tx:
+        seq = store.add_prompt(tx, rec.id, prompt, delivery_id)
+    if seq is None:
+        _emit(ctx, "webhook.duplicate", event, work_item=rec.work_item, session_id=rec.id)
+        return "already delivered"
+    if rec.status is SessionStatus.queued:
+        return f"queued for {rec.id}"
+    if rec.status is SessionStatus.closed:
+        raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
+    return _flush_pending(ctx, rec, event)
+
+
+def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:
+    done = 0
+    for seq, prompt, _ in store.pending_prompts(ctx.db.connect(), rec.id):
+        _deliver_one(ctx, rec, prompt, event)
+        with ctx.db.transaction() as tx:
+            store.mark_prompt(tx, seq, "delivered")
+            store.update(tx, rec.id)
+        _emit(
+            ctx,
+            "session.delivered",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            chars=len(prompt),
+        )
+        done += 1
+    return f"delivered {done} to {rec.id}"
+
+
+def _deliver_one(ctx: Ctx, rec: SessionRecord, prompt: str, event: WorkEvent | None) -> None:
+    if rec.runner == "process":
+        _run_headless(ctx, rec, prompt, resume=rec.harness_session_id is not None)
+        return
+    assert rec.tmux_target is not None
+    tmux = agents.runners(ctx).tmux
+    probe = tmux.probe(rec.tmux_target)
+    if probe is Probe.UNKNOWN:
+        raise Unavailable(f"tmux did not answer about {rec.tmux_target}")
+    if probe is not Probe.LIVE and _respawn(ctx, rec, prompt, event):
+        return
+    adapter = agents.adapter_for(ctx, rec.harness)
+    if not agents.ensure_ready(ctx, adapter, rec.tmux_target):
+        raise Unavailable(f"the agent in {rec.tmux_target} is not ready for input")
+    tmux.deliver(rec.tmux_target, prompt)
+
+
+def _respawn(ctx: Ctx, rec: SessionRecord, prompt: str, event: WorkEvent | None) -> bool:
+    """Start REC again with PROMPT (resuming when possible). False when the target turned out
+    to be live (deliver into it instead)."""
+    cfg = ctx.config.tmux
+    resumable = cfg.resume_on_respawn and rec.harness_session_id is not None
+    try:
+        if resumable:
+            _launch(ctx, rec, prompt, rec.harness_session_id or rec.id, resume=True)
+            assert rec.tmux_target is not None
+            if agents.stays_alive(ctx, rec.tmux_target, cfg.resume_probe_seconds):
+                _respawned(ctx, rec, event, resumed=True)
+                return True
+            _emit(
+                ctx,
+                "session.resume_failed",
+                event,
+                work_item=rec.work_item,
+                session_id=rec.id,
+                harnessSessionId=rec.harness_session_id,
+            )
+        fresh = new_session_id()
+        _launch(ctx, rec, _fresh_prompt(rec, prompt), fresh, resume=False)
+    except Refused:
+        _emit(ctx, "session.respawn_averted", event, work_item=rec.work_item, session_id=rec.id)
+        return False
+    _respawned(ctx, rec, event, resumed=False)
+    return True
+
+
+def _fresh_prompt(rec: SessionRecord, prompt: str) -> str:
+    header = (
+        f"You are an agent of the-loop working on {rec.work_item}"
+        f"{f': {rec.title!r}' if rec.title else ''} {rec.url}. The earlier conversation "
+        "could not be resumed; here is the latest message.\n\n"
+    )
+    return header + prompt
+
+
+def _respawned(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, resumed: bool) -> None:
+    with ctx.db.transaction() as tx:
+        store.update(tx, rec.id, harness_session_id=rec.harness_session_id)
+    _emit(
+        ctx,
+        "session.respawned",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        resumed=resumed,
+        harnessSessionId=rec.harness_session_id,
+    )
+
+
+# --- close, pause ---------------------------------------------------------------------------
+
+
+def close(
+    ctx: Ctx,
+    session_id: str,
+    reason: str,
+    *,
+    auto: bool = False,
+    kill_tmux: bool | None = None,
+    event: WorkEvent | None = None,
+) -> SessionRecord:
+    """Close a session: terminate the harness, keep or kill tmux, apply the workspace policy."""
+    rec = _get(ctx, session_id)
+    if not rec.live:
+        raise Conflict(f"session {rec.id} of {rec.work_item} is already closed")
+    cfg = ctx.config.tmux
+    if rec.tmux_target and rec.status is not SessionStatus.queued:
+        _stop_tmux(
+            ctx, rec, event, kill=not cfg.keep_session_on_close if kill_tmux is None else kill_tmux
+        )
+    with ctx.db.transaction() as tx:
+        store.update(
+            tx, rec.id, status=SessionStatus.closed, closed_at=time.time(), close_reason=reason
+        )
+    if ctx.config.workspaces.remove_on_close and workspace.remove(
+        ctx.config, WorkItemRef.parse(rec.work_item)
+    ):
+        _emit(ctx, "workspace.removed", event, work_item=rec.work_item, session_id=rec.id)
+    kind = "session.autoclosed" if auto else "session.closed"
+    _emit(ctx, kind, event, work_item=rec.work_item, session_id=rec.id, reason=reason)
+    return _get(ctx, session_id)
+
+
+def _stop_tmux(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, kill: bool) -> None:
+    assert rec.tmux_target is not None
+    tmux = agents.runners(ctx).tmux
+    if ctx.config.tmux.kill_harness_on_close:
+        report = tmux.terminate(rec.tmux_target, ctx.config.tmux.harness_kill_grace_seconds)
+        _emit(
+            ctx,
+            "session.harness_terminated",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            signalled=list(report.signalled),
+            killed=list(report.killed),
+            probe=report.probe.value,
+            error=report.error or report.refused,
+        )
+    if kill:
+        tmux.kill_session(rec.tmux_target)
+    agents.forget_ready(ctx, rec.tmux_target)
+
+
+def set_paused(ctx: Ctx, session_id: str, paused: bool, event: WorkEvent | None = None) -> None:
+    rec = _get(ctx, session_id)
+    if not rec.live or rec.status is SessionStatus.queued:
+        raise Conflict(f"session {rec.id} of {rec.work_item} is {rec.status.value}")
+    status = SessionStatus.paused if paused else SessionStatus.active
+    with ctx.db.transaction() as tx:
+        store.update(tx, rec.id, status=status)
+    _emit(
+        ctx,
+        "session.paused" if paused else "session.resumed",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+    )
+
+
+# --- operator verbs (CLI, API) --------------------------------------------------------------
+
+
+def _get(ctx: Ctx, session_id: str) -> SessionRecord:
+    rec = store.get(ctx.db.connect(), session_id)
+    if rec is None:
+        raise NotFound(f"no session {session_id}")
+    return rec
+
+
+def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
+    """A session by work item ref (its live one, else its latest) or by session id."""
+    conn = ctx.db.connect()
+    if "#" in ref_or_id:
+        ref = WorkItemRef.parse(ref_or_id)
+        rec = store.latest_for(conn, str(ref))
+        if rec is None:
+            raise NotFound(f"no session for {ref}")
+        return rec
+    rec = store.get(conn, ref_or_id)
+    if rec is None:
+        raise NotFound(f"no session {ref_or_id!r} (give github:OWNER/REPO#N or a session id)")
+    return rec
+
+
+def list_sessions(
+    ctx: Ctx, status: SessionStatus | None = None, limit: int | None = None
+) -> list[SessionRecord]:
+    return store.list_sessions(ctx.db.connect(), status, limit)
+
+
+def say(ctx: Ctx, ref_or_id: str, text: str, actor: str | None = None) -> str:
+    """Deliver an operator's TEXT into a live session."""
+    if not text.strip():
+        raise BadInput("refusing to send an empty message")
+    rec = resolve(ctx, ref_or_id)
+    if not rec.live:
+        raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
+    who = actor or getpass.getuser()
+    prompt = f"Message from {who} (operator) about {rec.work_item}:\n\n{text}"
+    with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        return deliver(ctx, rec, prompt, None)
+
+
+def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -> SessionRecord:
+    rec = resolve(ctx, ref_or_id)
+    with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        closed = close(ctx, rec.id, "operator", kill_tmux=kill_tmux)
+    start_queued(ctx)
+    return closed
+
+
+def pause_by_operator(ctx: Ctx, ref_or_id: str, paused: bool) -> SessionRecord:
+    rec = resolve(ctx, ref_or_id)
+    with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        set_paused(ctx, rec.id, paused)
+    return _get(ctx, rec.id)
+
+
+def screen(ctx: Ctx, ref_or_id: str, lines: int = 200) -> str:
+    """The last LINES of the session's screen (tmux) or transcript (process runner)."""
+    rec = resolve(ctx, ref_or_id)
+    if rec.runner == "tmux" and rec.tmux_target:
+        return agents.runners(ctx).tmux.capture(rec.tmux_target, lines)
+    path = transcript_path(ctx, rec)
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
+
+
+def probe(ctx: Ctx, rec: SessionRecord) -> str:
+    """The tmux state of REC's target (live, dead, absent, unknown), or ``headless``."""
+    if rec.runner != "tmux" or not rec.tmux_target:
+        return "headless"
+    return agents.runners(ctx).tmux.probe(rec.tmux_target).value
