@@ -122,3 +122,6 @@ def cli(loop_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
         return CliResult(code, out, err)
 
     return run
+
+
+from tests.work import work  # noqa: E402,F401  (the fixture, shared by several test folders)

@@ -67,7 +67,7 @@ def accept(ctx: Ctx, event: str, delivery_id: str, body: bytes, source: str) -> 
     return accepted
 
 
-def _decode(body: bytes) -> dict[str, Any]:
+def decode(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -81,7 +81,7 @@ def process(ctx: Ctx, item: InboxItem, body: bytes) -> DispatchResult:
     """Parse, decide and act on one claimed inbox item; record its outcome. Never raises."""
     prior = engine.PriorDelivery.FAILED if item.attempts > 1 else engine.PriorDelivery.NONE
     try:
-        event = parse_webhook(item.event, _decode(body), item.delivery_id, github_host(ctx))
+        event = parse_webhook(item.event, decode(body), item.delivery_id, github_host(ctx))
         outcome = sessions.handle_event(ctx, event, prior)
     except LoopError as exc:
         return _failed(ctx, item, exc, transient=isinstance(exc, Unavailable))
@@ -138,7 +138,7 @@ def dispatch(
 ) -> DispatchResult:
     """Accept and process one payload now, exactly as the webhook path would."""
     delivery = delivery_id or f"dispatch-{uuid.uuid4()}"
-    _decode(body)
+    decode(body)
     accepted = accept(ctx, event, delivery, body, source)
     if accepted.duplicate:
         return DispatchResult(delivery, event, True, accepted.status.value, "duplicate")

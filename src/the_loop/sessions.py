@@ -362,17 +362,24 @@ def deliver(
     delivery_id: str | None,
     event: WorkEvent | None = None,
 ) -> str:
-    """Queue PROMPT for REC (once per delivery id) and deliver everything pending, in order."""
+    """Queue PROMPT for REC (once per delivery id) and deliver everything pending, in order.
+
+    A delivery id already queued for REC is not queued twice; whatever is still pending (a
+    crash interrupted it) is delivered now.
+    """
     with ctx.db.transaction() as tx:
         seq = store.add_prompt(tx, rec.id, prompt, delivery_id)
     if seq is None:
         _emit(ctx, "webhook.duplicate", event, work_item=rec.work_item, session_id=rec.id)
-        return "already delivered"
     if rec.status is SessionStatus.queued:
         return f"queued for {rec.id}"
     if rec.status is SessionStatus.closed:
         raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
-    return _flush_pending(ctx, rec, event)
+    if rec.started_at is None:
+        _start(ctx, rec, event)
+        return f"started {rec.id}"
+    result = _flush_pending(ctx, rec, event)
+    return result if seq is not None or not result.startswith("delivered 0") else "already delivered"
 
 
 def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:

@@ -10,7 +10,7 @@ import sys
 
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
-from tests.sessions.conftest import Work
+from tests.work import Work
 
 TARGET = "loop-github-octo-repo-15"
 REF = "github:octo/repo#15"

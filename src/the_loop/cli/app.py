@@ -7,7 +7,15 @@ from pathlib import Path
 import typer
 
 from the_loop import __version__
-from the_loop.cli import common, config_cmd, daemon_cmd, doctor_cmd, events_cmd, sessions_cmd
+from the_loop.cli import (
+    common,
+    config_cmd,
+    daemon_cmd,
+    doctor_cmd,
+    events_cmd,
+    inbox_cmd,
+    sessions_cmd,
+)
 
 app = typer.Typer(
     name="the-loop",
@@ -51,4 +59,5 @@ app.command("events")(events_cmd.events)
 app.command("doctor")(doctor_cmd.doctor)
 app.add_typer(sessions_cmd.app, name="sessions")
 app.command("dispatch")(sessions_cmd.dispatch)
+app.add_typer(inbox_cmd.app, name="inbox")
 daemon_cmd.register(app)

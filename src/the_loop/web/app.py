@@ -48,6 +48,10 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
     app.state.ctx = ctx
     app.state.daemon = daemon
     _install_error_handlers(app)
+    if ctx.config.github.enabled and ctx.config.github.webhook.enabled:
+        from the_loop.web.webhooks import github_router
+
+        app.include_router(github_router(ctx))
 
     @app.get("/api/v1/health", tags=["status"])
     async def health() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Fixtures for work-item session tests: the fake agent as the harness, payloads on disk."""
+"""The `work` fixture: an installation whose harness is the fake agent; payloads on disk."""
 
 from __future__ import annotations
 

@@ -1,0 +1,78 @@
+"""``the-loop inbox list|replay``: the durable inbox of deliveries."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from the_loop.cli import common
+from the_loop.errors import BadInput, NotFound
+
+app = typer.Typer(
+    help="The durable inbox: pending, failed and dead-lettered deliveries.", no_args_is_help=True
+)
+
+
+@app.command("list")
+def list_(
+    status: str | None = typer.Option(
+        None, "--status", help="pending|processing|succeeded|failed|dead"
+    ),
+    limit: int = typer.Option(100, "--limit", min=1),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """List inbox items, newest first."""
+    from the_loop.store import inbox
+    from the_loop.store.inbox import InboxStatus
+
+    try:
+        wanted = InboxStatus(status) if status else None
+    except ValueError:
+        raise BadInput(
+            f"invalid --status {status!r}: {', '.join(s.value for s in InboxStatus)}"
+        ) from None
+    items = inbox.list_items(common.ctx().db, wanted, limit)
+    if fmt is common.Format.json:
+        common.print_json([i.model_dump(mode="json", by_alias=True) for i in items])
+        return
+    now = time.time()
+    common.print_table(
+        ["DELIVERY", "EVENT", "STATUS", "ATTEMPTS", "RECEIVED", "OUTCOME / ERROR"],
+        [
+            (
+                i.delivery_id,
+                i.event,
+                i.status.value,
+                i.attempts,
+                f"{int(now - i.received_at)}s ago",
+                (i.last_error or i.outcome or "")[:80],
+            )
+            for i in items
+        ],
+    )
+
+
+@app.command("replay")
+def replay(
+    delivery_id: str = typer.Argument(..., help="The delivery id to process again."),
+) -> None:
+    """Process a delivery again (a failed or dead-lettered one, or any other on purpose)."""
+    from the_loop import dispatch
+    from the_loop.daemon import daemon_running
+    from the_loop.store import inbox
+
+    ctx = common.ctx()
+    item = inbox.replay(ctx.db, delivery_id)
+    if item is None:
+        raise NotFound(f"no inbox item {delivery_id!r}")
+    if daemon_running(ctx.state_dir):
+        print(f"{delivery_id} is ready again; the daemon will process it")
+        return
+    claimed = inbox.claim(ctx.db, delivery_id)
+    if claimed is None:
+        print(f"{delivery_id} is ready again")
+        return
+    result = dispatch.process(ctx, *claimed)
+    print(f"{delivery_id}: {result.status} {result.summary or result.error or ''}".rstrip())
+    raise typer.Exit(0 if result.error is None else 1)

@@ -1,0 +1,81 @@
+"""A running daemon with GitHub webhooks enabled and the fake agent as its harness."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from the_loop.daemon import read_info
+from the_loop.github.signature import sign
+from tests.conftest import Env
+from tests.helpers import wait_until
+from tests.work import Work
+
+SECRET = "webhook-secret-for-tests"
+
+
+@dataclass
+class Daemon:
+    work: Work
+    proc: subprocess.Popen[str] | None = None
+    url: str = ""
+
+    def start(self) -> None:
+        env = self.work.env.process_env()
+        env["THE_LOOP_WEBHOOK_SECRET"] = SECRET
+        self.proc = self.work.env.popen("serve", env=env)
+        info = wait_until(
+            lambda: read_info(self.work.env.state_dir), timeout=20, what="daemon info"
+        )
+        self.url = info.url
+        wait_until(lambda: _healthy(self.url), timeout=10)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def post(
+        self,
+        event: str,
+        payload: Any,
+        delivery: str,
+        *,
+        secret: str | None = SECRET,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        raw = body if body is not None else json.dumps(payload).encode()
+        sent = {
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery,
+            "Content-Type": "application/json",
+            **(headers or {}),
+        }
+        if secret is not None:
+            sent["X-Hub-Signature-256"] = sign(secret.encode(), raw)
+        return httpx.post(f"{self.url}/webhooks/github", content=raw, headers=sent, timeout=30)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def daemon(work: Work) -> Iterator[Daemon]:
+    work.configure(github={"enabled": True})
+    d = Daemon(work)
+    d.start()
+    yield d
+    d.stop()
