@@ -208,16 +208,21 @@ class Health(BaseModel):
     problems: list[str] = []
 
 
-def probe_health(state_dir: Path, timeout: float = 2.0) -> Health:
-    """Ask the daemon of STATE_DIR for its status; never raises."""
+def probe_health(ctx: Ctx, timeout: float = 2.0) -> Health:
+    """Ask the daemon of CTX's state dir for its health; never raises."""
     import httpx
 
+    from the_loop.web.auth import client_token
+
+    state_dir = ctx.state_dir
+    token = client_token(ctx)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     info = read_info(state_dir)
     if not daemon_running(state_dir) or info is None:
         return Health(healthy=False, running=False, problems=["the-loop is not running"])
     try:
         resp = httpx.get(
-            f"{info.url}/api/v1/health", timeout=timeout, headers=_auth_headers(state_dir)
+            f"{info.url}/api/v1/health", timeout=timeout, headers=headers
         )
         body = resp.json()
     except (httpx.HTTPError, ValueError) as exc:
@@ -239,15 +244,6 @@ def probe_health(state_dir: Path, timeout: float = 2.0) -> Health:
         detail=body.get("detail", {}),
         problems=problems,
     )
-
-
-def _auth_headers(state_dir: Path) -> dict[str, str]:
-    """Authorization for the CLI's own calls (the generated token, when there is one)."""
-    token_file = state_dir / "api-token"
-    token = os.environ.get("THE_LOOP_TOKEN")
-    if not token and token_file.exists():
-        token = token_file.read_text("utf-8").strip()
-    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def start_detached(
@@ -281,7 +277,7 @@ def start_detached(
             )
         info = read_info(state_dir)
         if info is not None and info.pid == proc.pid:
-            health = probe_health(state_dir, timeout=1.0)
+            health = probe_health(ctx, timeout=1.0)
             if (
                 health.running
                 and health.url

@@ -25,7 +25,11 @@ def test_start_status_stop_status(loop_env: Env) -> None:
     assert body["healthy"] is True and body["running"] is True
     info = read_info(loop_env.state_dir)
     assert info is not None
-    assert httpx.get(f"{info.url}/api/v1/health").json()["status"] == "ok"
+    assert httpx.get(f"{info.url}/api/v1/health").status_code == 401
+    token_file = loop_env.state_dir / "api-token"
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    auth = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+    assert httpx.get(f"{info.url}/api/v1/health", headers=auth).json()["status"] == "ok"
     assert "the-loop" in httpx.get(f"{info.url}/").text
     t0 = time.monotonic()
     stopped = loop_env.run("stop")

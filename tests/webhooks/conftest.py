@@ -26,6 +26,7 @@ class Daemon:
     work: Work
     proc: subprocess.Popen[str] | None = None
     url: str = ""
+    token: str = ""
 
     def start(self) -> None:
         env = self.work.env.process_env()
@@ -35,7 +36,8 @@ class Daemon:
             lambda: read_info(self.work.env.state_dir), timeout=20, what="daemon info"
         )
         self.url = info.url
-        wait_until(lambda: _healthy(self.url), timeout=10)
+        self.token = (self.work.env.state_dir / "api-token").read_text().strip()
+        wait_until(lambda: _healthy(self.url, self.token), timeout=10)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -65,9 +67,10 @@ class Daemon:
         return httpx.post(f"{self.url}/webhooks/github", content=raw, headers=sent, timeout=30)
 
 
-def _healthy(url: str) -> bool:
+def _healthy(url: str, token: str) -> bool:
     try:
-        return httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200
+        headers = {"Authorization": f"Bearer {token}"}
+        return httpx.get(f"{url}/api/v1/health", timeout=2, headers=headers).status_code == 200
     except httpx.HTTPError:
         return False
 

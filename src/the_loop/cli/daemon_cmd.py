@@ -80,7 +80,7 @@ def status(
     """Report whether the daemon runs and is healthy; exit 0 when healthy, 1 otherwise."""
     from the_loop.daemon import probe_health
 
-    health = probe_health(common.loaded_config().config.state_path)
+    health = probe_health(common.ctx())
     if fmt is common.Format.json:
         common.print_json(health.model_dump(mode="json"))
     else:

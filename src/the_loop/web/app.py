@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from the_loop import __version__
 from the_loop.context import Ctx
 from the_loop.errors import LoopError
+from the_loop.web.api import Health, build_router, metrics_text, token_guards
+from the_loop.web.auth import ensure_tokens
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -53,10 +56,7 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
 
         app.include_router(github_router(ctx))
 
-    @app.get("/api/v1/health", tags=["status"])
-    async def health() -> dict[str, Any]:
-        """Liveness and the problems that make the daemon unhealthy."""
-        return {"status": "ok", "version": __version__, "problems": [], "detail": {}}
+    _mount_api(app, ctx)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> str:
@@ -65,7 +65,43 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
     return app
 
 
+def health_of(ctx: Ctx) -> Health:
+    """The daemon's health: ok unless a check reports a problem."""
+    problems: list[str] = []
+    detail: dict[str, Any] = {}
+    for name, check in HEALTH_CHECKS:
+        found, info = check(ctx)
+        problems += found
+        if info:
+            detail[name] = info
+    return Health(
+        status="ok" if not problems else "unhealthy",
+        version=__version__,
+        problems=problems,
+        detail=detail,
+    )
+
+
+HealthCheck = Callable[[Ctx], tuple[list[str], Any]]
+HEALTH_CHECKS: list[tuple[str, HealthCheck]] = []
+
+
+def _mount_api(app: FastAPI, ctx: Ctx) -> None:
+    tokens = ensure_tokens(ctx)
+    read, write = token_guards(lambda: tokens)
+    app.include_router(build_router(lambda: ctx, read, write, health_of), prefix="/api/v1")
+
+    @app.get("/metrics", include_in_schema=False, dependencies=read)
+    async def metrics() -> PlainTextResponse:
+        return metrics_text(ctx)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
     @app.exception_handler(LoopError)
     async def loop_error(_: Request, exc: LoopError) -> JSONResponse:
         return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)

@@ -1,0 +1,330 @@
+"""REST API ``/api/v1``: thin routes over the same service functions the CLI calls.
+
+Every route parses its input, calls one core function and renders the result. Errors come from
+the one exception tree and are rendered once by the app as ``{"error": {"code", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import PlainTextResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from the_loop import __version__, sessions
+from the_loop import events as ev
+from the_loop.context import Ctx
+from the_loop.doctor import DoctorReport, run_doctor
+from the_loop.errors import BadInput
+from the_loop.refs import WorkItemRef, validate_standing_name
+from the_loop.store import inbox
+from the_loop.store.inbox import InboxItem, InboxStatus
+from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.web import auth
+
+Guard = Callable[..., Any]
+
+
+class Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class MessageIn(Camel):
+    text: str = Field(..., description="The message to deliver.")
+    actor: str | None = Field(None, description="Who speaks (default: api).")
+
+
+class CloseIn(Camel):
+    kill_tmux: bool | None = Field(None, description="Kill the tmux session (default: config).")
+
+
+class Done(Camel):
+    ok: bool = True
+    detail: str = ""
+
+
+class SessionOut(SessionRecord):
+    pane: str | None = None
+
+
+class Screen(Camel):
+    session_id: str
+    lines: int
+    text: str
+
+
+class EventType(Camel):
+    type: str
+    level: str
+    description: str
+
+
+class InboxPage(Camel):
+    counts: dict[str, int]
+    items: list[InboxItem]
+
+
+class Health(Camel):
+    status: str
+    version: str
+    problems: list[str] = []
+    detail: dict[str, Any] = {}
+
+
+def _session(ctx: Ctx, session_id: str, with_pane: bool = False) -> SessionOut:
+    rec = sessions.resolve(ctx, session_id)
+    out = SessionOut.model_validate(rec.model_dump())
+    if with_pane:
+        out.pane = sessions.probe(ctx, rec)
+    return out
+
+
+def _filter(
+    type_: list[str],
+    work_item: str | None,
+    standing: str | None,
+    level: str,
+    since: str | None,
+    limit: int | None,
+    after: int = 0,
+) -> ev.EventFilter:
+    return ev.EventFilter(
+        types=tuple(type_),
+        work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
+        standing=validate_standing_name(standing) if standing else None,
+        min_level=ev.Level.parse(level),
+        since=ev.parse_since(since) if since else None,
+        after_id=after,
+        limit=limit,
+    )
+
+
+def build_router(
+    get_ctx: Callable[[], Ctx],
+    read: list[Any],
+    write: list[Any],
+    health: Callable[[Ctx], Health] | None = None,
+) -> APIRouter:
+    """The ``/api/v1`` routes; READ and WRITE are the dependencies guarding each kind."""
+    router = APIRouter()
+    _status_routes(router, get_ctx, read, health)
+    _session_routes(router, get_ctx, read, write)
+    _event_routes(router, get_ctx, read)
+    return router
+
+
+def _status_routes(
+    router: APIRouter,
+    get_ctx: Callable[[], Ctx],
+    read: list[Any],
+    health: Callable[[Ctx], Health] | None,
+) -> None:
+    @router.get("/health", tags=["status"], dependencies=read)
+    async def get_health() -> Health:
+        """Liveness and the problems that make the-loop unhealthy."""
+        ctx = get_ctx()
+        return health(ctx) if health else Health(status="ok", version=__version__)
+
+    @router.get("/status", tags=["status"], dependencies=read)
+    async def get_status() -> dict[str, Any]:
+        """Sessions by status, inbox depth, and the daemon's health."""
+        ctx = get_ctx()
+        conn = ctx.db.connect()
+        by_status = {
+            str(r[0]): int(r[1])
+            for r in conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status")
+        }
+        result = health(ctx) if health else Health(status="ok", version=__version__)
+        return {
+            "health": result.model_dump(by_alias=True),
+            "sessions": by_status,
+            "inbox": inbox.counts(ctx.db),
+        }
+
+    @router.get("/doctor", tags=["status"], dependencies=read)
+    async def get_doctor() -> DoctorReport:
+        """The doctor's checks (tmux, git, harnesses, state dir, port)."""
+        return await asyncio.to_thread(run_doctor, get_ctx().config, True)
+
+    @router.get("/inbox", tags=["inbox"], dependencies=read)
+    async def get_inbox(
+        status: InboxStatus | None = None, limit: int = Query(100, ge=1, le=10_000)
+    ) -> InboxPage:
+        """Inbox items (pending, failed, dead-lettered, …), newest first."""
+        ctx = get_ctx()
+        return InboxPage(counts=inbox.counts(ctx.db), items=inbox.list_items(ctx.db, status, limit))
+
+
+def _session_routes(
+    router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]
+) -> None:
+    @router.get("/sessions", tags=["sessions"], dependencies=read)
+    async def list_sessions(
+        status: SessionStatus | None = None, limit: int = Query(100, ge=1, le=100_000)
+    ) -> list[SessionRecord]:
+        """Work-item sessions, newest first."""
+        return sessions.list_sessions(get_ctx(), status, limit)
+
+    @router.get("/sessions/{session_id}", tags=["sessions"], dependencies=read)
+    async def get_session(session_id: str) -> SessionOut:
+        """One session by id (or by URL-encoded work item ref)."""
+        return await asyncio.to_thread(_session, get_ctx(), session_id, True)
+
+    @router.post("/sessions/{session_id}/messages", tags=["sessions"], dependencies=write)
+    async def post_message(session_id: str, body: MessageIn) -> Done:
+        """Deliver a message into a live session."""
+        detail = await asyncio.to_thread(
+            sessions.say, get_ctx(), session_id, body.text, body.actor or "api"
+        )
+        return Done(detail=detail)
+
+    @router.post("/sessions/{session_id}/close", tags=["sessions"], dependencies=write)
+    async def post_close(session_id: str, body: CloseIn | None = None) -> SessionRecord:
+        """Close a session (its screen is kept unless killTmux)."""
+        kill = body.kill_tmux if body else None
+        return await asyncio.to_thread(sessions.close_by_operator, get_ctx(), session_id, kill)
+
+    @router.post("/sessions/{session_id}/pause", tags=["sessions"], dependencies=write)
+    async def post_pause(session_id: str) -> SessionRecord:
+        """Stop delivering events (dropped, not queued)."""
+        return await asyncio.to_thread(sessions.pause_by_operator, get_ctx(), session_id, True)
+
+    @router.post("/sessions/{session_id}/resume", tags=["sessions"], dependencies=write)
+    async def post_resume(session_id: str) -> SessionRecord:
+        """Deliver events again (nothing replayed)."""
+        return await asyncio.to_thread(sessions.pause_by_operator, get_ctx(), session_id, False)
+
+    @router.get("/sessions/{session_id}/screen", tags=["sessions"], dependencies=read)
+    async def get_screen(session_id: str, lines: int = Query(200, ge=1, le=100_000)) -> Screen:
+        """The last lines of the session's screen."""
+        ctx = get_ctx()
+        rec = sessions.resolve(ctx, session_id)
+        text = await asyncio.to_thread(sessions.screen, ctx, rec.id, lines)
+        return Screen(session_id=rec.id, lines=lines, text=text)
+
+
+def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]) -> None:
+    @router.get("/events", tags=["events"], dependencies=read)
+    async def get_events(
+        type: list[str] = Query([], description="Type glob, repeatable."),
+        work_item: str | None = Query(None, alias="workItem"),
+        standing: str | None = None,
+        level: str = "debug",
+        since: str | None = None,
+        limit: int = Query(50, ge=1, le=100_000),
+    ) -> list[ev.Event]:
+        """Events, newest last."""
+        flt = _filter(type, work_item, standing, level, since, limit)
+        return ev.query(get_ctx().db, flt)
+
+    @router.get("/events/types", tags=["events"], dependencies=read)
+    async def get_event_types() -> list[EventType]:
+        """The event catalogue."""
+        return [
+            EventType(type=s.name, level=s.level.name, description=s.description)
+            for s in sorted(ev.CATALOGUE.values(), key=lambda s: s.name)
+        ]
+
+    @router.get(
+        "/events/stream", tags=["events"], dependencies=read, response_class=StreamingResponse
+    )
+    async def stream_events(
+        request: Request,
+        type: list[str] = Query([], description="Type glob, repeatable."),
+        work_item: str | None = Query(None, alias="workItem"),
+        standing: str | None = None,
+        level: str = "debug",
+    ) -> StreamingResponse:
+        """Server-sent events as they are written (by any process); resumable with
+        ``Last-Event-ID``. Without it the stream starts after the newest event."""
+        ctx = get_ctx()
+        last = request.headers.get("last-event-id", "")
+        if last and not last.isdigit():
+            raise BadInput("Last-Event-ID must be an event id")
+        after = int(last) if last else ev.last_id(ctx.db)
+        flt = _filter(type, work_item, standing, level, None, None, after)
+        return StreamingResponse(
+            _sse(ctx, flt, request),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+
+SSE_POLL_SECONDS = 0.2
+SSE_KEEPALIVE_SECONDS = 15.0
+
+
+async def _sse(ctx: Ctx, flt: ev.EventFilter, request: Request) -> AsyncIterator[str]:
+    after = flt.after_id
+    idle = 0.0
+    yield "retry: 1000\n\n"
+    while not await request.is_disconnected():
+        batch = await asyncio.to_thread(ev.read_after, ctx.db, _after(flt, after))
+        for event in batch:
+            after = event.id
+            data = json.dumps(event.model_dump(mode="json", by_alias=True))
+            yield f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n"
+        if batch:
+            idle = 0.0
+            continue
+        await asyncio.sleep(SSE_POLL_SECONDS)
+        idle += SSE_POLL_SECONDS
+        if idle >= SSE_KEEPALIVE_SECONDS:
+            idle = 0.0
+            yield ": keep-alive\n\n"
+
+
+def _after(flt: ev.EventFilter, after: int) -> ev.EventFilter:
+    return ev.EventFilter(flt.types, flt.work_item, flt.standing, flt.min_level, None, after, None)
+
+
+def token_guards(get_tokens: Callable[[], auth.Tokens]) -> tuple[list[Any], list[Any]]:
+    """Dependencies enforcing the bearer tokens: (read, write)."""
+
+    def read_guard(request: Request) -> str:
+        return auth.check(request, get_tokens(), write=False)
+
+    def write_guard(request: Request) -> str:
+        return auth.check(request, get_tokens(), write=True)
+
+    return [Depends(read_guard)], [Depends(write_guard)]
+
+
+def metrics_text(ctx: Ctx) -> PlainTextResponse:
+    """Prometheus text: sessions by status, deliveries, inbox depth, poll cycles, latency."""
+    from the_loop.metrics import METRICS
+
+    conn = ctx.db.connect()
+    lines = [
+        "# HELP the_loop_sessions Work-item sessions by status.",
+        "# TYPE the_loop_sessions gauge",
+    ]
+    for status in SessionStatus:
+        count = conn.execute(
+            "SELECT COUNT(*) FROM sessions WHERE status = ?", (status.value,)
+        ).fetchone()[0]
+        lines.append(f'the_loop_sessions{{status="{status.value}"}} {count}')
+    delivered = conn.execute(
+        "SELECT COUNT(*) FROM session_prompts WHERE status = 'delivered'"
+    ).fetchone()[0]
+    lines += [
+        "# TYPE the_loop_deliveries_total counter",
+        f"the_loop_deliveries_total {delivered}",
+        "# HELP the_loop_inbox Inbox items by status.",
+        "# TYPE the_loop_inbox gauge",
+    ]
+    counts = inbox.counts(ctx.db)
+    for item_status in InboxStatus:
+        value = counts.get(item_status.value, 0)
+        lines.append(f'the_loop_inbox{{status="{item_status.value}"}} {value}')
+    polls = conn.execute("SELECT COUNT(*) FROM events WHERE type = 'poll.cycle'").fetchone()[0]
+    lines += ["# TYPE the_loop_poll_cycles_total counter", f"the_loop_poll_cycles_total {polls}"]
+    lines += METRICS.render_process()
+    return PlainTextResponse(
+        "\n".join(lines) + "\n", media_type="text/plain; version=0.0.4; charset=utf-8"
+    )

@@ -1,0 +1,110 @@
+"""API authentication: bearer tokens, a read-only token, and the generated loopback token.
+
+Every non-webhook endpoint needs ``Authorization: Bearer <token>``. The read-only token may only
+read (GET). On a loopback bind with no token configured, the daemon generates one into
+``<stateDir>/api-token`` (mode 0600), which the CLI uses. A non-loopback bind without a token is
+refused at start.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import Request
+
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, Forbidden, Unauthorized
+
+TOKEN_FILE = "api-token"
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    full: str | None
+    read_only: str | None
+
+
+def is_loopback(host: str) -> bool:
+    if host in {"localhost", ""}:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def token_file(state_dir: Path) -> Path:
+    return state_dir / TOKEN_FILE
+
+
+def ensure_tokens(ctx: Ctx) -> Tokens:
+    """The tokens the server accepts; generates the loopback token file when needed."""
+    server = ctx.config.server
+    full = os.environ.get(server.token_env) or None
+    read_only = os.environ.get(server.read_only_token_env) or None
+    if full is None:
+        if not is_loopback(server.host):
+            raise BadInput(
+                f"refusing to listen on {server.host} without a token: set ${server.token_env}"
+            )
+        full = _generated_token(ctx.state_dir)
+    return Tokens(full, read_only)
+
+
+def _generated_token(state_dir: Path) -> str:
+    path = token_file(state_dir)
+    try:
+        existing = path.read_text("utf-8").strip()
+    except FileNotFoundError:
+        existing = ""
+    if existing:
+        return existing
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    os.chmod(path, 0o600)
+    return token
+
+
+def client_token(ctx: Ctx) -> str | None:
+    """The token a local client (CLI, SDK over HTTP) should present."""
+    env = os.environ.get(ctx.config.server.token_env)
+    if env:
+        return env
+    try:
+        return token_file(ctx.state_dir).read_text("utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def _presented(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    cookie = request.cookies.get("the_loop_token")
+    return cookie or None
+
+
+def _equal(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and hmac.compare_digest(a.encode(), b.encode())
+
+
+def check(request: Request, tokens: Tokens, write: bool) -> str:
+    """Return ``full`` or ``read-only`` for a valid token; raise 401/403 otherwise."""
+    presented = _presented(request)
+    if presented is None:
+        raise Unauthorized("missing bearer token (Authorization: Bearer <token>)")
+    if _equal(presented, tokens.full):
+        return "full"
+    if _equal(presented, tokens.read_only):
+        if write:
+            raise Forbidden("the read-only token cannot change anything")
+        return "read-only"
+    raise Unauthorized("invalid token")
