@@ -125,3 +125,4 @@ def cli(loop_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
 
 
 from tests.work import work  # noqa: E402,F401  (the fixture, shared by several test folders)
+from tests.daemon import daemon  # noqa: E402,F401

@@ -6,7 +6,7 @@ import json
 
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
-from tests.webhooks.conftest import Daemon
+from tests.daemon import Daemon
 
 REF = "github:octo/repo#15"
 

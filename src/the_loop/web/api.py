@@ -170,12 +170,20 @@ def _session_routes(
         """Work-item sessions, newest first."""
         return sessions.list_sessions(get_ctx(), status, limit)
 
-    @router.get("/sessions/{session_id}", tags=["sessions"], dependencies=read)
+    @router.get("/sessions/{session_id:path}/screen", tags=["sessions"], dependencies=read)
+    async def get_screen(session_id: str, lines: int = Query(200, ge=1, le=100_000)) -> Screen:
+        """The last lines of the session's screen."""
+        ctx = get_ctx()
+        rec = sessions.resolve(ctx, session_id)
+        text = await asyncio.to_thread(sessions.screen, ctx, rec.id, lines)
+        return Screen(session_id=rec.id, lines=lines, text=text)
+
+    @router.get("/sessions/{session_id:path}", tags=["sessions"], dependencies=read)
     async def get_session(session_id: str) -> SessionOut:
-        """One session by id (or by URL-encoded work item ref)."""
+        """One session by id, or the live (else latest) session of a work item ref."""
         return await asyncio.to_thread(_session, get_ctx(), session_id, True)
 
-    @router.post("/sessions/{session_id}/messages", tags=["sessions"], dependencies=write)
+    @router.post("/sessions/{session_id:path}/messages", tags=["sessions"], dependencies=write)
     async def post_message(session_id: str, body: MessageIn) -> Done:
         """Deliver a message into a live session."""
         detail = await asyncio.to_thread(
@@ -183,29 +191,21 @@ def _session_routes(
         )
         return Done(detail=detail)
 
-    @router.post("/sessions/{session_id}/close", tags=["sessions"], dependencies=write)
+    @router.post("/sessions/{session_id:path}/close", tags=["sessions"], dependencies=write)
     async def post_close(session_id: str, body: CloseIn | None = None) -> SessionRecord:
         """Close a session (its screen is kept unless killTmux)."""
         kill = body.kill_tmux if body else None
         return await asyncio.to_thread(sessions.close_by_operator, get_ctx(), session_id, kill)
 
-    @router.post("/sessions/{session_id}/pause", tags=["sessions"], dependencies=write)
+    @router.post("/sessions/{session_id:path}/pause", tags=["sessions"], dependencies=write)
     async def post_pause(session_id: str) -> SessionRecord:
         """Stop delivering events (dropped, not queued)."""
         return await asyncio.to_thread(sessions.pause_by_operator, get_ctx(), session_id, True)
 
-    @router.post("/sessions/{session_id}/resume", tags=["sessions"], dependencies=write)
+    @router.post("/sessions/{session_id:path}/resume", tags=["sessions"], dependencies=write)
     async def post_resume(session_id: str) -> SessionRecord:
         """Deliver events again (nothing replayed)."""
         return await asyncio.to_thread(sessions.pause_by_operator, get_ctx(), session_id, False)
-
-    @router.get("/sessions/{session_id}/screen", tags=["sessions"], dependencies=read)
-    async def get_screen(session_id: str, lines: int = Query(200, ge=1, le=100_000)) -> Screen:
-        """The last lines of the session's screen."""
-        ctx = get_ctx()
-        rec = sessions.resolve(ctx, session_id)
-        text = await asyncio.to_thread(sessions.screen, ctx, rec.id, lines)
-        return Screen(session_id=rec.id, lines=lines, text=text)
 
 
 def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]) -> None:

@@ -1,4 +1,4 @@
-"""A running daemon with GitHub webhooks enabled and the fake agent as its harness."""
+"""The `daemon` fixture: a running daemon with GitHub webhooks and the fake agent."""
 
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ class Daemon:
     url: str = ""
     token: str = ""
 
-    def start(self) -> None:
+    def start(self, **extra_env: str) -> None:
         env = self.work.env.process_env()
         env["THE_LOOP_WEBHOOK_SECRET"] = SECRET
+        env.update(extra_env)
         self.proc = self.work.env.popen("serve", env=env)
         info = wait_until(
             lambda: read_info(self.work.env.state_dir), timeout=20, what="daemon info"
@@ -65,6 +66,14 @@ class Daemon:
         if secret is not None:
             sent["X-Hub-Signature-256"] = sign(secret.encode(), raw)
         return httpx.post(f"{self.url}/webhooks/github", content=raw, headers=sent, timeout=30)
+
+    def api(self, method: str, path: str, token: str | None = "", **kw: Any) -> httpx.Response:
+        """Call ``/api/v1`` + PATH; TOKEN "" means the generated full token, None none."""
+        headers = dict(kw.pop("headers", {}))
+        chosen = self.token if token == "" else token
+        if chosen is not None:
+            headers["Authorization"] = f"Bearer {chosen}"
+        return httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kw)
 
 
 def _healthy(url: str, token: str) -> bool:
