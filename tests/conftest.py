@@ -124,5 +124,5 @@ def cli(loop_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     return run
 
 
-from tests.work import work  # noqa: E402,F401  (the fixture, shared by several test folders)
 from tests.daemon import daemon  # noqa: E402,F401
+from tests.work import work  # noqa: E402,F401  (the fixture, shared by several test folders)

@@ -12,11 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from the_loop.daemon import read_info
-from the_loop.github.signature import sign
-from tests.conftest import Env
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.daemon import read_info
+from the_loop.github.signature import sign
 
 SECRET = "webhook-secret-for-tests"
 

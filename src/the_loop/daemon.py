@@ -221,9 +221,7 @@ def probe_health(ctx: Ctx, timeout: float = 2.0) -> Health:
     if not daemon_running(state_dir) or info is None:
         return Health(healthy=False, running=False, problems=["the-loop is not running"])
     try:
-        resp = httpx.get(
-            f"{info.url}/api/v1/health", timeout=timeout, headers=headers
-        )
+        resp = httpx.get(f"{info.url}/api/v1/health", timeout=timeout, headers=headers)
         body = resp.json()
     except (httpx.HTTPError, ValueError) as exc:
         return Health(

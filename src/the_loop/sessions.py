@@ -379,7 +379,9 @@ def deliver(
         _start(ctx, rec, event)
         return f"started {rec.id}"
     result = _flush_pending(ctx, rec, event)
-    return result if seq is not None or not result.startswith("delivered 0") else "already delivered"
+    return (
+        result if seq is not None or not result.startswith("delivered 0") else "already delivered"
+    )
 
 
 def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from tests.daemon import Daemon
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
-from tests.daemon import Daemon
 
 REF = "github:octo/repo#15"
 

@@ -15,6 +15,7 @@ from the_loop.cli import (
     events_cmd,
     inbox_cmd,
     sessions_cmd,
+    standing_cmd,
 )
 
 app = typer.Typer(
@@ -60,4 +61,5 @@ app.command("doctor")(doctor_cmd.doctor)
 app.add_typer(sessions_cmd.app, name="sessions")
 app.command("dispatch")(sessions_cmd.dispatch)
 app.add_typer(inbox_cmd.app, name="inbox")
+app.add_typer(standing_cmd.app, name="standing")
 daemon_cmd.register(app)

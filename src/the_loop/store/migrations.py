@@ -87,4 +87,40 @@ MIGRATIONS += [
         CREATE INDEX inbox_ready ON inbox (status, next_attempt_at, received_at)
         """,
     ),
+    (
+        "0010_github_etags",
+        """
+        CREATE TABLE github_etags (
+            key TEXT PRIMARY KEY,
+            etag TEXT NOT NULL,
+            body BLOB NOT NULL,
+            link TEXT,
+            stored_at REAL NOT NULL
+        );
+        CREATE INDEX github_etags_stored_at ON github_etags (stored_at)
+        """,
+    ),
+]
+
+MIGRATIONS += [
+    (
+        "0004_standing",
+        """
+        CREATE TABLE standing (
+            name TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            harness TEXT,
+            args TEXT,
+            cwd TEXT,
+            prompt TEXT NOT NULL DEFAULT '',
+            description TEXT NOT NULL DEFAULT '',
+            auto_start INTEGER NOT NULL DEFAULT 1,
+            conversation_id TEXT,
+            status TEXT NOT NULL,
+            started_at REAL,
+            last_message_at REAL,
+            created_at REAL NOT NULL
+        )
+        """,
+    ),
 ]
