@@ -174,3 +174,13 @@ def test_sse_stream_from_another_process_and_resume(daemon: Daemon) -> None:
     resumed.join(15)
     assert [int(i) for i in ids] == expected
     assert [g["type"] for g in got][-2:] == ["standing.stopped", "standing.started"]
+
+
+def test_committed_openapi_matches_the_served_document(daemon: Daemon) -> None:
+    from pathlib import Path
+
+    served = httpx.get(f"{daemon.url}/api/v1/openapi.json").json()
+    committed = json.loads((Path(__file__).resolve().parents[2] / "docs" /
+                            "openapi.json").read_text())
+    assert committed == served, "docs/openapi.json is stale: run `make docs`"
+    assert "/api/v1/sessions/{session_id}/messages" in served["paths"]
