@@ -237,6 +237,8 @@ class GitHubConfig(Model):
     poller: PollerConfig = Field(default_factory=PollerConfig)
     reactions: bool = True
     announce: bool = True
+    timeout_seconds: float = Field(10, gt=0, le=300, description="Per-request timeout.")
+    retries: int = Field(2, ge=0, le=10, description="Retries of 5xx, timeouts, refused.")
 
     _env = field_validator("token_env")(_env_name)
 

@@ -185,12 +185,14 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
 async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[None]]:
     """Start every background task; they end when STOP is set."""
     from the_loop import housekeeping
+    from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
 
     builtin: list[tuple[str, BackgroundTask]] = [
         ("prune-events", housekeeping.prune_loop),
         ("reload-config", housekeeping.reload_loop),
         ("inbox", inbox_loop),
+        ("poller", poll_loop),
     ]
     return [
         asyncio.create_task(fn(ctx, stop), name=name) for name, fn in [*builtin, *BACKGROUND_TASKS]

@@ -112,6 +112,7 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.harness_terminated", _I, "The agent process of a session was stopped."),
         _spec("session.awaiting_input", _I, "An agent waits for a person."),
         _spec("session.exited", _I, "A headless delivery finished with an exit status."),
+        _spec("writeback.failed", _W, "A reaction or comment on GitHub failed.", ErrorText),
         _spec("workspace.prepared", _I, "A git worktree was prepared for a work item."),
         _spec("workspace.removed", _I, "A work item's git worktree was removed."),
         _spec("poll.cycle", _D, "One poll cycle finished."),

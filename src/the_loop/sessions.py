@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from the_loop import agents, engine, workspace
+from the_loop import agents, engine, workspace, writebacks
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotFound, NotRunning, Refused, Unavailable
@@ -133,9 +133,7 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
 
 def _post_reply(ctx: Ctx, item: WorkItemRef, text: str) -> None:
     """Answer on the work item when GitHub write-backs are available (best effort)."""
-    hook = ctx.cache.get("reply_hook")
-    if callable(hook):
-        hook(ctx, item, text)
+    writebacks.reply(ctx, item, text)
 
 
 # --- spawn ----------------------------------------------------------------------------------
@@ -167,6 +165,7 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
         store.add_prompt(tx, rec.id, prompt, event.delivery_id)
+    writebacks.pickup(ctx, ref, event)
     if queued:
         _emit(
             ctx,
@@ -215,6 +214,7 @@ def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionReco
         _launch(ctx, rec, first[1] if first else None, rec.id, resume=False)
     except Exception as exc:
         _abandon(ctx, rec, exc, event)
+        writebacks.spawned(ctx, ref, event, False, "")
         raise
     with ctx.db.transaction() as tx:
         store.update(
@@ -239,6 +239,7 @@ def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionReco
         target=rec.tmux_target,
         cwd=rec.cwd,
     )
+    writebacks.spawned(ctx, ref, event, True, writebacks.announcement(ctx, ref, rec.id))
     _flush_pending(ctx, rec, event)
     return rec
 

@@ -14,6 +14,7 @@ from the_loop.cli import (
     doctor_cmd,
     events_cmd,
     inbox_cmd,
+    poll_cmd,
     sessions_cmd,
     standing_cmd,
 )
@@ -61,5 +62,6 @@ app.command("doctor")(doctor_cmd.doctor)
 app.add_typer(sessions_cmd.app, name="sessions")
 app.command("dispatch")(sessions_cmd.dispatch)
 app.add_typer(inbox_cmd.app, name="inbox")
+app.command("poll")(poll_cmd.poll)
 app.add_typer(standing_cmd.app, name="standing")
 daemon_cmd.register(app)

@@ -190,6 +190,7 @@ class Item(_Model):
     closed_at: datetime | None = None
     author_association: str = "NONE"
     pull_request: PullRequestLink | None = None
+    comments: int = 0
 
     @property
     def is_pull(self) -> bool:

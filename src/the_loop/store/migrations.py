@@ -124,3 +124,33 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0005_poll",
+        """
+        CREATE TABLE poll_items (
+            repo TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            is_pull INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            baseline_at TEXT NOT NULL,
+            baseline_comment_id INTEGER NOT NULL DEFAULT 0,
+            first_seen REAL NOT NULL,
+            last_seen REAL NOT NULL,
+            PRIMARY KEY (repo, number)
+        );
+        CREATE TABLE poll_cycles (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at REAL NOT NULL,
+            seconds REAL NOT NULL,
+            repos INTEGER NOT NULL,
+            requests INTEGER NOT NULL,
+            not_modified INTEGER NOT NULL,
+            ok INTEGER NOT NULL,
+            error TEXT
+        )
+        """,
+    ),
+]

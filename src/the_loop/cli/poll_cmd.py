@@ -1,0 +1,45 @@
+"""``the-loop poll --once``: one poll cycle of the configured repositories."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+
+from the_loop.cli import common
+from the_loop.errors import BadInput
+
+
+def poll(
+    once: bool = typer.Option(True, "--once", help="Run one cycle and exit (the only mode)."),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Poll GitHub once: new labelled items, comments, reviews, and closures."""
+    from the_loop.github.poller import CycleResult, Poller
+
+    ctx = common.ctx()
+    if not ctx.config.github.enabled:
+        raise BadInput("github.enabled is false: nothing to poll")
+    if not ctx.config.github.repos:
+        raise BadInput("github.repos is empty: the poller needs the repositories to list")
+
+    async def one() -> CycleResult:
+        poller = Poller(ctx)
+        try:
+            return await poller.cycle()
+        finally:
+            await poller.client.aclose()
+
+    result = asyncio.run(one())
+    repos = result.repos
+    if fmt is common.Format.json:
+        common.print_json([r.__dict__ for r in repos])
+    else:
+        common.print_table(
+            ["REPO", "CALLS", "304", "DISPATCHED", "CLOSURES", "ERROR"],
+            [
+                (r.repo, r.calls, r.not_modified, r.dispatched, r.closures, r.error or "")
+                for r in repos
+            ],
+        )
+    raise typer.Exit(0 if result.ok else 1)
