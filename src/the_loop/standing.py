@@ -1,0 +1,907 @@
+"""The standing session service: named agents that belong to no work item.
+
+A definition is **declared** (an entry of ``standing.sessions``) or **created** at runtime (a
+record in the database). ``definition`` resolves a name the same way for every verb (declared
+first, else created), so where a definition came from never changes what a verb does. Harness,
+args and cwd inherit when omitted: the harness from ``routing.defaultHarness``, args from that
+harness's configuration (an explicit ``[]`` means none), the cwd is ``<stateDir>/standing/NAME``.
+
+Standing sessions always run under the tmux runner, in ``loop-standing-NAME``. Verbs on one name
+are serialized across processes (a lock per name). The record says what the-loop last did:
+``running`` is written just before a spawn and ``stopped`` only once the tmux session is gone or
+a spawn failed, so a live pane whose record is missing or ``stopped`` was not started by
+the-loop and is never adopted, signalled or killed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from the_loop import agents
+from the_loop import events as ev
+from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
+from the_loop.context import Ctx
+from the_loop.errors import (
+    BadInput,
+    Conflict,
+    LoopError,
+    NotFound,
+    NotRunning,
+    Refused,
+    Unavailable,
+    ValidationFailed,
+)
+from the_loop.harness import Launch
+from the_loop.prompts import render_standing
+from the_loop.refs import new_session_id, safe_session_id, standing_target, validate_standing_name
+from the_loop.runner.tmux import Probe, TerminateReport
+from the_loop.store import standing as store
+from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
+
+SOURCE = "standing"
+_ACTOR_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
+
+
+class StartKind(StrEnum):
+    started = "started"
+    resumed = "resumed"
+    already_running = "already-running"
+    failed = "failed"
+
+
+class StopKind(StrEnum):
+    stopped = "stopped"
+    already_stopped = "already-stopped"
+    failed = "failed"
+
+
+class ViewStatus(StrEnum):
+    """``running``: a live pane the-loop started; ``stopped``: not live, a conversation is
+    recorded to resume; ``absent``: not live and nothing to resume (never started)."""
+
+    running = "running"
+    stopped = "stopped"
+    absent = "absent"
+
+
+class Result(BaseModel):
+    """Base of the service's results: camelCase in JSON."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class Definition(Result):
+    """A resolved definition. ``key`` is the config key of a declared one (``standing.
+    sessions[i]``) or ``created``; ``problems`` lists why it cannot be used (empty: usable)."""
+
+    name: str
+    source: StandingSource
+    key: str
+    harness: str
+    args: list[str] | None
+    cwd: Path
+    default_cwd: bool
+    brief: str
+    description: str
+    auto_start: bool
+    problems: list[str] = []
+
+    @property
+    def target(self) -> str:
+        return standing_target(self.name)
+
+    def require_valid(self) -> Definition:
+        """SELF, or ``ValidationFailed`` (exit 2) listing the problems."""
+        if not self.problems:
+            return self
+        where = f"fix {self.key} in the config; " if self.source is StandingSource.declared else ""
+        raise ValidationFailed(
+            f"standing session {self.name} cannot be used ({where}"
+            f"`the-loop standing stop {self.name}` still works)",
+            list(self.problems),
+        )
+
+
+class StartOutcome(Result):
+    name: str
+    outcome: StartKind
+    target: str
+    conversation_id: str | None = None
+    error: str | None = None
+
+
+class StopOutcome(Result):
+    name: str
+    outcome: StopKind
+    target: str
+    signalled: list[int] = []
+    killed: list[int] = []
+    error: str | None = None
+
+
+class SayResult(Result):
+    name: str
+    target: str
+    actor: str
+    chars: int
+    conversation_id: str | None = None
+
+
+class CreateResult(Result):
+    definition: Definition
+    start: StartOutcome | None = None
+
+
+class DeleteResult(Result):
+    name: str
+    stop: StopOutcome
+
+
+class StandingView(Result):
+    """One line of ``list``."""
+
+    name: str
+    source: StandingSource
+    status: ViewStatus
+    harness: str
+    args: list[str] | None = None
+    cwd: str
+    target: str
+    description: str
+    auto_start: bool
+    conversation_id: str | None = None
+    started_at: datetime | None = None
+    last_message_at: datetime | None = None
+    problems: list[str] = []
+    note: str | None = None
+
+
+# --- the resolver ---------------------------------------------------------------------------
+
+
+def definition(ctx: Ctx, name: str) -> Definition:
+    """Resolve NAME: the declared entry first, else the created record.
+
+    Raises ``BadInput`` for an invalid name and ``NotFound`` when NAME is neither declared nor
+    created. Never raises for an unusable definition: its ``problems`` say why (see
+    ``Definition.require_valid``).
+    """
+    validate_standing_name(name)
+    found = _declared(ctx, name)
+    if found is not None:
+        return _from_declared(ctx, *found)
+    rec = store.get(ctx.db.connect(), name)
+    if rec is not None and rec.source is StandingSource.created:
+        return _from_record(ctx, rec)
+    raise NotFound(
+        f"no standing session {name}: it is neither declared (standing.sessions) nor created "
+        f"(`the-loop standing create {name}`)"
+    )
+
+
+def _declared(ctx: Ctx, name: str) -> tuple[int, StandingSessionConfig] | None:
+    for index, entry in enumerate(ctx.config.standing.sessions):
+        if entry.name == name:
+            return index, entry
+    return None
+
+
+def _config_relative(ctx: Ctx, path: Path) -> Path:
+    """PATH with ``~`` expanded, relative to the config file's directory."""
+    path = path.expanduser()
+    if path.is_absolute():
+        return path
+    base = ctx.loaded.path.parent if ctx.loaded.path is not None else Path.cwd()
+    return (base / path).absolute()
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    """A definition as written: None harness, args or cwd mean "inherit"."""
+
+    name: str
+    source: StandingSource
+    key: str
+    harness: str | None
+    args: list[str] | None
+    cwd: Path | None
+    brief: str
+    description: str
+    auto_start: bool
+    problems: tuple[str, ...] = ()
+
+
+def _from_declared(ctx: Ctx, index: int, entry: StandingSessionConfig) -> Definition:
+    key = f"standing.sessions[{index}]"
+    brief, problems = entry.prompt or "", []
+    if entry.prompt_file is not None:
+        path = _config_relative(ctx, entry.prompt_file)
+        try:
+            brief = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{key}.promptFile: cannot read {path}: {_reason(exc)}")
+    cwd = _config_relative(ctx, entry.cwd) if entry.cwd is not None else None
+    raw = _Raw(
+        entry.name,
+        StandingSource.declared,
+        key,
+        entry.harness,
+        entry.args,
+        cwd,
+        brief,
+        entry.description,
+        entry.auto_start,
+        tuple(problems),
+    )
+    return _build(ctx, raw)
+
+
+def _from_record(ctx: Ctx, rec: StandingRecord) -> Definition:
+    problems: tuple[str, ...] = ()
+    if rec.source is StandingSource.declared:
+        problems = (f"{rec.name} is no longer declared in the config",)
+    raw = _Raw(
+        rec.name,
+        rec.source,
+        "created",
+        rec.harness,
+        rec.args,
+        Path(rec.cwd) if rec.cwd else None,
+        rec.prompt,
+        rec.description,
+        rec.auto_start,
+        problems,
+    )
+    return _build(ctx, raw)
+
+
+def _build(ctx: Ctx, raw: _Raw) -> Definition:
+    """Apply the inheritance rules to RAW and list every reason it cannot be used."""
+    prefix = f"{raw.key}." if raw.source is StandingSource.declared else ""
+    harness = raw.harness or ctx.config.routing.default_harness
+    problems = [*raw.problems, *_harness_problems(ctx, harness, raw.args, prefix)]
+    if raw.cwd is not None and not raw.cwd.is_dir():
+        problems.append(f"{prefix}cwd: {raw.cwd} is not a directory")
+    return Definition(
+        name=raw.name,
+        source=raw.source,
+        key=raw.key,
+        harness=harness,
+        args=None if raw.args is None else list(raw.args),
+        cwd=raw.cwd if raw.cwd is not None else default_cwd(ctx, raw.name),
+        default_cwd=raw.cwd is None,
+        brief=raw.brief,
+        description=raw.description,
+        auto_start=raw.auto_start,
+        problems=problems,
+    )
+
+
+def _harness_problems(ctx: Ctx, harness: str, args: list[str] | None, prefix: str) -> list[str]:
+    known = set(BUILTIN_HARNESSES) | set(ctx.config.harnesses)
+    if harness not in known:
+        return [f"{prefix}harness: {harness!r} is not a known harness ({', '.join(sorted(known))})"]
+    try:
+        agents.adapter_for(ctx, harness, args).check_runner("tmux")
+    except BadInput as exc:
+        return [f"{prefix}harness: {exc.message}"]
+    return []
+
+
+def default_cwd(ctx: Ctx, name: str) -> Path:
+    """The working directory of a standing session that names none."""
+    return ctx.state_dir / "standing" / validate_standing_name(name)
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+# --- create / delete ------------------------------------------------------------------------
+
+
+def create(
+    ctx: Ctx,
+    name: str,
+    *,
+    harness: str | None = None,
+    args: list[str] | None = None,
+    cwd: Path | None = None,
+    prompt: str | None = None,
+    prompt_file: Path | None = None,
+    description: str = "",
+    auto_start: bool = True,
+    start_now: bool = True,
+) -> CreateResult:
+    """Store a created definition and start it (unless not START_NOW).
+
+    Refused: an invalid name (``BadInput``), a declared name or an existing record
+    (``Conflict``), an unusable definition (``ValidationFailed``). When the start fails, the
+    stored record is removed again (``standing.create_failed``) and the error is raised.
+    ``prompt_file`` and a relative ``cwd`` are read relative to the caller's directory; the
+    brief is stored as text. ``None`` harness, args or cwd inherit at every start.
+    """
+    validate_standing_name(name)
+    _refuse_declared(ctx, name, "create")
+    with _locked(ctx, name):
+        existing = store.get(ctx.db.connect(), name)
+        if existing is not None:
+            raise Conflict(
+                f"standing session {name} already exists ({existing.source} record); "
+                f"delete it first with `the-loop standing delete {name}`"
+            )
+        rec = _new_record(name, harness, args, cwd, prompt, prompt_file, description, auto_start)
+        defn = _from_record(ctx, rec).require_valid()
+        with ctx.db.transaction() as tx:
+            store.insert(tx, rec)
+        _emit(ctx, "standing.created", name, harness=defn.harness, cwd=str(defn.cwd))
+        if not start_now:
+            return CreateResult(definition=defn)
+        return CreateResult(definition=defn, start=_start_created(ctx, defn))
+
+
+def _start_created(ctx: Ctx, defn: Definition) -> StartOutcome:
+    try:
+        return _start_locked(ctx, defn)
+    except Exception as exc:
+        with ctx.db.transaction() as tx:
+            store.delete(tx, defn.name)
+        _emit(ctx, "standing.create_failed", defn.name, error=_message(exc))
+        raise
+
+
+def _new_record(
+    name: str,
+    harness: str | None,
+    args: list[str] | None,
+    cwd: Path | None,
+    prompt: str | None,
+    prompt_file: Path | None,
+    description: str,
+    auto_start: bool,
+) -> StandingRecord:
+    if prompt is not None and prompt_file is not None:
+        raise BadInput("give --prompt or --prompt-file, not both")
+    brief = prompt or ""
+    if prompt_file is not None:
+        path = prompt_file.expanduser().absolute()
+        try:
+            brief = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"cannot read the prompt file {path}: {_reason(exc)}") from None
+    return StandingRecord(
+        name=name,
+        source=StandingSource.created,
+        harness=harness or None,
+        args=None if args is None else list(args),
+        cwd=str(cwd.expanduser().absolute()) if cwd is not None else None,
+        prompt=brief,
+        description=description,
+        auto_start=auto_start,
+        status=StandingStatus.stopped,
+        created_at=time.time(),
+    )
+
+
+def _refuse_declared(ctx: Ctx, name: str, verb: str) -> None:
+    found = _declared(ctx, name)
+    if found is None:
+        return
+    key = f"standing.sessions[{found[0]}]"
+    if verb == "create":
+        raise Conflict(
+            f"standing session {name} is declared in the config ({key}); "
+            "a created session cannot take a declared name"
+        )
+    raise Conflict(
+        f"standing session {name} is declared in the config ({key}): remove it there to delete "
+        f"it, or stop it with `the-loop standing stop {name}`"
+    )
+
+
+def delete(ctx: Ctx, name: str) -> DeleteResult:
+    """Stop, then remove a created standing session (or a record left by a declaration that
+    was removed from the config). Refused for a declared name (``Conflict`` naming the config
+    key and ``stop``); ``NotFound`` for an unknown name. A failed stop removes nothing."""
+    validate_standing_name(name)
+    _refuse_declared(ctx, name, "delete")
+    with _locked(ctx, name):
+        if store.get(ctx.db.connect(), name) is None:
+            raise NotFound(f"no standing session {name}")
+        stopped = _stop_locked(ctx, name)
+        with ctx.db.transaction() as tx:
+            store.delete(tx, name)
+    _emit(ctx, "standing.deleted", name)
+    return DeleteResult(name=name, stop=stopped)
+
+
+# --- start ----------------------------------------------------------------------------------
+
+
+def start(ctx: Ctx, name: str | None = None) -> list[StartOutcome]:
+    """Start NAME, or every declared and every created one (no NAME).
+
+    With a NAME every refusal is raised: ``BadInput``/``ValidationFailed``, ``NotFound``,
+    ``Refused`` (a live tmux session the-loop did not start), ``Unavailable`` (tmux not
+    answering: nothing spawned), ``SpawnFailed``. Without one, each failure becomes an outcome
+    ``failed`` carrying the message.
+    """
+    if name is not None:
+        with _locked(ctx, name):
+            return [_start_locked(ctx, definition(ctx, name).require_valid())]
+    return [_start_captured(ctx, each) for each in _all_names(ctx)]
+
+
+def _start_captured(ctx: Ctx, name: str) -> StartOutcome:
+    try:
+        return start(ctx, name)[0]
+    except LoopError as exc:
+        return StartOutcome(
+            name=name, outcome=StartKind.failed, target=standing_target(name), error=exc.message
+        )
+
+
+def _all_names(ctx: Ctx) -> list[str]:
+    declared = [entry.name for entry in ctx.config.standing.sessions]
+    created = [
+        rec.name
+        for rec in store.list_records(ctx.db.connect())
+        if rec.source is StandingSource.created and rec.name not in declared
+    ]
+    return [*declared, *created]
+
+
+def _start_locked(ctx: Ctx, defn: Definition) -> StartOutcome:
+    """Start DEFN with its lock held: already running, resumed, or started fresh."""
+    rec = store.get(ctx.db.connect(), defn.name)
+    probe = agents.runners(ctx).tmux.probe(defn.target)
+    if probe is Probe.UNKNOWN:
+        error = Unavailable(f"tmux did not answer about {defn.target}; nothing spawned")
+        _emit(ctx, "standing.spawn_failed", defn.name, error=error.message)
+        raise error
+    if probe is Probe.LIVE:
+        if rec is None or rec.status is StandingStatus.stopped:
+            raise _foreign(ctx, defn.target)
+        return StartOutcome(
+            name=defn.name,
+            outcome=StartKind.already_running,
+            target=defn.target,
+            conversation_id=rec.conversation_id,
+        )
+    conversation = _resumable(rec)
+    if conversation is not None:
+        resumed = _try_resume(ctx, defn, conversation)
+        if resumed is not None:
+            return resumed
+    return _start_fresh(ctx, defn, rec.conversation_id if rec else None)
+
+
+def _foreign(ctx: Ctx, target: str) -> Refused:
+    inspect = agents.runners(ctx).tmux.inspect_command(target)
+    return Refused(
+        f"a live tmux session {target} exists that the-loop did not start (no running record); "
+        f"it will not adopt, signal or kill it. Look at it with `{inspect}`"
+    )
+
+
+def _resumable(rec: StandingRecord | None) -> str | None:
+    """REC's conversation id when there is one that is safe to put in an argv."""
+    if rec is None or not rec.conversation_id:
+        return None
+    try:
+        return safe_session_id(rec.conversation_id)
+    except BadInput:
+        return None
+
+
+def _try_resume(ctx: Ctx, defn: Definition, conversation: str) -> StartOutcome | None:
+    """Resume CONVERSATION, probed alive; None (after ``standing.resume_failed``) when it died."""
+    _mark_running(ctx, defn, conversation)
+    detail = "the resumed agent exited"
+    try:
+        _spawn(ctx, defn, conversation, None, resume=True)
+    except (Refused, Unavailable) as exc:
+        _spawn_failed(ctx, defn, exc, conversation)
+        raise
+    except LoopError as exc:
+        detail = exc.message
+    else:
+        if agents.stays_alive(ctx, defn.target, ctx.config.tmux.resume_probe_seconds):
+            _started(ctx, defn.name, conversation)
+            _emit(ctx, "standing.resumed", defn.name, session_id=conversation)
+            return StartOutcome(
+                name=defn.name,
+                outcome=StartKind.resumed,
+                target=defn.target,
+                conversation_id=conversation,
+            )
+    _emit(ctx, "standing.resume_failed", defn.name, session_id=conversation, error=detail)
+    return None
+
+
+def _start_fresh(ctx: Ctx, defn: Definition, previous: str | None) -> StartOutcome:
+    """A new conversation whose first prompt is the boot directive followed by the brief."""
+    minted = new_session_id()
+    _mark_running(ctx, defn, minted)
+    try:
+        launch = _spawn(ctx, defn, minted, render_standing(defn.name, defn.brief), resume=False)
+    except Exception as exc:
+        _spawn_failed(ctx, defn, exc, previous)
+        raise
+    _started(ctx, defn.name, launch.session_id)
+    _emit(
+        ctx,
+        "standing.started",
+        defn.name,
+        session_id=launch.session_id,
+        harness=defn.harness,
+        target=defn.target,
+        cwd=str(defn.cwd),
+    )
+    return StartOutcome(
+        name=defn.name,
+        outcome=StartKind.started,
+        target=defn.target,
+        conversation_id=launch.session_id,
+    )
+
+
+def _spawn(
+    ctx: Ctx, defn: Definition, session_id: str, prompt: str | None, *, resume: bool
+) -> Launch:
+    if defn.default_cwd:
+        defn.cwd.mkdir(parents=True, exist_ok=True, mode=0o700)
+    adapter = agents.adapter_for(ctx, defn.harness, defn.args)
+    return agents.spawn_interactive(
+        ctx, adapter, defn.target, defn.cwd, session_id, prompt, resume=resume
+    )
+
+
+def _mark_running(ctx: Ctx, defn: Definition, conversation: str) -> None:
+    """Record that a spawn of CONVERSATION is about to happen (before it happens)."""
+    with ctx.db.transaction() as tx:
+        rec = store.get(tx, defn.name)
+        if rec is None:
+            store.insert(tx, _declared_record(defn, conversation))
+            return
+        snapshot = _snapshot(defn) if rec.source is StandingSource.declared else {}
+        store.update(
+            tx, defn.name, status=StandingStatus.running, conversation_id=conversation, **snapshot
+        )
+
+
+def _snapshot(defn: Definition) -> dict[str, Any]:
+    return {
+        "harness": defn.harness,
+        "args": defn.args,
+        "cwd": str(defn.cwd),
+        "prompt": defn.brief,
+        "description": defn.description,
+        "auto_start": defn.auto_start,
+    }
+
+
+def _declared_record(defn: Definition, conversation: str) -> StandingRecord:
+    return StandingRecord(
+        name=defn.name,
+        source=StandingSource.declared,
+        conversation_id=conversation,
+        status=StandingStatus.running,
+        created_at=time.time(),
+        **_snapshot(defn),
+    )
+
+
+def _started(ctx: Ctx, name: str, conversation: str | None) -> None:
+    with ctx.db.transaction() as tx:
+        store.update(tx, name, conversation_id=conversation, started_at=time.time())
+
+
+def _spawn_failed(ctx: Ctx, defn: Definition, exc: BaseException, previous: str | None) -> None:
+    """Put the record back to ``stopped`` with PREVIOUS conversation and report. When tmux did
+    not answer, whether the spawn happened is unknown: the record stays ``running`` so that
+    ``stop`` can still clean up."""
+    if not isinstance(exc, Unavailable):
+        with ctx.db.transaction() as tx:
+            store.update(tx, defn.name, status=StandingStatus.stopped, conversation_id=previous)
+    _emit(ctx, "standing.spawn_failed", defn.name, error=_message(exc))
+
+
+# --- stop / restart -------------------------------------------------------------------------
+
+
+def stop(ctx: Ctx, name: str | None = None) -> list[StopOutcome]:
+    """Stop NAME, or every recorded one (no NAME): terminate the harness, then kill its tmux
+    session; the record keeps its conversation id with status ``stopped``.
+
+    Works from the records, so it works while a declaration is unusable. With a NAME: a
+    declared name never started is ``already-stopped``; ``NotFound`` for an unknown name,
+    ``Refused`` for a live pane the-loop did not start, ``Unavailable`` when stopping failed
+    (``standing.stop_failed``). Without one, failures become outcomes ``failed``.
+    """
+    if name is not None:
+        validate_standing_name(name)
+        with _locked(ctx, name):
+            return [_stop_locked(ctx, name)]
+    return [_stop_captured(ctx, rec.name) for rec in store.list_records(ctx.db.connect())]
+
+
+def _stop_captured(ctx: Ctx, name: str) -> StopOutcome:
+    try:
+        return stop(ctx, name)[0]
+    except LoopError as exc:
+        return StopOutcome(
+            name=name, outcome=StopKind.failed, target=standing_target(name), error=exc.message
+        )
+
+
+def _stop_locked(ctx: Ctx, name: str) -> StopOutcome:
+    target = standing_target(name)
+    rec = store.get(ctx.db.connect(), name)
+    if rec is None and _declared(ctx, name) is None:
+        raise NotFound(f"no standing session {name}")
+    if rec is None or rec.status is StandingStatus.stopped:
+        if agents.runners(ctx).tmux.probe(target) is Probe.LIVE:
+            raise _foreign(ctx, target)
+        return StopOutcome(name=name, outcome=StopKind.already_stopped, target=target)
+    return _terminate(ctx, rec, target)
+
+
+def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
+    tmux = agents.runners(ctx).tmux
+    report = tmux.terminate(target, ctx.config.tmux.harness_kill_grace_seconds)
+    problem = _terminate_problem(report)
+    if problem is None:
+        after = _gone(ctx, target, tmux.kill_session(target))
+        if after is not Probe.ABSENT:
+            problem = f"the tmux session {target} is still there after kill-session ({after})"
+    if problem is not None:
+        _emit(ctx, "standing.stop_failed", rec.name, session_id=rec.conversation_id, error=problem)
+        raise Unavailable(f"could not stop standing session {rec.name}: {problem}")
+    with ctx.db.transaction() as tx:
+        store.update(tx, rec.name, status=StandingStatus.stopped)
+    agents.forget_ready(ctx, target)
+    _emit(
+        ctx,
+        "standing.stopped",
+        rec.name,
+        session_id=rec.conversation_id,
+        signalled=list(report.signalled),
+        killed=list(report.killed),
+    )
+    kind = StopKind.already_stopped if report.probe is Probe.ABSENT else StopKind.stopped
+    return StopOutcome(
+        name=rec.name,
+        outcome=kind,
+        target=target,
+        signalled=list(report.signalled),
+        killed=list(report.killed),
+    )
+
+
+def _gone(ctx: Ctx, target: str, probe: Probe, timeout: float = 3.0) -> Probe:
+    """Poll until TARGET is absent (or TIMEOUT) instead of trusting one look right after
+    ``kill-session`` (a tmux server exiting with its last session answers ``unknown``)."""
+    deadline = time.monotonic() + timeout
+    while probe is not Probe.ABSENT and time.monotonic() < deadline:
+        time.sleep(0.05)
+        probe = agents.runners(ctx).tmux.probe(target)
+    return probe
+
+
+def _terminate_problem(report: TerminateReport) -> str | None:
+    if report.refused or report.error:
+        return report.refused or report.error
+    if report.survivors:
+        return f"pids {list(report.survivors)} survived SIGKILL"
+    return None
+
+
+def restart(ctx: Ctx, name: str) -> StartOutcome:
+    """Stop NAME, then start it again (resuming its conversation). Refused, before anything is
+    stopped, when the definition is unusable."""
+    with _locked(ctx, name):
+        defn = definition(ctx, name).require_valid()
+        _stop_locked(ctx, name)
+        return _start_locked(ctx, defn)
+
+
+# --- say ------------------------------------------------------------------------------------
+
+
+def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
+    """Paste "Message from ACTOR to standing session `NAME`:", a blank line and TEXT into the
+    running session; never spawns. Waits until the agent takes input (after a spawn).
+
+    Raises ``BadInput`` for blank TEXT or a bad actor, ``NotRunning`` (naming
+    ``the-loop standing start NAME``) when it is not running, ``Refused`` for a live pane
+    the-loop did not start, ``Unavailable`` when tmux does not answer or the agent never
+    became ready.
+    """
+    if not text.strip():
+        raise BadInput("refusing to send an empty message")
+    who = _actor(actor)
+    with _locked(ctx, name):
+        defn = definition(ctx, name).require_valid()
+        rec = _running_record(ctx, defn)
+        _wait_ready(ctx, defn)
+        body = f"Message from {who} to standing session `{name}`:\n\n{text}"
+        delivery = agents.runners(ctx).tmux.deliver(defn.target, body)
+        with ctx.db.transaction() as tx:
+            store.update(tx, name, last_message_at=time.time())
+    _emit(
+        ctx, "standing.said", name, session_id=rec.conversation_id, actor=who, chars=delivery.chars
+    )
+    return SayResult(
+        name=name,
+        target=defn.target,
+        actor=who,
+        chars=delivery.chars,
+        conversation_id=rec.conversation_id,
+    )
+
+
+def _actor(actor: str | None) -> str:
+    who = (actor if actor is not None else getpass.getuser()).strip()
+    if not _ACTOR_RE.match(who):
+        raise BadInput(f"invalid actor {actor!r}: one line of at most 100 characters")
+    return who
+
+
+def _not_running(name: str) -> NotRunning:
+    return NotRunning(
+        f"standing session {name} is not running; start it with `the-loop standing start {name}`"
+    )
+
+
+def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
+    rec = store.get(ctx.db.connect(), defn.name)
+    probe = agents.runners(ctx).tmux.probe(defn.target)
+    if probe is Probe.UNKNOWN:
+        raise Unavailable(f"tmux did not answer about {defn.target}")
+    if probe is not Probe.LIVE:
+        raise _not_running(defn.name)
+    if rec is None or rec.status is StandingStatus.stopped:
+        raise _foreign(ctx, defn.target)
+    return rec
+
+
+def _wait_ready(ctx: Ctx, defn: Definition) -> None:
+    adapter = agents.adapter_for(ctx, defn.harness, defn.args)
+    if agents.ensure_ready(ctx, adapter, defn.target):
+        return
+    if agents.runners(ctx).tmux.probe(defn.target) is not Probe.LIVE:
+        raise _not_running(defn.name)
+    raise Unavailable(f"the agent in {defn.target} did not become ready for input")
+
+
+# --- list and the daemon's hooks ------------------------------------------------------------
+
+
+def list_standing(ctx: Ctx) -> list[StandingView]:
+    """Declared (config order) then created (by name), each with its live status. A record
+    left by a declaration since removed from the config is listed too, with a problem."""
+    records = {rec.name: rec for rec in store.list_records(ctx.db.connect())}
+    targets = agents.runners(ctx).tmux.list_targets()
+    views = []
+    for index, entry in enumerate(ctx.config.standing.sessions):
+        defn = _from_declared(ctx, index, entry)
+        views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
+    for rec in records.values():
+        views.append(_view(ctx, _from_record(ctx, rec), rec, targets))
+    return views
+
+
+def _view(
+    ctx: Ctx, defn: Definition, rec: StandingRecord | None, targets: list[str] | None
+) -> StandingView:
+    status, note = _status(ctx, defn.target, rec, targets)
+    return StandingView(
+        name=defn.name,
+        source=defn.source,
+        status=status,
+        harness=defn.harness,
+        args=defn.args,
+        cwd=str(defn.cwd),
+        target=defn.target,
+        description=defn.description,
+        auto_start=defn.auto_start,
+        conversation_id=rec.conversation_id if rec else None,
+        started_at=_when(rec.started_at if rec else None),
+        last_message_at=_when(rec.last_message_at if rec else None),
+        problems=defn.problems,
+        note=note,
+    )
+
+
+def _status(
+    ctx: Ctx, target: str, rec: StandingRecord | None, targets: list[str] | None
+) -> tuple[ViewStatus, str | None]:
+    resting = ViewStatus.stopped if rec and rec.conversation_id else ViewStatus.absent
+    if targets is None:
+        return resting, "tmux did not answer; status unknown"
+    if target not in targets:
+        return resting, None
+    if agents.runners(ctx).tmux.probe(target) is not Probe.LIVE:
+        return resting, None
+    if rec is None or rec.status is StandingStatus.stopped:
+        return resting, f"a live tmux session {target} that the-loop did not start"
+    return ViewStatus.running, None
+
+
+def _when(ts: float | None) -> datetime | None:
+    return datetime.fromtimestamp(ts, UTC) if ts is not None else None
+
+
+def _auto_start_names(ctx: Ctx) -> list[str]:
+    declared = [entry.name for entry in ctx.config.standing.sessions if entry.auto_start]
+    names = {entry.name for entry in ctx.config.standing.sessions}
+    created = [
+        rec.name
+        for rec in store.list_records(ctx.db.connect())
+        if rec.source is StandingSource.created and rec.auto_start and rec.name not in names
+    ]
+    return [*declared, *created]
+
+
+def autostart(ctx: Ctx) -> list[StartOutcome]:
+    """For the daemon, after the service is up: start every auto-start session (declared
+    ``autoStart`` and created ``auto_start``) when ``standing.enabled``; never raises for one
+    session (failures are outcomes ``failed``)."""
+    if not ctx.config.standing.enabled:
+        return []
+    return [_start_captured(ctx, name) for name in _auto_start_names(ctx)]
+
+
+def stop_all(ctx: Ctx) -> list[StopOutcome]:
+    """For ``the-loop stop``: stop every standing session recorded as running; never raises for
+    one session (failures are outcomes ``failed``)."""
+    running = [
+        rec.name
+        for rec in store.list_records(ctx.db.connect())
+        if rec.status is StandingStatus.running
+    ]
+    return [_stop_captured(ctx, name) for name in running]
+
+
+def health_problems(ctx: Ctx) -> list[str]:
+    """For ``the-loop status``: one line per auto-start session that is not running, when
+    ``standing.enabled`` (empty otherwise)."""
+    if not ctx.config.standing.enabled:
+        return []
+    wanted = set(_auto_start_names(ctx))
+    problems = []
+    for view in list_standing(ctx):
+        if view.name in wanted and view.status is not ViewStatus.running:
+            detail = f" ({view.note})" if view.note else ""
+            problems.append(
+                f"standing session {view.name} (autoStart) is not running: {view.status}{detail}"
+            )
+    return problems
+
+
+# --- plumbing -------------------------------------------------------------------------------
+
+
+def _locked(ctx: Ctx, name: str) -> ExitStack:
+    """Hold the cross-process lock of standing session NAME."""
+    return agents.hold_items(ctx, [f"standing-{validate_standing_name(name)}"])
+
+
+def _emit(ctx: Ctx, type_: str, name: str, **payload: Any) -> None:
+    ev.emit(ctx.db, type_, source=SOURCE, standing=name, **payload)
+
+
+def _message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, LoopError) else f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,68 @@
+"""A standing session of the real Claude Code CLI against the fake Anthropic API: create, say,
+stop, start — the resumed agent sends the earlier conversation again."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.harness.agent_clis import CLAUDE_BIN
+from tests.helpers import wait_until
+from tests.standing.conftest import Standing
+
+pytestmark = [
+    pytest.mark.claude,
+    pytest.mark.slow,
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(
+        not CLAUDE_BIN.exists(),
+        reason=f"Claude Code CLI not installed at {CLAUDE_BIN} (run `make setup`)",
+    ),
+]
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+def answered(api: FakeAnthropic, text: str) -> bool:
+    """True once a conversation request whose newest prompt contains TEXT was made."""
+    return any(text in (r.prompt or "") for r in api.conversation_requests())
+
+
+def test_claude_standing_session_resumes_its_conversation(st: Standing, api: FakeAnthropic) -> None:
+    home = st.env.root / "home"
+    env = {**api.claude_env(st.env.root / "claude-config"), "HOME": str(home)}
+    st.configure(
+        harnesses={"claude": {"binary": str(CLAUDE_BIN), "env": env}},
+        routing={"defaultHarness": "claude"},
+        tmux={"resumeProbeSeconds": 3},
+    )
+    created = st.ok("standing", "create", "probe", "--prompt", "brief: count the stars")
+    assert "probe: started" in created.stdout
+    conversation = st.conversation("probe")
+    wait_until(lambda: answered(api, "count the stars"), 90, what="the boot prompt")
+
+    st.ok("standing", "say", "probe", "--text", "first message", "--actor", "alice")
+    wait_until(lambda: answered(api, "first message"), 90, what="the first message")
+    st.ok("standing", "stop", "probe")
+    assert not st.has_session("loop-standing-probe")
+
+    assert "probe: resumed" in st.ok("standing", "start", "probe").stdout
+    assert st.conversation("probe") == conversation
+    st.ok("standing", "say", "probe", "--text", "after the restart", "--actor", "bob")
+    wait_until(lambda: answered(api, "after the restart"), 90, what="the message after restart")
+
+    last = api.last_conversation_request()
+    assert last is not None
+    texts = last.user_texts()
+    assert "brief: count the stars" in texts[0] and texts[0].startswith("You are probe")
+    assert texts[1:] == [
+        "Message from alice to standing session `probe`:\n\nfirst message",
+        "Message from bob to standing session `probe`:\n\nafter the restart",
+    ]
+    assert last.body["metadata"]["user_id"].count(conversation) == 1
