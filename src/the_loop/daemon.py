@@ -193,6 +193,8 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
         ("reload-config", housekeeping.reload_loop),
         ("inbox", inbox_loop),
         ("poller", poll_loop),
+        ("standing-autostart", housekeeping.standing_autostart),
+        ("reconciler", housekeeping.reconcile_loop),
     ]
     return [
         asyncio.create_task(fn(ctx, stop), name=name) for name, fn in [*builtin, *BACKGROUND_TASKS]

@@ -111,6 +111,7 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.kept_open", _I, "A linked item closed; this session stays open.", Reason),
         _spec("session.harness_terminated", _I, "The agent process of a session was stopped."),
         _spec("session.awaiting_input", _I, "An agent waits for a person."),
+        _spec("session.vanished", _W, "A live session's agent is gone; the next event respawns."),
         _spec("session.exited", _I, "A headless delivery finished with an exit status."),
         _spec("writeback.failed", _W, "A reaction or comment on GitHub failed.", ErrorText),
         _spec("workspace.prepared", _I, "A git worktree was prepared for a work item."),

@@ -79,3 +79,47 @@ def reload_config(ctx: Ctx) -> bool:
     for warning in new.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
     return True
+
+
+async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Start the auto-start standing sessions once the service is up."""
+    from the_loop import standing
+
+    await asyncio.to_thread(standing.autostart, ctx)
+
+
+RECONCILE_SECONDS = 10.0
+
+
+async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Report live sessions whose tmux target vanished or whose agent exited (once each)."""
+    reported: set[str] = set()
+    while not await _wait(stop, RECONCILE_SECONDS):
+        await asyncio.to_thread(reconcile_once, ctx, reported)
+
+
+def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
+    """One pass; returns the sessions newly found without a live agent."""
+    from the_loop import sessions
+    from the_loop.store.sessions import SessionStatus
+
+    found: list[str] = []
+    for status in (SessionStatus.active, SessionStatus.paused):
+        for rec in sessions.list_sessions(ctx, status):
+            if rec.runner != "tmux" or rec.started_at is None:
+                continue
+            pane = sessions.probe(ctx, rec)
+            if pane in ("dead", "absent") and rec.id not in reported:
+                reported.add(rec.id)
+                found.append(rec.id)
+                ev.emit(
+                    ctx.db,
+                    "session.vanished",
+                    source=SOURCE,
+                    work_item=rec.work_item,
+                    session_id=rec.id,
+                    pane=pane,
+                )
+            elif pane == "live":
+                reported.discard(rec.id)
+    return found

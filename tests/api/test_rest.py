@@ -18,7 +18,8 @@ REF = "github:octo/repo#15"
 def started(daemon: Daemon) -> str:
     r = daemon.post("issue_comment", P.issue_comment_event("the-loop do fix it"), "api-1")
     assert r.status_code == 202
-    wait_until(lambda: daemon.api("GET", "/sessions").json(), timeout=20)
+    wait_until(lambda: daemon.api("GET", "/inbox").json()["counts"].get("succeeded"),
+               timeout=20)
     return str(daemon.api("GET", "/sessions").json()[0]["id"])
 
 
@@ -184,3 +185,30 @@ def test_committed_openapi_matches_the_served_document(daemon: Daemon) -> None:
                             "openapi.json").read_text())
     assert committed == served, "docs/openapi.json is stale: run `make docs`"
     assert "/api/v1/sessions/{session_id}/messages" in served["paths"]
+
+
+def test_standing_routes(daemon: Daemon) -> None:
+    from tests.fakes import fake_agent
+
+    assert daemon.api("POST", "/standing", token=None, json={"name": "x"}).status_code == 401
+    bad = daemon.api("POST", "/standing", json={"name": "Bad_Name", "prompt": "x"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_input"
+    made = daemon.api("POST", "/standing", json={"name": "probe", "prompt": "my brief"})
+    assert made.status_code == 201, made.text
+    conversation = made.json()["start"]["conversationId"]
+    assert daemon.api("GET", "/standing/probe").json()["status"] == "running"
+    assert [v["name"] for v in daemon.api("GET", "/standing").json()] == ["probe"]
+    said = daemon.api("POST", "/standing/probe/messages", json={"text": "hi", "actor": "ops"})
+    assert said.status_code == 200, said.text
+    texts = daemon.work.wait_prompts(conversation, 2)
+    assert texts[1].endswith("hi") and "Message from ops to standing session `probe`" in texts[1]
+    assert daemon.api("POST", "/standing/probe/stop").json()["outcome"] == "stopped"
+    refused = daemon.api("POST", "/standing/probe/messages", json={"text": "hi"})
+    assert refused.status_code == 409 and "the-loop standing start probe" in refused.text
+    assert daemon.api("POST", "/standing/probe/start").json()["outcome"] == "resumed"
+    assert daemon.api("POST", "/standing/probe/restart").json()["outcome"] == "resumed"
+    assert fake_agent.read_starts(daemon.work.agent_dir, conversation)[-1].resumed
+    assert daemon.api("GET", "/standing/nobody").status_code == 404
+    assert daemon.api("DELETE", "/standing/nobody").status_code == 404
+    assert daemon.api("DELETE", "/standing/probe").status_code == 200
+    assert daemon.api("GET", "/standing").json() == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -54,6 +55,12 @@ def start(
     else:
         health = start_detached(ctx, timeout=timeout)
     print(f"the-loop is running at {health.url} (pid {health.pid})")
+    for part, detail in health.detail.items():
+        print(f"  {part + ':':<9}{_describe(detail)}")
+    from the_loop.web.auth import client_token
+
+    if client_token(ctx) and not os.environ.get(ctx.config.server.token_env):
+        print(f"  token:   {ctx.state_dir / 'api-token'} (Authorization: Bearer …)")
     for problem in health.problems:
         print(f"warning: {problem}")
 
@@ -68,6 +75,14 @@ def stop(
     from the_loop.daemon import stop_daemon
 
     ctx = common.ctx()
+    if not keep_standing:
+        from the_loop import standing
+
+        for outcome in standing.stop_all(ctx):
+            print(
+                f"standing {outcome.name}: {outcome.outcome.value}"
+                f"{f' ({outcome.error})' if outcome.error else ''}"
+            )
     if stop_daemon(ctx.state_dir, timeout=timeout):
         print("the-loop stopped")
     else:
@@ -91,6 +106,14 @@ def status(
                 f"  url:     {health.url}\n  pid:     {health.pid}\n"
                 f"  version: {health.version}\n  uptime:  {health.uptime_seconds}s"
             )
+        for part, detail in health.detail.items():
+            print(f"  {part + ':':<9}{_describe(detail)}")
         for problem in health.problems:
             print(f"  problem: {problem}")
     raise typer.Exit(0 if health.healthy else 1)
+
+
+def _describe(detail: object) -> str:
+    if isinstance(detail, dict):
+        return ", ".join(f"{k}={v}" for k, v in detail.items()) or "-"
+    return str(detail)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -16,11 +17,11 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from the_loop import __version__, sessions
+from the_loop import __version__, sessions, standing
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport, run_doctor
-from the_loop.errors import BadInput
+from the_loop.errors import BadInput, NotFound
 from the_loop.refs import WorkItemRef, validate_standing_name
 from the_loop.store import inbox
 from the_loop.store.inbox import InboxItem, InboxStatus
@@ -114,6 +115,7 @@ def build_router(
     router = APIRouter()
     _status_routes(router, get_ctx, read, health)
     _session_routes(router, get_ctx, read, write)
+    _standing_routes(router, get_ctx, read, write)
     _event_routes(router, get_ctx, read)
     return router
 
@@ -128,7 +130,9 @@ def _status_routes(
     async def get_health() -> Health:
         """Liveness and the problems that make the-loop unhealthy."""
         ctx = get_ctx()
-        return health(ctx) if health else Health(status="ok", version=__version__)
+        if health is None:
+            return Health(status="ok", version=__version__)
+        return await asyncio.to_thread(health, ctx)
 
     @router.get("/status", tags=["status"], dependencies=read)
     async def get_status() -> dict[str, Any]:
@@ -206,6 +210,83 @@ def _session_routes(
     async def post_resume(session_id: str) -> SessionRecord:
         """Deliver events again (nothing replayed)."""
         return await asyncio.to_thread(sessions.pause_by_operator, get_ctx(), session_id, False)
+
+
+class StandingIn(Camel):
+    name: str = Field(..., description="lowercase letters, digits and '-', at most 40")
+    harness: str | None = None
+    args: list[str] | None = Field(None, description="Omitted inherits; [] means none.")
+    cwd: str | None = None
+    prompt: str | None = Field(None, description="The operator's brief.")
+    description: str = ""
+    auto_start: bool = True
+    start: bool = Field(True, description="Start it now.")
+
+
+def _one_view(ctx: Ctx, name: str) -> standing.StandingView:
+    validate_standing_name(name)
+    for view in standing.list_standing(ctx):
+        if view.name == name:
+            return view
+    raise NotFound(f"no standing session {name!r}")
+
+
+def _standing_routes(
+    router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]
+) -> None:
+    @router.get("/standing", tags=["standing"], dependencies=read)
+    async def list_standing() -> list[standing.StandingView]:
+        """Declared and created standing sessions with their status."""
+        return await asyncio.to_thread(standing.list_standing, get_ctx())
+
+    @router.post("/standing", tags=["standing"], dependencies=write, status_code=201)
+    async def create_standing(body: StandingIn) -> standing.CreateResult:
+        """Create (and start, unless start is false) a standing session."""
+        return await asyncio.to_thread(
+            lambda: standing.create(
+                get_ctx(),
+                body.name,
+                harness=body.harness,
+                args=body.args,
+                cwd=Path(body.cwd) if body.cwd else None,
+                prompt=body.prompt,
+                description=body.description,
+                auto_start=body.auto_start,
+                start_now=body.start,
+            )
+        )
+
+    @router.get("/standing/{name}", tags=["standing"], dependencies=read)
+    async def get_standing(name: str) -> standing.StandingView:
+        """One standing session."""
+        return await asyncio.to_thread(_one_view, get_ctx(), name)
+
+    @router.delete("/standing/{name}", tags=["standing"], dependencies=write)
+    async def delete_standing(name: str) -> standing.DeleteResult:
+        """Stop and remove a created standing session (declared ones are refused)."""
+        return await asyncio.to_thread(standing.delete, get_ctx(), name)
+
+    @router.post("/standing/{name}/start", tags=["standing"], dependencies=write)
+    async def start_standing(name: str) -> standing.StartOutcome:
+        """Start (resuming its conversation when there is one)."""
+        return (await asyncio.to_thread(standing.start, get_ctx(), name))[0]
+
+    @router.post("/standing/{name}/stop", tags=["standing"], dependencies=write)
+    async def stop_standing(name: str) -> standing.StopOutcome:
+        """Stop: terminate the agent, then kill its tmux session."""
+        return (await asyncio.to_thread(standing.stop, get_ctx(), name))[0]
+
+    @router.post("/standing/{name}/restart", tags=["standing"], dependencies=write)
+    async def restart_standing(name: str) -> standing.StartOutcome:
+        """Stop then start (resuming)."""
+        return await asyncio.to_thread(standing.restart, get_ctx(), name)
+
+    @router.post("/standing/{name}/messages", tags=["standing"], dependencies=write)
+    async def say_standing(name: str, body: MessageIn) -> standing.SayResult:
+        """Deliver a message into a running standing session (never spawns)."""
+        return await asyncio.to_thread(
+            standing.say, get_ctx(), name, body.text, body.actor or "api"
+        )
 
 
 def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]) -> None:

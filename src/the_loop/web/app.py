@@ -83,7 +83,35 @@ def health_of(ctx: Ctx) -> Health:
 
 
 HealthCheck = Callable[[Ctx], tuple[list[str], Any]]
-HEALTH_CHECKS: list[tuple[str, HealthCheck]] = []
+
+
+def _standing_health(ctx: Ctx) -> tuple[list[str], Any]:
+    from the_loop import standing
+
+    views = standing.list_standing(ctx)
+    return standing.health_problems(ctx), {v.name: v.status for v in views}
+
+
+def _poller_health(ctx: Ctx) -> tuple[list[str], Any]:
+    from the_loop.store.poll import last_cycle
+
+    if not (ctx.config.github.enabled and ctx.config.github.poller.enabled):
+        return [], None
+    cycle = last_cycle(ctx.db)
+    return [], cycle.model_dump(by_alias=True) if cycle else {"lastCycle": None}
+
+
+def _inbox_health(ctx: Ctx) -> tuple[list[str], Any]:
+    from the_loop.store import inbox
+
+    return [], inbox.counts(ctx.db)
+
+
+HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
+    ("standing", _standing_health),
+    ("poller", _poller_health),
+    ("inbox", _inbox_health),
+]
 
 
 def _mount_api(app: FastAPI, ctx: Ctx) -> None:
