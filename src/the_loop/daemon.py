@@ -170,10 +170,13 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
     if banner:
         banner(url)
-    # uvicorn re-raises the signal that stopped it once it is done; these handlers absorb it
-    # so the shutdown below always runs.
-    signal.signal(signal.SIGTERM, lambda *_: None)
-    signal.signal(signal.SIGINT, lambda *_: None)
+    # A signal before uvicorn installs its own handlers asks it to exit as soon as it runs; the
+    # one uvicorn re-raises when it is done lands here too, so the shutdown below always runs.
+    def request_exit(*_: object) -> None:
+        server.should_exit = True
+
+    signal.signal(signal.SIGTERM, request_exit)
+    signal.signal(signal.SIGINT, request_exit)
     try:
         server.run(sockets=[sock])
     finally:
