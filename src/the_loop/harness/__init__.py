@@ -1,0 +1,39 @@
+"""Harness adapters: argv and environment for each agent CLI; they never run anything.
+
+Importing this package registers the built-in adapters (``claude``, ``codex``, ``gemini``,
+``cursor``, ``command``) through ``register_adapter``, the same door a custom adapter uses.
+"""
+
+from __future__ import annotations
+
+from the_loop.harness import claude, codex, command, cursor, gemini
+from the_loop.harness.base import (
+    HarnessAdapter,
+    Launch,
+    LaunchKind,
+    LaunchSpec,
+    RunnerKind,
+    build_adapter,
+    get_adapter,
+    register_adapter,
+    registered_adapters,
+)
+from the_loop.harness.claude_prep import prepare_claude_config
+
+__all__ = [
+    "HarnessAdapter",
+    "Launch",
+    "LaunchKind",
+    "LaunchSpec",
+    "RunnerKind",
+    "build_adapter",
+    "claude",
+    "codex",
+    "command",
+    "cursor",
+    "gemini",
+    "get_adapter",
+    "prepare_claude_config",
+    "register_adapter",
+    "registered_adapters",
+]

@@ -1,0 +1,84 @@
+"""Claude Code (``claude``): the-loop chooses the conversation id (``--session-id <uuid>``).
+
+- interactive: ``claude --session-id <uuid> [--model M] [args] -- <prompt>``
+- resume: ``claude --resume <id> [--model M] [args] [-- <prompt>]``
+- headless: ``claude -p --session-id <uuid> --output-format stream-json --verbose ... -- <prompt>``
+  and ``claude -p --resume <id> ...``
+
+Before an interactive spawn, ``prepare`` settles the first-run dialogs in the config directory
+the harness will use (see ``claude_prep``).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from the_loop.errors import BadInput
+from the_loop.harness.base import (
+    HarnessAdapter,
+    Launch,
+    LaunchKind,
+    LaunchSpec,
+    first_json_field,
+    options_before_separator,
+    prompt_tail,
+    register_adapter,
+)
+from the_loop.harness.claude_prep import prepare_claude_config
+
+# The input box: a horizontal rule (U+2500) directly followed by the prompt line that starts
+# with U+276F and a (non-breaking) space. Dialogs use that sign as their cursor too, but
+# indented, never right under a rule.
+CLAUDE_READY_PATTERN = "(?m)^\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0]|$)"
+
+
+class ClaudeAdapter(HarnessAdapter):
+    """Claude Code. New conversations need a UUID minted by the-loop."""
+
+    default_binary = "claude"
+    chooses_session_id = True
+    ready_pattern = CLAUDE_READY_PATTERN
+    headless_output_format = "stream-json"
+
+    def _argv(
+        self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
+    ) -> list[str]:
+        assert session_id is not None
+        if kind.is_resume:
+            id_args = ["--resume", session_id]
+        else:
+            id_args = ["--session-id", _uuid(session_id)]
+        if kind.is_interactive:
+            return [self.binary, *id_args, *self.model_args(), *self.args, *prompt_tail(prompt)]
+        if prompt is None:
+            raise BadInput(f"harness {self.harness!r}: a headless run needs a prompt")
+        return [
+            self.binary,
+            "-p",
+            *id_args,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            *self.model_args(),
+            *self.args,
+            *prompt_tail(prompt),
+        ]
+
+    def prepare(self, launch: Launch) -> None:
+        """Mark the workspace trusted and onboarding done (interactive launches only)."""
+        if launch.kind.is_interactive:
+            prepare_claude_config(launch.cwd, launch.env, options_before_separator(launch.argv))
+
+    def session_id_from_output(self, output: str) -> str | None:
+        """The ``session_id`` of the first stream-json event that carries one."""
+        return first_json_field(output, "session_id")
+
+
+def _uuid(value: str) -> str:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise BadInput(f"Claude Code needs a UUID as a new session id, got {value!r}") from None
+
+
+register_adapter("claude", ClaudeAdapter)

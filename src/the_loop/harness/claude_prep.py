@@ -1,0 +1,173 @@
+"""Claude Code's own settings, prepared before an unattended spawn.
+
+A fresh config directory blocks an interactive start with first-run dialogs: onboarding, the
+workspace trust question and, when ``ANTHROPIC_API_KEY`` is set, "use this API key?". They are
+settled beforehand in ``<config dir>/.claude.json``, the file the CLI reads. The file is merged,
+never replaced: other keys are kept, the write is atomic (temporary file + rename) and done
+under a lock file so two spawns do not lose each other's entries. A permissions question is
+only ever pre-answered when the harness args themselves ask for a bypass mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from the_loop.errors import SpawnFailed
+
+CONFIG_FILE = ".claude.json"
+BYPASS_MODES = frozenset({"bypassPermissions"})
+_BYPASS_FLAGS = frozenset({"--dangerously-skip-permissions"})
+
+
+def claude_config_dir(env: Mapping[str, str], base_env: Mapping[str, str] | None = None) -> Path:
+    """The directory holding ``.claude.json``: ``CLAUDE_CONFIG_DIR`` from ENV, then from the
+    process environment, else ``$HOME``."""
+    base = os.environ if base_env is None else base_env
+    configured = env.get("CLAUDE_CONFIG_DIR") or base.get("CLAUDE_CONFIG_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    home = env.get("HOME") or base.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def asks_for_bypass(options: Sequence[str]) -> bool:
+    """True when OPTIONS (the argv before ``--``) ask for a permission bypass mode."""
+    for index, item in enumerate(options):
+        if item in _BYPASS_FLAGS:
+            return True
+        if item.startswith("--permission-mode="):
+            mode: str | None = item.split("=", 1)[1]
+        elif item == "--permission-mode":
+            mode = options[index + 1] if index + 1 < len(options) else None
+        else:
+            continue
+        if mode in BYPASS_MODES:
+            return True
+    return False
+
+
+def trusted_paths(cwd: Path) -> list[str]:
+    """The project keys to mark trusted: CWD made absolute, and its real path when different
+    (the CLI keys projects by the directory it finds itself in)."""
+    absolute = os.path.abspath(cwd)
+    real = os.path.realpath(cwd)
+    return [absolute] if real == absolute else [absolute, real]
+
+
+def merge_settings(
+    data: dict[str, Any], paths: Sequence[str], key_suffix: str | None, bypass: bool
+) -> bool:
+    """Merge the settings into DATA in place; return True when anything changed."""
+    before = json.dumps(data, sort_keys=True)
+    data["hasCompletedOnboarding"] = True
+    projects = data.get("projects")
+    if not isinstance(projects, dict):
+        projects = data["projects"] = {}
+    for path in paths:
+        entry = projects.get(path)
+        if not isinstance(entry, dict):
+            entry = projects[path] = {}
+        entry["hasTrustDialogAccepted"] = True
+    if key_suffix:
+        _approve_key(data, key_suffix)
+    if bypass:
+        data["bypassPermissionsModeAccepted"] = True
+    return json.dumps(data, sort_keys=True) != before
+
+
+def _approve_key(data: dict[str, Any], suffix: str) -> None:
+    responses = data.get("customApiKeyResponses")
+    if not isinstance(responses, dict):
+        responses = data["customApiKeyResponses"] = {}
+    approved = responses.get("approved")
+    if not isinstance(approved, list):
+        approved = responses["approved"] = []
+    if suffix not in approved:
+        approved.append(suffix)
+    rejected = responses.get("rejected")
+    if isinstance(rejected, list) and suffix in rejected:
+        rejected.remove(suffix)
+    responses.setdefault("rejected", [])
+
+
+def prepare_claude_config(
+    cwd: Path,
+    env: Mapping[str, str],
+    options: Sequence[str] = (),
+    base_env: Mapping[str, str] | None = None,
+) -> Path:
+    """Settle Claude Code's first-run dialogs for CWD; return the ``.claude.json`` path.
+
+    ENV is the harness's extra environment (``CLAUDE_CONFIG_DIR``, ``ANTHROPIC_API_KEY`` are
+    looked up there first, then in BASE_ENV, default the process environment). OPTIONS is the
+    harness argv before ``--``. Raises ``SpawnFailed`` when the existing file cannot be read as
+    a JSON object or the directory cannot be written; the file is never clobbered.
+    """
+    base = os.environ if base_env is None else base_env
+    config_dir = claude_config_dir(env, base)
+    api_key = env.get("ANTHROPIC_API_KEY") or base.get("ANTHROPIC_API_KEY")
+    paths, bypass = trusted_paths(cwd), asks_for_bypass(options)
+    suffix = api_key[-20:] if api_key else None
+    path = config_dir / CONFIG_FILE
+    try:
+        config_dir.mkdir(parents=True, exist_ok=True)
+        with _locked(config_dir / f"{CONFIG_FILE}.the-loop.lock"):
+            data = _read(path)
+            if merge_settings(data, paths, suffix, bypass):
+                _write_atomic(path, data)
+    except OSError as exc:
+        raise SpawnFailed(f"cannot prepare Claude Code settings in {path}: {exc}") from None
+    return path
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SpawnFailed(f"{path} is not valid JSON ({exc}); fix or remove it") from None
+    if not isinstance(data, dict):
+        raise SpawnFailed(f"{path} does not hold a JSON object; fix or remove it")
+    return data
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o600
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

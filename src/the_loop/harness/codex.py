@@ -1,0 +1,58 @@
+"""OpenAI Codex (``codex``): codex assigns the conversation id; the-loop learns it.
+
+- interactive: ``codex --no-alt-screen --no-daemon [--model M] [args] [-- <prompt>]``
+- resume: ``codex resume --no-alt-screen --no-daemon [--model M] [args] -- <id> [<prompt>]``
+- headless: ``codex exec --json [--model M] [args] -- <prompt>``; the id is the ``thread_id``
+  of the first ``thread.started`` event
+- headless resume: ``codex exec --json [--model M] [args] resume -- <id> <prompt>``
+
+``--no-daemon`` keeps the interactive TUI from starting (and leaving behind) the shared
+background server; ``codex exec`` runs in-process and has no such flag. ``--no-alt-screen``
+keeps the scrollback capturable.
+"""
+
+from __future__ import annotations
+
+from the_loop.errors import BadInput
+from the_loop.harness.base import (
+    HarnessAdapter,
+    LaunchKind,
+    LaunchSpec,
+    first_json_field,
+    prompt_tail,
+    register_adapter,
+)
+
+INTERACTIVE_FLAGS = ("--no-alt-screen", "--no-daemon")
+
+
+class CodexAdapter(HarnessAdapter):
+    """Codex CLI. ``chooses_session_id`` is false: the id comes from codex itself."""
+
+    default_binary = "codex"
+    chooses_session_id = False
+    headless_output_format = "jsonl"
+
+    def _argv(
+        self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
+    ) -> list[str]:
+        options = [*self.model_args(), *self.args]
+        if kind is LaunchKind.INTERACTIVE:
+            return [self.binary, *INTERACTIVE_FLAGS, *options, *prompt_tail(prompt)]
+        if kind is LaunchKind.RESUME:
+            assert session_id is not None
+            tail = [session_id] if prompt is None else [session_id, prompt]
+            return [self.binary, "resume", *INTERACTIVE_FLAGS, *options, "--", *tail]
+        if prompt is None:
+            raise BadInput(f"harness {self.harness!r}: a headless run needs a prompt")
+        if kind is LaunchKind.HEADLESS:
+            return [self.binary, "exec", "--json", *options, *prompt_tail(prompt)]
+        assert session_id is not None
+        return [self.binary, "exec", "--json", *options, "resume", "--", session_id, prompt]
+
+    def session_id_from_output(self, output: str) -> str | None:
+        """The ``thread_id`` of the first ``thread.started`` event of ``codex exec --json``."""
+        return first_json_field(output, "thread_id", event_type="thread.started")
+
+
+register_adapter("codex", CodexAdapter)

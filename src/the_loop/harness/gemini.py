@@ -1,0 +1,42 @@
+"""Google Gemini CLI (``gemini``): the-loop chooses the id (``--session-id <uuid>``).
+
+- interactive: ``gemini --session-id <uuid> --skip-trust [--model M] [args]
+  [--prompt-interactive=<prompt>]``
+- resume: ``gemini --resume <id> --skip-trust [--model M] [args] [--prompt-interactive=<prompt>]``
+- headless: ``gemini --session-id <uuid> --skip-trust --output-format stream-json ...
+  --prompt=<prompt>`` and ``gemini --resume <id> ...``
+
+The prompt is glued to its option with ``=``: gemini's parser would read ``-p --version`` as
+the version flag, while ``--prompt=--version`` is always a prompt. ``--skip-trust`` trusts the
+workspace for the session (the folder-trust dialog would block an unattended start).
+"""
+
+from __future__ import annotations
+
+from the_loop.errors import BadInput
+from the_loop.harness.base import HarnessAdapter, LaunchKind, LaunchSpec, register_adapter
+
+
+class GeminiAdapter(HarnessAdapter):
+    """Gemini CLI."""
+
+    default_binary = "gemini"
+    chooses_session_id = True
+    headless_output_format = "stream-json"
+
+    def _argv(
+        self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
+    ) -> list[str]:
+        assert session_id is not None
+        id_flag = "--resume" if kind.is_resume else "--session-id"
+        head = [self.binary, id_flag, session_id, "--skip-trust"]
+        options = [*self.model_args(), *self.args]
+        if kind.is_interactive:
+            tail = [] if prompt is None else [f"--prompt-interactive={prompt}"]
+            return [*head, *options, *tail]
+        if prompt is None:
+            raise BadInput(f"harness {self.harness!r}: a headless run needs a prompt")
+        return [*head, "--output-format", "stream-json", *options, f"--prompt={prompt}"]
+
+
+register_adapter("gemini", GeminiAdapter)

@@ -1,0 +1,697 @@
+"""The tmux runner: the only code that runs tmux.
+
+Every call goes through ``TmuxRunner.run``, which always names the private server
+(``tmux -L <socket> -f <config file>``), never raises and returns a ``TmuxResult`` saying
+whether tmux answered, answered "no such session", or did not answer at all (timeout, crash,
+missing binary). Targets are always addressed exactly (``=name`` for a session, ``=name:`` for
+its window and pane): tmux matches prefixes otherwise, and ``loop-x-1`` would find
+``loop-x-10``.
+
+Facts this module is built around (tmux 3.3a):
+
+- pasting into a dead pane (``remain-on-exit``) crashes the whole tmux server, so a delivery
+  checks ``#{pane_dead}`` and pastes in the same command queue run (``if-shell -F``), where no
+  pane can die in between;
+- one tmux command may be at most about 16 KB long ("command too long"), so an argv too long
+  for that is handed to the pane through a private file and a tiny launcher that ``exec``s it
+  (the pane pid stays the harness's pid);
+- ``new-session`` runs a single-element command through ``sh -c``; a one-element argv is
+  therefore prefixed with ``env --`` so that it is never read by a shell;
+- a server whose last session was killed exits, and a command sent meanwhile gets "server
+  exited unexpectedly"; queries and ``new-session`` ask once more after that answer (a server
+  that went away holds no session, so asking again is safe) instead of reporting ``unknown``;
+- the server is started with ``-f /dev/null``: a user's ``~/.tmux.conf`` could otherwise set
+  ``destroy-unattached``, ``default-command`` or ``remain-on-exit off`` under the agents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from the_loop.config import Config
+from the_loop.errors import BadInput, NotFound, NotRunning, Refused, SpawnFailed, Unavailable
+from the_loop.refs import is_loop_target
+from the_loop.runner.base import (
+    KeyedLock,
+    ProcessIdentity,
+    default_work_dir,
+    private_dir,
+    process_identity,
+    still_running,
+)
+
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SOCKET_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_NOT_FOUND_MARKERS = (
+    "can't find session",
+    "no such session",
+    "session not found",
+    "can't find window",
+    "can't find pane",
+    "no server running on",
+    "no current target",  # the server is up but has no session at all
+)
+_CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+_PANE_FORMAT = (
+    "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
+)
+DEAD_MARKER = "the-loop:pane-dead"
+COMMAND_BUDGET = 12_000
+_LAUNCHER = (
+    "import json,os,sys\n"
+    "p=sys.argv[1]\n"
+    "f=open(p,'rb')\n"
+    "d=json.load(f)\n"
+    "f.close()\n"
+    "os.unlink(p)\n"
+    "os.environ.update(d['env'])\n"
+    "os.execvp(d['argv'][0],d['argv'])\n"
+)
+
+
+class TmuxOutcome(StrEnum):
+    """How tmux answered one invocation."""
+
+    OK = "ok"
+    NOT_FOUND = "not_found"
+    ERROR = "error"
+    NO_ANSWER = "no_answer"
+
+
+class Probe(StrEnum):
+    """The state of a target. ``unknown`` (tmux did not answer) is never ``absent``."""
+
+    LIVE = "live"
+    DEAD = "dead"
+    ABSENT = "absent"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class TmuxResult:
+    """What one tmux invocation said."""
+
+    outcome: TmuxOutcome
+    args: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is TmuxOutcome.OK
+
+    @property
+    def answered(self) -> bool:
+        """False when tmux did not answer at all (timeout, crash, missing binary)."""
+        return self.outcome is not TmuxOutcome.NO_ANSWER
+
+    @property
+    def not_found(self) -> bool:
+        """True when tmux said the session (or the whole server) does not exist."""
+        return self.outcome is TmuxOutcome.NOT_FOUND
+
+    @property
+    def duplicate(self) -> bool:
+        return "duplicate session" in self.stderr
+
+    @property
+    def server_lost(self) -> bool:
+        """True when the server went away under the command (it exits with its last session)."""
+        return self.outcome is TmuxOutcome.NO_ANSWER and "server exited unexpectedly" in self.stderr
+
+    def describe(self) -> str:
+        detail = self.stderr.strip() or f"exit status {self.returncode}"
+        return f"tmux {self.outcome.value}: {detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class PaneInfo:
+    """One pane of a target, as ``list-panes`` reported it."""
+
+    session: str
+    pid: int
+    dead: bool
+    dead_status: int | None
+    dead_signal: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PaneStatus:
+    """The probe of a target and its panes (empty unless live or dead)."""
+
+    probe: Probe
+    panes: tuple[PaneInfo, ...]
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnResult:
+    """A spawned target: the harness's pane pid, and whether a dead occupant was cleared."""
+
+    target: str
+    pane_pid: int | None
+    cleared_dead: bool
+    via_launcher: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A prompt pasted into a target and submitted."""
+
+    target: str
+    chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class TerminateReport:
+    """What ``terminate`` did. ``refused`` or ``error`` explain why nothing was signalled."""
+
+    target: str
+    probe: Probe
+    signalled: tuple[int, ...] = ()
+    killed: tuple[int, ...] = ()
+    survivors: tuple[int, ...] = ()
+    refused: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and self.error is None and not self.survivors
+
+
+@dataclass(frozen=True, slots=True)
+class AttachCommand:
+    """Argv and environment to ``exec`` for attaching a terminal (``TMUX`` removed)."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+
+
+def clean_prompt(text: str) -> str:
+    """TEXT as it will be delivered: CRLF and CR become LF; other control characters except
+    tab are removed (an ESC could end the bracketed paste and turn the rest into keys)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL_CHARS.sub("", text)
+
+
+def parse_panes(output: str, target: str) -> tuple[PaneInfo, ...]:
+    """The panes of exactly TARGET in ``list-panes`` OUTPUT (other sessions' lines dropped)."""
+    panes: list[PaneInfo] = []
+    for line in output.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 5 or fields[0] != target:
+            continue
+        try:
+            pid = int(fields[1])
+        except ValueError:
+            continue
+        status = int(fields[3]) if fields[3].lstrip("-").isdigit() else None
+        sig = int(fields[4]) if fields[4].isdigit() else None
+        panes.append(PaneInfo(fields[0], pid, fields[2] == "1", status, sig))
+    return tuple(panes)
+
+
+def signalable_pids(panes: Sequence[PaneInfo], target: str) -> list[int]:
+    """Pids that terminate may signal: live panes of exactly TARGET, pids above 1 only."""
+    pids = [p.pid for p in panes if p.session == target and not p.dead and p.pid > 1]
+    return sorted(set(pids))
+
+
+def _require_target(target: str) -> str:
+    if not is_loop_target(target):
+        raise BadInput(
+            f"refusing tmux target {target!r}: the-loop only drives targets "
+            "matching ^loop-[A-Za-z0-9._-]+$"
+        )
+    return target
+
+
+class TmuxRunner:
+    """Runs agents in tmux sessions on a private server (``tmux -L SOCKET``)."""
+
+    def __init__(
+        self,
+        socket: str = "the-loop",
+        *,
+        binary: str = "tmux",
+        timeout: float = 10.0,
+        columns: int = 200,
+        rows: int = 50,
+        work_dir: Path | None = None,
+        remain_on_exit: bool = True,
+        config_file: str = "/dev/null",
+    ) -> None:
+        if not _SOCKET_RE.match(socket):
+            raise BadInput(f"invalid tmux socket name {socket!r}")
+        self.socket = socket
+        self.binary = binary
+        self.timeout = timeout
+        self.columns = columns
+        self.rows = rows
+        self.work_dir = (work_dir or default_work_dir()).absolute()
+        self.remain_on_exit = remain_on_exit
+        self.config_file = config_file
+        self._locks = KeyedLock(self.work_dir / "locks", f"tmux-{socket}")
+
+    @classmethod
+    def from_config(cls, config: Config, work_dir: Path | None = None) -> TmuxRunner:
+        """A runner for CONFIG's socket and window size; locks live under the state dir."""
+        return cls(
+            config.tmux.socket,
+            columns=config.tmux.columns,
+            rows=config.tmux.rows,
+            remain_on_exit=config.tmux.remain_on_exit,
+            work_dir=work_dir or config.state_path / "run",
+        )
+
+    # -- the doorway -------------------------------------------------------------------------
+
+    def base_argv(self) -> list[str]:
+        """``tmux -L SOCKET -f CONFIG``: the prefix of every tmux command the-loop runs."""
+        argv = [self.binary, "-L", self.socket]
+        if self.config_file:
+            argv += ["-f", self.config_file]
+        return argv
+
+    def run(self, *args: str, timeout: float | None = None) -> TmuxResult:
+        """Run one tmux command line on the private server; never raises."""
+        argv = [*self.base_argv(), *args]
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=_client_env(), start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            return TmuxResult(TmuxOutcome.NO_ANSWER, tuple(args), None, "", str(exc))
+        try:
+            out, err = proc.communicate(timeout=self.timeout if timeout is None else timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return TmuxResult(
+                TmuxOutcome.NO_ANSWER, tuple(args), None, "", "tmux did not answer in time"
+            )
+        stdout = out.decode("utf-8", "replace")
+        stderr = err.decode("utf-8", "replace")
+        return TmuxResult(
+            _classify(proc.returncode, stderr), tuple(args), proc.returncode, stdout, stderr
+        )
+
+    def ask(self, *args: str) -> TmuxResult:
+        """``run`` for commands that change nothing: asked once more when the server went away
+        under the first attempt (the second answer is the truth: no server, no session)."""
+        result = self.run(*args)
+        return self.run(*args) if result.server_lost else result
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def pane_status(self, target: str) -> PaneStatus:
+        """Probe TARGET and list its panes; never raises."""
+        result = self.ask("list-panes", "-s", "-t", f"={target}:", "-F", _PANE_FORMAT)
+        if result.not_found:
+            return PaneStatus(Probe.ABSENT, ())
+        if not result.ok:
+            return PaneStatus(Probe.UNKNOWN, (), result.describe())
+        panes = parse_panes(result.stdout, target)
+        if not panes:
+            return PaneStatus(Probe.UNKNOWN, (), f"tmux listed no pane of {target}")
+        live = any(not p.dead and process_identity(p.pid) is not None for p in panes)
+        return PaneStatus(Probe.LIVE if live else Probe.DEAD, panes)
+
+    def probe(self, target: str) -> Probe:
+        """``live``, ``dead``, ``absent`` or ``unknown``; never raises."""
+        return self.pane_status(target).probe
+
+    def list_targets(self) -> list[str] | None:
+        """Names of the sessions on the private server; None when tmux did not answer."""
+        result = self.ask("list-sessions", "-F", "#{session_name}")
+        if result.not_found:
+            return []
+        if not result.ok:
+            return None
+        return [line for line in result.stdout.splitlines() if line]
+
+    def window_size(self, target: str) -> tuple[int, int] | None:
+        """(columns, rows) of TARGET's window; None when unknown."""
+        result = self.ask(
+            "display-message", "-p", "-t", f"={target}:", "#{window_width} #{window_height}"
+        )
+        parts = result.stdout.split()
+        if not result.ok or len(parts) != 2 or not all(p.isdigit() for p in parts):
+            return None
+        return int(parts[0]), int(parts[1])
+
+    def capture(self, target: str, lines: int | None = 200, *, escapes: bool = False) -> str:
+        """The last LINES lines of TARGET's pane (None: the whole history), wrapped lines
+        joined. Raises ``NotFound`` when absent, ``Unavailable`` when tmux did not answer."""
+        start = "-" if lines is None else f"-{max(lines, 0)}"
+        args = ["capture-pane", "-p", "-J", "-S", start, "-t", f"={target}:"]
+        if escapes:
+            args.insert(1, "-e")
+        result = self.ask(*args)
+        if result.not_found:
+            raise NotFound(f"no tmux session {target} on socket {self.socket}")
+        if not result.ok:
+            raise Unavailable(f"cannot capture {target}: {result.describe()}")
+        text = result.stdout.rstrip("\n").split("\n")
+        while text and not text[-1].strip():
+            text.pop()
+        if lines is not None:
+            text = text[-lines:] if lines > 0 else []
+        return "\n".join(text)
+
+    def attach_command(self, target: str, *, read_only: bool = True) -> AttachCommand:
+        """``tmux -L SOCKET attach-session [-r] -t =TARGET`` and an environment without
+        ``TMUX`` (tmux refuses to nest otherwise); the caller ``exec``s it."""
+        argv = [*self.base_argv(), "attach-session"]
+        if read_only:
+            argv.append("-r")
+        argv += ["-t", f"={_require_target(target)}"]
+        return AttachCommand(tuple(argv), _client_env())
+
+    def inspect_command(self, target: str) -> str:
+        """A shell command a person can run to look at TARGET read-only."""
+        return shlex.join(self.attach_command(target, read_only=True).argv)
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    def wait_ready(
+        self,
+        target: str,
+        pattern: str | None = None,
+        timeout: float = 30.0,
+        interval: float = 0.05,
+    ) -> bool:
+        """Wait until TARGET's screen matches PATTERN (a regex; None: any visible text) while
+        its pane is alive. False on timeout or when the pane died or vanished; never raises."""
+        regex = re.compile(pattern) if pattern else None
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self._screen_if_alive(target)
+            if screen is False:
+                return False
+            if isinstance(screen, str) and (regex.search(screen) if regex else screen.strip()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(interval)
+
+    def _screen_if_alive(self, target: str) -> str | bool | None:
+        """The visible screen when the pane is alive, False when it is dead or absent, None
+        when tmux did not answer."""
+        capture = ["capture-pane", "-p", "-J", "-t", f"={target}:"]
+        dead = ["display-message", "-p", "-t", f"={target}:", "#{pane_dead}"]
+        result = self.ask(*capture, ";", *dead)
+        if result.not_found:
+            return False
+        if not result.ok:
+            return None
+        screen, _, flag = result.stdout.rstrip("\n").rpartition("\n")
+        return False if flag.strip() == "1" else screen
+
+    # -- spawn -------------------------------------------------------------------------------
+
+    def spawn(
+        self,
+        target: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> SpawnResult:
+        """Start ARGV in a new tmux session TARGET in CWD with ENV added to the server's.
+
+        A live occupant is never killed or spawned over (``Refused`` naming
+        ``the-loop sessions attach`` and the tmux command to inspect it); a dead occupant is
+        cleared first and the clearing verified. When tmux answers "duplicate session" anyway,
+        the decision is taken again from a fresh probe, once. ``Unavailable`` when tmux does
+        not answer, ``SpawnFailed`` when it refuses or the binary or CWD is missing.
+        """
+        _require_target(target)
+        argv, env = list(argv), dict(env or {})
+        _check_spawn_inputs(argv, cwd, env)
+        cleared = False
+        with self._locks.hold(target):
+            for attempt in (1, 2):
+                cleared = self._make_room(target) or cleared
+                result, via_launcher = self._new_session(target, argv, cwd, env)
+                if result.ok:
+                    pid = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
+                    return SpawnResult(
+                        target, int(pid) if pid.isdigit() else None, cleared, via_launcher
+                    )
+                if not ((result.duplicate or result.server_lost) and attempt == 1):
+                    raise _spawn_error(target, result)
+        raise AssertionError("unreachable")
+
+    def _make_room(self, target: str) -> bool:
+        """Return True when a dead occupant was cleared; raise when the name is not free."""
+        probe = self.probe(target)
+        if probe is Probe.ABSENT:
+            return False
+        if probe is Probe.LIVE:
+            raise Refused(
+                f"tmux target {target} is occupied by a live program; it is never killed or "
+                f"spawned over. Look at it with `the-loop sessions attach` or "
+                f"`{self.inspect_command(target)}`"
+            )
+        if probe is Probe.UNKNOWN:
+            raise Unavailable(f"tmux did not answer about {target}; not spawning")
+        self.run("kill-session", "-t", f"={target}")
+        after = self.probe(target)
+        if after is not Probe.ABSENT:
+            raise Unavailable(f"could not clear the dead tmux session {target} (now {after})")
+        return True
+
+    def _new_session(
+        self, target: str, argv: list[str], cwd: Path, env: dict[str, str]
+    ) -> tuple[TmuxResult, bool]:
+        command = argv if len(argv) > 1 else ["env", "--", *argv]
+        env_args = [item for key, value in env.items() for item in ("-e", f"{key}={value}")]
+        via_launcher = _command_size(command) + _command_size(env_args) > COMMAND_BUDGET
+        if via_launcher:
+            command, env_args = self._launcher_command(command, env), []
+        head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
+        size = ["-x", str(self.columns), "-y", str(self.rows)]
+        args = [*head, *size, *env_args, "--", *command, *self._session_options(target)]
+        result = self.run(*args)
+        if via_launcher and not result.ok:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(command[-1])
+        return result, via_launcher
+
+    def _session_options(self, target: str) -> list[str]:
+        """Options chained after ``new-session`` in the same invocation, so they hold before
+        the agent can exit or a viewer attach: remain-on-exit and a fixed window size."""
+        window = [("remain-on-exit", "on")] if self.remain_on_exit else []
+        window.append(("window-size", "manual"))
+        out: list[str] = []
+        for name, value in window:
+            out += [";", "set-option", "-w", "-t", f"={target}:", name, value]
+        return out
+
+    def _launcher_command(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        """Argv of a launcher that reads ARGV and ENV from a private file and ``exec``s."""
+        spool = private_dir(self.work_dir / "spool")
+        path = spool / f"launch-{uuid.uuid4().hex}.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"argv": argv, "env": env}, handle)
+        return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(path)]
+
+    # -- deliver -----------------------------------------------------------------------------
+
+    def deliver(self, target: str, text: str) -> Delivery:
+        """Paste TEXT into TARGET's pane (bracketed) and submit it with a carriage return.
+
+        The text goes through a uniquely named tmux buffer loaded from a private file; the
+        pane's liveness is checked in the same tmux command run as the paste. Deliveries to one
+        target are strictly ordered (threads and processes). Raises ``NotRunning`` when the
+        target is absent or its pane dead, ``Unavailable`` when tmux does not answer.
+        """
+        _require_target(target)
+        body = clean_prompt(text)
+        if not body.strip():
+            raise BadInput("refusing to deliver an empty prompt")
+        with self._locks.hold(target), self._prompt_file(body) as path:
+            name = f"the-loop-{uuid.uuid4().hex}"
+            result = self.run(*_paste_command(target, name, path))
+            if not result.ok:
+                self.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
+        return self._delivery(target, body, result)
+
+    def _delivery(self, target: str, body: str, result: TmuxResult) -> Delivery:
+        if result.not_found:
+            raise NotRunning(f"tmux session {target} does not exist")
+        if not result.ok:
+            raise Unavailable(f"delivery to {target} failed: {result.describe()}")
+        if DEAD_MARKER in result.stdout:
+            raise NotRunning(f"the agent in {target} has exited (its pane is dead)")
+        return Delivery(target, len(body))
+
+    @contextlib.contextmanager
+    def _prompt_file(self, body: str) -> Iterator[Path]:
+        spool = private_dir(self.work_dir / "spool")
+        path = spool / f"prompt-{uuid.uuid4().hex}.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(body.encode("utf-8"))
+            yield path
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    # -- stop --------------------------------------------------------------------------------
+
+    def terminate(self, target: str, grace: float = 5.0) -> TerminateReport:
+        """Terminate the harness in TARGET; returns what was signalled; never raises.
+
+        Only targets matching ``^loop-[A-Za-z0-9._-]+$``. Re-asserts ``remain-on-exit`` so the
+        pane stays as a dead record, sends SIGTERM to every live pane pid of exactly TARGET
+        (pids <= 1 dropped), waits up to GRACE seconds in small steps, then SIGKILLs the
+        survivors that are still the same processes.
+        """
+        if not is_loop_target(target):
+            return TerminateReport(
+                target, Probe.UNKNOWN, refused=f"{target!r} is not a the-loop target"
+            )
+        try:
+            with self._locks.hold(target):
+                return self._terminate(target, grace)
+        except Exception as exc:  # a report, never an exception
+            return TerminateReport(target, Probe.UNKNOWN, error=f"terminate failed: {exc}")
+
+    def _terminate(self, target: str, grace: float) -> TerminateReport:
+        self.run("set-option", "-w", "-t", f"={target}:", "remain-on-exit", "on")
+        status = self.pane_status(target)
+        if status.probe is Probe.UNKNOWN:
+            return TerminateReport(target, status.probe, error=status.detail or "tmux unknown")
+        found = [process_identity(pid) for pid in signalable_pids(status.panes, target)]
+        victims = [ident for ident in found if ident is not None]
+        signalled = [i for i in victims if _send(i, signal.SIGTERM)]
+        survivors = _wait_gone(signalled, grace)
+        killed = [i for i in survivors if _send(i, signal.SIGKILL)]
+        left = _wait_gone(killed, 2.0)
+        return TerminateReport(
+            target,
+            status.probe,
+            signalled=tuple(i.pid for i in signalled),
+            killed=tuple(i.pid for i in killed),
+            survivors=tuple(i.pid for i in left),
+        )
+
+    def kill_session(self, target: str) -> Probe:
+        """Kill tmux session TARGET (exactly); return the probe afterwards (``absent`` when it
+        is gone). Refuses targets that are not the-loop's (``BadInput``)."""
+        _require_target(target)
+        with self._locks.hold(target):
+            self.run("kill-session", "-t", f"={target}")
+            return self.probe(target)
+
+    def kill_server(self) -> TmuxResult:
+        """Kill the private server (every target on this socket); for tests and teardown."""
+        return self.run("kill-server")
+
+
+def _paste_command(target: str, name: str, path: Path) -> list[str]:
+    """Load PATH into buffer NAME and a CR into NAME-cr; paste both into TARGET only if its
+    pane is not dead, in the same command queue run (pasting into a dead pane crashes tmux)."""
+    when_dead = (
+        f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; display-message -p {DEAD_MARKER}"
+    )
+    when_alive = (
+        f"paste-buffer -p -d -b {name} -t ={target}: ; paste-buffer -d -b {name}-cr -t ={target}:"
+    )
+    return [
+        "load-buffer", "-b", name, str(path), ";",
+        "set-buffer", "-b", f"{name}-cr", "\r", ";",
+        "if-shell", "-F", "-t", f"={target}:", "#{pane_dead}", when_dead, when_alive,
+    ]  # fmt: skip
+
+
+def _check_spawn_inputs(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    if not argv or not argv[0]:
+        raise BadInput("refusing to spawn an empty argv")
+    for key in env:
+        if not _ENV_NAME_RE.match(key):
+            raise BadInput(f"invalid environment variable name {key!r}")
+    if not Path(cwd).is_dir():
+        raise SpawnFailed(f"working directory {cwd} does not exist")
+    search_path = env.get("PATH") or os.environ.get("PATH", os.defpath)
+    if shutil.which(argv[0], path=search_path) is None:
+        raise SpawnFailed(f"harness binary {argv[0]!r} not found or not executable")
+
+
+def _spawn_error(target: str, result: TmuxResult) -> Exception:
+    if not result.answered:
+        return Unavailable(f"tmux did not answer while spawning {target}: {result.describe()}")
+    if result.duplicate:
+        return Refused(f"tmux target {target} was taken by someone else while spawning")
+    return SpawnFailed(f"tmux refused to spawn {target}: {result.describe()}")
+
+
+def _command_size(args: Sequence[str]) -> int:
+    return sum(len(a.encode("utf-8")) + 1 for a in args)
+
+
+def _classify(returncode: int, stderr: str) -> TmuxOutcome:
+    if returncode == 0:
+        return TmuxOutcome.OK
+    lowered = stderr.lower()
+    if returncode < 0 or "server exited unexpectedly" in lowered:
+        return TmuxOutcome.NO_ANSWER
+    if any(marker in lowered for marker in _NOT_FOUND_MARKERS):
+        return TmuxOutcome.NOT_FOUND
+    if "error connecting to" in lowered and "no such file or directory" in lowered:
+        return TmuxOutcome.NOT_FOUND
+    return TmuxOutcome.ERROR
+
+
+def _client_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("TMUX", None)
+    env.pop("TMUX_PANE", None)
+    return env
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=2.0)
+
+
+def _send(identity: ProcessIdentity, sig: signal.Signals) -> bool:
+    """Send SIG to IDENTITY if it is still that process and its pid is above 1."""
+    if identity.pid <= 1 or not still_running(identity):
+        return False
+    try:
+        os.kill(identity.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _wait_gone(identities: Sequence[ProcessIdentity], grace: float) -> list[ProcessIdentity]:
+    """Poll until every identity has exited or GRACE elapsed; return those still running."""
+    deadline = time.monotonic() + grace
+    alive = [i for i in identities if still_running(i)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        alive = [i for i in alive if still_running(i)]
+    return alive

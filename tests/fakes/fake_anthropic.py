@@ -1,0 +1,336 @@
+"""A fake Anthropic Messages API on loopback, faithful enough for the real Claude Code CLI.
+
+Real HTTP (``ThreadingHTTPServer`` in a background thread). It answers ``HEAD /``,
+``HEAD|GET /api/hello``, ``POST /v1/messages`` (streamed as server-sent events exactly like
+the real API when ``stream`` is true, one JSON message otherwise) and
+``POST /v1/messages/count_tokens``; anything else gets the API's JSON error shape with 404.
+Every request is recorded (method, path, headers, parsed JSON body).
+
+Each new prompt makes the CLI send a short *title* request besides the conversation request;
+``conversation_requests`` leaves those out (they carry no tools), so tests check prompts with
+``user_prompts()`` / ``last_user_text()``.
+
+Usage::
+
+    with FakeAnthropic() as api:
+        env = api.claude_env(config_dir)
+        ...
+        wait_until(lambda: "hello" in api.user_prompts())
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+PLACEHOLDER_KEY = "sk-ant-api03-fake-key-for-tests-0000000000000000000000000000000000000000000AA"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+Reply = Callable[["RecordedRequest"], str]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the fake received."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: Any
+    seq: int
+
+    @property
+    def is_messages(self) -> bool:
+        return self.method == "POST" and self.path == "/v1/messages"
+
+    @property
+    def is_conversation(self) -> bool:
+        """A conversation turn (it offers tools); title and other side requests do not."""
+        return self.is_messages and isinstance(self.body, dict) and bool(self.body.get("tools"))
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        if not isinstance(self.body, dict):
+            return []
+        return list(self.body.get("messages") or [])
+
+    def user_texts(self) -> list[str]:
+        """The prompt text of every user message of this request, in order (system reminders
+        and tool results left out, Claude Code's ``<pasted_content>`` wrapper removed)."""
+        texts = [_user_text(m) for m in self.messages if m.get("role") == "user"]
+        return [t for t in texts if t is not None]
+
+    @property
+    def prompt(self) -> str | None:
+        """The newest user prompt of this request."""
+        texts = self.user_texts()
+        return texts[-1] if texts else None
+
+
+_PASTED = re.compile(r'\s*<pasted_content id="([^"]+)">\n(.*)\n</pasted_content id="\1">\s*', re.S)
+
+
+def unwrap_pasted(text: str) -> str:
+    """TEXT without the ``<pasted_content id=...>`` wrapper the CLI puts around a paste."""
+    match = _PASTED.fullmatch(text)
+    return match.group(2) if match else text
+
+
+def _user_text(message: dict[str, Any]) -> str | None:
+    content = message.get("content")
+    if isinstance(content, str):
+        return unwrap_pasted(content)
+    texts = [
+        str(block.get("text", ""))
+        for block in content or []
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    texts = [t for t in texts if not t.lstrip().startswith("<system-reminder>")]
+    return unwrap_pasted("".join(texts)) if texts else None
+
+
+def default_reply(request: RecordedRequest) -> str:
+    """The assistant's answer: names the request number and the prompt's size."""
+    size = len(request.prompt or "")
+    return f"FAKE-REPLY-{request.seq} ({size} chars received)"
+
+
+@dataclass
+class FakeAnthropic:
+    """The fake API server. Start with ``start()`` or a ``with`` block; ``url`` is its base."""
+
+    reply: Reply = default_reply
+    model: str = DEFAULT_MODEL
+    requests: list[RecordedRequest] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _seq: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def start(self) -> FakeAnthropic:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeAnthropic:
+        return self.start()
+
+    def __exit__(
+        self, exc: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "FakeAnthropic is not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def claude_env(self, config_dir: Path) -> dict[str, str]:
+        """The environment that points the real ``claude`` at this fake, offline and quiet."""
+        return {
+            "ANTHROPIC_BASE_URL": self.url,
+            "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+            "CLAUDE_CONFIG_DIR": str(config_dir),
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
+
+    def record(
+        self, method: str, target: str, headers: dict[str, str], body: Any
+    ) -> RecordedRequest:
+        parts = urlsplit(target)
+        with self._lock:
+            request = RecordedRequest(
+                method, parts.path, parts.query, headers, body, next(self._seq)
+            )
+            self.requests.append(request)
+        return request
+
+    def snapshot(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self.requests)
+
+    def conversation_requests(self) -> list[RecordedRequest]:
+        """Conversation turns only (title and other side requests left out)."""
+        return [r for r in self.snapshot() if r.is_conversation]
+
+    def user_prompts(self) -> list[str]:
+        """The newest user prompt of each conversation request, in arrival order."""
+        return [r.prompt for r in self.conversation_requests() if r.prompt is not None]
+
+    def last_conversation_request(self) -> RecordedRequest | None:
+        requests = self.conversation_requests()
+        return requests[-1] if requests else None
+
+
+def _make_handler(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        fake = api
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeAnthropic
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def _headers_dict(self) -> dict[str, str]:
+        return {k.lower(): v for k, v in self.headers.items()}
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode("utf-8", "replace")
+
+    def do_HEAD(self) -> None:
+        self.fake.record("HEAD", self.path, self._headers_dict(), None)
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        request = self.fake.record("GET", self.path, self._headers_dict(), None)
+        if request.path in ("/", "/api/hello"):
+            self._json(200, {"ok": True})
+        else:
+            self._not_found()
+
+    def do_POST(self) -> None:
+        request = self.fake.record("POST", self.path, self._headers_dict(), self._read_body())
+        if request.path == "/v1/messages":
+            self._messages(request)
+        elif request.path == "/v1/messages/count_tokens":
+            self._json(200, {"input_tokens": _estimate_tokens(request.body)})
+        else:
+            self._not_found()
+
+    def _not_found(self) -> None:
+        self._json(
+            404, {"type": "error", "error": {"type": "not_found_error", "message": "not found"}}
+        )
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", "req_fake")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _messages(self, request: RecordedRequest) -> None:
+        body = request.body if isinstance(request.body, dict) else {}
+        text = self.fake.reply(request)
+        model = str(body.get("model") or self.fake.model)
+        message_id = f"msg_fake_{request.seq:06d}"
+        usage_in = _estimate_tokens(body)
+        if not body.get("stream"):
+            self._json(200, _full_message(message_id, model, text, usage_in))
+            return
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", "req_fake")
+        self.send_header("connection", "close")
+        self.end_headers()
+        for event, data in _stream_events(message_id, model, text, usage_in):
+            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+
+def _estimate_tokens(body: Any) -> int:
+    return max(1, len(json.dumps(body)) // 4) if body else 1
+
+
+def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+def _full_message(message_id: str, model: str, text: str, usage_in: int) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": _usage(usage_in, max(1, len(text) // 4)),
+    }
+
+
+def _stream_events(
+    message_id: str, model: str, text: str, usage_in: int
+) -> list[tuple[str, dict[str, Any]]]:
+    start = _full_message(message_id, model, "", usage_in)
+    start.update(content=[], stop_reason=None, usage=_usage(usage_in, 1))
+    half = len(text) // 2
+    return [
+        ("message_start", {"type": "message_start", "message": start}),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        ("ping", {"type": "ping"}),
+        *[
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": part},
+                },
+            )
+            for part in (text[:half], text[half:])
+            if part
+        ],
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": max(1, len(text) // 4)},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]

@@ -1,0 +1,284 @@
+"""Adapter contracts: argv per launch kind, id safety, runner support, the registry."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from the_loop.config import HarnessConfig
+from the_loop.errors import BadInput, Conflict, UnsupportedRunner
+from the_loop.harness import (
+    HarnessAdapter,
+    LaunchKind,
+    LaunchSpec,
+    build_adapter,
+    get_adapter,
+    register_adapter,
+    registered_adapters,
+)
+from the_loop.harness.base import options_before_separator
+
+U = str(uuid.UUID(int=42))
+CWD = Path("/work/space")
+HOSTILE_ID = "--dangerously-skip-permissions"
+
+
+def spec(session_id: str | None = U, prompt: str | None = "fix it") -> LaunchSpec:
+    return LaunchSpec(CWD, session_id, prompt)
+
+
+def test_builtins_register_through_the_public_door() -> None:
+    assert {"claude", "codex", "gemini", "cursor", "command"} <= set(registered_adapters())
+    for name in ("claude", "codex", "gemini", "cursor"):
+        assert build_adapter(name).adapter_name == name
+    with pytest.raises(BadInput, match="unknown harness adapter"):
+        get_adapter("nope")
+
+
+def test_a_custom_adapter_registers_like_a_builtin() -> None:
+    class EchoAdapter(HarnessAdapter):
+        default_binary = "echo-agent"
+        default_args = ("--quiet",)
+
+        def _argv(
+            self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
+        ) -> list[str]:
+            return [self.binary, *self.args, str(session_id), "--", str(prompt)]
+
+    register_adapter("echo-test", EchoAdapter)
+    with pytest.raises(Conflict):
+        register_adapter("echo-test", type("Other", (EchoAdapter,), {}))
+    with pytest.raises(BadInput):
+        register_adapter("Bad Name", EchoAdapter)
+    default = build_adapter("mine", HarnessConfig(adapter="echo-test"))
+    assert default.interactive(spec()).argv == ("echo-agent", "--quiet", U, "--", "fix it")
+    none = build_adapter("mine", HarnessConfig(adapter="echo-test", args=[]))
+    assert none.interactive(spec()).argv == ("echo-agent", U, "--", "fix it")
+
+
+def test_claude_argv() -> None:
+    config = HarnessConfig(
+        binary="/opt/claude",
+        args=["--permission-mode", "acceptEdits"],
+        model="opus",
+        env={"A": "1"},
+    )
+    claude = build_adapter("claude", config)
+    launch = claude.interactive(spec())
+    assert launch.argv == (
+        "/opt/claude",
+        "--session-id",
+        U,
+        "--model",
+        "opus",
+        "--permission-mode",
+        "acceptEdits",
+        "--",
+        "fix it",
+    )
+    assert launch.env == {"A": "1"} and launch.chooses_session_id and launch.prompt_in_argv
+    assert launch.ready_pattern and launch.session_id == U
+    resume = claude.resume_interactive(spec(prompt=None))
+    assert resume.argv == (
+        "/opt/claude",
+        "--resume",
+        U,
+        "--model",
+        "opus",
+        "--permission-mode",
+        "acceptEdits",
+    )
+    headless = claude.headless(spec())
+    assert headless.argv[:7] == (
+        "/opt/claude",
+        "-p",
+        "--session-id",
+        U,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    )
+    assert headless.argv[-2:] == ("--", "fix it") and headless.output_format == "stream-json"
+    assert claude.headless_resume(spec()).argv[1:4] == ("-p", "--resume", U)
+    with pytest.raises(BadInput, match="UUID"):
+        claude.interactive(spec(session_id="not-a-uuid"))
+
+
+def test_codex_argv_always_avoids_daemons() -> None:
+    codex = build_adapter("codex", HarnessConfig(model="o3"))
+    launch = codex.interactive(spec(session_id=None))
+    assert launch.argv == (
+        "codex",
+        "--no-alt-screen",
+        "--no-daemon",
+        "--model",
+        "o3",
+        "--",
+        "fix it",
+    )
+    assert not launch.chooses_session_id and launch.session_id is None
+    assert codex.resume_interactive(spec("th-1", None)).argv == (
+        "codex",
+        "resume",
+        "--no-alt-screen",
+        "--no-daemon",
+        "--model",
+        "o3",
+        "--",
+        "th-1",
+    )
+    assert codex.headless(spec(None)).argv == (
+        "codex",
+        "exec",
+        "--json",
+        "--model",
+        "o3",
+        "--",
+        "fix it",
+    )
+    assert codex.headless_resume(spec("th-1")).argv == (
+        "codex",
+        "exec",
+        "--json",
+        "--model",
+        "o3",
+        "resume",
+        "--",
+        "th-1",
+        "fix it",
+    )
+    output = '{"type":"other"}\n{"type":"thread.started","thread_id":"0199a-b"}\n'
+    assert codex.session_id_from_output(output) == "0199a-b"
+    assert codex.session_id_from_output('{"type":"thread.started","thread_id":"-x"}') is None
+
+
+def test_gemini_argv_glues_the_prompt_to_its_option() -> None:
+    gemini = build_adapter("gemini")
+    assert gemini.interactive(spec(prompt="--version")).argv == (
+        "gemini",
+        "--session-id",
+        U,
+        "--skip-trust",
+        "--prompt-interactive=--version",
+    )
+    assert gemini.resume_interactive(spec(prompt=None)).argv == (
+        "gemini",
+        "--resume",
+        U,
+        "--skip-trust",
+    )
+    assert gemini.headless(spec()).argv == (
+        "gemini",
+        "--session-id",
+        U,
+        "--skip-trust",
+        "--output-format",
+        "stream-json",
+        "--prompt=fix it",
+    )
+
+
+def test_cursor_is_headless_only() -> None:
+    cursor = build_adapter("cursor")
+    with pytest.raises(UnsupportedRunner, match="process runner"):
+        cursor.check_runner("tmux")
+    with pytest.raises(UnsupportedRunner, match="process runner"):
+        cursor.interactive(spec(None))
+    cursor.check_runner("process")
+    assert cursor.headless(spec(None)).argv == (
+        "cursor-agent",
+        "-p",
+        "--output-format",
+        "json",
+        "--",
+        "fix it",
+    )
+    assert cursor.headless_resume(spec("c-1")).argv == (
+        "cursor-agent",
+        "-p",
+        "--output-format",
+        "json",
+        "--resume",
+        "c-1",
+        "--",
+        "fix it",
+    )
+    assert cursor.session_id_from_output('{"type":"result","session_id":"c-9"}') == "c-9"
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini", "cursor", "command"])
+def test_a_recorded_flag_never_reaches_an_argv(name: str) -> None:
+    config = HarnessConfig(
+        adapter="command",
+        interactive=["agent", "{session_id}"],
+        resume=["agent", "--resume", "{session_id}"],
+        headless=["agent", "{session_id}", "{prompt}"],
+    )
+    adapter = build_adapter(name, config if name == "command" else None)
+    kinds = [LaunchKind.HEADLESS_RESUME]
+    if adapter.supports_interactive:
+        kinds.append(LaunchKind.RESUME)
+    if adapter.chooses_session_id:
+        kinds += [LaunchKind.HEADLESS] + (
+            [LaunchKind.INTERACTIVE] if adapter.supports_interactive else []
+        )
+    for kind in kinds:
+        for hostile in (HOSTILE_ID, "-r", "a b", "x/../y", ""):
+            with pytest.raises(BadInput):
+                adapter.launch(kind, spec(session_id=hostile))
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "cursor"])
+def test_a_prompt_that_looks_like_a_flag_stays_a_prompt(name: str) -> None:
+    adapter = build_adapter(name)
+    launch = adapter.headless(spec(U if adapter.chooses_session_id else None, HOSTILE_ID))
+    assert HOSTILE_ID not in options_before_separator(launch.argv)
+    assert launch.argv[-2:] == ("--", HOSTILE_ID)
+
+
+def test_resume_needs_an_id() -> None:
+    with pytest.raises(BadInput, match="session id"):
+        build_adapter("claude").resume_interactive(spec(session_id=None))
+    with pytest.raises(BadInput, match="needs a prompt"):
+        build_adapter("claude").headless(spec(prompt=None))
+
+
+def test_command_templates() -> None:
+    config = HarnessConfig(
+        adapter="command",
+        args=["--fast"],
+        interactive=["aider", "--id={session_id}", "--", "{prompt}"],
+        resume=["aider", "--resume", "{session_id}", "{prompt}"],
+        headless=["aider", "--file", "{prompt_file}"],
+    )
+    adapter = build_adapter("aider", config)
+    assert adapter.supports_interactive and adapter.wants_prompt_file
+    assert adapter.interactive(spec()).prompt_in_argv
+    assert not adapter.launch(
+        LaunchKind.HEADLESS, LaunchSpec(CWD, U, "p", Path("/f"))
+    ).prompt_in_argv
+    tricky = "use {session_id} and {prompt_file} literally"
+    assert adapter.interactive(spec(prompt=tricky)).argv == (
+        "aider",
+        "--fast",
+        f"--id={U}",
+        "--",
+        tricky,
+    )
+    assert adapter.resume_interactive(spec(prompt=None)).argv == ("aider", "--fast", "--resume", U)
+    with pytest.raises(BadInput, match="prompt_file"):
+        adapter.headless(spec())
+    launch = adapter.headless(LaunchSpec(CWD, U, "p", Path("/tmp/p.txt")))
+    assert launch.argv == ("aider", "--fast", "--file", "/tmp/p.txt")
+
+
+def test_command_without_interactive_template_is_refused_under_tmux() -> None:
+    adapter = build_adapter("batch", HarnessConfig(adapter="command", headless=["b", "{prompt}"]))
+    assert not adapter.supports_interactive
+    with pytest.raises(UnsupportedRunner, match="process runner"):
+        adapter.check_runner("tmux")
+    only_tui = build_adapter("tui", HarnessConfig(adapter="command", interactive=["t"]))
+    with pytest.raises(UnsupportedRunner, match="tmux runner"):
+        only_tui.headless(spec())

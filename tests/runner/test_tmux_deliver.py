@@ -1,0 +1,136 @@
+"""Delivery: byte-exact, ordered, never into a dead pane, nothing escapes the paste."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import fake_agent
+from tests.fakes.prompts import METACHARS, nasty_prompt
+from tests.runner.conftest import FakeAgents
+from the_loop.errors import BadInput, NotRunning
+from the_loop.runner.tmux import Probe, TmuxRunner, clean_prompt
+
+
+def test_big_prompts_arrive_byte_exact_in_order(runner: TmuxRunner, agents: FakeAgents) -> None:
+    agents.spawn("loop-big", "c-big")
+    big = nasty_prompt()
+    long_line = "x" * 5000 + METACHARS * 200
+    assert len(big.encode()) > 20_000 and big.count("\n") == 299
+    prompts = ["first", big, long_line, "last 'one'"]
+    for prompt in prompts:
+        runner.deliver("loop-big", prompt)
+    assert agents.wait_prompts("c-big", 4) == prompts
+
+
+def test_deliveries_are_ordered_across_threads_and_processes(
+    runner: TmuxRunner, agents: FakeAgents
+) -> None:
+    agents.spawn("loop-order", "c-order")
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from the_loop.runner.tmux import TmuxRunner
+        r = TmuxRunner({runner.socket!r}, work_dir=Path({str(runner.work_dir)!r}))
+        for i in range(8):
+            r.deliver("loop-order", f"proc {{i}}\\n" + "p" * 3000)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script])
+
+    def sender(name: str) -> None:
+        for i in range(8):
+            runner.deliver("loop-order", f"{name} {i}\n" + name[0] * 3000)
+
+    threads = [threading.Thread(target=sender, args=(n,)) for n in ("alpha", "beta")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert child.wait(timeout=60) == 0
+    received = agents.wait_prompts("c-order", 24)
+    for name in ("alpha", "beta", "proc"):
+        mine = [p for p in received if p.startswith(name + " ")]
+        assert [p.split("\n")[0] for p in mine] == [f"{name} {i}" for i in range(8)]
+        body = name[0] * 3000
+        assert all(p.split("\n", 1)[1] == body for p in mine), "a prompt was interleaved"
+
+
+def test_a_dead_pane_is_refused_and_the_server_survives(
+    runner: TmuxRunner, agents: FakeAgents, workdir: Path
+) -> None:
+    agents.spawn("loop-alive", "c-alive")
+    runner.spawn("loop-gone", ["sh", "-c", "exit 0"], cwd=workdir)
+    agents.wait_probe("loop-gone", Probe.DEAD)
+    with pytest.raises(NotRunning, match="dead"):
+        runner.deliver("loop-gone", "into a dead pane")
+    assert runner.probe("loop-alive") is Probe.LIVE, "pasting into a dead pane crashes tmux"
+    assert runner.run("list-buffers", "-F", "#{buffer_name}").stdout == ""
+    runner.deliver("loop-alive", "still fine")
+    assert agents.wait_prompts("c-alive", 1) == ["still fine"]
+
+
+def test_control_characters_cannot_escape_the_paste(runner: TmuxRunner, agents: FakeAgents) -> None:
+    agents.spawn("loop-esc", "c-esc")
+    runner.deliver("loop-esc", "before\x1b[201~\rinjected\x03 after\r\nend\x00")
+    runner.deliver("loop-esc", "next")
+    assert agents.wait_prompts("c-esc", 2) == ["before[201~\ninjected after\nend", "next"]
+    assert clean_prompt("a\tb\r\nc\x1b") == "a\tb\nc"
+
+
+def test_empty_prompt_is_refused(runner: TmuxRunner, agents: FakeAgents) -> None:
+    agents.spawn("loop-empty", "c-empty")
+    with pytest.raises(BadInput):
+        runner.deliver("loop-empty", " \x1b\r\n")
+
+
+def test_wait_ready_guards_the_first_paste(runner: TmuxRunner, agents: FakeAgents) -> None:
+    agents.spawn("loop-slow", "c-slow", ready=False, FAKE_AGENT_START_DELAY="0.6")
+    assert runner.wait_ready("loop-slow", fake_agent.READY, timeout=15)
+    runner.deliver("loop-slow", "after ready")
+    assert agents.wait_prompts("c-slow", 1) == ["after ready"]
+
+
+def test_wait_ready_gives_up_when_the_pane_dies(runner: TmuxRunner, workdir: Path) -> None:
+    runner.spawn("loop-dies", ["sh", "-c", "echo some text; exit 1"], cwd=workdir)
+    assert not runner.wait_ready("loop-dies", "never shown", timeout=10)
+
+
+def test_crash_after_prompts_leaves_a_dead_record(runner: TmuxRunner, agents: FakeAgents) -> None:
+    agents.spawn("loop-crash", "c-crash", FAKE_AGENT_CRASH_AFTER="2")
+    runner.deliver("loop-crash", "one")
+    runner.deliver("loop-crash", "two")
+    agents.wait_probe("loop-crash", Probe.DEAD)
+    assert agents.prompts("c-crash") == ["one", "two"]
+    with pytest.raises(NotRunning):
+        runner.deliver("loop-crash", "three")
+    assert "CRASH" in runner.capture("loop-crash")
+
+
+def test_resume_appends_to_the_conversation(
+    runner: TmuxRunner, agents: FakeAgents, workdir: Path
+) -> None:
+    agents.spawn("loop-res", "c-res", "initial")
+    runner.deliver("loop-res", "second")
+    agents.wait_prompts("c-res", 2)
+    runner.terminate("loop-res", grace=2)
+    agents.wait_probe("loop-res", Probe.DEAD)
+    argv = fake_agent.command("--resume", "c-res")
+    runner.spawn("loop-res", argv, cwd=workdir, env=agents.env())
+    assert runner.wait_ready("loop-res", fake_agent.READY, timeout=15)
+    runner.deliver("loop-res", "third")
+    assert agents.wait_prompts("c-res", 3) == ["initial", "second", "third"]
+    starts = fake_agent.read_starts(agents.directory, "c-res")
+    assert [s.resumed for s in starts] == [False, True]
+
+
+def test_failing_resume_leaves_a_dead_pane(
+    runner: TmuxRunner, agents: FakeAgents, workdir: Path
+) -> None:
+    argv = fake_agent.command("--resume", "c-nope")
+    runner.spawn("loop-nores", argv, cwd=workdir, env=agents.env(FAKE_AGENT_RESUME_FAILS="1"))
+    agents.wait_probe("loop-nores", Probe.DEAD)
+    assert not Path(agents.directory / "c-nope.jsonl").exists()
