@@ -32,9 +32,13 @@ class Daemon:
         env["THE_LOOP_WEBHOOK_SECRET"] = SECRET
         env.update(extra_env)
         self.proc = self.work.env.popen("serve", env=env)
-        info = wait_until(
-            lambda: read_info(self.work.env.state_dir), timeout=20, what="daemon info"
-        )
+        proc = self.proc
+
+        def mine() -> object:
+            info = read_info(self.work.env.state_dir)
+            return info if info is not None and info.pid == proc.pid else None
+
+        info = wait_until(mine, timeout=30, what="daemon info")  # type: ignore[assignment]
         self.url = info.url
         self.token = (self.work.env.state_dir / "api-token").read_text().strip()
         wait_until(lambda: _healthy(self.url, self.token), timeout=10)

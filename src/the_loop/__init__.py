@@ -1,7 +1,24 @@
-"""the-loop: a self-hosted control plane for AI coding agents."""
+"""the-loop: a self-hosted control plane for AI coding agents.
+
+The public Python API is ``TheLoop`` (see ``the_loop.sdk``) and ``__version__``. ``TheLoop`` is
+imported on first use, so ``import the_loop`` (and ``the-loop --version``) stays fast.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["TheLoop", "__version__"]
+
+if TYPE_CHECKING:
+    from the_loop.sdk import TheLoop
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TheLoop":
+        from the_loop.sdk import TheLoop
+
+        return TheLoop
+    raise AttributeError(f"module 'the_loop' has no attribute {name!r}")

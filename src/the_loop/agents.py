@@ -84,6 +84,7 @@ def spawn_interactive(
     prompt: str | None,
     *,
     resume: bool = False,
+    owner: str | None = None,
 ) -> Launch:
     """Start the harness in tmux TARGET (fresh, or resuming SESSION_ID); returns the launch.
 
@@ -94,7 +95,7 @@ def spawn_interactive(
     spec = _spec(ctx, adapter, cwd, session_id, prompt)
     launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
     adapter.prepare(launch)
-    runners(ctx).tmux.spawn(target, launch.argv, cwd=cwd, env=dict(launch.env))
+    runners(ctx).tmux.spawn(target, launch.argv, cwd=cwd, env=dict(launch.env), owner=owner)
     ctx.cache.setdefault("ready", set()).discard(target)
     return launch
 

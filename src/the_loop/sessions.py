@@ -194,24 +194,18 @@ def _spawn_context(event: WorkEvent, ref: WorkItemRef, instruction: str) -> Spaw
 
 
 def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionRecord:
-    """Start REC's agent with its first pending prompt, then deliver the rest in order."""
+    """Start REC's agent with its first pending prompt, then deliver the rest in order.
+
+    A live target whose recorded owner is REC was started by an earlier attempt that crashed
+    before recording it: it is adopted, never spawned over and never started twice.
+    """
     ref = WorkItemRef.parse(rec.work_item)
     pending = store.pending_prompts(ctx.db.connect(), rec.id)
     first = pending[0] if pending else None
     try:
-        ws = workspace.prepare(ctx.config, ref)
-        if ws.created:
-            _emit(
-                ctx,
-                "workspace.prepared",
-                event,
-                work_item=rec.work_item,
-                path=str(ws.path),
-                branch=ws.branch,
-                setupRan=ws.setup_ran,
-            )
-        rec.cwd = str(ws.path)
-        _launch(ctx, rec, first[1] if first else None, rec.id, resume=False)
+        if not _adopt(ctx, rec):
+            rec.cwd = str(_workspace(ctx, rec, ref, event))
+            _launch(ctx, rec, first[1] if first else None, rec.id, resume=False)
     except Exception as exc:
         _abandon(ctx, rec, exc, event)
         writebacks.spawned(ctx, ref, event, False, "")
@@ -227,7 +221,7 @@ def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionReco
         )
         if first:
             store.mark_prompt(tx, first[0], "delivered")
-    rec.status = SessionStatus.active
+    rec.status, rec.started_at = SessionStatus.active, time.time()
     _emit(
         ctx,
         "session.spawned",
@@ -244,16 +238,43 @@ def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionReco
     return rec
 
 
+def _adopt(ctx: Ctx, rec: SessionRecord) -> bool:
+    """True when REC's live target carries REC as its owner (a spawn that a crash hid)."""
+    if rec.runner != "tmux" or rec.tmux_target is None:
+        return False
+    tmux = agents.runners(ctx).tmux
+    if tmux.probe(rec.tmux_target) is not Probe.LIVE or tmux.owner_of(rec.tmux_target) != rec.id:
+        return False
+    rec.harness_session_id = rec.harness_session_id or rec.id
+    rec.cwd = rec.cwd or str(workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path)
+    return True
+
+
+def _workspace(ctx: Ctx, rec: SessionRecord, ref: WorkItemRef, event: WorkEvent | None) -> Path:
+    ws = workspace.prepare(ctx.config, ref)
+    if ws.created:
+        _emit(
+            ctx,
+            "workspace.prepared",
+            event,
+            work_item=rec.work_item,
+            path=str(ws.path),
+            branch=ws.branch,
+            setupRan=ws.setup_ran,
+        )
+    return ws.path
+
+
 def _launch(
     ctx: Ctx, rec: SessionRecord, prompt: str | None, session_id: str, resume: bool
 ) -> None:
-    """Run the harness for REC (tmux: a spawn; process: one headless run of PROMPT)."""
+    """Run the harness for REC (tmux: a spawn owned by REC; process: one headless run)."""
     adapter = agents.adapter_for(ctx, rec.harness)
     cwd = Path(rec.cwd)
     if rec.runner == "tmux":
         assert rec.tmux_target is not None
         launch = agents.spawn_interactive(
-            ctx, adapter, rec.tmux_target, cwd, session_id, prompt, resume=resume
+            ctx, adapter, rec.tmux_target, cwd, session_id, prompt, resume=resume, owner=rec.id
         )
         rec.harness_session_id = launch.session_id
         return
@@ -386,9 +407,13 @@ def deliver(
 
 
 def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:
+    """Deliver REC's pending prompts in order; each exactly once, even across a crash."""
     done = 0
-    for seq, prompt, _ in store.pending_prompts(ctx.db.connect(), rec.id):
-        _deliver_one(ctx, rec, prompt, event)
+    for seq, prompt, _, status in store.pending_prompts(ctx.db.connect(), rec.id):
+        if rec.runner == "process":
+            _run_headless(ctx, rec, prompt, resume=rec.harness_session_id is not None)
+        else:
+            _deliver_two_phase(ctx, rec, seq, prompt, status, event)
         with ctx.db.transaction() as tx:
             store.mark_prompt(tx, seq, "delivered")
             store.update(tx, rec.id)
@@ -404,35 +429,55 @@ def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str
     return f"delivered {done} to {rec.id}"
 
 
-def _deliver_one(ctx: Ctx, rec: SessionRecord, prompt: str, event: WorkEvent | None) -> None:
-    if rec.runner == "process":
-        _run_headless(ctx, rec, prompt, resume=rec.harness_session_id is not None)
-        return
+def _deliver_two_phase(
+    ctx: Ctx, rec: SessionRecord, seq: int, prompt: str, status: str, event: WorkEvent | None
+) -> None:
+    """Stage the prompt in a tmux buffer named after it, record ``staged``, then paste.
+
+    A prompt found ``staged`` after a crash is pasted only if its buffer still exists: the
+    paste deletes the buffer, so a missing buffer means the agent already has it.
+    """
     assert rec.tmux_target is not None
     tmux = agents.runners(ctx).tmux
-    probe = tmux.probe(rec.tmux_target)
+    name = f"tl-{rec.id[:13]}-{seq}"
+    if status == "staged":
+        exists = tmux.has_buffer(name)
+        if exists is None:
+            raise Unavailable("tmux did not answer about a staged prompt")
+        if not exists:
+            return
+    _ensure_live(ctx, rec, event)
+    if status != "staged":
+        tmux.stage(rec.tmux_target, prompt, name)
+        with ctx.db.transaction() as tx:
+            store.mark_prompt(tx, seq, "staged")
+    tmux.paste_staged(rec.tmux_target, name)
+
+
+def _ensure_live(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> None:
+    """Make sure REC's agent runs and takes input: respawn it (resuming) when it is gone."""
+    assert rec.tmux_target is not None
+    probe = agents.runners(ctx).tmux.probe(rec.tmux_target)
     if probe is Probe.UNKNOWN:
         raise Unavailable(f"tmux did not answer about {rec.tmux_target}")
-    if probe is not Probe.LIVE and _respawn(ctx, rec, prompt, event):
-        return
+    if probe is not Probe.LIVE:
+        _respawn(ctx, rec, event)
     adapter = agents.adapter_for(ctx, rec.harness)
     if not agents.ensure_ready(ctx, adapter, rec.tmux_target):
         raise Unavailable(f"the agent in {rec.tmux_target} is not ready for input")
-    tmux.deliver(rec.tmux_target, prompt)
 
 
-def _respawn(ctx: Ctx, rec: SessionRecord, prompt: str, event: WorkEvent | None) -> bool:
-    """Start REC again with PROMPT (resuming when possible). False when the target turned out
-    to be live (deliver into it instead)."""
+def _respawn(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> None:
+    """Start REC's agent again, resuming its conversation when possible, else fresh with a
+    note; the prompt itself is pasted afterwards. A target found live is delivered into."""
     cfg = ctx.config.tmux
-    resumable = cfg.resume_on_respawn and rec.harness_session_id is not None
+    assert rec.tmux_target is not None
     try:
-        if resumable:
-            _launch(ctx, rec, prompt, rec.harness_session_id or rec.id, resume=True)
-            assert rec.tmux_target is not None
+        if cfg.resume_on_respawn and rec.harness_session_id is not None:
+            _launch(ctx, rec, None, rec.harness_session_id, resume=True)
             if agents.stays_alive(ctx, rec.tmux_target, cfg.resume_probe_seconds):
                 _respawned(ctx, rec, event, resumed=True)
-                return True
+                return
             _emit(
                 ctx,
                 "session.resume_failed",
@@ -441,22 +486,19 @@ def _respawn(ctx: Ctx, rec: SessionRecord, prompt: str, event: WorkEvent | None)
                 session_id=rec.id,
                 harnessSessionId=rec.harness_session_id,
             )
-        fresh = new_session_id()
-        _launch(ctx, rec, _fresh_prompt(rec, prompt), fresh, resume=False)
+        _launch(ctx, rec, _fresh_note(rec), new_session_id(), resume=False)
     except Refused:
         _emit(ctx, "session.respawn_averted", event, work_item=rec.work_item, session_id=rec.id)
-        return False
+        return
     _respawned(ctx, rec, event, resumed=False)
-    return True
 
 
-def _fresh_prompt(rec: SessionRecord, prompt: str) -> str:
-    header = (
-        f"You are an agent of the-loop working on {rec.work_item}"
-        f"{f': {rec.title!r}' if rec.title else ''} {rec.url}. The earlier conversation "
-        "could not be resumed; here is the latest message.\n\n"
+def _fresh_note(rec: SessionRecord) -> str:
+    title = f": {rec.title!r}" if rec.title else ""
+    return (
+        f"You are an agent of the-loop working on {rec.work_item}{title} {rec.url}. The "
+        "earlier conversation could not be resumed; the latest message follows."
     )
-    return header + prompt
 
 
 def _respawned(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, resumed: bool) -> None:

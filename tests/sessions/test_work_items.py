@@ -138,7 +138,8 @@ def test_harness_that_cannot_resume_starts_fresh(work: Work) -> None:
     assert work.events("session.respawned")[-1]["payload"]["resumed"] is False
     new_id = work.session_json(REF)["harnessSessionId"]
     assert new_id != sid
-    assert "still there?" in work.wait_prompts(new_id, 1)[0]
+    texts = work.wait_prompts(new_id, 2)
+    assert "could not be resumed" in texts[0] and "still there?" in texts[1]
 
 
 def test_max_concurrent_sessions_queues_fifo(work: Work) -> None:

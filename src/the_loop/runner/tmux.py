@@ -70,6 +70,7 @@ _PANE_FORMAT = (
     "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
 )
 DEAD_MARKER = "the-loop:pane-dead"
+OWNER_VAR = "THE_LOOP_OWNER"
 COMMAND_BUDGET = 12_000
 _LAUNCHER = (
     "import json,os,sys\n"
@@ -432,8 +433,12 @@ class TmuxRunner:
         *,
         cwd: Path,
         env: Mapping[str, str] | None = None,
+        owner: str | None = None,
     ) -> SpawnResult:
         """Start ARGV in a new tmux session TARGET in CWD with ENV added to the server's.
+
+        OWNER, when given, is recorded on the tmux session (``THE_LOOP_OWNER``) in the same tmux
+        invocation, so ``owner_of`` can later prove the session is the one we started.
 
         A live occupant is never killed or spawned over (``Refused`` naming
         ``the-loop sessions attach`` and the tmux command to inspect it); a dead occupant is
@@ -448,7 +453,7 @@ class TmuxRunner:
         with self._locks.hold(target):
             for attempt in (1, 2):
                 cleared = self._make_room(target) or cleared
-                result, via_launcher = self._new_session(target, argv, cwd, env)
+                result, via_launcher = self._new_session(target, argv, cwd, env, owner)
                 if result.ok:
                     pid = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
                     return SpawnResult(
@@ -478,7 +483,7 @@ class TmuxRunner:
         return True
 
     def _new_session(
-        self, target: str, argv: list[str], cwd: Path, env: dict[str, str]
+        self, target: str, argv: list[str], cwd: Path, env: dict[str, str], owner: str | None
     ) -> tuple[TmuxResult, bool]:
         command = argv if len(argv) > 1 else ["env", "--", *argv]
         env_args = [item for key, value in env.items() for item in ("-e", f"{key}={value}")]
@@ -488,6 +493,8 @@ class TmuxRunner:
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
         size = ["-x", str(self.columns), "-y", str(self.rows)]
         args = [*head, *size, *env_args, "--", *command, *self._session_options(target)]
+        if owner is not None:
+            args += [";", "set-environment", "-t", f"={target}", OWNER_VAR, owner]
         result = self.run(*args)
         if via_launcher and not result.ok:
             with contextlib.suppress(FileNotFoundError):
@@ -533,6 +540,65 @@ class TmuxRunner:
             if not result.ok:
                 self.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
         return self._delivery(target, body, result)
+
+    def owner_of(self, target: str) -> str | None:
+        """The owner recorded on TARGET at spawn (``spawn(owner=...)``); None when absent,
+        unset or tmux did not answer."""
+        result = self.run("show-environment", "-t", f"={target}", OWNER_VAR)
+        if not result.ok:
+            return None
+        _, sep, value = result.stdout.strip().partition("=")
+        return value if sep else None
+
+    def stage(self, target: str, text: str, name: str) -> None:
+        """Load TEXT into buffer NAME (and a CR into NAME-cr) without pasting it.
+
+        With ``paste_staged`` this is a two-phase delivery: a caller that records "staged"
+        between the two can tell after a crash whether the paste happened (the buffer is
+        deleted by the paste). Raises ``Unavailable`` when tmux does not answer.
+        """
+        _require_target(target)
+        _require_buffer(name)
+        body = clean_prompt(text)
+        if not body.strip():
+            raise BadInput("refusing to deliver an empty prompt")
+        with self._locks.hold(target), self._prompt_file(body) as path:
+            result = self.run(
+                "load-buffer", "-b", name, str(path), ";", "set-buffer", "-b", f"{name}-cr", "\r"
+            )
+        if not result.ok:
+            raise Unavailable(f"staging a prompt for {target} failed: {result.describe()}")
+
+    def paste_staged(self, target: str, name: str) -> Delivery:
+        """Paste buffer NAME (bracketed, then its CR) into TARGET if the pane is alive, deleting
+        the buffers. ``NotRunning`` when the target is absent or dead (buffers kept)."""
+        _require_target(target)
+        _require_buffer(name)
+        when_alive = (
+            f"paste-buffer -p -d -b {name} -t ={target}: ; "
+            f"paste-buffer -d -b {name}-cr -t ={target}:"
+        )
+        with self._locks.hold(target):
+            result = self.run(
+                "if-shell",
+                "-F",
+                "-t",
+                f"={target}:",
+                "#{pane_dead}",
+                f"display-message -p {DEAD_MARKER}",
+                when_alive,
+            )
+        return self._delivery(target, "", result)
+
+    def has_buffer(self, name: str) -> bool | None:
+        """True when buffer NAME exists, False when it does not, None when tmux did not answer."""
+        _require_buffer(name)
+        result = self.run("list-buffers", "-F", "#{buffer_name}")
+        if result.not_found:
+            return False
+        if not result.ok:
+            return None
+        return name in result.stdout.split()
 
     def _delivery(self, target: str, body: str, result: TmuxResult) -> Delivery:
         if result.not_found:
@@ -622,6 +688,14 @@ def _paste_command(target: str, name: str, path: Path) -> list[str]:
         "set-buffer", "-b", f"{name}-cr", "\r", ";",
         "if-shell", "-F", "-t", f"={target}:", "#{pane_dead}", when_dead, when_alive,
     ]  # fmt: skip
+
+
+_BUFFER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+def _require_buffer(name: str) -> None:
+    if not _BUFFER_RE.match(name):
+        raise BadInput(f"invalid tmux buffer name {name!r}")
 
 
 def _check_spawn_inputs(argv: list[str], cwd: Path, env: dict[str, str]) -> None:

@@ -152,14 +152,17 @@ def add_prompt(
     return int(cur.lastrowid or 0)
 
 
-def pending_prompts(conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, str | None]]:
-    """(seq, prompt, delivery id) of prompts not yet delivered to SESSION_ID, in order."""
+def pending_prompts(
+    conn: sqlite3.Connection, session_id: str
+) -> list[tuple[int, str, str | None, str]]:
+    """(seq, prompt, delivery id, status) of prompts not yet delivered to SESSION_ID, in order;
+    status is ``pending``, or ``staged`` when a paste may have happened before a crash."""
     rows = conn.execute(
-        "SELECT seq, prompt, delivery_id FROM session_prompts"
-        " WHERE session_id = ? AND status = 'pending' ORDER BY seq",
+        "SELECT seq, prompt, delivery_id, status FROM session_prompts"
+        " WHERE session_id = ? AND status IN ('pending', 'staged') ORDER BY seq",
         (session_id,),
     )
-    return [(int(r[0]), str(r[1]), r[2]) for r in rows]
+    return [(int(r[0]), str(r[1]), r[2], str(r[3])) for r in rows]
 
 
 def mark_prompt(tx: sqlite3.Connection, seq: int, status: str) -> None:

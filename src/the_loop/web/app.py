@@ -17,6 +17,7 @@ from the_loop.context import Ctx
 from the_loop.errors import LoopError
 from the_loop.web.api import Health, build_router, metrics_text, token_guards
 from the_loop.web.auth import ensure_tokens
+from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -27,13 +28,16 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
     """Build the app serving CTX; DAEMON (a ``DaemonInfo``) when run by the daemon."""
     from the_loop.daemon import run_background
 
+    mcp = McpEndpoint(build_server(lambda: ctx), ctx.config.server.host)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         tasks = await run_background(ctx, stop) if daemon is not None else []
         app.state.stop = stop
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             stop.set()
             for task in tasks:
@@ -56,7 +60,7 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
 
         app.include_router(github_router(ctx))
 
-    _mount_api(app, ctx)
+    _mount_api(app, ctx, mcp)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> str:
@@ -114,10 +118,11 @@ HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
 ]
 
 
-def _mount_api(app: FastAPI, ctx: Ctx) -> None:
+def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     tokens = ensure_tokens(ctx)
     read, write = token_guards(lambda: tokens)
     app.include_router(build_router(lambda: ctx, read, write, health_of), prefix="/api/v1")
+    app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
 
     @app.get("/metrics", include_in_schema=False, dependencies=read)
     async def metrics() -> PlainTextResponse:

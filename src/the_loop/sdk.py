@@ -1,0 +1,317 @@
+"""The Python SDK: ``TheLoop`` calls the same service functions as the CLI, in this process.
+
+No HTTP is involved: each method is one service call on the installation's state directory,
+so it works whether or not the daemon runs (they share the state through SQLite and the
+per-name locks). Errors are the one exception tree (``the_loop.errors.LoopError``).
+``TheLoop.mount`` serves the REST routes and MCP from the caller's FastAPI app.
+
+Importing this module does not import the web stack; ``mount`` does.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from the_loop import events as ev
+from the_loop import sessions as sessions_service
+from the_loop import standing as standing_service
+from the_loop.config import Config, LoadedConfig, load_config
+from the_loop.context import Ctx, open_ctx
+from the_loop.doctor import DoctorReport, run_doctor
+from the_loop.errors import BadInput, ConfigInvalid, LoopError, NotFound
+from the_loop.refs import WorkItemRef, validate_standing_name
+from the_loop.store.sessions import SessionRecord, SessionStatus
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    from the_loop.web.mcp import McpEndpoint
+
+PathLike = str | os.PathLike[str]
+
+
+def event_filter(
+    types: Sequence[str] = (),
+    work_item: str | None = None,
+    standing: str | None = None,
+    level: str = "debug",
+    since: str | None = None,
+    limit: int | None = 50,
+) -> ev.EventFilter:
+    """An event filter from what a person types; ``BadInput`` for a bad ref, name, level or
+    since (``30s``/``15m``/``2h``/``1d`` or an ISO time)."""
+    return ev.EventFilter(
+        types=tuple(types),
+        work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
+        standing=validate_standing_name(standing) if standing else None,
+        min_level=ev.Level.parse(level),
+        since=ev.parse_since(since) if since else None,
+        limit=limit,
+    )
+
+
+def standing_view(ctx: Ctx, name: str) -> standing_service.StandingView:
+    """The list entry of standing session NAME; ``BadInput`` for a bad name, else
+    ``NotFound``."""
+    validate_standing_name(name)
+    for view in standing_service.list_standing(ctx):
+        if view.name == name:
+            return view
+    raise NotFound(f"no standing session {name!r}")
+
+
+class Sessions:
+    """Work-item sessions; a session is named by its id or by ``github:OWNER/REPO#N`` (its live
+    session, else its latest)."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self._ctx = ctx
+
+    def list(
+        self, status: SessionStatus | str | None = None, limit: int | None = 100
+    ) -> builtins.list[SessionRecord]:
+        """Sessions, newest first."""
+        wanted = SessionStatus(status) if status is not None else None
+        return sessions_service.list_sessions(self._ctx, wanted, limit)
+
+    def get(self, session: str) -> SessionRecord:
+        """One session; ``NotFound`` when there is none."""
+        return sessions_service.resolve(self._ctx, session)
+
+    def say(self, session: str, text: str, actor: str | None = None) -> str:
+        """Deliver TEXT into the live session; returns what happened (``NotRunning`` when it is
+        closed, ``BadInput`` for blank text). ACTOR defaults to the OS user."""
+        return sessions_service.say(self._ctx, session, text, actor)
+
+    def close(self, session: str, kill_tmux: bool | None = None) -> SessionRecord:
+        """Close the session (its screen is kept unless KILL_TMUX; None: the config's choice)."""
+        return sessions_service.close_by_operator(self._ctx, session, kill_tmux)
+
+    def pause(self, session: str) -> SessionRecord:
+        """Stop delivering events to the session (they are dropped, not queued)."""
+        return sessions_service.pause_by_operator(self._ctx, session, True)
+
+    def resume(self, session: str) -> SessionRecord:
+        """Deliver events again (nothing dropped is replayed)."""
+        return sessions_service.pause_by_operator(self._ctx, session, False)
+
+    def screen(self, session: str, lines: int = 200) -> str:
+        """The last LINES lines of the session's screen (its transcript when headless)."""
+        return sessions_service.screen(self._ctx, session, lines)
+
+
+class Standing:
+    """Standing sessions: declared in the config or created at runtime."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self._ctx = ctx
+
+    def list(self) -> builtins.list[standing_service.StandingView]:
+        """Declared (config order) then created (by name), with their status."""
+        return standing_service.list_standing(self._ctx)
+
+    def get(self, name: str) -> standing_service.StandingView:
+        """One standing session; ``NotFound`` when there is none."""
+        return standing_view(self._ctx, name)
+
+    def create(
+        self,
+        name: str,
+        *,
+        harness: str | None = None,
+        args: Sequence[str] | None = None,
+        cwd: PathLike | None = None,
+        prompt: str | None = None,
+        prompt_file: PathLike | None = None,
+        description: str = "",
+        auto_start: bool = True,
+        start: bool = True,
+    ) -> standing_service.CreateResult:
+        """Create (and, unless not START, start) a standing session; see
+        ``the_loop.standing.create`` for the refusals."""
+        return standing_service.create(
+            self._ctx,
+            name,
+            harness=harness,
+            args=list(args) if args is not None else None,
+            cwd=Path(cwd) if cwd is not None else None,
+            prompt=prompt,
+            prompt_file=Path(prompt_file) if prompt_file is not None else None,
+            description=description,
+            auto_start=auto_start,
+            start_now=start,
+        )
+
+    def delete(self, name: str) -> standing_service.DeleteResult:
+        """Stop and remove a created standing session (``Conflict`` for a declared one)."""
+        return standing_service.delete(self._ctx, name)
+
+    def start(self, name: str) -> standing_service.StartOutcome:
+        """Start NAME, resuming its conversation when there is one."""
+        return standing_service.start(self._ctx, name)[0]
+
+    def stop(self, name: str) -> standing_service.StopOutcome:
+        """Stop NAME: terminate the agent, then kill its tmux session."""
+        return standing_service.stop(self._ctx, name)[0]
+
+    def restart(self, name: str) -> standing_service.StartOutcome:
+        """Stop NAME, then start it again (resuming)."""
+        return standing_service.restart(self._ctx, name)
+
+    def say(self, name: str, text: str, actor: str | None = None) -> standing_service.SayResult:
+        """Deliver TEXT into the running session; never starts it (``NotRunning``)."""
+        return standing_service.say(self._ctx, name, text, actor)
+
+
+class Events:
+    """The event log."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self._ctx = ctx
+
+    def query(
+        self,
+        types: Sequence[str] = (),
+        work_item: str | None = None,
+        standing: str | None = None,
+        level: str = "debug",
+        since: str | None = None,
+        limit: int | None = 50,
+    ) -> builtins.list[ev.Event]:
+        """The newest LIMIT events matching every filter given, oldest first; TYPES are globs
+        (``session.*``)."""
+        flt = event_filter(types, work_item, standing, level, since, limit)
+        return ev.query(self._ctx.db, flt)
+
+    def types(self) -> builtins.list[ev.EventSpec]:
+        """The event catalogue, by name."""
+        return sorted(ev.CATALOGUE.values(), key=lambda spec: spec.name)
+
+
+class TheLoop:
+    """One installation of the-loop, driven in-process.
+
+    ``TheLoop()`` reads the config the CLI would (``$THE_LOOP_CONFIG``, ``./the-loop.yaml``,
+    ``~/.config/the-loop/config.yaml``, else defaults); CONFIG_PATH names a file; CONFIG is a
+    ``Config`` or a mapping validated into one (camelCase keys, as in the file). Giving both is
+    ``BadInput``; an invalid config is ``ConfigInvalid`` listing every problem. The config is
+    read once.
+    """
+
+    def __init__(
+        self,
+        config_path: PathLike | None = None,
+        config: Config | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.ctx: Ctx = open_ctx(loaded=_loaded(config_path, config))
+        self.sessions = Sessions(self.ctx)
+        self.standing = Standing(self.ctx)
+        self.events = Events(self.ctx)
+
+    @property
+    def config(self) -> Config:
+        return self.ctx.config
+
+    def doctor(self) -> DoctorReport:
+        """The doctor's checks (tmux, git, harnesses, state dir, port), as ``the-loop doctor``."""
+        from the_loop.daemon import daemon_running
+
+        config = self.ctx.config
+        return run_doctor(config, daemon_port_in_use_ok=daemon_running(config.state_path))
+
+    def mount(
+        self,
+        app: FastAPI,
+        prefix: str = "/the-loop",
+        dependencies: Sequence[Any] = (),
+        *,
+        mcp: bool = True,
+        lifespan: bool = True,
+    ) -> McpEndpoint | None:
+        """Serve the REST routes at ``PREFIX/api/v1`` and MCP at ``PREFIX/mcp`` from APP.
+
+        DEPENDENCIES (``fastapi.Depends(...)``) guard every route, reads and writes alike,
+        instead of the daemon's tokens; they must not read the request body. Errors of
+        the-loop's tree answer ``{"error": {"code", "message"}}`` unless APP handles
+        ``LoopError`` already. MCP needs its session manager running: with LIFESPAN the APP's
+        lifespan is extended to run it; otherwise enter ``(returned endpoint).running()``
+        yourself. Call before APP starts serving. Returns the MCP endpoint (None without MCP).
+        """
+        from the_loop.web.api import build_router
+        from the_loop.web.app import health_of
+
+        base = _prefix(prefix)
+        guards = list(dependencies)
+        router = build_router(lambda: self.ctx, guards, guards, health_of)
+        app.include_router(router, prefix=f"{base}/api/v1")
+        _handle_loop_errors(app)
+        if not mcp:
+            return None
+        from the_loop.web.mcp import McpEndpoint, build_server, mcp_router
+
+        endpoint = McpEndpoint(build_server(lambda: self.ctx))
+        app.include_router(mcp_router(endpoint, guards), prefix=base)
+        if lifespan:
+            _run_in_lifespan(app, endpoint)
+        return endpoint
+
+    def close(self) -> None:
+        """Close this thread's database connection."""
+        self.ctx.db.close()
+
+
+def _loaded(
+    config_path: PathLike | None, config: Config | Mapping[str, Any] | None
+) -> LoadedConfig:
+    if config_path is not None and config is not None:
+        raise BadInput("give config_path or config, not both")
+    if config is None:
+        return load_config(Path(config_path) if config_path is not None else None)
+    if isinstance(config, Config):
+        return LoadedConfig(config, None)
+    try:
+        return LoadedConfig(Config.model_validate(dict(config)), None)
+    except ValidationError as exc:
+        from the_loop.config import _format_error
+
+        problems = [_format_error(err, None) for err in exc.errors()]
+        raise ConfigInvalid(f"the config is invalid ({len(problems)} problems)", problems) from None
+
+
+def _prefix(prefix: str) -> str:
+    if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
+        raise BadInput(f"invalid prefix {prefix!r}: empty, or /like/this (no trailing /)")
+    return prefix
+
+
+def _handle_loop_errors(app: FastAPI) -> None:
+    if LoopError in app.exception_handlers:
+        return
+    from fastapi.responses import JSONResponse
+
+    from the_loop.web.app import error_body
+
+    async def loop_error(_: Request, exc: Exception) -> JSONResponse:
+        err = exc if isinstance(exc, LoopError) else LoopError(str(exc))
+        return JSONResponse(error_body(err.code, err.message), status_code=err.status)
+
+    app.add_exception_handler(LoopError, loop_error)
+
+
+def _run_in_lifespan(app: FastAPI, endpoint: McpEndpoint) -> None:
+    outer = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(owner: Any) -> AsyncIterator[Any]:
+        async with outer(owner) as state, endpoint.running():
+            yield state
+
+    app.router.lifespan_context = lifespan

@@ -1,0 +1,275 @@
+"""MCP: the same service functions as tools, over streamable HTTP (``/mcp``) and stdio.
+
+Each tool is a thin wrapper of one service function. Reading tools may be called with either
+token; the two ``say_*`` tools need the full token when served over HTTP (the read-only token
+gets a tool error). Creating, deleting, closing and stopping are deliberately not tools. Errors
+from the-loop's exception tree become tool errors carrying ``<code>: <message>``, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Request
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
+from pydantic import Field
+from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from the_loop import __version__, sessions, standing
+from the_loop import events as ev
+from the_loop.context import Ctx
+from the_loop.errors import Forbidden, LoopError, ValidationFailed
+from the_loop.sdk import event_filter, standing_view
+from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.web import auth
+from the_loop.web.api import Done, Screen, SessionOut
+
+T = TypeVar("T")
+
+READ_TOOLS = (
+    "list_sessions",
+    "get_session",
+    "read_session_screen",
+    "list_standing_sessions",
+    "get_standing_session",
+    "query_events",
+)
+WRITE_TOOLS = ("say_to_session", "say_to_standing_session")
+TOOLS = READ_TOOLS + WRITE_TOOLS
+"""Every tool the server offers; the documented list (docs/mcp.md), tested."""
+
+ACCESS_KEY = "the_loop_access"
+"""``request.state`` attribute an HTTP guard sets to ``full`` or ``read-only``."""
+
+INSTRUCTIONS = (
+    "the-loop runs AI coding agents in tmux: work-item sessions (one per GitHub issue or pull "
+    "request, addressed by session id or github:OWNER/REPO#N) and named standing sessions. "
+    "Use these tools to look at them, read their screens and event log, and send them messages."
+)
+
+SessionArg = Annotated[
+    str, Field(description="A session id, or github:OWNER/REPO#N for its live (else latest) one.")
+]
+NameArg = Annotated[str, Field(description="Standing session name, e.g. supervisor.")]
+TextArg = Annotated[str, Field(description="The message to paste into the agent.")]
+ActorArg = Annotated[str, Field(description="Who speaks (shown to the agent).")]
+
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_SAY = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def _tool_error(exc: LoopError) -> ToolError:
+    problems = exc.problems if isinstance(exc, ValidationFailed) else []
+    return ToolError("\n".join([f"{exc.code}: {exc.message}", *problems]))
+
+
+def _require_full(context: Context[Any, Any]) -> None:
+    """Refuse a write over HTTP with the read-only token; stdio and in-process are full."""
+    try:
+        request = context.request_context.request
+    except ValueError:
+        return
+    if isinstance(request, Request) and getattr(request.state, ACCESS_KEY, "full") != "full":
+        raise Forbidden("the read-only token cannot change anything; use the full token")
+
+
+def _call(fn: Callable[[], T]) -> T:
+    """FN's result; an error of the-loop's tree becomes a tool error."""
+    try:
+        return fn()
+    except LoopError as exc:
+        raise _tool_error(exc) from None
+
+
+def build_server(get_ctx: Callable[[], Ctx]) -> MCPServer:
+    """An MCP server whose tools (exactly ``TOOLS``) call the service on ``get_ctx()``."""
+    server: MCPServer = MCPServer(
+        "the-loop", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    _session_tools(server, get_ctx)
+    _standing_tools(server, get_ctx)
+    _event_tools(server, get_ctx)
+    return server
+
+
+def _session_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
+    @server.tool(annotations=_READ)
+    def list_sessions(
+        status: SessionStatus | None = None,
+        limit: Annotated[int, Field(ge=1, le=10_000)] = 100,
+    ) -> list[SessionRecord]:
+        """Work-item sessions, newest first, optionally only those with STATUS."""
+        return _call(lambda: sessions.list_sessions(get_ctx(), status, limit))
+
+    @server.tool(annotations=_READ)
+    def get_session(session: SessionArg) -> SessionOut:
+        """One work-item session, with ``pane``: live, dead, absent, unknown or headless."""
+        return _call(lambda: _session_out(get_ctx(), session))
+
+    @server.tool(annotations=_SAY)
+    def say_to_session(
+        session: SessionArg, text: TextArg, context: Context[Any, Any], actor: ActorArg = "mcp"
+    ) -> Done:
+        """Deliver a message into a live work-item session (needs the full token)."""
+
+        def say() -> Done:
+            _require_full(context)
+            return Done(detail=sessions.say(get_ctx(), session, text, actor))
+
+        return _call(say)
+
+    @server.tool(annotations=_READ)
+    def read_session_screen(
+        session: SessionArg, lines: Annotated[int, Field(ge=1, le=100_000)] = 200
+    ) -> Screen:
+        """The last LINES lines of the session's screen (its transcript when headless)."""
+        return _call(lambda: _screen(get_ctx(), session, lines))
+
+
+def _session_out(ctx: Ctx, ref_or_id: str) -> SessionOut:
+    rec = sessions.resolve(ctx, ref_or_id)
+    out = SessionOut.model_validate(rec.model_dump())
+    out.pane = sessions.probe(ctx, rec)
+    return out
+
+
+def _screen(ctx: Ctx, ref_or_id: str, lines: int) -> Screen:
+    rec = sessions.resolve(ctx, ref_or_id)
+    return Screen(session_id=rec.id, lines=lines, text=sessions.screen(ctx, rec.id, lines))
+
+
+def _standing_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
+    @server.tool(annotations=_READ)
+    def list_standing_sessions() -> list[standing.StandingView]:
+        """Declared and created standing sessions with their status."""
+        return _call(lambda: standing.list_standing(get_ctx()))
+
+    @server.tool(annotations=_READ)
+    def get_standing_session(name: NameArg) -> standing.StandingView:
+        """One standing session: source, status, harness, conversation, last message."""
+        return _call(lambda: standing_view(get_ctx(), name))
+
+    @server.tool(annotations=_SAY)
+    def say_to_standing_session(
+        name: NameArg, text: TextArg, context: Context[Any, Any], actor: ActorArg = "mcp"
+    ) -> standing.SayResult:
+        """Deliver a message into a running standing session; never starts one (needs the
+        full token)."""
+
+        def say() -> standing.SayResult:
+            _require_full(context)
+            return standing.say(get_ctx(), name, text, actor)
+
+        return _call(say)
+
+
+def _event_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
+    @server.tool(annotations=_READ)
+    def query_events(
+        types: Annotated[list[str], Field(description="Type globs, e.g. session.*")] = [],  # noqa: B006
+        work_item: Annotated[str | None, Field(description="github:OWNER/REPO#N")] = None,
+        standing: Annotated[str | None, Field(description="Standing session name")] = None,
+        level: Annotated[str, Field(description="debug, info, warning or error")] = "debug",
+        since: Annotated[str | None, Field(description="30s, 15m, 2h, 1d or ISO")] = None,
+        limit: Annotated[int, Field(ge=1, le=100_000)] = 50,
+    ) -> list[ev.Event]:
+        """The newest LIMIT events of the log matching every filter given, oldest first."""
+
+        def query() -> list[ev.Event]:
+            flt = event_filter(types, work_item, standing, level, since, limit)
+            return ev.query(get_ctx().db, flt)
+
+        return _call(query)
+
+
+# --- streamable HTTP ------------------------------------------------------------------------
+
+
+def transport_security(host: str | None) -> TransportSecuritySettings:
+    """The DNS-rebinding guard: on a loopback HOST only loopback ``Host`` headers (any port)
+    are answered (others get 421); elsewhere (or None: embedded) the bearer token is the gate."""
+    if host is None or not auth.is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+class McpEndpoint:
+    """SERVER over streamable HTTP. ``running()`` starts a fresh session manager (enter it in
+    the app's lifespan; it may be entered again after it exits); ``handle`` is the ASGI app,
+    answering 503 while no manager runs."""
+
+    def __init__(self, server: MCPServer, host: str | None = None) -> None:
+        self.server = server
+        self.security = transport_security(host)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        self.server.streamable_http_app(streamable_http_path="/", transport_security=self.security)
+        manager = self.server.session_manager
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:
+            body = {"error": {"code": "unavailable", "message": "the MCP server is not running"}}
+            await JSONResponse(body, status_code=503)(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
+
+
+class _Handover(Response):
+    """A response that hands the raw ASGI exchange to APP, which answers it (status, headers,
+    streamed body). Lets a FastAPI route, with its dependencies, front an ASGI app."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Any]) -> None:
+        super().__init__()
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+
+def mcp_router(endpoint: McpEndpoint, dependencies: Sequence[Any]) -> APIRouter:
+    """``/mcp`` (GET, POST, DELETE) guarded by DEPENDENCIES, answered by ENDPOINT; not in the
+    OpenAPI document."""
+    router = APIRouter()
+
+    @router.api_route(
+        "/mcp",
+        methods=["GET", "POST", "DELETE"],
+        dependencies=list(dependencies),
+        include_in_schema=False,
+    )
+    async def mcp_endpoint() -> Response:
+        return _Handover(endpoint.handle)
+
+    return router
+
+
+def token_guard(get_tokens: Callable[[], auth.Tokens]) -> list[Any]:
+    """The dependency for the daemon's ``/mcp``: any valid token (401 otherwise), recording
+    on ``request.state`` whether it was the read-only one."""
+    from fastapi import Depends
+
+    def guard(request: Request) -> None:
+        setattr(request.state, ACCESS_KEY, auth.check(request, get_tokens(), write=False))
+
+    return [Depends(guard)]
