@@ -18,6 +18,8 @@ def run(argv: list[str] | None = None) -> None:
 
 def _dispatch(args: list[str]) -> int:
     """Run one command; map every error to ``error: …`` and its exit code."""
+    import sqlite3
+
     from the_loop.cli import common
     from the_loop.cli.app import app
     from the_loop.errors import LoopError, ValidationFailed
@@ -39,6 +41,9 @@ def _dispatch(args: list[str]) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except sqlite3.Error as exc:
+        common.print_error(f"the state database cannot be used: {exc}")
+        return 1
     except Exception as exc:
         if common.STATE.debug:
             raise

@@ -386,16 +386,29 @@ class Poller:
         )
 
 
+MAX_BACKOFF_SECONDS = 300.0
+
+
+def next_wait(interval: float, failures: int) -> float:
+    """Seconds until the next cycle: the interval, doubled per consecutive failed cycle (at
+    most ``MAX_BACKOFF_SECONDS``, never below the interval)."""
+    return float(max(interval, min(interval * 2.0**failures, MAX_BACKOFF_SECONDS)))
+
+
 async def poll_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """The daemon's poller: one cycle every ``github.poller.intervalSeconds`` (reloadable)."""
+    """The daemon's poller: one cycle every ``github.poller.intervalSeconds`` (reloadable),
+    backing off while cycles fail (GitHub down, timing out, rate limiting)."""
     poller: Poller | None = None
+    failures = 0
     while not stop.is_set():
         cfg = ctx.config.github
         if cfg.enabled and cfg.poller.enabled:
             poller = poller or Poller(ctx)
-            await poller.cycle()
+            result = await poller.cycle()
+            failures = 0 if result.ok else failures + 1
+        wait = next_wait(ctx.config.github.poller.interval_seconds, failures)
         try:
-            await asyncio.wait_for(stop.wait(), timeout=ctx.config.github.poller.interval_seconds)
+            await asyncio.wait_for(stop.wait(), timeout=wait)
         except TimeoutError:
             continue
     if poller is not None:

@@ -47,14 +47,17 @@ class Database:
             raise _state_error(self.path, exc) from None
         try:
             yield conn
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise _state_error(self.path, exc) from None
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         else:
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise _state_error(self.path, exc) from None
 
     def close(self) -> None:
@@ -67,6 +70,15 @@ class Database:
     def applied_migrations(self) -> list[str]:
         rows = self.connect().execute("SELECT name FROM schema_migrations ORDER BY rowid")
         return [str(r[0]) for r in rows]
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back unless SQLite already did (it does on a full disk or an I/O error)."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -94,7 +106,7 @@ def _state_error(path: Path, exc: sqlite3.Error) -> StateError:
         )
     if "readonly" in text or "read-only" in text or "unable to open" in text:
         return StateError(f"cannot write the state database {path}: {text}")
-    if "disk" in text and "full" in text:
+    if "full" in text:
         return StateError(f"the disk holding {path} is full: {text}")
     return StateError(f"state database {path}: {text}")
 

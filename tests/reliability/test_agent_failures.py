@@ -1,0 +1,55 @@
+"""tmux dying and agents crashing: reported, then respawned (resuming) by the next event."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fakes import fake_agent
+from tests.fakes import payloads as P
+from tests.helpers import wait_until
+from tests.work import Work
+from the_loop.context import open_ctx
+from the_loop.housekeeping import reconcile_once
+
+pytestmark = pytest.mark.reliability
+
+REF = "github:octo/repo#15"
+TARGET = "loop-github-octo-repo-15"
+
+
+def _start(work: Work) -> str:
+    r = work.dispatch("issue_comment", P.issue_comment_event("the-loop start"), "r-1")
+    assert "spawned" in r.stdout, r.stdout
+    sid = str(work.session_json(REF)["id"])
+    work.wait_prompts(sid, 1)
+    return sid
+
+
+def test_tmux_server_killed_sessions_reported_then_resumed(work: Work) -> None:
+    sid = _start(work)
+    assert work.tmux("kill-server").returncode == 0
+    assert work.session_json(REF)["pane"] in ("absent", "unknown")
+    found = reconcile_once(open_ctx(work.env.config_path), set())
+    assert found == [sid]
+    vanished = work.events("session.vanished")
+    assert vanished and vanished[-1]["workItem"] == REF
+    r = work.dispatch("issue_comment", P.issue_comment_event("after the crash"), "r-2")
+    assert r.exit_code == 0, r.stdout
+    assert "after the crash" in work.wait_prompts(sid, 2)[-1]
+    assert fake_agent.read_starts(work.agent_dir, sid)[-1].resumed
+    assert work.events("session.respawned")[-1]["payload"]["resumed"] is True
+
+
+def test_agent_that_crashes_mid_delivery_is_reported_and_respawned(work: Work) -> None:
+    work.configure(harness_env={"FAKE_AGENT_CRASH_AFTER": "2"})
+    sid = _start(work)
+    work.dispatch("issue_comment", P.issue_comment_event("this one kills it"), "r-2")
+    work.wait_prompts(sid, 2)
+    wait_until(lambda: work.pane_dead(TARGET) == "1", timeout=10, what="the agent to crash")
+    assert reconcile_once(open_ctx(work.env.config_path), set()) == [sid]
+    assert work.session_json(REF)["pane"] == "dead"
+    r = work.dispatch("issue_comment", P.issue_comment_event("are you back?"), "r-3")
+    assert r.exit_code == 0, r.stdout
+    texts = work.wait_prompts(sid, 3)
+    assert "are you back?" in texts[-1]
+    assert work.session_json(REF)["status"] == "active"

@@ -1,0 +1,60 @@
+"""Concurrent duplicates over HTTP: 100 copies of one delivery → one prompt; 100 triggers on one
+new item → one session (SPEC §12)."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.daemon import Daemon
+from tests.fakes import payloads as P
+from tests.helpers import wait_until
+
+pytestmark = pytest.mark.reliability
+
+
+def _drained(daemon: Daemon, total: int) -> bool:
+    counts = daemon.api("GET", "/inbox").json()["counts"]
+    return counts.get("succeeded", 0) + counts.get("dead", 0) >= total and not (
+        counts.get("pending") or counts.get("processing")
+    )
+
+
+def test_100_copies_of_one_delivery_make_one_prompt(daemon: Daemon) -> None:
+    start = daemon.post("issue_comment", P.issue_comment_event("the-loop start"), "c-start")
+    assert start.status_code == 202
+    wait_until(lambda: _drained(daemon, 1), timeout=20)
+    sid = daemon.api("GET", "/sessions").json()[0]["id"]
+    payload = P.issue_comment_event("exactly once please tok-once")
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        codes = list(
+            pool.map(
+                lambda _: daemon.post("issue_comment", payload, "c-same").status_code, range(100)
+            )
+        )
+    assert set(codes) == {202}
+    wait_until(lambda: _drained(daemon, 2), timeout=20)
+    texts = daemon.work.wait_prompts(sid, 2)
+    assert sum("tok-once" in t for t in texts) == 1
+    assert len(daemon.work.events("webhook.duplicate")) >= 99
+
+
+def test_100_concurrent_triggers_on_one_new_item_make_one_session(daemon: Daemon) -> None:
+    def trigger(n: int) -> int:
+        body = P.issue_comment_event(f"the-loop start tok-{n}-end", number=42)
+        return daemon.post("issue_comment", body, f"t-{n}").status_code
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        assert set(pool.map(trigger, range(100))) == {202}
+    wait_until(lambda: _drained(daemon, 100), timeout=60)
+    sessions = daemon.api("GET", "/sessions").json()
+    assert [s["workItem"] for s in sessions] == ["github:octo/repo#42"]
+    texts = daemon.work.wait_prompts(sessions[0]["id"], 100, timeout=30)
+    tokens = [t for text in texts for t in __import__("re").findall(r"tok-(\d+)-end", text)]
+    assert sorted(tokens, key=int) == [str(n) for n in range(100)]
+    assert (
+        json.loads(daemon.work.cli("inbox", "list", "--status", "dead", "--format", "json").stdout)
+        == []
+    )
