@@ -7,6 +7,7 @@ Connections are per thread; the CLI and the daemon may write at the same time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -75,10 +76,8 @@ class Database:
 def _rollback(conn: sqlite3.Connection) -> None:
     """Roll back unless SQLite already did (it does on a full disk or an I/O error)."""
     if conn.in_transaction:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
 
 
 def _connect(path: Path) -> sqlite3.Connection:
