@@ -216,3 +216,36 @@ def test_concurrent_dispatches_from_two_processes_make_one_session(work: Work) -
     for tag in "ab":
         mine = [s for s in seen if s.startswith(tag)]
         assert mine == [f"{tag}-{i}" for i in range(20)]
+
+
+def test_the_loops_own_secrets_never_reach_an_agent(work: Work) -> None:
+    import subprocess as sp
+    import sys as system
+
+    from tests.fakes import fake_agent
+
+    env = work.env.process_env()
+    env.update(
+        THE_LOOP_TOKEN="api-secret-1",
+        THE_LOOP_WEBHOOK_SECRET="hook-secret-2",
+        SLACK_BOT_TOKEN="slack-secret-3",
+        KEEP_ME="visible-4",
+    )
+    payload = work.env.root / "start.json"
+    payload.write_text(__import__("json").dumps(P.issue_comment_event("the-loop start")))
+    done = sp.run(
+        [system.executable, "-m", "the_loop", "dispatch", "--event", "issue_comment", str(payload)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=work.env.root,
+    )
+    assert done.returncode == 0, done.stderr
+    sid = work.session_json(REF)["id"]
+    work.wait_prompts(sid, 1)
+    shown = work.tmux("show-environment", "-g").stdout
+    assert "KEEP_ME=visible-4" in shown
+    for secret in ("api-secret-1", "hook-secret-2", "slack-secret-3"):
+        assert secret not in shown
+    start = fake_agent.read_starts(work.agent_dir, sid)[0]
+    assert not {"THE_LOOP_TOKEN", "THE_LOOP_WEBHOOK_SECRET", "SLACK_BOT_TOKEN"} & set(start.env)

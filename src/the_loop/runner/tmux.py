@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -256,6 +256,7 @@ class TmuxRunner:
         work_dir: Path | None = None,
         remain_on_exit: bool = True,
         config_file: str = "/dev/null",
+        withheld_env: Collection[str] = (),
     ) -> None:
         if not _SOCKET_RE.match(socket):
             raise BadInput(f"invalid tmux socket name {socket!r}")
@@ -267,6 +268,7 @@ class TmuxRunner:
         self.work_dir = (work_dir or default_work_dir()).absolute()
         self.remain_on_exit = remain_on_exit
         self.config_file = config_file
+        self.withheld_env = tuple(withheld_env)
         self._locks = KeyedLock(self.work_dir / "locks", f"tmux-{socket}")
 
     @classmethod
@@ -278,6 +280,7 @@ class TmuxRunner:
             rows=config.tmux.rows,
             remain_on_exit=config.tmux.remain_on_exit,
             work_dir=work_dir or config.state_path / "run",
+            withheld_env=secret_env_names(config),
         )
 
     # -- the doorway -------------------------------------------------------------------------
@@ -295,7 +298,7 @@ class TmuxRunner:
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=_client_env(), start_new_session=True,
+                env=_client_env(self.withheld_env), start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
             return TmuxResult(TmuxOutcome.NO_ANSWER, tuple(args), None, "", str(exc))
@@ -382,7 +385,7 @@ class TmuxRunner:
         if read_only:
             argv.append("-r")
         argv += ["-t", f"={_require_target(target)}"]
-        return AttachCommand(tuple(argv), _client_env())
+        return AttachCommand(tuple(argv), _client_env(self.withheld_env))
 
     def inspect_command(self, target: str) -> str:
         """A shell command a person can run to look at TARGET read-only."""
@@ -736,10 +739,25 @@ def _classify(returncode: int, stderr: str) -> TmuxOutcome:
     return TmuxOutcome.ERROR
 
 
-def _client_env() -> dict[str, str]:
+def secret_env_names(config: Config) -> tuple[str, ...]:
+    """The variables holding the-loop's own secrets (API tokens, webhook and Slack secrets),
+    withheld from agents. The GitHub token is not: agents reply on GitHub with it."""
+    return (
+        config.server.token_env,
+        config.server.read_only_token_env,
+        config.github.webhook.secret_env,
+        config.slack.signing_secret_env,
+        config.slack.bot_token_env,
+    )
+
+
+def _client_env(withheld: Collection[str] = ()) -> dict[str, str]:
+    """The environment of a tmux client: ours without TMUX (no nesting) and without the
+    WITHHELD variables — a client that starts the server gives it its environment, which every
+    agent pane inherits, so the-loop's own secrets must not be in it."""
     env = dict(os.environ)
-    env.pop("TMUX", None)
-    env.pop("TMUX_PANE", None)
+    for name in ("TMUX", "TMUX_PANE", *withheld):
+        env.pop(name, None)
     return env
 
 
