@@ -249,3 +249,46 @@ def test_the_loops_own_secrets_never_reach_an_agent(work: Work) -> None:
         assert secret not in shown
     start = fake_agent.read_starts(work.agent_dir, sid)[0]
     assert not {"THE_LOOP_TOKEN", "THE_LOOP_WEBHOOK_SECRET", "SLACK_BOT_TOKEN"} & set(start.env)
+
+
+def test_workspace_through_dispatch_and_remove_on_close(work: Work) -> None:
+    from tests.sessions.test_workspace import current_branch, make_repo
+
+    clone = make_repo(work.env.root / "clone")
+    work.configure(
+        workspaces={
+            "enabled": True,
+            "repos": {"octo/repo": str(clone)},
+            "setup": "echo ran >> setup.log",
+            "removeOnClose": True,
+        }
+    )
+    sid = start(work)
+    work.wait_prompts(sid, 1)
+    cwd = work.session_json(REF)["cwd"]
+    assert cwd.endswith("workspaces/github-octo-repo-15")
+    assert current_branch(__import__("pathlib").Path(cwd)) == "the-loop/github-octo-repo-15"
+    assert (__import__("pathlib").Path(cwd) / "setup.log").read_text() == "ran\n"
+    assert work.events("workspace.prepared")
+    work.dispatch("issues", P.issues_event("closed", state="closed"), "d-close")
+    assert not __import__("pathlib").Path(cwd).exists()
+    assert work.events("workspace.removed")
+
+
+def test_inbox_list_and_replay_from_the_cli(work: Work) -> None:
+    import json as js
+
+    work.env.write_config(
+        routing={"defaultHarness": "claude", "authorizedUsers": ["alice"]},
+        harnesses={"claude": {"binary": "/nonexistent/claude"}},
+    )
+    failed = work.dispatch("issue_comment", P.issue_comment_event("the-loop start"), "d-fail")
+    assert failed.exit_code == 1 and "not found" in failed.stdout
+    dead = js.loads(work.cli("inbox", "list", "--status", "dead", "--format", "json").stdout)
+    assert [d["deliveryId"] for d in dead] == ["d-fail"]
+    assert work.cli("inbox", "replay", "nope").exit_code == 1
+    work.configure()
+    replayed = work.cli("inbox", "replay", "d-fail")
+    assert replayed.exit_code == 0 and "succeeded" in replayed.stdout, replayed.stdout
+    assert work.session_json(REF)["status"] == "active"
+    assert work.cli("inbox", "list", "--status", "bogus").exit_code == 2
