@@ -104,9 +104,14 @@ def _write_info(state_dir: Path, info: DaemonInfo) -> None:
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind the listening socket up front so the real port is known before serving."""
+    """Bind the listening socket up front so the real port is known before serving.
+
+    The protocol is named (``IPPROTO_TCP``): asyncio turns Nagle off (``TCP_NODELAY``) only on
+    connections accepted from a socket that says it is TCP, and with Nagle on every response
+    written in two parts (headers, body) waited about 40 ms for the client's delayed ACK.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -164,19 +169,21 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
             server_header=False,
         )
     )
+
+    # Installed before anyone can find us (daemon.json): a signal before uvicorn installs its
+    # own handlers asks it to exit as soon as it runs; the one uvicorn re-raises when it is
+    # done lands here too, so the shutdown below always runs.
+    def request_exit(*_: object) -> None:
+        server.should_exit = True
+
+    signal.signal(signal.SIGTERM, request_exit)
+    signal.signal(signal.SIGINT, request_exit)
     _write_info(ctx.state_dir, info)
     ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)
     for warning in ctx.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
     if banner:
         banner(url)
-    # A signal before uvicorn installs its own handlers asks it to exit as soon as it runs; the
-    # one uvicorn re-raises when it is done lands here too, so the shutdown below always runs.
-    def request_exit(*_: object) -> None:
-        server.should_exit = True
-
-    signal.signal(signal.SIGTERM, request_exit)
-    signal.signal(signal.SIGINT, request_exit)
     try:
         server.run(sockets=[sock])
     finally:
@@ -192,6 +199,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     from the_loop.inbox_worker import inbox_loop
 
     builtin: list[tuple[str, BackgroundTask]] = [
+        ("checkpoint", housekeeping.checkpoint_loop),
         ("prune-events", housekeeping.prune_loop),
         ("reload-config", housekeeping.reload_loop),
         ("inbox", inbox_loop),

@@ -79,7 +79,10 @@ class Sessions:
         self, status: SessionStatus | str | None = None, limit: int | None = 100
     ) -> builtins.list[SessionRecord]:
         """Sessions, newest first."""
-        wanted = SessionStatus(status) if status is not None else None
+        try:
+            wanted = SessionStatus(status) if status is not None else None
+        except ValueError:
+            raise BadInput(f"invalid status {status!r}: queued, active, paused or closed") from None
         return sessions_service.list_sessions(self._ctx, wanted, limit)
 
     def get(self, session: str) -> SessionRecord:

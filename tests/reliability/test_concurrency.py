@@ -4,6 +4,7 @@ new item → one session (SPEC §12)."""
 from __future__ import annotations
 
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -11,6 +12,9 @@ import pytest
 from tests.daemon import Daemon
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
+from tests.work import Work
+from the_loop.context import open_ctx
+from the_loop.dispatch import dispatch
 
 pytestmark = pytest.mark.reliability
 
@@ -58,3 +62,22 @@ def test_100_concurrent_triggers_on_one_new_item_make_one_session(daemon: Daemon
         json.loads(daemon.work.cli("inbox", "list", "--status", "dead", "--format", "json").stdout)
         == []
     )
+
+
+def test_100_threads_triggering_one_item_at_once_make_one_session(work: Work) -> None:
+    """Bypasses the worker's per-item lanes: the item lock and the database decide alone."""
+    ctx = open_ctx(work.env.config_path)
+    barrier = threading.Barrier(100)
+
+    def trigger(n: int) -> str:
+        body = json.dumps(P.issue_comment_event(f"the-loop start tok-{n}-end", number=77))
+        barrier.wait(timeout=30)
+        return dispatch(ctx, "issue_comment", body.encode(), f"b-{n}").status
+
+    with ThreadPoolExecutor(max_workers=100) as pool:
+        statuses = list(pool.map(trigger, range(100)))
+    assert statuses.count("succeeded") == 100, statuses
+    sessions = json.loads(work.cli("sessions", "list", "--format", "json").stdout)
+    assert len(sessions) == 1
+    texts = work.wait_prompts(sessions[0]["id"], 100, timeout=30)
+    assert len(texts) == 100

@@ -14,6 +14,7 @@ from the_loop.cli import (
     doctor_cmd,
     events_cmd,
     inbox_cmd,
+    mcp_cmd,
     poll_cmd,
     sessions_cmd,
     standing_cmd,
@@ -65,3 +66,4 @@ app.add_typer(inbox_cmd.app, name="inbox")
 app.command("poll")(poll_cmd.poll)
 app.add_typer(standing_cmd.app, name="standing")
 daemon_cmd.register(app)
+app.command("mcp")(mcp_cmd.mcp)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -28,7 +29,8 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
     """Build the app serving CTX; DAEMON (a ``DaemonInfo``) when run by the daemon."""
     from the_loop.daemon import run_background
 
-    mcp = McpEndpoint(build_server(lambda: ctx), ctx.config.server.host)
+    server = ctx.config.server
+    mcp = McpEndpoint(build_server(lambda: ctx), server.host, server.public_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -51,6 +53,7 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
         openapi_url="/api/v1/openapi.json",
+        redirect_slashes=False,
     )
     app.state.ctx = ctx
     app.state.daemon = daemon
@@ -138,6 +141,12 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(LoopError)
     async def loop_error(_: Request, exc: LoopError) -> JSONResponse:
         return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+
+    @app.exception_handler(sqlite3.Error)
+    async def state_error(_: Request, exc: sqlite3.Error) -> JSONResponse:
+        return JSONResponse(
+            error_body("state_error", f"the state database: {exc}"), status_code=503
+        )
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -10,10 +10,12 @@ traceback.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Annotated, Any, TypeVar
+from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -91,8 +93,10 @@ def _call(fn: Callable[[], T]) -> T:
 
 def build_server(get_ctx: Callable[[], Ctx]) -> MCPServer:
     """An MCP server whose tools (exactly ``TOOLS``) call the service on ``get_ctx()``."""
-    server: MCPServer = MCPServer(
-        "the-loop", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    server = _quietly(
+        lambda: MCPServer(
+            "the-loop", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        )
     )
     _session_tools(server, get_ctx)
     _standing_tools(server, get_ctx)
@@ -100,11 +104,24 @@ def build_server(get_ctx: Callable[[], Ctx]) -> MCPServer:
     return server
 
 
+def _quietly(make: Callable[[], T]) -> T:
+    """MAKE's result, with the root logger as it was: ``MCPServer`` calls
+    ``logging.basicConfig``, and logging belongs to the host process (the daemon, a caller's
+    app), which may configure it later."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        return make()
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def _session_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
     @server.tool(annotations=_READ)
     def list_sessions(
         status: SessionStatus | None = None,
-        limit: Annotated[int, Field(ge=1, le=10_000)] = 100,
+        limit: Annotated[int, Field(ge=1, le=100_000)] = 100,
     ) -> list[SessionRecord]:
         """Work-item sessions, newest first, optionally only those with STATUS."""
         return _call(lambda: sessions.list_sessions(get_ctx(), status, limit))
@@ -193,15 +210,20 @@ def _event_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
 # --- streamable HTTP ------------------------------------------------------------------------
 
 
-def transport_security(host: str | None) -> TransportSecuritySettings:
-    """The DNS-rebinding guard: on a loopback HOST only loopback ``Host`` headers (any port)
-    are answered (others get 421); elsewhere (or None: embedded) the bearer token is the gate."""
+def transport_security(host: str | None, public_url: str = "") -> TransportSecuritySettings:
+    """The DNS-rebinding guard. On a loopback HOST only loopback ``Host`` headers (any port)
+    and the host of PUBLIC_URL (a reverse proxy's) are answered, others get 421; elsewhere, or
+    with no HOST (embedded in a caller's app), the guard is off and the token is the gate."""
     if host is None or not auth.is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    public = urlsplit(public_url)
+    if public.scheme and public.netloc:
+        hosts.append(public.netloc)
+        origins.append(f"{public.scheme}://{public.netloc}")
     return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
 
 
@@ -210,9 +232,9 @@ class McpEndpoint:
     the app's lifespan; it may be entered again after it exits); ``handle`` is the ASGI app,
     answering 503 while no manager runs."""
 
-    def __init__(self, server: MCPServer, host: str | None = None) -> None:
+    def __init__(self, server: MCPServer, host: str | None = None, public_url: str = "") -> None:
         self.server = server
-        self.security = transport_security(host)
+        self.security = transport_security(host, public_url)
         self._manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
@@ -267,7 +289,6 @@ def mcp_router(endpoint: McpEndpoint, dependencies: Sequence[Any]) -> APIRouter:
 def token_guard(get_tokens: Callable[[], auth.Tokens]) -> list[Any]:
     """The dependency for the daemon's ``/mcp``: any valid token (401 otherwise), recording
     on ``request.state`` whether it was the read-only one."""
-    from fastapi import Depends
 
     def guard(request: Request) -> None:
         setattr(request.state, ACCESS_KEY, auth.check(request, get_tokens(), write=False))
