@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.daemon import SECRET, Daemon
@@ -98,6 +98,7 @@ def test_signed_garbage_is_a_2xx_or_a_4xx_never_a_500(
 @FUZZ
 @given(name=st.text(min_size=1, max_size=60))
 def test_api_names_are_4xx_never_500(daemon: Daemon, name: str) -> None:
+    assume(name not in {".", ".."})  # the HTTP client itself resolves dot segments
     quoted = quote(name, safe="")
     for method, path in (
         ("GET", f"/standing/{quoted}"),
