@@ -96,6 +96,14 @@ def test_config_reload_while_running(loop_env: Env) -> None:
         wait_until(lambda: "config.reloaded" in types(), timeout=10)
         reloaded = ev.query(db, ev.EventFilter(types=("config.reloaded",)))[-1]
         assert reloaded.payload["restartNeeded"] == ["server.host/port"]
+        loop_env.write_config(routing={"authorizedUsers": ["alice"]},
+                              github={"webhook": {"events": ["issue_comment"]}})
+
+        def lacks_close_events() -> bool:
+            warnings = ev.query(db, ev.EventFilter(types=("config.warning",)))
+            return any("lacks issues, pull_request" in w.payload["message"] for w in warnings)
+
+        wait_until(lacks_close_events, timeout=10, what="the events-filter warning on reload")
         assert loop_env.run("status").exit_code == 0
     finally:
         loop_env.run("stop")
