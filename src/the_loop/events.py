@@ -10,7 +10,7 @@ import fnmatch
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
@@ -211,6 +211,36 @@ class EventFilter:
     after_id: int = 0
     limit: int | None = 100
 
+    def following(self, after_id: int) -> EventFilter:
+        """The same selection, for events after AFTER_ID, unlimited and without ``since``."""
+        return EventFilter(
+            self.types, self.work_item, self.standing, self.min_level, None, after_id, None
+        )
+
+
+def parse_filter(
+    types: Sequence[str] = (),
+    work_item: str | None = None,
+    standing: str | None = None,
+    level: str = "debug",
+    since: str | None = None,
+    limit: int | None = 50,
+    after_id: int = 0,
+) -> EventFilter:
+    """A filter from what a person types (every surface uses this one); ``BadInput`` for a bad
+    ref, standing name, level or since (``30s``/``15m``/``2h``/``1d`` or an ISO time)."""
+    from the_loop.refs import WorkItemRef, validate_standing_name
+
+    return EventFilter(
+        types=tuple(types),
+        work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
+        standing=validate_standing_name(standing) if standing else None,
+        min_level=Level.parse(level),
+        since=parse_since(since) if since else None,
+        after_id=after_id,
+        limit=limit,
+    )
+
 
 _DURATION = re.compile(r"^([0-9]+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -302,7 +332,7 @@ def follow(
     """
     after = f.after_id
     while stop is None or not stop.is_set():
-        batch = read_after(db, _replace_after(f, after))
+        batch = read_after(db, f.following(after))
         for event in batch:
             after = event.id
             yield event
@@ -311,10 +341,6 @@ def follow(
                 stop.wait(interval)
             else:
                 time.sleep(interval)
-
-
-def _replace_after(f: EventFilter, after: int) -> EventFilter:
-    return EventFilter(f.types, f.work_item, f.standing, f.min_level, f.since, after, f.limit)
 
 
 def prune(db: Database, retention_days: float, now: float | None = None) -> int:

@@ -26,7 +26,7 @@ from the_loop.config import Config, LoadedConfig, load_config
 from the_loop.context import Ctx, open_ctx
 from the_loop.doctor import DoctorReport, run_doctor
 from the_loop.errors import BadInput, ConfigInvalid, LoopError, NotFound
-from the_loop.refs import WorkItemRef, validate_standing_name
+from the_loop.refs import validate_standing_name
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 if TYPE_CHECKING:
@@ -38,24 +38,7 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
-def event_filter(
-    types: Sequence[str] = (),
-    work_item: str | None = None,
-    standing: str | None = None,
-    level: str = "debug",
-    since: str | None = None,
-    limit: int | None = 50,
-) -> ev.EventFilter:
-    """An event filter from what a person types; ``BadInput`` for a bad ref, name, level or
-    since (``30s``/``15m``/``2h``/``1d`` or an ISO time)."""
-    return ev.EventFilter(
-        types=tuple(types),
-        work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
-        standing=validate_standing_name(standing) if standing else None,
-        min_level=ev.Level.parse(level),
-        since=ev.parse_since(since) if since else None,
-        limit=limit,
-    )
+event_filter = ev.parse_filter
 
 
 def standing_view(ctx: Ctx, name: str) -> standing_service.StandingView:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,20 +15,11 @@ import pytest
 from tests.conftest import CliResult, Env
 from tests.fakes import fake_agent
 from tests.helpers import wait_until
+from tests.work import fake_harness
 from the_loop.config import load_config
 from the_loop.context import Ctx, open_ctx
 
-FAKE = str(fake_agent.SCRIPT)
-
-
-def fake_agent_harness(agent_dir: Path, **env: str) -> dict[str, Any]:
-    """A ``command`` harness that runs the fake agent, recording into AGENT_DIR."""
-    return {
-        "adapter": "command",
-        "interactive": [sys.executable, FAKE, "--session-id", "{session_id}", "--", "{prompt}"],
-        "resume": [sys.executable, FAKE, "--resume", "{session_id}", "--", "{prompt}"],
-        "env": {"FAKE_AGENT_DIR": str(agent_dir), **env},
-    }
+fake_agent_harness = fake_harness  # the fake agent as a `command` harness
 
 
 @dataclass

@@ -10,7 +10,6 @@ import typer
 
 from the_loop import events as ev
 from the_loop.cli import common
-from the_loop.refs import WorkItemRef, validate_standing_name
 
 
 class EventFormat(StrEnum):
@@ -34,14 +33,7 @@ def events(
     if types:
         _print_catalogue(fmt)
         return
-    flt = ev.EventFilter(
-        types=tuple(type_),
-        work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
-        standing=validate_standing_name(standing) if standing else None,
-        min_level=ev.Level.parse(level),
-        since=ev.parse_since(since) if since else None,
-        limit=limit,
-    )
+    flt = ev.parse_filter(type_, work_item, standing, level, since, limit)
     db = common.ctx().db
     rows = ev.query(db, flt)
     if fmt is EventFormat.json and not follow:
@@ -51,8 +43,7 @@ def events(
         _print_one(event, fmt)
     if follow:
         after = rows[-1].id if rows else ev.last_id(db)
-        live = ev.EventFilter(flt.types, flt.work_item, flt.standing, flt.min_level, None, after)
-        for event in ev.follow(db, live):
+        for event in ev.follow(db, flt.following(after)):
             _print_one(event, fmt)
 
 

@@ -100,12 +100,28 @@ def _make_ready(
 def claim_next(db: Database, now: float | None = None) -> tuple[InboxItem, bytes] | None:
     """Take the oldest ready item (pending, or failed and due) and mark it processing."""
     now = time.time() if now is None else now
+    return _claim(
+        db,
+        "status IN ('pending', 'failed') AND next_attempt_at <= ?"
+        " ORDER BY received_at, rowid LIMIT 1",
+        (now,),
+        now,
+    )
+
+
+def claim(db: Database, delivery_id: str) -> tuple[InboxItem, bytes] | None:
+    """Take one named item if it is ready (used by ``dispatch`` to process synchronously)."""
+    return _claim(
+        db, "delivery_id = ? AND status IN ('pending', 'failed')", (delivery_id,), time.time()
+    )
+
+
+def _claim(
+    db: Database, where: str, args: tuple[Any, ...], now: float
+) -> tuple[InboxItem, bytes] | None:
+    """In one transaction: select the first item matching WHERE and mark it processing."""
     with db.transaction() as tx:
-        row = tx.execute(
-            f"SELECT {_COLUMNS}, payload FROM inbox WHERE status IN ('pending', 'failed')"
-            " AND next_attempt_at <= ? ORDER BY received_at, rowid LIMIT 1",
-            (now,),
-        ).fetchone()
+        row = tx.execute(f"SELECT {_COLUMNS}, payload FROM inbox WHERE {where}", args).fetchone()
         if row is None:
             return None
         item = _item(row[:-1])
@@ -114,28 +130,6 @@ def claim_next(db: Database, now: float | None = None) -> tuple[InboxItem, bytes
             " WHERE delivery_id = ?",
             (now, item.delivery_id),
         )
-    item.status = InboxStatus.processing
-    item.attempts += 1
-    return item, bytes(row[-1])
-
-
-def claim(db: Database, delivery_id: str) -> tuple[InboxItem, bytes] | None:
-    """Take one named item if it is ready (used by ``dispatch`` to process synchronously)."""
-    now = time.time()
-    with db.transaction() as tx:
-        row = tx.execute(
-            f"SELECT {_COLUMNS}, payload FROM inbox WHERE delivery_id = ?"
-            " AND status IN ('pending', 'failed')",
-            (delivery_id,),
-        ).fetchone()
-        if row is None:
-            return None
-        tx.execute(
-            "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?"
-            " WHERE delivery_id = ?",
-            (now, delivery_id),
-        )
-    item = _item(row[:-1])
     item.status = InboxStatus.processing
     item.attempts += 1
     return item, bytes(row[-1])

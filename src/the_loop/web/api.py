@@ -22,7 +22,7 @@ from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport, run_doctor
 from the_loop.errors import BadInput, NotFound
-from the_loop.refs import WorkItemRef, validate_standing_name
+from the_loop.refs import validate_standing_name
 from the_loop.store import inbox
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -83,26 +83,6 @@ def _session(ctx: Ctx, session_id: str, with_pane: bool = False) -> SessionOut:
     if with_pane:
         out.pane = sessions.probe(ctx, rec)
     return out
-
-
-def _filter(
-    type_: list[str],
-    work_item: str | None,
-    standing: str | None,
-    level: str,
-    since: str | None,
-    limit: int | None,
-    after: int = 0,
-) -> ev.EventFilter:
-    return ev.EventFilter(
-        types=tuple(type_),
-        work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
-        standing=validate_standing_name(standing) if standing else None,
-        min_level=ev.Level.parse(level),
-        since=ev.parse_since(since) if since else None,
-        after_id=after,
-        limit=limit,
-    )
 
 
 def build_router(
@@ -300,7 +280,7 @@ def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]
         limit: int = Query(50, ge=1, le=100_000),
     ) -> list[ev.Event]:
         """Events, newest last."""
-        flt = _filter(type, work_item, standing, level, since, limit)
+        flt = ev.parse_filter(type, work_item, standing, level, since, limit)
         return ev.query(get_ctx().db, flt)
 
     @router.get("/events/types", tags=["events"], dependencies=read)
@@ -328,7 +308,7 @@ def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]
         if last and not last.isdigit():
             raise BadInput("Last-Event-ID must be an event id")
         after = int(last) if last else ev.last_id(ctx.db)
-        flt = _filter(type, work_item, standing, level, None, None, after)
+        flt = ev.parse_filter(type, work_item, standing, level, None, None, after)
         return StreamingResponse(
             _sse(ctx, flt, request),
             media_type="text/event-stream",
@@ -345,7 +325,7 @@ async def _sse(ctx: Ctx, flt: ev.EventFilter, request: Request) -> AsyncIterator
     idle = 0.0
     yield "retry: 1000\n\n"
     while not await request.is_disconnected():
-        batch = await asyncio.to_thread(ev.read_after, ctx.db, _after(flt, after))
+        batch = await asyncio.to_thread(ev.read_after, ctx.db, flt.following(after))
         for event in batch:
             after = event.id
             data = json.dumps(event.model_dump(mode="json", by_alias=True))
@@ -358,10 +338,6 @@ async def _sse(ctx: Ctx, flt: ev.EventFilter, request: Request) -> AsyncIterator
         if idle >= SSE_KEEPALIVE_SECONDS:
             idle = 0.0
             yield ": keep-alive\n\n"
-
-
-def _after(flt: ev.EventFilter, after: int) -> ev.EventFilter:
-    return ev.EventFilter(flt.types, flt.work_item, flt.standing, flt.min_level, None, after, None)
 
 
 def token_guards(get_tokens: Callable[[], auth.Tokens]) -> tuple[list[Any], list[Any]]:
