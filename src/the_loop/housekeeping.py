@@ -32,6 +32,18 @@ async def prune_loop(ctx: Ctx, stop: asyncio.Event) -> None:
             return
 
 
+CHECKPOINT_SECONDS = 0.25
+
+
+async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Checkpoint the database's WAL every ``CHECKPOINT_SECONDS`` in a worker thread, so that
+    no commit on the daemon's request path waits for a checkpoint's copy and fsync."""
+    ctx.db.defer_checkpoints()
+    while not await _wait(stop, CHECKPOINT_SECONDS):
+        await asyncio.to_thread(ctx.db.checkpoint)
+    await asyncio.to_thread(ctx.db.checkpoint)
+
+
 def _mtime(ctx: Ctx) -> float | None:
     path = ctx.loaded.path
     try:

@@ -165,8 +165,8 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
         store.add_prompt(tx, rec.id, prompt, event.delivery_id)
-    writebacks.pickup(ctx, ref, event)
     if queued:
+        writebacks.pickup(ctx, ref, event)
         _emit(
             ctx,
             "dispatch.queued",
@@ -176,7 +176,7 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
             running=running,
         )
         return rec
-    return _start(ctx, rec, event)
+    return _start(ctx, rec, event, fresh=True)
 
 
 def _spawn_context(event: WorkEvent, ref: WorkItemRef, instruction: str) -> SpawnContext:
@@ -193,21 +193,28 @@ def _spawn_context(event: WorkEvent, ref: WorkItemRef, instruction: str) -> Spaw
     )
 
 
-def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionRecord:
+def _start(
+    ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, fresh: bool = False
+) -> SessionRecord:
     """Start REC's agent with its first pending prompt, then deliver the rest in order.
 
     A live target whose recorded owner is REC was started by an earlier attempt that crashed
-    before recording it: it is adopted, never spawned over and never started twice.
+    before recording it: it is adopted, never spawned over and never started twice. FRESH
+    means REC was registered just now by ``spawn`` (nothing can carry its new id yet, so there
+    is nothing to adopt) and its 👀 write-back is still due: it is posted after the harness
+    started, so GitHub is never waited for before the agent runs.
     """
     ref = WorkItemRef.parse(rec.work_item)
     pending = store.pending_prompts(ctx.db.connect(), rec.id)
     first = pending[0] if pending else None
     try:
-        if not _adopt(ctx, rec):
+        if fresh or not _adopt(ctx, rec):
             rec.cwd = str(_workspace(ctx, rec, ref, event))
             _launch(ctx, rec, first[1] if first else None, rec.id, resume=False)
     except Exception as exc:
         _abandon(ctx, rec, exc, event)
+        if fresh:
+            writebacks.pickup(ctx, ref, event)
         writebacks.spawned(ctx, ref, event, False, "")
         raise
     with ctx.db.transaction() as tx:
@@ -233,6 +240,8 @@ def _start(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> SessionReco
         target=rec.tmux_target,
         cwd=rec.cwd,
     )
+    if fresh:
+        writebacks.pickup(ctx, ref, event)
     writebacks.spawned(ctx, ref, event, True, writebacks.announcement(ctx, ref, rec.id))
     _flush_pending(ctx, rec, event)
     return rec

@@ -18,8 +18,7 @@ REF = "github:octo/repo#15"
 def started(daemon: Daemon) -> str:
     r = daemon.post("issue_comment", P.issue_comment_event("the-loop do fix it"), "api-1")
     assert r.status_code == 202
-    wait_until(lambda: daemon.api("GET", "/inbox").json()["counts"].get("succeeded"),
-               timeout=20)
+    wait_until(lambda: daemon.api("GET", "/inbox").json()["counts"].get("succeeded"), timeout=20)
     return str(daemon.api("GET", "/sessions").json()[0]["id"])
 
 
@@ -181,8 +180,9 @@ def test_committed_openapi_matches_the_served_document(daemon: Daemon) -> None:
     from pathlib import Path
 
     served = httpx.get(f"{daemon.url}/api/v1/openapi.json").json()
-    committed = json.loads((Path(__file__).resolve().parents[2] / "docs" /
-                            "openapi.json").read_text())
+    committed = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs" / "openapi.json").read_text()
+    )
     assert committed == served, "docs/openapi.json is stale: run `make docs`"
     assert "/api/v1/sessions/{session_id}/messages" in served["paths"]
 

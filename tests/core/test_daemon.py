@@ -96,8 +96,10 @@ def test_config_reload_while_running(loop_env: Env) -> None:
         wait_until(lambda: "config.reloaded" in types(), timeout=10)
         reloaded = ev.query(db, ev.EventFilter(types=("config.reloaded",)))[-1]
         assert reloaded.payload["restartNeeded"] == ["server.host/port"]
-        loop_env.write_config(routing={"authorizedUsers": ["alice"]},
-                              github={"webhook": {"events": ["issue_comment"]}})
+        loop_env.write_config(
+            routing={"authorizedUsers": ["alice"]},
+            github={"webhook": {"events": ["issue_comment"]}},
+        )
 
         def lacks_close_events() -> bool:
             warnings = ev.query(db, ev.EventFilter(types=("config.warning",)))

@@ -443,26 +443,28 @@ class TmuxRunner:
         OWNER, when given, is recorded on the tmux session (``THE_LOOP_OWNER``) in the same tmux
         invocation, so ``owner_of`` can later prove the session is the one we started.
 
-        A live occupant is never killed or spawned over (``Refused`` naming
-        ``the-loop sessions attach`` and the tmux command to inspect it); a dead occupant is
-        cleared first and the clearing verified. When tmux answers "duplicate session" anyway,
-        the decision is taken again from a fresh probe, once. ``Unavailable`` when tmux does
-        not answer, ``SpawnFailed`` when it refuses or the binary or CWD is missing.
+        ``new-session`` is tried first (a taken name changes nothing). When tmux answers
+        "duplicate session", the name is looked at: a live occupant is never killed or spawned
+        over (``Refused`` naming ``the-loop sessions attach`` and the tmux command to inspect
+        it); a dead occupant is cleared and the clearing verified, then ``new-session`` is tried
+        again (twice at most). ``Unavailable`` when tmux does not answer, ``SpawnFailed`` when
+        it refuses or the binary or CWD is missing.
         """
         _require_target(target)
         argv, env = list(argv), dict(env or {})
         _check_spawn_inputs(argv, cwd, env)
         cleared = False
         with self._locks.hold(target):
-            for attempt in (1, 2):
-                cleared = self._make_room(target) or cleared
+            for attempt in (1, 2, 3):
+                if attempt > 1:
+                    cleared = self._make_room(target) or cleared
                 result, via_launcher = self._new_session(target, argv, cwd, env, owner)
                 if result.ok:
                     pid = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
                     return SpawnResult(
                         target, int(pid) if pid.isdigit() else None, cleared, via_launcher
                     )
-                if not ((result.duplicate or result.server_lost) and attempt == 1):
+                if not ((result.duplicate or result.server_lost) and attempt < 3):
                     raise _spawn_error(target, result)
         raise AssertionError("unreachable")
 
