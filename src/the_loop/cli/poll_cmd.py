@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import typer
 
 from the_loop.cli import common
@@ -15,6 +13,8 @@ def poll(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Poll GitHub once: new labelled items, comments, reviews, and closures."""
+    import asyncio
+
     from the_loop.github.poller import CycleResult, Poller
 
     ctx = common.ctx()
