@@ -113,6 +113,12 @@ def ensure_ready(
     return ok
 
 
+def seen_ready(ctx: Ctx, target: str) -> bool:
+    """True when this process has already seen the agent in TARGET ready for input (and has
+    not spawned, respawned or closed it since)."""
+    return target in ctx.cache.setdefault("ready", set())
+
+
 def stays_alive(ctx: Ctx, target: str, seconds: float) -> bool:
     """True when TARGET's pane is still live after SECONDS (a resumed agent that failed to
     resume exits at once); polls, so a death is seen as soon as tmux shows it."""

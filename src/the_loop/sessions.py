@@ -444,7 +444,10 @@ def _deliver_two_phase(
     """Stage the prompt in a tmux buffer named after it, record ``staged``, then paste.
 
     A prompt found ``staged`` after a crash is pasted only if its buffer still exists: the
-    paste deletes the buffer, so a missing buffer means the agent already has it.
+    paste deletes the buffer, so a missing buffer means the agent already has it. A buffer that
+    still exists means it was not pasted: the prompt goes back to ``pending`` (recorded before
+    anything else happens, since a respawn can end the tmux server and its buffers) and is
+    staged again. A paste refused because the pane died likewise puts it back to ``pending``.
     """
     assert rec.tmux_target is not None
     tmux = agents.runners(ctx).tmux
@@ -455,12 +458,42 @@ def _deliver_two_phase(
             raise Unavailable("tmux did not answer about a staged prompt")
         if not exists:
             return
-    _ensure_live(ctx, rec, event)
-    if status != "staged":
-        tmux.stage(rec.tmux_target, prompt, name)
-        with ctx.db.transaction() as tx:
-            store.mark_prompt(tx, seq, "staged")
-    tmux.paste_staged(rec.tmux_target, name)
+        _mark(ctx, seq, "pending")
+    try:
+        _stage_live(ctx, rec, seq, prompt, name, event)
+        tmux.paste_staged(rec.tmux_target, name)
+    except NotRunning:
+        _mark(ctx, seq, "pending")
+        agents.forget_ready(ctx, rec.tmux_target)
+        raise Unavailable(
+            f"the agent in {rec.tmux_target} exited before its prompt was pasted; will retry"
+        ) from None
+
+
+def _mark(ctx: Ctx, seq: int, status: str) -> None:
+    with ctx.db.transaction() as tx:
+        store.mark_prompt(tx, seq, status)
+
+
+def _stage_live(
+    ctx: Ctx, rec: SessionRecord, seq: int, prompt: str, name: str, event: WorkEvent | None
+) -> None:
+    """Stage PROMPT as buffer NAME for a live, ready agent, then record ``staged``.
+
+    An agent this process has already seen ready is staged at once (the staging tmux command
+    also says whether its pane is alive: one tmux invocation instead of a probe and a load);
+    any other agent, or one found dead, is made live and ready first.
+    """
+    assert rec.tmux_target is not None
+    tmux = agents.runners(ctx).tmux
+    target = rec.tmux_target
+    if not (agents.seen_ready(ctx, target) and tmux.stage(target, prompt, name)):
+        agents.forget_ready(ctx, target)
+        _ensure_live(ctx, rec, event)
+        if not tmux.stage(target, prompt, name):
+            raise NotRunning(f"the agent in {target} exited before its prompt was pasted")
+    with ctx.db.transaction() as tx:
+        store.mark_prompt(tx, seq, "staged")
 
 
 def _ensure_live(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> None:

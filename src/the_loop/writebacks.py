@@ -4,7 +4,6 @@ the delivery that caused it. Everything posted carries the self-marker."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +20,8 @@ def _enabled(ctx: Ctx) -> bool:
 
 
 def _run(ctx: Ctx, what: str, ref: WorkItemRef, call: Callable[[Any], Awaitable[object]]) -> None:
+    import asyncio
+
     from the_loop.github.api import GitHubClient
 
     async def go() -> None:

@@ -194,6 +194,7 @@ def _make_handler(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeAnthropic
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # like a real server: no 40 ms delayed-ACK stalls
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return

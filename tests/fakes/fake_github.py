@@ -1400,6 +1400,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # like a real server: no 40 ms delayed-ACK stalls
     server_version = "FakeGitHub/1.0"
     timeout = 30
     server: _Server

@@ -53,3 +53,30 @@ def test_agent_that_crashes_mid_delivery_is_reported_and_respawned(work: Work) -
     texts = work.wait_prompts(sid, 3)
     assert "are you back?" in texts[-1]
     assert work.session_json(REF)["status"] == "active"
+
+
+def test_a_staged_prompt_whose_agent_died_is_delivered_once_after_respawn(work: Work) -> None:
+    """A crash left a prompt staged; its agent then died, the last pane on the tmux server:
+    the respawn ends that server (and the buffer), yet the prompt must still arrive, once."""
+    from the_loop.agents import runners
+    from the_loop.store import sessions as store
+
+    sid = _start(work)
+    ctx = open_ctx(work.env.config_path)
+    with ctx.db.transaction() as tx:
+        seq = store.add_prompt(tx, sid, "left staged by a crash tok-staged", "r-staged")
+    assert seq is not None
+    tmux = runners(ctx).tmux
+    tmux.stage(TARGET, "left staged by a crash tok-staged", f"tl-{sid[:13]}-{seq}")
+    with ctx.db.transaction() as tx:
+        store.mark_prompt(tx, seq, "staged")
+    assert tmux.terminate(TARGET, grace=2).signalled
+    wait_until(lambda: work.pane_dead(TARGET) == "1", timeout=10)
+    r = work.dispatch("issue_comment", P.issue_comment_event("next one tok-next"), "r-next")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    texts = work.wait_prompts(sid, 3)
+    assert sum("tok-staged" in t for t in texts) == 1
+    assert sum("tok-next" in t for t in texts) == 1
+    assert texts.index(next(t for t in texts if "tok-staged" in t)) < texts.index(
+        next(t for t in texts if "tok-next" in t)
+    )

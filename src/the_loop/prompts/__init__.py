@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from the_loop.errors import BadInput
 from the_loop.work import SELF_MARKER, ExcerptValue
+
+if TYPE_CHECKING:  # jinja2 is imported when a prompt is rendered: CLI commands stay fast
+    import jinja2
 
 UNTRUSTED_OPEN = "<<<UNTRUSTED"
 UNTRUSTED_CLOSE = "UNTRUSTED>>>"
@@ -63,6 +65,8 @@ class EventContext:
 
 
 def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=loader,
         autoescape=False,
@@ -78,6 +82,8 @@ def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
 
 @lru_cache(maxsize=1)
 def _builtin_env() -> jinja2.Environment:
+    import jinja2
+
     return _environment(
         jinja2.DictLoader(
             {
@@ -89,6 +95,8 @@ def _builtin_env() -> jinja2.Environment:
 
 
 def _template(name: str, override: Path | None) -> jinja2.Template:
+    import jinja2
+
     if override is None:
         return _builtin_env().get_template(name)
     try:
@@ -102,6 +110,8 @@ def _template(name: str, override: Path | None) -> jinja2.Template:
 
 
 def _render(template: jinja2.Template, **values: object) -> str:
+    import jinja2
+
     try:
         return template.render(**values).strip() + "\n"
     except jinja2.TemplateError as exc:

@@ -555,8 +555,10 @@ class TmuxRunner:
         _, sep, value = result.stdout.strip().partition("=")
         return value if sep else None
 
-    def stage(self, target: str, text: str, name: str) -> None:
-        """Load TEXT into buffer NAME (and a CR into NAME-cr) without pasting it.
+    def stage(self, target: str, text: str, name: str) -> bool:
+        """Load TEXT into buffer NAME (and a CR into NAME-cr) without pasting it; returns
+        whether TARGET's pane was alive just after, asked in the same tmux command (False:
+        dead or absent, the buffers possibly loaded all the same).
 
         With ``paste_staged`` this is a two-phase delivery: a caller that records "staged"
         between the two can tell after a crash whether the paste happened (the buffer is
@@ -569,10 +571,15 @@ class TmuxRunner:
             raise BadInput("refusing to deliver an empty prompt")
         with self._locks.hold(target), self._prompt_file(body) as path:
             result = self.run(
-                "load-buffer", "-b", name, str(path), ";", "set-buffer", "-b", f"{name}-cr", "\r"
-            )
+                "load-buffer", "-b", name, str(path), ";",
+                "set-buffer", "-b", f"{name}-cr", "\r", ";",
+                "display-message", "-p", "-t", f"={target}:", "#{pane_dead}",
+            )  # fmt: skip
+        if result.not_found:
+            return False
         if not result.ok:
             raise Unavailable(f"staging a prompt for {target} failed: {result.describe()}")
+        return result.stdout.strip() == "0"
 
     def paste_staged(self, target: str, name: str) -> Delivery:
         """Paste buffer NAME (bracketed, then its CR) into TARGET if the pane is alive, deleting

@@ -1,0 +1,242 @@
+"""CLI and API read latency over large state: wall time of the real ``the-loop`` process.
+
+- ``the-loop --version``;
+- ``the-loop sessions list`` (its default: the 100 newest, as a table) with 1,000 and 10,000
+  sessions recorded;
+- ``the-loop events --limit 50 --format json`` with 100,000 and 1,000,000 events recorded;
+- ``GET /api/v1/events?limit=50`` on a running daemon over the same database (keep-alive,
+  client-side time).
+
+Rows are inserted straight into a fresh state database with ``executemany`` in one
+transaction (sessions spread over 30 days, mostly closed; events of catalogued types over 7
+days, a third naming a work item). Each CLI figure is the wall time of a fresh process,
+measured by this script around ``subprocess.run`` (start-up, imports, the query, output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
+import common
+from common import Daemon, Figure, HttpConn, Install, Report
+
+NAME = "cli_latency"
+EVENT_TYPES = [
+    ("webhook.received", 10, "dispatch"),
+    ("dispatch.succeeded", 10, "dispatch"),
+    ("route.ignored", 20, "sessions"),
+    ("session.delivered", 20, "sessions"),
+    ("poll.cycle", 10, "poller"),
+    ("session.spawned", 20, "sessions"),
+]
+
+
+def cli_ms(install: Install, args: list[str], runs: int) -> list[float]:
+    """Wall time (ms) of RUNS fresh ``the-loop ARGS`` processes (after two warm-up runs)."""
+    out: list[float] = []
+    argv = [*install.cli_argv(), *args]
+    env = install.env()
+    for i in range(runs + 2):
+        t0 = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, env=env, cwd=install.root, check=False)
+        elapsed = (time.perf_counter() - t0) * 1000
+        if proc.returncode != 0:
+            raise RuntimeError(f"the-loop {' '.join(args)} failed: {proc.stderr.decode()[-500:]}")
+        if i >= 2:
+            out.append(elapsed)
+    return out
+
+
+def session_rows(start: int, count: int) -> Iterator[tuple[object, ...]]:
+    now = time.time()
+    rng = random.Random(start)
+    for i in range(start, start + count):
+        created = now - rng.uniform(0, 30 * 86400)
+        live = i % 50 == 0
+        yield (
+            str(uuid.UUID(int=rng.getrandbits(128))),
+            f"github:octo/repo{i % 20}#{i}",
+            "claude",
+            str(uuid.uuid4()),
+            "tmux",
+            f"loop-github-octo-repo{i % 20}-{i}",
+            f"/srv/work/octo/repo{i % 20}/{i}",
+            "active" if live else "closed",
+            f"Work item {i}: make the scheduler less flaky",
+            f"https://github.com/octo/repo{i % 20}/issues/{i}",
+            created,
+            created + 1,
+            created + rng.uniform(1, 3600),
+            None if live else created + 7200,
+            None if live else "issue-closed",
+        )
+
+
+def insert_sessions(install: Install, start: int, count: int) -> None:
+    conn = sqlite3.connect(install.state_dir / "the-loop.db")
+    with conn:
+        conn.executemany(
+            "INSERT INTO sessions (id, work_item, harness, harness_session_id, runner,"
+            " tmux_target, cwd, status, title, url, created_at, started_at, last_event_at,"
+            " closed_at, close_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            session_rows(start, count),
+        )
+    conn.close()
+
+
+def event_rows(start: int, count: int) -> Iterator[tuple[object, ...]]:
+    now = time.time()
+    span = 7 * 86400
+    total = start + count
+    for i in range(start, total):
+        kind, level, source = EVENT_TYPES[i % len(EVENT_TYPES)]
+        item = f"github:octo/repo{i % 20}#{i % 5000}" if i % 3 == 0 else None
+        payload = json.dumps(
+            {"deliveryId": f"d-{i}", "summary": "delivered 1"}, separators=(",", ":")
+        )
+        yield (
+            now - span + span * i / 1_000_000,
+            kind,
+            level,
+            source,
+            item,
+            None,
+            None,
+            f"d-{i}",
+            payload,
+        )
+
+
+def insert_events(install: Install, start: int, count: int) -> None:
+    conn = sqlite3.connect(install.state_dir / "the-loop.db")
+    with conn:
+        conn.executemany(
+            "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
+            " delivery_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            event_rows(start, count),
+        )
+    conn.close()
+
+
+def api_ms(daemon: Daemon, runs: int) -> list[float]:
+    conn = HttpConn(daemon.host, daemon.port)
+    raw = common.get_request(daemon.host, daemon.port, "/api/v1/events?limit=50", daemon.token)
+    out: list[float] = []
+    try:
+        for i in range(runs + 20):
+            t0 = time.perf_counter()
+            status, body = conn.request(raw)
+            elapsed = (time.perf_counter() - t0) * 1000
+            if status != 200 or len(json.loads(body)) != 50:
+                raise RuntimeError(f"GET /api/v1/events answered {status}: {body[:200]!r}")
+            if i >= 20:
+                out.append(elapsed)
+    finally:
+        conn.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20, help="CLI runs per figure")
+    parser.add_argument("--api-runs", type=int, default=300)
+    parser.add_argument("--events", type=int, nargs=2, default=[100_000, 1_000_000])
+    args = parser.parse_args()
+
+    report = Report(NAME, "CLI and API read latency", __doc__ or "")
+    bars: list[tuple[str, float, float | None, float | None]] = []
+    with Install(NAME) as install:
+        from the_loop.store import open_database
+
+        open_database(install.state_dir).close()
+
+        version = cli_ms(install, ["--version"], args.runs * 2)
+        s = report.distribution("version", "the-loop --version", version)
+        report.figure(
+            Figure("cli.version", "the-loop --version, p50", s.p50, "ms", 100, earlier=176)
+        )
+        bars.append(("--version", s.p50, 100, 176))
+
+        done = 0
+        for total in (1_000, 10_000):
+            with common.step(f"{total} sessions recorded"):
+                insert_sessions(install, done, total - done)
+                done = total
+            lat = cli_ms(install, ["sessions", "list"], args.runs)
+            s = report.distribution(f"sessions_{total}", f"sessions list, {total:,} sessions", lat)
+            target = 150.0 if total == 10_000 else None
+            earlier = 241.0 if total == 1_000 else None
+            report.figure(
+                Figure(
+                    f"cli.sessions.{total}",
+                    f"sessions list with {total:,} sessions, p50",
+                    s.p50,
+                    "ms",
+                    target,
+                    earlier=earlier,
+                )
+            )
+            bars.append((f"sessions list, {total:,}", s.p50, target, earlier))
+
+        done = 0
+        for total in args.events:
+            with common.step(f"{total:,} events recorded"):
+                insert_events(install, done, total - done)
+                done = total
+            lat = cli_ms(install, ["events", "--limit", "50", "--format", "json"], args.runs)
+            s = report.distribution(
+                f"events_cli_{total}", f"events CLI, 50 newest of {total:,}", lat
+            )
+            big = total >= 1_000_000
+            earlier = 664.0 if total == 100_000 else None
+            report.figure(
+                Figure(
+                    f"cli.events.{total}",
+                    f"`events --limit 50` over {total:,}, p50",
+                    s.p50,
+                    "ms",
+                    200 if big else None,
+                    earlier=earlier,
+                )
+            )
+            bars.append((f"events CLI, {total:,}", s.p50, 200 if big else None, earlier))
+            daemon = Daemon(install).start()
+            try:
+                lat = api_ms(daemon, args.api_runs)
+                rss = daemon.rss_mb()
+            finally:
+                daemon.stop()
+            s = report.distribution(
+                f"events_api_{total}", f"events API, 50 newest of {total:,}", lat
+            )
+            report.figure(
+                Figure(
+                    f"api.events.{total}",
+                    f"GET /api/v1/events?limit=50 over {total:,}, p50",
+                    s.p50,
+                    "ms",
+                    20 if big else None,
+                    earlier=earlier,
+                )
+            )
+            bars.append((f"events API, {total:,}", s.p50, 20 if big else None, earlier))
+            report.figure(
+                common.rss_figure(
+                    f"rss.events.{total}", f"daemon RSS after the API run ({total:,} events)", rss
+                )
+            )
+    path = common.PLOTS / f"{NAME}.svg"
+    common.svg_bars(path, "CLI and API read latency, p50 (ms)", bars, "ms")
+    report.plot(path)
+    report.finish()
+
+
+if __name__ == "__main__":
+    main()
