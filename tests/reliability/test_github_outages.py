@@ -3,6 +3,7 @@ backs off, and closes nothing (SPEC §12)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from urllib.parse import quote
 
@@ -61,6 +62,11 @@ def test_outages_close_nothing_and_the_daemon_keeps_serving(
 
     wait_until(lambda: errors() >= 2, timeout=30, what="two failed cycles")
     assert daemon.api("GET", "/health").status_code == 200
+    status = daemon.work.env.run("status", "--format", "json")
+    assert status.exit_code == 0, status.stdout
+    last = json.loads(status.stdout)["detail"]["poller"]
+    assert last["ok"] is False and "502" in (last["error"] or "")
+    assert "poller:" in daemon.work.env.run("status").stdout
     assert daemon.api("GET", "/sessions").json()[0]["status"] == "active"
     gh.stop()  # connection refused from now on
     before = errors()
