@@ -146,11 +146,3 @@ def dispatch(
     if claimed is None:
         return DispatchResult(delivery, event, True, "processing", "taken by another worker")
     return process(ctx, *claimed)
-
-
-def process_next(ctx: Ctx) -> DispatchResult | None:
-    """Claim and process the oldest ready inbox item; None when nothing is ready."""
-    claimed = inbox.claim_next(ctx.db)
-    if claimed is None:
-        return None
-    return process(ctx, *claimed)

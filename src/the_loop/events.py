@@ -6,7 +6,6 @@ daemon, the CLI, a test) can emit them and any other can read or follow them.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 import time
@@ -351,8 +350,3 @@ def prune(db: Database, retention_days: float, now: float | None = None) -> int:
     with db.transaction() as tx:
         cur = tx.execute("DELETE FROM events WHERE ts < ?", (cutoff,))
         return cur.rowcount
-
-
-def type_matches(pattern: str, name: str) -> bool:
-    """Glob match used for in-memory filtering (the same semantics as the SQL GLOB)."""
-    return fnmatch.fnmatchcase(name, pattern)

@@ -36,28 +36,21 @@ class Histogram:
 
 
 class Metrics:
-    """Counters and histograms kept in memory by this process (reset on restart)."""
+    """Histograms kept in memory by this process (reset on restart)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.webhook_latency = Histogram(WEBHOOK_BUCKETS)
-        self.counters: dict[str, int] = {}
 
     def observe_webhook(self, seconds: float) -> None:
         with self._lock:
             self.webhook_latency.observe(seconds)
-
-    def inc(self, name: str, amount: int = 1) -> None:
-        with self._lock:
-            self.counters[name] = self.counters.get(name, 0) + amount
 
     def render_process(self) -> list[str]:
         with self._lock:
             lines = self.webhook_latency.render(
                 "the_loop_webhook_ack_seconds", "Time from request to webhook acknowledgement."
             )
-            for name, value in sorted(self.counters.items()):
-                lines += [f"# TYPE {name} counter", f"{name} {value}"]
         return lines
 
 

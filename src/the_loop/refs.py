@@ -116,10 +116,6 @@ def standing_target(name: str) -> str:
     return tmux_safe(f"loop-standing-{validate_standing_name(name)}")
 
 
-def standing_ref(name: str) -> str:
-    return f"standing:{validate_standing_name(name)}"
-
-
 def is_loop_target(target: str) -> bool:
     """True when TARGET is a name the-loop could own (``^loop-[A-Za-z0-9._-]+$``)."""
     return bool(TARGET_RE.match(target))
