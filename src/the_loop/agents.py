@@ -10,40 +10,19 @@ from __future__ import annotations
 import time
 import uuid
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 from the_loop.context import Ctx
 from the_loop.harness import HarnessAdapter, Launch, LaunchSpec, build_adapter
-from the_loop.runner.base import KeyedLock
-from the_loop.runner.process import ProcessRunner
-from the_loop.runner.tmux import Probe, TmuxRunner
+from the_loop.runner import Runners
+from the_loop.runner.tmux import Probe
 
 READY_TIMEOUT = 60.0
 
 
-@dataclass
-class Runners:
-    tmux: TmuxRunner
-    process: ProcessRunner
-    locks: KeyedLock
-
-
 def runners(ctx: Ctx) -> Runners:
     """The runners of CTX's config (made once per context)."""
-    found = ctx.cache.get("runners")
-    if isinstance(found, Runners):
-        return found
-    work_dir = ctx.state_dir / "run"
-    made = Runners(
-        tmux=TmuxRunner.from_config(ctx.config, work_dir=work_dir),
-        process=ProcessRunner(
-            work_dir=work_dir, kill_grace=ctx.config.tmux.harness_kill_grace_seconds
-        ),
-        locks=KeyedLock(work_dir / "locks", "item"),
-    )
-    ctx.cache["runners"] = made
-    return made
+    return ctx.runners
 
 
 def hold_items(ctx: Ctx, keys: list[str]) -> ExitStack:
@@ -96,7 +75,7 @@ def spawn_interactive(
     launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
     adapter.prepare(launch)
     runners(ctx).tmux.spawn(target, launch.argv, cwd=cwd, env=dict(launch.env), owner=owner)
-    ctx.cache.setdefault("ready", set()).discard(target)
+    ctx.ready.discard(target)
     return launch
 
 
@@ -104,7 +83,7 @@ def ensure_ready(
     ctx: Ctx, adapter: HarnessAdapter, target: str, timeout: float = READY_TIMEOUT
 ) -> bool:
     """Wait (once per process and target) until the agent in TARGET takes input."""
-    seen: set[str] = ctx.cache.setdefault("ready", set())
+    seen: set[str] = ctx.ready
     if target in seen:
         return True
     ok = runners(ctx).tmux.wait_ready(target, adapter.ready_pattern, timeout=timeout)
@@ -116,7 +95,7 @@ def ensure_ready(
 def seen_ready(ctx: Ctx, target: str) -> bool:
     """True when this process has already seen the agent in TARGET ready for input (and has
     not spawned, respawned or closed it since)."""
-    return target in ctx.cache.setdefault("ready", set())
+    return target in ctx.ready
 
 
 def stays_alive(ctx: Ctx, target: str, seconds: float) -> bool:
@@ -134,4 +113,4 @@ def stays_alive(ctx: Ctx, target: str, seconds: float) -> bool:
 
 
 def forget_ready(ctx: Ctx, target: str) -> None:
-    ctx.cache.setdefault("ready", set()).discard(target)
+    ctx.ready.discard(target)

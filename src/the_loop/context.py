@@ -1,22 +1,30 @@
-"""The context every service function takes: the loaded config and the open database."""
+"""The context every service function takes: the loaded config, the open database and the
+shared services of this process, each a typed field built once."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from the_loop.config import Config, LoadedConfig, load_config
 from the_loop.store import Database, open_database
 
+if TYPE_CHECKING:
+    from the_loop.runner import Runners
+
 
 @dataclass
 class Ctx:
-    """What a service call needs: config, database, and per-process caches of the services."""
+    """What a service call needs: config, database, runners, and this process's knowledge of
+    which agents have been seen ready for input."""
 
     loaded: LoadedConfig
     db: Database
-    cache: dict[str, Any] = field(default_factory=dict)
+    ready: set[str] = field(default_factory=set)
+    inbox_wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def config(self) -> Config:
@@ -25,6 +33,14 @@ class Ctx:
     @property
     def state_dir(self) -> Path:
         return self.config.state_path
+
+    @cached_property
+    def runners(self) -> Runners:
+        """The tmux and process runners and the per-item locks (built on first use)."""
+        # Imported here: commands that never run an agent do not pay for the runners.
+        from the_loop.runner import Runners
+
+        return Runners.from_config(self.config)
 
 
 def open_ctx(config_path: Path | None = None, loaded: LoadedConfig | None = None) -> Ctx:

@@ -40,14 +40,13 @@ class InboxWorker:
 
     def __init__(self, ctx: Ctx, max_lanes: int = MAX_LANES) -> None:
         self.ctx = ctx
-        self.wake = asyncio.Event()
+        self.wake = ctx.inbox_wake
         self.lanes: dict[str, asyncio.Queue[tuple[InboxItem, bytes]]] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.slots = asyncio.Semaphore(max_lanes)
 
     async def run(self, stop: asyncio.Event) -> None:
         await asyncio.to_thread(inbox.recover, self.ctx.db)
-        self.ctx.cache["inbox_wake"] = self.wake
         while not stop.is_set():
             claimed = await asyncio.to_thread(inbox.claim_next, self.ctx.db)
             if claimed is not None:

@@ -6,6 +6,10 @@ the session service records what they return.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from the_loop.config import Config
+from the_loop.runner.base import KeyedLock
 from the_loop.runner.process import ProcessResult, ProcessRunner
 from the_loop.runner.tmux import (
     AttachCommand,
@@ -20,6 +24,27 @@ from the_loop.runner.tmux import (
     TmuxRunner,
 )
 
+
+@dataclass
+class Runners:
+    """The runners of one config: tmux, process, and the per-item processing locks."""
+
+    tmux: TmuxRunner
+    process: ProcessRunner
+    locks: KeyedLock
+
+    @classmethod
+    def from_config(cls, config: Config) -> Runners:
+        work_dir = config.state_path / "run"
+        return cls(
+            tmux=TmuxRunner.from_config(config, work_dir=work_dir),
+            process=ProcessRunner(
+                work_dir=work_dir, kill_grace=config.tmux.harness_kill_grace_seconds
+            ),
+            locks=KeyedLock(work_dir / "locks", "item"),
+        )
+
+
 __all__ = [
     "AttachCommand",
     "Delivery",
@@ -28,6 +53,7 @@ __all__ = [
     "Probe",
     "ProcessResult",
     "ProcessRunner",
+    "Runners",
     "SpawnResult",
     "TerminateReport",
     "TmuxOutcome",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -92,9 +91,7 @@ def github_router(ctx: Ctx) -> APIRouter:
         if event == "ping":
             return JSONResponse({"ok": True, "event": "ping"}, status_code=200)
         accepted = dispatch.accept(ctx, event, delivery, body, SOURCE)
-        wake: Any = ctx.cache.get("inbox_wake")
-        if wake is not None:
-            wake.set()
+        ctx.inbox_wake.set()
         METRICS.observe_webhook(time.perf_counter() - started)
         return JSONResponse(
             {"accepted": True, "deliveryId": delivery, "duplicate": accepted.duplicate},
