@@ -323,6 +323,10 @@ class TmuxRunner:
 
     # -- queries -----------------------------------------------------------------------------
 
+    def version(self) -> TmuxResult:
+        """``tmux -V``: the version line in ``stdout`` when ``ok``; never raises."""
+        return self.run("-V", timeout=5.0)
+
     def pane_status(self, target: str) -> PaneStatus:
         """Probe TARGET and list its panes; never raises."""
         result = self.ask("list-panes", "-s", "-t", f"={target}:", "-F", _PANE_FORMAT)
