@@ -47,6 +47,10 @@ _WINDOW_RE = re.compile(r"^[1-9][0-9]{1,3}x[1-9][0-9]{0,3}$")
 _SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
 
+RunnerKind = Literal["tmux", "process"]
+"""Where a harness runs: ``tmux`` (interactive) or ``process`` (headless)."""
+
+
 class Model(BaseModel):
     """Base of every config model: camelCase keys, unknown keys refused."""
 
@@ -184,7 +188,7 @@ class RoutingConfig(Model):
 
     enabled: bool = True
     default_harness: str = "claude"
-    runner: Literal["tmux", "process"] = "tmux"
+    runner: RunnerKind = "tmux"
     max_concurrent_sessions: int = Field(8, ge=1, le=10000)
     authorized_users: list[str] = Field(
         default_factory=list, description="GitHub logins; empty means nobody (fail closed)."

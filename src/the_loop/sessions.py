@@ -1,9 +1,12 @@
 """The work-item session service: carries out the engine's decisions.
 
-Spawn (workspace, prompt, id, runner, register, events), deliver (with respawn and resume),
-close (terminate the harness, keep or kill tmux, workspace policy), pause/resume, and the
-FIFO queue behind ``routing.maxConcurrentSessions``. One work item's processing is serialized
-across processes by a lock per item; one live session per item is guaranteed by a unique index.
+A policy on top of the agent-session layer (``the_loop.agent``): it decides what to start,
+when and with which prompt — spawn (workspace, prompt, id, register, events), deliver (respawning
+with resume when the agent is gone), close (terminate, keep or kill tmux, workspace policy),
+pause/resume, and the FIFO queue behind ``routing.maxConcurrentSessions``. How an agent is
+started, fed exactly once, probed and stopped is the layer's. One work item's processing is
+serialized across processes by a lock per item; one live session per item is guaranteed by a
+unique index.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from the_loop import agents, engine, workspace, writebacks
+from the_loop import agent as layer
+from the_loop import engine, workspace, writebacks
 from the_loop import events as ev
+from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Conflict, NotFound, NotRunning, Refused, Unavailable
-from the_loop.harness import LaunchSpec
+from the_loop.errors import BadInput, Conflict, LoopError, NotFound, NotRunning
 from the_loop.prompts import EventContext, SpawnContext, render_event, render_spawn
 from the_loop.refs import WorkItemRef, new_session_id
-from the_loop.runner.tmux import Probe
+from the_loop.runner.outcomes import Probe
+from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.work import WorkEvent, WorkKind
@@ -49,7 +54,7 @@ def handle_event(
 ) -> Outcome:
     """Decide and act on EVENT with its work items locked; then start queued sessions."""
     keys = [item.slug for item in event.items] or ["no-item"]
-    with agents.hold_items(ctx, keys):
+    with layer.hold(ctx, keys):
         state = _route_state(ctx, event, prior)
         decision = engine.decide(event, state, ctx.config)
         outcome = Outcome(reasons=list(decision.reasons))
@@ -144,7 +149,7 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
     prompt = render_spawn(_spawn_context(event, ref, instruction), ctx.config.routing.prompts.spawn)
     harness = ctx.config.routing.default_harness
     runner = ctx.config.routing.runner
-    agents.adapter_for(ctx, harness).check_runner(runner)
+    layer.adapter_for(ctx, harness).check_runner(runner)
     now = time.time()
     rec = SessionRecord(
         id=new_session_id(),
@@ -205,13 +210,14 @@ def _start(
     started, so GitHub is never waited for before the agent runs.
     """
     ref = WorkItemRef.parse(rec.work_item)
-    pending = store.pending_prompts(ctx.db.connect(), rec.id)
+    pending = queue.pending(ctx.db.connect(), rec.id)
     first = pending[0] if pending else None
     try:
         if fresh or not _adopt(ctx, rec):
             rec.cwd = str(_workspace(ctx, rec, ref, event))
-            _launch(ctx, rec, first[1] if first else None, rec.id, resume=False)
-    except Exception as exc:
+            started = layer.start(ctx, agent_of(rec), first.text if first else None, rec.id)
+            rec.harness_session_id = started.conversation_id
+    except (LoopError, OSError) as exc:
         _abandon(ctx, rec, exc, event)
         if fresh:
             writebacks.pickup(ctx, ref, event)
@@ -227,7 +233,7 @@ def _start(
             started_at=time.time(),
         )
         if first:
-            store.mark_prompt(tx, first[0], "delivered")
+            queue.mark(tx, first.seq, queue.PromptStatus.delivered)
     rec.status, rec.started_at = SessionStatus.active, time.time()
     _emit(
         ctx,
@@ -251,7 +257,7 @@ def _adopt(ctx: Ctx, rec: SessionRecord) -> bool:
     """True when REC's live target carries REC as its owner (a spawn that a crash hid)."""
     if rec.runner != "tmux" or rec.tmux_target is None:
         return False
-    tmux = agents.runners(ctx).tmux
+    tmux = ctx.runners.tmux
     if tmux.probe(rec.tmux_target) is not Probe.LIVE or tmux.owner_of(rec.tmux_target) != rec.id:
         return False
     rec.harness_session_id = rec.harness_session_id or rec.id
@@ -274,59 +280,25 @@ def _workspace(ctx: Ctx, rec: SessionRecord, ref: WorkItemRef, event: WorkEvent 
     return ws.path
 
 
-def _launch(
-    ctx: Ctx, rec: SessionRecord, prompt: str | None, session_id: str, resume: bool
-) -> None:
-    """Run the harness for REC (tmux: a spawn owned by REC; process: one headless run)."""
-    adapter = agents.adapter_for(ctx, rec.harness)
-    cwd = Path(rec.cwd)
-    if rec.runner == "tmux":
-        assert rec.tmux_target is not None
-        launch = agents.spawn_interactive(
-            ctx, adapter, rec.tmux_target, cwd, session_id, prompt, resume=resume, owner=rec.id
-        )
-        rec.harness_session_id = launch.session_id
-        return
-    if prompt is not None:
-        _run_headless(ctx, rec, prompt, resume=resume)
-
-
-def _run_headless(ctx: Ctx, rec: SessionRecord, prompt: str, resume: bool) -> None:
-    adapter = agents.adapter_for(ctx, rec.harness)
-    spec_id = rec.harness_session_id if resume else (rec.harness_session_id or rec.id)
-    spec = LaunchSpec(cwd=Path(rec.cwd), session_id=spec_id, prompt=prompt)
-    launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
-    result = agents.runners(ctx).process.run(
-        rec.id,
-        launch.argv,
+def agent_of(rec: SessionRecord) -> Agent:
+    """The agent session of work-item session REC, as the agent-session layer sees it."""
+    return Agent(
+        key=rec.id,
+        kind=AgentKind.WORK_ITEM,
+        harness=rec.harness,
+        runner=rec.runner,
         cwd=Path(rec.cwd),
-        env=dict(launch.env),
-        transcript=transcript_path(ctx, rec),
+        target=rec.tmux_target,
+        conversation_id=rec.harness_session_id,
+        label=rec.work_item,
     )
-    learned = launch.session_id or adapter.session_id_from_output(result.output())
-    rec.harness_session_id = learned or rec.harness_session_id
-    _emit(
-        ctx,
-        "session.exited",
-        None,
-        work_item=rec.work_item,
-        session_id=rec.id,
-        exitCode=result.exit_code,
-        timedOut=result.timed_out,
-        seconds=round(result.duration, 3),
-    )
-    if not result.ok:
-        raise Unavailable(
-            f"the headless agent of {rec.work_item} exited {result.exit_code}: "
-            f"{result.stderr_tail[-300:]}"
-        )
 
 
 def transcript_path(ctx: Ctx, rec: SessionRecord) -> Path:
-    return ctx.state_dir / "transcripts" / f"{rec.id}.jsonl"
+    return layer.transcript_path(ctx, agent_of(rec))
 
 
-def _abandon(ctx: Ctx, rec: SessionRecord, exc: Exception, event: WorkEvent | None) -> None:
+def _abandon(ctx: Ctx, rec: SessionRecord, exc: BaseException, event: WorkEvent | None) -> None:
     with ctx.db.transaction() as tx:
         store.update(
             tx,
@@ -356,10 +328,10 @@ def start_queued(ctx: Ctx) -> list[SessionRecord]:
             if rec is None:
                 return started
             store.update(tx, rec.id, status=SessionStatus.active)
-        with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
             try:
                 started.append(_start(ctx, rec, None))
-            except Exception:  # recorded by _abandon; the next queued one may still start
+            except (LoopError, OSError):  # recorded by _abandon; the next queued one may start
                 continue
 
 
@@ -399,7 +371,7 @@ def deliver(
     crash interrupted it) is delivered now.
     """
     with ctx.db.transaction() as tx:
-        seq = store.add_prompt(tx, rec.id, prompt, delivery_id)
+        seq = queue.add(tx, rec.id, prompt, delivery_id)
     if seq is None:
         _emit(ctx, "webhook.duplicate", event, work_item=rec.work_item, session_id=rec.id)
     if rec.status is SessionStatus.queued:
@@ -409,130 +381,61 @@ def deliver(
     if rec.started_at is None:
         _start(ctx, rec, event)
         return f"started {rec.id}"
+    before = queue.delivered_count(ctx.db.connect(), rec.id)
     result = _flush_pending(ctx, rec, event)
-    return (
-        result if seq is not None or not result.startswith("delivered 0") else "already delivered"
-    )
+    if seq is None and queue.delivered_count(ctx.db.connect(), rec.id) == before:
+        return "already delivered"
+    return result
 
 
 def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:
     """Deliver REC's pending prompts in order; each exactly once, even across a crash."""
-    done = 0
-    for seq, prompt, _, status in store.pending_prompts(ctx.db.connect(), rec.id):
-        if rec.runner == "process":
-            _run_headless(ctx, rec, prompt, resume=rec.harness_session_id is not None)
-        else:
-            _deliver_two_phase(ctx, rec, seq, prompt, status, event)
-        with ctx.db.transaction() as tx:
-            store.mark_prompt(tx, seq, "delivered")
-            store.update(tx, rec.id)
+    agent = agent_of(rec)
+
+    def delivered(chars: int) -> None:
         _emit(
             ctx,
             "session.delivered",
             event,
             work_item=rec.work_item,
             session_id=rec.id,
-            chars=len(prompt),
+            chars=chars,
         )
-        done += 1
-    return f"delivered {done} to {rec.id}"
+
+    done = layer.flush(
+        ctx,
+        agent,
+        revive=lambda: _respawn(ctx, rec, agent, event),
+        record=lambda tx: store.update(tx, rec.id),
+        on_delivered=delivered,
+    )
+    if agent.conversation_id != rec.harness_session_id:
+        rec.harness_session_id = agent.conversation_id
+        with ctx.db.transaction() as tx:
+            store.update(tx, rec.id, harness_session_id=rec.harness_session_id)
+    return f"delivered {done.count} to {rec.id}"
 
 
-def _deliver_two_phase(
-    ctx: Ctx, rec: SessionRecord, seq: int, prompt: str, status: str, event: WorkEvent | None
-) -> None:
-    """Stage the prompt in a tmux buffer named after it, record ``staged``, then paste.
-
-    A prompt found ``staged`` after a crash is pasted only if its buffer still exists: the
-    paste deletes the buffer, so a missing buffer means the agent already has it. A buffer that
-    still exists means it was not pasted: the prompt goes back to ``pending`` (recorded before
-    anything else happens, since a respawn can end the tmux server and its buffers) and is
-    staged again. A paste refused because the pane died likewise puts it back to ``pending``.
-    """
-    assert rec.tmux_target is not None
-    tmux = agents.runners(ctx).tmux
-    name = f"tl-{rec.id[:13]}-{seq}"
-    if status == "staged":
-        exists = tmux.has_buffer(name)
-        if exists is None:
-            raise Unavailable("tmux did not answer about a staged prompt")
-        if not exists:
-            return
-        _mark(ctx, seq, "pending")
-    try:
-        _stage_live(ctx, rec, seq, prompt, name, event)
-        tmux.paste_staged(rec.tmux_target, name)
-    except NotRunning:
-        _mark(ctx, seq, "pending")
-        agents.forget_ready(ctx, rec.tmux_target)
-        raise Unavailable(
-            f"the agent in {rec.tmux_target} exited before its prompt was pasted; will retry"
-        ) from None
-
-
-def _mark(ctx: Ctx, seq: int, status: str) -> None:
-    with ctx.db.transaction() as tx:
-        store.mark_prompt(tx, seq, status)
-
-
-def _stage_live(
-    ctx: Ctx, rec: SessionRecord, seq: int, prompt: str, name: str, event: WorkEvent | None
-) -> None:
-    """Stage PROMPT as buffer NAME for a live, ready agent, then record ``staged``.
-
-    An agent this process has already seen ready is staged at once (the staging tmux command
-    also says whether its pane is alive: one tmux invocation instead of a probe and a load);
-    any other agent, or one found dead, is made live and ready first.
-    """
-    assert rec.tmux_target is not None
-    tmux = agents.runners(ctx).tmux
-    target = rec.tmux_target
-    if not (agents.seen_ready(ctx, target) and tmux.stage(target, prompt, name)):
-        agents.forget_ready(ctx, target)
-        _ensure_live(ctx, rec, event)
-        if not tmux.stage(target, prompt, name):
-            raise NotRunning(f"the agent in {target} exited before its prompt was pasted")
-    with ctx.db.transaction() as tx:
-        store.mark_prompt(tx, seq, "staged")
-
-
-def _ensure_live(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> None:
-    """Make sure REC's agent runs and takes input: respawn it (resuming) when it is gone."""
-    assert rec.tmux_target is not None
-    probe = agents.runners(ctx).tmux.probe(rec.tmux_target)
-    if probe is Probe.UNKNOWN:
-        raise Unavailable(f"tmux did not answer about {rec.tmux_target}")
-    if probe is not Probe.LIVE:
-        _respawn(ctx, rec, event)
-    adapter = agents.adapter_for(ctx, rec.harness)
-    if not agents.ensure_ready(ctx, adapter, rec.tmux_target):
-        raise Unavailable(f"the agent in {rec.tmux_target} is not ready for input")
-
-
-def _respawn(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> None:
+def _respawn(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None) -> None:
     """Start REC's agent again, resuming its conversation when possible, else fresh with a
-    note; the prompt itself is pasted afterwards. A target found live is delivered into."""
-    cfg = ctx.config.tmux
-    assert rec.tmux_target is not None
+    note; the prompt itself is pasted afterwards. A target found running (ours) is delivered
+    into."""
     try:
-        if cfg.resume_on_respawn and rec.harness_session_id is not None:
-            _launch(ctx, rec, None, rec.harness_session_id, resume=True)
-            if agents.stays_alive(ctx, rec.tmux_target, cfg.resume_probe_seconds):
-                _respawned(ctx, rec, event, resumed=True)
-                return
-            _emit(
-                ctx,
-                "session.resume_failed",
-                event,
-                work_item=rec.work_item,
-                session_id=rec.id,
-                harnessSessionId=rec.harness_session_id,
-            )
-        _launch(ctx, rec, _fresh_note(rec), new_session_id(), resume=False)
-    except Refused:
+        outcome = layer.resume(ctx, agent, fallback=_fresh_note(rec))
+    except layer.AlreadyRunning:
         _emit(ctx, "session.respawn_averted", event, work_item=rec.work_item, session_id=rec.id)
         return
-    _respawned(ctx, rec, event, resumed=False)
+    if outcome.attempted and not outcome.resumed:
+        _emit(
+            ctx,
+            "session.resume_failed",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            harnessSessionId=outcome.previous,
+        )
+    rec.harness_session_id = agent.conversation_id
+    _respawned(ctx, rec, event, resumed=outcome.resumed)
 
 
 def _fresh_note(rec: SessionRecord) -> str:
@@ -592,10 +495,9 @@ def close(
 
 
 def _stop_tmux(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, kill: bool) -> None:
-    assert rec.tmux_target is not None
-    tmux = agents.runners(ctx).tmux
+    agent = agent_of(rec)
     if ctx.config.tmux.kill_harness_on_close:
-        report = tmux.terminate(rec.tmux_target, ctx.config.tmux.harness_kill_grace_seconds)
+        report = layer.terminate(ctx, agent)
         _emit(
             ctx,
             "session.harness_terminated",
@@ -608,8 +510,8 @@ def _stop_tmux(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, kill: bool
             error=report.error or report.refused,
         )
     if kill:
-        tmux.kill_session(rec.tmux_target)
-    agents.forget_ready(ctx, rec.tmux_target)
+        layer.kill(ctx, agent, timeout=0)
+    layer.forget_ready(ctx, agent)
 
 
 def set_paused(ctx: Ctx, session_id: str, paused: bool, event: WorkEvent | None = None) -> None:
@@ -668,13 +570,13 @@ def say(ctx: Ctx, ref_or_id: str, text: str, actor: str | None = None) -> str:
         raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
     who = actor or getpass.getuser()
     prompt = f"Message from {who} (operator) about {rec.work_item}:\n\n{text}"
-    with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         return deliver(ctx, rec, prompt, None)
 
 
 def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -> SessionRecord:
     rec = resolve(ctx, ref_or_id)
-    with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         closed = close(ctx, rec.id, "operator", kill_tmux=kill_tmux)
     start_queued(ctx)
     return closed
@@ -682,24 +584,16 @@ def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -
 
 def pause_by_operator(ctx: Ctx, ref_or_id: str, paused: bool) -> SessionRecord:
     rec = resolve(ctx, ref_or_id)
-    with agents.hold_items(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         set_paused(ctx, rec.id, paused)
     return _get(ctx, rec.id)
 
 
 def screen(ctx: Ctx, ref_or_id: str, lines: int = 200) -> str:
     """The last LINES of the session's screen (tmux) or transcript (process runner)."""
-    rec = resolve(ctx, ref_or_id)
-    if rec.runner == "tmux" and rec.tmux_target:
-        return agents.runners(ctx).tmux.capture(rec.tmux_target, lines)
-    path = transcript_path(ctx, rec)
-    if not path.exists():
-        return ""
-    return "\n".join(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
+    return layer.screen(ctx, agent_of(resolve(ctx, ref_or_id)), lines)
 
 
 def probe(ctx: Ctx, rec: SessionRecord) -> str:
     """The tmux state of REC's target (live, dead, absent, unknown), or ``headless``."""
-    if rec.runner != "tmux" or not rec.tmux_target:
-        return "headless"
-    return agents.runners(ctx).tmux.probe(rec.tmux_target).value
+    return layer.probe(ctx, agent_of(rec))

@@ -1,16 +1,14 @@
 """The standing session service: named agents that belong to no work item.
 
-A definition is **declared** (an entry of ``standing.sessions``) or **created** at runtime (a
-record in the database). ``definition`` resolves a name the same way for every verb (declared
-first, else created), so where a definition came from never changes what a verb does. Harness,
-args and cwd inherit when omitted: the harness from ``routing.defaultHarness``, args from that
-harness's configuration (an explicit ``[]`` means none), the cwd is ``<stateDir>/standing/NAME``.
-
-Standing sessions always run under the tmux runner, in ``loop-standing-NAME``. Verbs on one name
+A policy on top of the agent-session layer (``the_loop.agent``): definitions are resolved by
+``the_loop.standing_defs`` (declared first, else created), and the verbs decide what to start,
+stop or say; how is the layer's. Standing sessions always run under the tmux runner, in
+``loop-standing-NAME``, marked as the-loop's with the key ``standing:NAME``. Verbs on one name
 are serialized across processes (a lock per name). The record says what the-loop last did:
 ``running`` is written just before a spawn and ``stopped`` only once the tmux session is gone or
 a spawn failed, so a live pane whose record is missing or ``stopped`` was not started by
-the-loop and is never adopted, signalled or killed.
+the-loop and is never adopted, signalled or killed. A ``say`` is queued in the database and
+delivered exactly once, even across a crash (the next ``say`` delivers what a crash left).
 """
 
 from __future__ import annotations
@@ -19,18 +17,13 @@ import getpass
 import re
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
-from the_loop import agents
+from the_loop import agent as layer
 from the_loop import events as ev
-from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
+from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
 from the_loop.errors import (
     BadInput,
@@ -40,272 +33,89 @@ from the_loop.errors import (
     NotRunning,
     Refused,
     Unavailable,
-    ValidationFailed,
 )
-from the_loop.harness import Launch
+from the_loop.faults import crash_point
 from the_loop.prompts import render_standing
 from the_loop.refs import new_session_id, safe_session_id, standing_target, validate_standing_name
-from the_loop.runner.tmux import Probe, TerminateReport
+from the_loop.runner.outcomes import Probe
+from the_loop.runner.tmux import TerminateReport
+from the_loop.standing_defs import (
+    CreateResult,
+    Definition,
+    DeleteResult,
+    SayResult,
+    StandingView,
+    StartKind,
+    StartOutcome,
+    StopKind,
+    StopOutcome,
+    ViewStatus,
+    declared_entry,
+    default_cwd,
+    definition,
+    from_declared,
+    from_record,
+    reason,
+)
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
+
+__all__ = [
+    "CreateResult",
+    "Definition",
+    "DeleteResult",
+    "SayResult",
+    "StandingView",
+    "StartKind",
+    "StartOutcome",
+    "StopKind",
+    "StopOutcome",
+    "ViewStatus",
+    "autostart",
+    "create",
+    "default_cwd",
+    "definition",
+    "delete",
+    "health_problems",
+    "list_standing",
+    "restart",
+    "say",
+    "start",
+    "stop",
+    "stop_all",
+]
 
 SOURCE = "standing"
 _ACTOR_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
 
 
-class StartKind(StrEnum):
-    started = "started"
-    resumed = "resumed"
-    already_running = "already-running"
-    failed = "failed"
-
-
-class StopKind(StrEnum):
-    stopped = "stopped"
-    already_stopped = "already-stopped"
-    failed = "failed"
-
-
-class ViewStatus(StrEnum):
-    """``running``: a live pane the-loop started; ``stopped``: not live, a conversation is
-    recorded to resume; ``absent``: not live and nothing to resume (never started)."""
-
-    running = "running"
-    stopped = "stopped"
-    absent = "absent"
-
-
-class Result(BaseModel):
-    """Base of the service's results: camelCase in JSON."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class Definition(Result):
-    """A resolved definition. ``key`` is the config key of a declared one (``standing.
-    sessions[i]``) or ``created``; ``problems`` lists why it cannot be used (empty: usable)."""
-
-    name: str
-    source: StandingSource
-    key: str
-    harness: str
-    args: list[str] | None
-    cwd: Path
-    default_cwd: bool
-    brief: str
-    description: str
-    auto_start: bool
-    problems: list[str] = []
-
-    @property
-    def target(self) -> str:
-        return standing_target(self.name)
-
-    def require_valid(self) -> Definition:
-        """SELF, or ``ValidationFailed`` (exit 2) listing the problems."""
-        if not self.problems:
-            return self
-        where = f"fix {self.key} in the config; " if self.source is StandingSource.declared else ""
-        raise ValidationFailed(
-            f"standing session {self.name} cannot be used ({where}"
-            f"`the-loop standing stop {self.name}` still works)",
-            list(self.problems),
-        )
-
-
-class StartOutcome(Result):
-    name: str
-    outcome: StartKind
-    target: str
-    conversation_id: str | None = None
-    error: str | None = None
-
-
-class StopOutcome(Result):
-    name: str
-    outcome: StopKind
-    target: str
-    signalled: list[int] = []
-    killed: list[int] = []
-    error: str | None = None
-
-
-class SayResult(Result):
-    name: str
-    target: str
-    actor: str
-    chars: int
-    conversation_id: str | None = None
-
-
-class CreateResult(Result):
-    definition: Definition
-    start: StartOutcome | None = None
-
-
-class DeleteResult(Result):
-    name: str
-    stop: StopOutcome
-
-
-class StandingView(Result):
-    """One line of ``list``."""
-
-    name: str
-    source: StandingSource
-    status: ViewStatus
-    harness: str
-    args: list[str] | None = None
-    cwd: str
-    target: str
-    description: str
-    auto_start: bool
-    conversation_id: str | None = None
-    started_at: datetime | None = None
-    last_message_at: datetime | None = None
-    problems: list[str] = []
-    note: str | None = None
-
-
-# --- the resolver ---------------------------------------------------------------------------
-
-
-def definition(ctx: Ctx, name: str) -> Definition:
-    """Resolve NAME: the declared entry first, else the created record.
-
-    Raises ``BadInput`` for an invalid name and ``NotFound`` when NAME is neither declared nor
-    created. Never raises for an unusable definition: its ``problems`` say why (see
-    ``Definition.require_valid``).
-    """
-    validate_standing_name(name)
-    found = _declared(ctx, name)
-    if found is not None:
-        return _from_declared(ctx, *found)
-    rec = store.get(ctx.db.connect(), name)
-    if rec is not None and rec.source is StandingSource.created:
-        return _from_record(ctx, rec)
-    raise NotFound(
-        f"no standing session {name}: it is neither declared (standing.sessions) nor created "
-        f"(`the-loop standing create {name}`)"
+def agent_of(defn: Definition, conversation: str | None) -> Agent:
+    """The agent session of standing definition DEFN, as the agent-session layer sees it."""
+    return Agent(
+        key=f"standing:{defn.name}",
+        kind=AgentKind.STANDING,
+        harness=defn.harness,
+        runner="tmux",
+        cwd=defn.cwd,
+        target=defn.target,
+        args=defn.args,
+        conversation_id=conversation,
+        label=f"standing session {defn.name}",
     )
 
 
-def _declared(ctx: Ctx, name: str) -> tuple[int, StandingSessionConfig] | None:
-    for index, entry in enumerate(ctx.config.standing.sessions):
-        if entry.name == name:
-            return index, entry
-    return None
-
-
-def _config_relative(ctx: Ctx, path: Path) -> Path:
-    """PATH with ``~`` expanded, relative to the config file's directory."""
-    path = path.expanduser()
-    if path.is_absolute():
-        return path
-    base = ctx.loaded.path.parent if ctx.loaded.path is not None else Path.cwd()
-    return (base / path).absolute()
-
-
-@dataclass(frozen=True, slots=True)
-class _Raw:
-    """A definition as written: None harness, args or cwd mean "inherit"."""
-
-    name: str
-    source: StandingSource
-    key: str
-    harness: str | None
-    args: list[str] | None
-    cwd: Path | None
-    brief: str
-    description: str
-    auto_start: bool
-    problems: tuple[str, ...] = ()
-
-
-def _from_declared(ctx: Ctx, index: int, entry: StandingSessionConfig) -> Definition:
-    key = f"standing.sessions[{index}]"
-    brief, problems = entry.prompt or "", []
-    if entry.prompt_file is not None:
-        path = _config_relative(ctx, entry.prompt_file)
-        try:
-            brief = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{key}.promptFile: cannot read {path}: {_reason(exc)}")
-    cwd = _config_relative(ctx, entry.cwd) if entry.cwd is not None else None
-    raw = _Raw(
-        entry.name,
-        StandingSource.declared,
-        key,
-        entry.harness,
-        entry.args,
-        cwd,
-        brief,
-        entry.description,
-        entry.auto_start,
-        tuple(problems),
+def _record_agent(rec: StandingRecord) -> Agent:
+    """The agent of a record (for stop, which works from the records alone)."""
+    return Agent(
+        key=f"standing:{rec.name}",
+        kind=AgentKind.STANDING,
+        harness=rec.harness or "",
+        runner="tmux",
+        cwd=Path(rec.cwd or "."),
+        target=standing_target(rec.name),
+        conversation_id=rec.conversation_id,
+        label=f"standing session {rec.name}",
     )
-    return _build(ctx, raw)
-
-
-def _from_record(ctx: Ctx, rec: StandingRecord) -> Definition:
-    problems: tuple[str, ...] = ()
-    if rec.source is StandingSource.declared:
-        problems = (f"{rec.name} is no longer declared in the config",)
-    raw = _Raw(
-        rec.name,
-        rec.source,
-        "created",
-        rec.harness,
-        rec.args,
-        Path(rec.cwd) if rec.cwd else None,
-        rec.prompt,
-        rec.description,
-        rec.auto_start,
-        problems,
-    )
-    return _build(ctx, raw)
-
-
-def _build(ctx: Ctx, raw: _Raw) -> Definition:
-    """Apply the inheritance rules to RAW and list every reason it cannot be used."""
-    prefix = f"{raw.key}." if raw.source is StandingSource.declared else ""
-    harness = raw.harness or ctx.config.routing.default_harness
-    problems = [*raw.problems, *_harness_problems(ctx, harness, raw.args, prefix)]
-    if raw.cwd is not None and not raw.cwd.is_dir():
-        problems.append(f"{prefix}cwd: {raw.cwd} is not a directory")
-    return Definition(
-        name=raw.name,
-        source=raw.source,
-        key=raw.key,
-        harness=harness,
-        args=None if raw.args is None else list(raw.args),
-        cwd=raw.cwd if raw.cwd is not None else default_cwd(ctx, raw.name),
-        default_cwd=raw.cwd is None,
-        brief=raw.brief,
-        description=raw.description,
-        auto_start=raw.auto_start,
-        problems=problems,
-    )
-
-
-def _harness_problems(ctx: Ctx, harness: str, args: list[str] | None, prefix: str) -> list[str]:
-    known = set(BUILTIN_HARNESSES) | set(ctx.config.harnesses)
-    if harness not in known:
-        return [f"{prefix}harness: {harness!r} is not a known harness ({', '.join(sorted(known))})"]
-    try:
-        agents.adapter_for(ctx, harness, args).check_runner("tmux")
-    except BadInput as exc:
-        return [f"{prefix}harness: {exc.message}"]
-    return []
-
-
-def default_cwd(ctx: Ctx, name: str) -> Path:
-    """The working directory of a standing session that names none."""
-    return ctx.state_dir / "standing" / validate_standing_name(name)
-
-
-def _reason(exc: BaseException) -> str:
-    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 # --- create / delete ------------------------------------------------------------------------
@@ -333,7 +143,7 @@ def create(
     brief is stored as text. ``None`` harness, args or cwd inherit at every start.
     """
     validate_standing_name(name)
-    _refuse_declared(ctx, name, "create")
+    _refusedeclared_entry(ctx, name, "create")
     with _locked(ctx, name):
         existing = store.get(ctx.db.connect(), name)
         if existing is not None:
@@ -342,7 +152,7 @@ def create(
                 f"delete it first with `the-loop standing delete {name}`"
             )
         rec = _new_record(name, harness, args, cwd, prompt, prompt_file, description, auto_start)
-        defn = _from_record(ctx, rec).require_valid()
+        defn = from_record(ctx, rec).require_valid()
         with ctx.db.transaction() as tx:
             store.insert(tx, rec)
         _emit(ctx, "standing.created", name, harness=defn.harness, cwd=str(defn.cwd))
@@ -379,7 +189,7 @@ def _new_record(
         try:
             brief = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read the prompt file {path}: {_reason(exc)}") from None
+            raise BadInput(f"cannot read the prompt file {path}: {reason(exc)}") from None
     return StandingRecord(
         name=name,
         source=StandingSource.created,
@@ -394,8 +204,8 @@ def _new_record(
     )
 
 
-def _refuse_declared(ctx: Ctx, name: str, verb: str) -> None:
-    found = _declared(ctx, name)
+def _refusedeclared_entry(ctx: Ctx, name: str, verb: str) -> None:
+    found = declared_entry(ctx, name)
     if found is None:
         return
     key = f"standing.sessions[{found[0]}]"
@@ -415,7 +225,7 @@ def delete(ctx: Ctx, name: str) -> DeleteResult:
     was removed from the config). Refused for a declared name (``Conflict`` naming the config
     key and ``stop``); ``NotFound`` for an unknown name. A failed stop removes nothing."""
     validate_standing_name(name)
-    _refuse_declared(ctx, name, "delete")
+    _refusedeclared_entry(ctx, name, "delete")
     with _locked(ctx, name):
         if store.get(ctx.db.connect(), name) is None:
             raise NotFound(f"no standing session {name}")
@@ -465,7 +275,7 @@ def _all_names(ctx: Ctx) -> list[str]:
 def _start_locked(ctx: Ctx, defn: Definition) -> StartOutcome:
     """Start DEFN with its lock held: already running, resumed, or started fresh."""
     rec = store.get(ctx.db.connect(), defn.name)
-    probe = agents.runners(ctx).tmux.probe(defn.target)
+    probe = ctx.runners.tmux.probe(defn.target)
     if probe is Probe.UNKNOWN:
         error = Unavailable(f"tmux did not answer about {defn.target}; nothing spawned")
         _emit(ctx, "standing.spawn_failed", defn.name, error=error.message)
@@ -488,7 +298,7 @@ def _start_locked(ctx: Ctx, defn: Definition) -> StartOutcome:
 
 
 def _foreign(ctx: Ctx, target: str) -> Refused:
-    inspect = agents.runners(ctx).tmux.inspect_command(target)
+    inspect = ctx.runners.tmux.inspect_command(target)
     return Refused(
         f"a live tmux session {target} exists that the-loop did not start (no running record); "
         f"it will not adopt, signal or kill it. Look at it with `{inspect}`"
@@ -509,15 +319,17 @@ def _try_resume(ctx: Ctx, defn: Definition, conversation: str) -> StartOutcome |
     """Resume CONVERSATION, probed alive; None (after ``standing.resume_failed``) when it died."""
     _mark_running(ctx, defn, conversation)
     detail = "the resumed agent exited"
+    agent = agent_of(defn, conversation)
     try:
-        _spawn(ctx, defn, conversation, None, resume=True)
+        _spawn(ctx, defn, agent, None, resume=True)
     except (Refused, Unavailable) as exc:
         _spawn_failed(ctx, defn, exc, conversation)
         raise
     except LoopError as exc:
         detail = exc.message
     else:
-        if agents.stays_alive(ctx, defn.target, ctx.config.tmux.resume_probe_seconds):
+        seconds = ctx.config.tmux.resume_probe_seconds
+        if layer.runner_for(agent).stays_alive(ctx, agent, seconds):
             _started(ctx, defn.name, conversation)
             _emit(ctx, "standing.resumed", defn.name, session_id=conversation)
             return StartOutcome(
@@ -535,16 +347,19 @@ def _start_fresh(ctx: Ctx, defn: Definition, previous: str | None) -> StartOutco
     minted = new_session_id()
     _mark_running(ctx, defn, minted)
     try:
-        launch = _spawn(ctx, defn, minted, render_standing(defn.name, defn.brief), resume=False)
-    except Exception as exc:
+        agent = agent_of(defn, minted)
+        conversation = _spawn(
+            ctx, defn, agent, render_standing(defn.name, defn.brief), resume=False
+        )
+    except (LoopError, OSError) as exc:
         _spawn_failed(ctx, defn, exc, previous)
         raise
-    _started(ctx, defn.name, launch.session_id)
+    _started(ctx, defn.name, conversation)
     _emit(
         ctx,
         "standing.started",
         defn.name,
-        session_id=launch.session_id,
+        session_id=conversation,
         harness=defn.harness,
         target=defn.target,
         cwd=str(defn.cwd),
@@ -553,19 +368,18 @@ def _start_fresh(ctx: Ctx, defn: Definition, previous: str | None) -> StartOutco
         name=defn.name,
         outcome=StartKind.started,
         target=defn.target,
-        conversation_id=launch.session_id,
+        conversation_id=conversation,
     )
 
 
 def _spawn(
-    ctx: Ctx, defn: Definition, session_id: str, prompt: str | None, *, resume: bool
-) -> Launch:
+    ctx: Ctx, defn: Definition, agent: Agent, prompt: str | None, *, resume: bool
+) -> str | None:
+    """Spawn DEFN's agent (fresh with PROMPT, or resuming); the conversation id it runs."""
     if defn.default_cwd:
         defn.cwd.mkdir(parents=True, exist_ok=True, mode=0o700)
-    adapter = agents.adapter_for(ctx, defn.harness, defn.args)
-    return agents.spawn_interactive(
-        ctx, adapter, defn.target, defn.cwd, session_id, prompt, resume=resume
-    )
+    runner = layer.runner_for(agent)
+    return runner.launch(ctx, agent, prompt, agent.conversation_id, resume=resume)
 
 
 def _mark_running(ctx: Ctx, defn: Definition, conversation: str) -> None:
@@ -649,21 +463,23 @@ def _stop_captured(ctx: Ctx, name: str) -> StopOutcome:
 def _stop_locked(ctx: Ctx, name: str) -> StopOutcome:
     target = standing_target(name)
     rec = store.get(ctx.db.connect(), name)
-    if rec is None and _declared(ctx, name) is None:
+    if rec is None and declared_entry(ctx, name) is None:
         raise NotFound(f"no standing session {name}")
     if rec is None or rec.status is StandingStatus.stopped:
-        if agents.runners(ctx).tmux.probe(target) is Probe.LIVE:
+        if ctx.runners.tmux.probe(target) is Probe.LIVE:
             raise _foreign(ctx, target)
         return StopOutcome(name=name, outcome=StopKind.already_stopped, target=target)
     return _terminate(ctx, rec, target)
 
 
 def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
-    tmux = agents.runners(ctx).tmux
-    report = tmux.terminate(target, ctx.config.tmux.harness_kill_grace_seconds)
+    agent = _record_agent(rec)
+    if ctx.runners.tmux.probe(target) is Probe.LIVE and layer.owned(ctx, agent) is False:
+        raise _foreign(ctx, target)
+    report = layer.terminate(ctx, agent)
     problem = _terminate_problem(report)
     if problem is None:
-        after = _gone(ctx, target, tmux.kill_session(target))
+        after = layer.kill(ctx, agent).probe
         if after is not Probe.ABSENT:
             problem = f"the tmux session {target} is still there after kill-session ({after})"
     if problem is not None:
@@ -671,7 +487,6 @@ def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
         raise Unavailable(f"could not stop standing session {rec.name}: {problem}")
     with ctx.db.transaction() as tx:
         store.update(tx, rec.name, status=StandingStatus.stopped)
-    agents.forget_ready(ctx, target)
     _emit(
         ctx,
         "standing.stopped",
@@ -688,16 +503,6 @@ def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
         signalled=list(report.signalled),
         killed=list(report.killed),
     )
-
-
-def _gone(ctx: Ctx, target: str, probe: Probe, timeout: float = 3.0) -> Probe:
-    """Poll until TARGET is absent (or TIMEOUT) instead of trusting one look right after
-    ``kill-session`` (a tmux server exiting with its last session answers ``unknown``)."""
-    deadline = time.monotonic() + timeout
-    while probe is not Probe.ABSENT and time.monotonic() < deadline:
-        time.sleep(0.05)
-        probe = agents.runners(ctx).tmux.probe(target)
-    return probe
 
 
 def _terminate_problem(report: TerminateReport) -> str | None:
@@ -721,8 +526,9 @@ def restart(ctx: Ctx, name: str) -> StartOutcome:
 
 
 def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
-    """Paste "Message from ACTOR to standing session `NAME`:", a blank line and TEXT into the
-    running session; never spawns. Waits until the agent takes input (after a spawn).
+    """Deliver "Message from ACTOR to standing session `NAME`:", a blank line and TEXT into the
+    running session, exactly once (queued first; a crash leaves it for the next ``say``);
+    never spawns. Waits until the agent takes input (after a spawn).
 
     Raises ``BadInput`` for blank TEXT or a bad actor, ``NotRunning`` (naming
     ``the-loop standing start NAME``) when it is not running, ``Refused`` for a live pane
@@ -735,21 +541,34 @@ def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
     with _locked(ctx, name):
         defn = definition(ctx, name).require_valid()
         rec = _running_record(ctx, defn)
-        _wait_ready(ctx, defn)
+        agent = agent_of(defn, rec.conversation_id)
         body = f"Message from {who} to standing session `{name}`:\n\n{text}"
-        delivery = agents.runners(ctx).tmux.deliver(defn.target, body)
         with ctx.db.transaction() as tx:
-            store.update(tx, name, last_message_at=time.time())
-    _emit(
-        ctx, "standing.said", name, session_id=rec.conversation_id, actor=who, chars=delivery.chars
-    )
+            layer.enqueue(tx, agent, body, None)
+        crash_point("after-enqueue")
+        sizes = _flush(ctx, defn, agent)
+    for chars in sizes:
+        _emit(ctx, "standing.said", name, session_id=rec.conversation_id, actor=who, chars=chars)
     return SayResult(
         name=name,
         target=defn.target,
         actor=who,
-        chars=delivery.chars,
+        chars=sizes[-1] if sizes else 0,
         conversation_id=rec.conversation_id,
     )
+
+
+def _flush(ctx: Ctx, defn: Definition, agent: Agent) -> list[int]:
+    """Deliver the queued messages; a gone agent drops them and is reported not running."""
+
+    def touch(tx: Any) -> None:
+        store.update(tx, defn.name, last_message_at=time.time())
+
+    try:
+        return layer.flush(ctx, agent, revive=None, record=touch).delivered
+    except NotRunning:
+        layer.drop_pending(ctx, agent)
+        raise _not_running(defn.name) from None
 
 
 def _actor(actor: str | None) -> str:
@@ -767,7 +586,7 @@ def _not_running(name: str) -> NotRunning:
 
 def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
     rec = store.get(ctx.db.connect(), defn.name)
-    probe = agents.runners(ctx).tmux.probe(defn.target)
+    probe = ctx.runners.tmux.probe(defn.target)
     if probe is Probe.UNKNOWN:
         raise Unavailable(f"tmux did not answer about {defn.target}")
     if probe is not Probe.LIVE:
@@ -777,15 +596,6 @@ def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
     return rec
 
 
-def _wait_ready(ctx: Ctx, defn: Definition) -> None:
-    adapter = agents.adapter_for(ctx, defn.harness, defn.args)
-    if agents.ensure_ready(ctx, adapter, defn.target):
-        return
-    if agents.runners(ctx).tmux.probe(defn.target) is not Probe.LIVE:
-        raise _not_running(defn.name)
-    raise Unavailable(f"the agent in {defn.target} did not become ready for input")
-
-
 # --- list and the daemon's hooks ------------------------------------------------------------
 
 
@@ -793,13 +603,13 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
     """Declared (config order) then created (by name), each with its live status. A record
     left by a declaration since removed from the config is listed too, with a problem."""
     records = {rec.name: rec for rec in store.list_records(ctx.db.connect())}
-    targets = agents.runners(ctx).tmux.list_targets()
+    targets = ctx.runners.tmux.list_targets()
     views = []
     for index, entry in enumerate(ctx.config.standing.sessions):
-        defn = _from_declared(ctx, index, entry)
+        defn = from_declared(ctx, index, entry)
         views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
     for rec in records.values():
-        views.append(_view(ctx, _from_record(ctx, rec), rec, targets))
+        views.append(_view(ctx, from_record(ctx, rec), rec, targets))
     return views
 
 
@@ -833,7 +643,7 @@ def _status(
         return resting, "tmux did not answer; status unknown"
     if target not in targets:
         return resting, None
-    if agents.runners(ctx).tmux.probe(target) is not Probe.LIVE:
+    if ctx.runners.tmux.probe(target) is not Probe.LIVE:
         return resting, None
     if rec is None or rec.status is StandingStatus.stopped:
         return resting, f"a live tmux session {target} that the-loop did not start"
@@ -896,7 +706,7 @@ def health_problems(ctx: Ctx) -> list[str]:
 
 def _locked(ctx: Ctx, name: str) -> ExitStack:
     """Hold the cross-process lock of standing session NAME."""
-    return agents.hold_items(ctx, [f"standing-{validate_standing_name(name)}"])
+    return layer.hold(ctx, [f"standing-{validate_standing_name(name)}"])
 
 
 def _emit(ctx: Ctx, type_: str, name: str, **payload: Any) -> None:

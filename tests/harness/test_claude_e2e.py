@@ -51,17 +51,19 @@ def claude_adapter(api: FakeAnthropic, tmp_path: Path) -> HarnessAdapter:
 def start(runner: TmuxRunner, adapter: HarnessAdapter, spec: LaunchSpec, resume: bool) -> None:
     launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
     adapter.prepare(launch)
-    runner.spawn(TARGET, launch.argv, cwd=launch.cwd, env=launch.env)
-    assert runner.wait_ready(TARGET, launch.ready_pattern, timeout=90), runner.capture(TARGET)
+    runner.spawn(TARGET, launch.argv, cwd=launch.cwd, env=launch.env).unwrap()
+    assert runner.wait_ready(TARGET, launch.ready_pattern, timeout=90), (
+        runner.capture(TARGET).unwrap().text
+    )
 
 
 def say(runner: TmuxRunner, api: FakeAnthropic, prompt: str) -> None:
     """Deliver PROMPT and wait until its request was answered on screen."""
     before = len(api.conversation_requests())
-    runner.deliver(TARGET, prompt)
+    runner.deliver(TARGET, prompt).unwrap()
     wait_until(lambda: len(api.conversation_requests()) > before, 60, what="the request")
     reply = f"FAKE-REPLY-{api.conversation_requests()[before].seq}"
-    wait_until(lambda: reply in runner.capture(TARGET, 60), 60, what=reply)
+    wait_until(lambda: reply in runner.capture(TARGET, 60).unwrap().text, 60, what=reply)
 
 
 def test_spawn_deliver_terminate_resume(

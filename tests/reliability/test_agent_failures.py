@@ -58,7 +58,6 @@ def test_agent_that_crashes_mid_delivery_is_reported_and_respawned(work: Work) -
 def test_a_staged_prompt_whose_agent_died_is_delivered_once_after_respawn(work: Work) -> None:
     """A crash left a prompt staged; its agent then died, the last pane on the tmux server:
     the respawn ends that server (and the buffer), yet the prompt must still arrive, once."""
-    from the_loop.agents import runners
     from the_loop.store import sessions as store
 
     sid = _start(work)
@@ -66,7 +65,7 @@ def test_a_staged_prompt_whose_agent_died_is_delivered_once_after_respawn(work: 
     with ctx.db.transaction() as tx:
         seq = store.add_prompt(tx, sid, "left staged by a crash tok-staged", "r-staged")
     assert seq is not None
-    tmux = runners(ctx).tmux
+    tmux = ctx.runners.tmux
     tmux.stage(TARGET, "left staged by a crash tok-staged", f"tl-{sid[:13]}-{seq}")
     with ctx.db.transaction() as tx:
         store.mark_prompt(tx, seq, "staged")

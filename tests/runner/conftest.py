@@ -50,7 +50,7 @@ class FakeAgents:
     ) -> int:
         """Spawn the fake agent for CONVERSATION in TARGET; return its pane pid."""
         argv = fake_agent.command("--session-id", conversation, *args)
-        result = self.runner.spawn(target, argv, cwd=self.cwd, env=self.env(**env))
+        result = self.runner.spawn(target, argv, cwd=self.cwd, env=self.env(**env)).unwrap()
         assert result.pane_pid is not None
         if ready:
             assert self.runner.wait_ready(target, fake_agent.READY, timeout=15)

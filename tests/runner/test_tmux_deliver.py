@@ -24,7 +24,7 @@ def test_big_prompts_arrive_byte_exact_in_order(runner: TmuxRunner, agents: Fake
     assert len(big.encode()) > 20_000 and big.count("\n") == 299
     prompts = ["first", big, long_line, "last 'one'"]
     for prompt in prompts:
-        runner.deliver("loop-big", prompt)
+        runner.deliver("loop-big", prompt).unwrap()
     assert agents.wait_prompts("c-big", 4) == prompts
 
 
@@ -43,7 +43,7 @@ def test_deliveries_are_ordered_across_threads_and_processes(
 
     def sender(name: str) -> None:
         for i in range(8):
-            runner.deliver("loop-order", f"{name} {i}\n" + name[0] * 3000)
+            runner.deliver("loop-order", f"{name} {i}\n" + name[0] * 3000).unwrap()
 
     threads = [threading.Thread(target=sender, args=(n,)) for n in ("alpha", "beta")]
     for thread in threads:
@@ -63,20 +63,20 @@ def test_a_dead_pane_is_refused_and_the_server_survives(
     runner: TmuxRunner, agents: FakeAgents, workdir: Path
 ) -> None:
     agents.spawn("loop-alive", "c-alive")
-    runner.spawn("loop-gone", ["sh", "-c", "exit 0"], cwd=workdir)
+    runner.spawn("loop-gone", ["sh", "-c", "exit 0"], cwd=workdir).unwrap()
     agents.wait_probe("loop-gone", Probe.DEAD)
     with pytest.raises(NotRunning, match="dead"):
-        runner.deliver("loop-gone", "into a dead pane")
+        runner.deliver("loop-gone", "into a dead pane").unwrap()
     assert runner.probe("loop-alive") is Probe.LIVE, "pasting into a dead pane crashes tmux"
     assert runner.run("list-buffers", "-F", "#{buffer_name}").stdout == ""
-    runner.deliver("loop-alive", "still fine")
+    runner.deliver("loop-alive", "still fine").unwrap()
     assert agents.wait_prompts("c-alive", 1) == ["still fine"]
 
 
 def test_control_characters_cannot_escape_the_paste(runner: TmuxRunner, agents: FakeAgents) -> None:
     agents.spawn("loop-esc", "c-esc")
-    runner.deliver("loop-esc", "before\x1b[201~\rinjected\x03 after\r\nend\x00")
-    runner.deliver("loop-esc", "next")
+    runner.deliver("loop-esc", "before\x1b[201~\rinjected\x03 after\r\nend\x00").unwrap()
+    runner.deliver("loop-esc", "next").unwrap()
     assert agents.wait_prompts("c-esc", 2) == ["before[201~\ninjected after\nend", "next"]
     assert clean_prompt("a\tb\r\nc\x1b") == "a\tb\nc"
 
@@ -84,44 +84,44 @@ def test_control_characters_cannot_escape_the_paste(runner: TmuxRunner, agents: 
 def test_empty_prompt_is_refused(runner: TmuxRunner, agents: FakeAgents) -> None:
     agents.spawn("loop-empty", "c-empty")
     with pytest.raises(BadInput):
-        runner.deliver("loop-empty", " \x1b\r\n")
+        runner.deliver("loop-empty", " \x1b\r\n").unwrap()
 
 
 def test_wait_ready_guards_the_first_paste(runner: TmuxRunner, agents: FakeAgents) -> None:
     agents.spawn("loop-slow", "c-slow", ready=False, FAKE_AGENT_START_DELAY="0.6")
     assert runner.wait_ready("loop-slow", fake_agent.READY, timeout=15)
-    runner.deliver("loop-slow", "after ready")
+    runner.deliver("loop-slow", "after ready").unwrap()
     assert agents.wait_prompts("c-slow", 1) == ["after ready"]
 
 
 def test_wait_ready_gives_up_when_the_pane_dies(runner: TmuxRunner, workdir: Path) -> None:
-    runner.spawn("loop-dies", ["sh", "-c", "echo some text; exit 1"], cwd=workdir)
+    runner.spawn("loop-dies", ["sh", "-c", "echo some text; exit 1"], cwd=workdir).unwrap()
     assert not runner.wait_ready("loop-dies", "never shown", timeout=10)
 
 
 def test_crash_after_prompts_leaves_a_dead_record(runner: TmuxRunner, agents: FakeAgents) -> None:
     agents.spawn("loop-crash", "c-crash", FAKE_AGENT_CRASH_AFTER="2")
-    runner.deliver("loop-crash", "one")
-    runner.deliver("loop-crash", "two")
+    runner.deliver("loop-crash", "one").unwrap()
+    runner.deliver("loop-crash", "two").unwrap()
     agents.wait_probe("loop-crash", Probe.DEAD)
     assert agents.prompts("c-crash") == ["one", "two"]
     with pytest.raises(NotRunning):
-        runner.deliver("loop-crash", "three")
-    assert "CRASH" in runner.capture("loop-crash")
+        runner.deliver("loop-crash", "three").unwrap()
+    assert "CRASH" in runner.capture("loop-crash").unwrap().text
 
 
 def test_resume_appends_to_the_conversation(
     runner: TmuxRunner, agents: FakeAgents, workdir: Path
 ) -> None:
     agents.spawn("loop-res", "c-res", "initial")
-    runner.deliver("loop-res", "second")
+    runner.deliver("loop-res", "second").unwrap()
     agents.wait_prompts("c-res", 2)
     runner.terminate("loop-res", grace=2)
     agents.wait_probe("loop-res", Probe.DEAD)
     argv = fake_agent.command("--resume", "c-res")
-    runner.spawn("loop-res", argv, cwd=workdir, env=agents.env())
+    runner.spawn("loop-res", argv, cwd=workdir, env=agents.env()).unwrap()
     assert runner.wait_ready("loop-res", fake_agent.READY, timeout=15)
-    runner.deliver("loop-res", "third")
+    runner.deliver("loop-res", "third").unwrap()
     assert agents.wait_prompts("c-res", 3) == ["initial", "second", "third"]
     starts = fake_agent.read_starts(agents.directory, "c-res")
     assert [s.resumed for s in starts] == [False, True]
@@ -131,6 +131,8 @@ def test_failing_resume_leaves_a_dead_pane(
     runner: TmuxRunner, agents: FakeAgents, workdir: Path
 ) -> None:
     argv = fake_agent.command("--resume", "c-nope")
-    runner.spawn("loop-nores", argv, cwd=workdir, env=agents.env(FAKE_AGENT_RESUME_FAILS="1"))
+    runner.spawn(
+        "loop-nores", argv, cwd=workdir, env=agents.env(FAKE_AGENT_RESUME_FAILS="1")
+    ).unwrap()
     agents.wait_probe("loop-nores", Probe.DEAD)
     assert not Path(agents.directory / "c-nope.jsonl").exists()

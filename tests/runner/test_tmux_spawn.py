@@ -41,20 +41,20 @@ def test_live_occupant_is_never_killed(runner: TmuxRunner, agents: FakeAgents) -
 
 
 def test_dead_occupant_is_cleared(runner: TmuxRunner, agents: FakeAgents, workdir: Path) -> None:
-    runner.spawn("loop-again", ["sh", "-c", "exit 3"], cwd=workdir)
+    runner.spawn("loop-again", ["sh", "-c", "exit 3"], cwd=workdir).unwrap()
     agents.wait_probe("loop-again", Probe.DEAD)
     result = runner.spawn(
         "loop-again", fake_agent.command("--session-id", "c2"), cwd=workdir, env=agents.env()
-    )
+    ).unwrap()
     assert result.cleared_dead
     assert runner.probe("loop-again") is Probe.LIVE
     assert runner.wait_ready("loop-again", fake_agent.READY, timeout=15)
 
 
 def test_immediate_exit_is_kept_as_a_dead_pane(runner: TmuxRunner, workdir: Path) -> None:
-    runner.spawn("loop-quick", ["sh", "-c", "echo bye; exit 7"], cwd=workdir)
+    runner.spawn("loop-quick", ["sh", "-c", "echo bye; exit 7"], cwd=workdir).unwrap()
     wait_until(lambda: runner.probe("loop-quick") is Probe.DEAD, 10)
-    assert "bye" in runner.capture("loop-quick")
+    assert "bye" in runner.capture("loop-quick").unwrap().text
     # tmux 3.3a sometimes learns the exit status only when another child exits: not asserted.
     assert runner.pane_status("loop-quick").panes[0].dead_status in (7, None)
 
@@ -69,7 +69,9 @@ def test_concurrent_spawns_have_one_winner(
         other = TmuxRunner(runner.socket, work_dir=tmp_path / f"w{index}", columns=120, rows=40)
         argv = fake_agent.command("--session-id", f"racer-{index}")
         try:
-            outcomes.append(other.spawn("loop-race", argv, cwd=agents.cwd, env=agents.env()))
+            outcomes.append(
+                other.spawn("loop-race", argv, cwd=agents.cwd, env=agents.env()).unwrap()
+            )
         except LoopError as exc:
             outcomes.append(exc)
 
@@ -87,13 +89,13 @@ def test_concurrent_spawns_have_one_winner(
 
 def test_spawn_refuses_bad_inputs(runner: TmuxRunner, workdir: Path) -> None:
     with pytest.raises(BadInput):
-        runner.spawn("main", ["sleep", "5"], cwd=workdir)
+        runner.spawn("main", ["sleep", "5"], cwd=workdir).unwrap()
     with pytest.raises(SpawnFailed, match="not found"):
-        runner.spawn("loop-a", ["/no/such/agent"], cwd=workdir)
+        runner.spawn("loop-a", ["/no/such/agent"], cwd=workdir).unwrap()
     with pytest.raises(SpawnFailed, match="does not exist"):
-        runner.spawn("loop-a", ["sleep", "5"], cwd=workdir / "missing")
+        runner.spawn("loop-a", ["sleep", "5"], cwd=workdir / "missing").unwrap()
     with pytest.raises(BadInput):
-        runner.spawn("loop-a", ["sleep", "5"], cwd=workdir, env={"BAD-NAME": "x"})
+        runner.spawn("loop-a", ["sleep", "5"], cwd=workdir, env={"BAD-NAME": "x"}).unwrap()
     assert runner.probe("loop-a") is Probe.ABSENT
 
 
@@ -101,7 +103,7 @@ def test_single_element_argv_is_not_read_by_a_shell(runner: TmuxRunner, workdir:
     script = workdir / "agent;touch PWNED"
     script.write_text("#!/bin/sh\necho ran > ran.txt\nexec sleep 30\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    runner.spawn("loop-one", [str(script)], cwd=workdir)
+    runner.spawn("loop-one", [str(script)], cwd=workdir).unwrap()
     wait_until(lambda: (workdir / "ran.txt").exists(), 10)
     assert not (workdir / "PWNED").exists()
     assert runner.probe("loop-one") is Probe.LIVE
@@ -111,7 +113,7 @@ def test_long_argv_goes_through_the_launcher(runner: TmuxRunner, agents: FakeAge
     prompt = "\n".join(f"{i:04d} \"'$`\\;|&<>*?#!~ " + "y" * 80 for i in range(400))
     assert len(prompt.encode()) > 40_000
     argv = fake_agent.command("--session-id", "c-long", "--", prompt)
-    result = runner.spawn("loop-long", argv, cwd=agents.cwd, env=agents.env(LOOP_K="v"))
+    result = runner.spawn("loop-long", argv, cwd=agents.cwd, env=agents.env(LOOP_K="v")).unwrap()
     assert result.via_launcher
     assert agents.wait_prompts("c-long", 1) == [prompt]
     start = fake_agent.read_starts(agents.directory, "c-long")[0]
@@ -161,12 +163,12 @@ def test_a_vanished_server_is_asked_again_once(
         binary=_losing_tmux(tmp_path / "s", "*new-session*", 1),
         work_dir=runner.work_dir,
     )
-    result = spawner.spawn("loop-new", ["sleep", "30"], cwd=agents.cwd)
+    result = spawner.spawn("loop-new", ["sleep", "30"], cwd=agents.cwd).unwrap()
     assert runner.pane_status("loop-new").panes[0].pid == result.pane_pid
 
 
 def test_kill_then_spawn_cycles(runner: TmuxRunner, workdir: Path) -> None:
     for _ in range(20):
-        runner.spawn("loop-cycle", ["sleep", "30"], cwd=workdir)
-        assert runner.kill_session("loop-cycle") is Probe.ABSENT
+        runner.spawn("loop-cycle", ["sleep", "30"], cwd=workdir).unwrap()
+        assert runner.kill_session("loop-cycle").unwrap().probe is Probe.ABSENT
         assert runner.probe("loop-cycle") is Probe.ABSENT

@@ -30,13 +30,13 @@ def test_terminate_keeps_the_dead_pane_and_its_history(
     runner: TmuxRunner, agents: FakeAgents
 ) -> None:
     pid = agents.spawn("loop-term", "c-term")
-    runner.deliver("loop-term", "remember me")
+    runner.deliver("loop-term", "remember me").unwrap()
     agents.wait_prompts("c-term", 1)
     report = runner.terminate("loop-term", grace=5)
     assert report.ok and report.signalled == (pid,) and report.killed == ()
     agents.wait_probe("loop-term", Probe.DEAD)
     assert "loop-term" in (runner.list_targets() or [])
-    assert "remember me" in runner.capture("loop-term", None)
+    assert "remember me" in runner.capture("loop-term", None).unwrap().text
 
 
 def test_a_harness_ignoring_sigterm_is_killed_after_the_grace(
@@ -58,7 +58,7 @@ def test_terminate_refuses_foreign_targets(
     report = runner.terminate(target, grace=0.1)
     assert report.refused and report.signalled == ()
     with pytest.raises(BadInput):
-        runner.kill_session(target)
+        runner.kill_session(target).unwrap()
 
 
 def test_a_foreign_session_on_our_server_is_untouched(runner: TmuxRunner, workdir: Path) -> None:
@@ -96,6 +96,6 @@ def test_terminate_absent_target_reports_nothing(runner: TmuxRunner) -> None:
 
 def test_kill_session_removes_the_target(runner: TmuxRunner, agents: FakeAgents) -> None:
     pid = agents.spawn("loop-kill", "c-kill")
-    assert runner.kill_session("loop-kill") is Probe.ABSENT
+    assert runner.kill_session("loop-kill").unwrap().probe is Probe.ABSENT
     wait_until(lambda: process_identity(pid) is None, 10)
     assert fake_agent.read_starts(agents.directory, "c-kill")[0].pid == pid

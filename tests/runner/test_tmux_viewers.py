@@ -24,7 +24,7 @@ def viewer(runner: TmuxRunner, target: str, cols: int = 60, rows: int = 15) -> I
     """Attach a read-only client to TARGET in a COLSxROWS pty; yield the pty master fd."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    command = runner.attach_command(target, read_only=True)
+    command = runner.attach_command(target, read_only=True).unwrap()
     env = {**command.env, "TERM": "xterm-256color"}
     proc = subprocess.Popen(
         list(command.argv), stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
@@ -60,7 +60,7 @@ def test_read_only_viewer_does_not_block_delivery_or_resize(
     with viewer(runner, "loop-view") as master:
         wait_until(lambda: _clients(runner, "loop-view") == ["1"], 10, what="viewer")
         os.write(master, b"typed by the viewer\r")
-        runner.deliver("loop-view", "delivered while watched")
+        runner.deliver("loop-view", "delivered while watched").unwrap()
         assert agents.wait_prompts("c-view", 1) == ["delivered while watched"]
         assert runner.window_size("loop-view") == (120, 40)
     assert runner.window_size("loop-view") == (120, 40)
@@ -82,9 +82,9 @@ def test_attach_command_is_exact_and_unnested(
 ) -> None:
     monkeypatch.setenv("TMUX", "/tmp/some-other-server,1,0")
     monkeypatch.setenv("TMUX_PANE", "%1")
-    command = runner.attach_command("loop-a", read_only=True)
+    command = runner.attach_command("loop-a", read_only=True).unwrap()
     assert command.argv[:3] == ("tmux", "-L", runner.socket)
     assert command.argv[-4:] == ("attach-session", "-r", "-t", "=loop-a")
     assert "TMUX" not in command.env and "TMUX_PANE" not in command.env
-    writable = runner.attach_command("loop-a", read_only=False)
+    writable = runner.attach_command("loop-a", read_only=False).unwrap()
     assert "-r" not in writable.argv

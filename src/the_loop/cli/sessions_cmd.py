@@ -87,7 +87,7 @@ def attach(
     read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
 ) -> None:
     """Attach this terminal to the session's tmux pane (closed sessions: read-only)."""
-    from the_loop import agents, sessions
+    from the_loop import sessions
 
     ctx = common.ctx()
     rec = sessions.resolve(ctx, ref)
@@ -100,7 +100,7 @@ def attach(
             flush=True,
         )
         read_only = True
-    command = agents.runners(ctx).tmux.attach_command(rec.tmux_target, read_only=read_only)
+    command = ctx.runners.tmux.attach_command(rec.tmux_target, read_only=read_only).unwrap()
     os.execvpe(command.argv[0], list(command.argv), dict(command.env))
 
 

@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from the_loop.config import HarnessConfig
+from the_loop.config import RunnerKind as RunnerKind
 from the_loop.errors import BadInput, Conflict, UnsupportedRunner
 from the_loop.refs import SESSION_ID_RE, safe_session_id
 
-RunnerKind = Literal["tmux", "process"]
 _ADAPTER_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 

@@ -10,14 +10,23 @@ from dataclasses import dataclass
 
 from the_loop.config import Config
 from the_loop.runner.base import KeyedLock
-from the_loop.runner.process import ProcessResult, ProcessRunner
-from the_loop.runner.tmux import (
+from the_loop.runner.outcomes import (
+    Answer,
     AttachCommand,
+    BufferState,
+    Capture,
     Delivery,
-    PaneInfo,
-    PaneStatus,
+    Killed,
+    Outcome,
+    Owner,
     Probe,
     SpawnResult,
+    Staged,
+)
+from the_loop.runner.process import ProcessResult, ProcessRunner
+from the_loop.runner.tmux import (
+    PaneInfo,
+    PaneStatus,
     TerminateReport,
     TmuxOutcome,
     TmuxResult,
@@ -46,8 +55,14 @@ class Runners:
 
 
 __all__ = [
+    "Answer",
     "AttachCommand",
+    "BufferState",
+    "Capture",
     "Delivery",
+    "Killed",
+    "Outcome",
+    "Owner",
     "PaneInfo",
     "PaneStatus",
     "Probe",
@@ -55,6 +70,7 @@ __all__ = [
     "ProcessRunner",
     "Runners",
     "SpawnResult",
+    "Staged",
     "TerminateReport",
     "TmuxOutcome",
     "TmuxResult",

@@ -43,7 +43,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from the_loop.config import Config
-from the_loop.errors import BadInput, NotFound, NotRunning, Refused, SpawnFailed, Unavailable
+from the_loop.errors import BadInput, LoopError
 from the_loop.refs import is_loop_target
 from the_loop.runner.base import (
     KeyedLock,
@@ -53,6 +53,16 @@ from the_loop.runner.base import (
     process_identity,
     still_running,
 )
+from the_loop.runner.outcomes import Answer as Answer
+from the_loop.runner.outcomes import AttachCommand as AttachCommand
+from the_loop.runner.outcomes import BufferState as BufferState
+from the_loop.runner.outcomes import Capture as Capture
+from the_loop.runner.outcomes import Delivery as Delivery
+from the_loop.runner.outcomes import Killed as Killed
+from the_loop.runner.outcomes import Owner as Owner
+from the_loop.runner.outcomes import Probe as Probe
+from the_loop.runner.outcomes import SpawnResult as SpawnResult
+from the_loop.runner.outcomes import Staged as Staged
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SOCKET_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -71,6 +81,8 @@ _PANE_FORMAT = (
 )
 DEAD_MARKER = "the-loop:pane-dead"
 OWNER_VAR = "THE_LOOP_OWNER"
+OWNER_OPTION = "@the_loop_owner"
+_STAGE_FORMAT = f"#{{pane_dead}}\t#{{{OWNER_OPTION}}}"
 COMMAND_BUDGET = 12_000
 _LAUNCHER = (
     "import json,os,sys\n"
@@ -91,15 +103,6 @@ class TmuxOutcome(StrEnum):
     NOT_FOUND = "not_found"
     ERROR = "error"
     NO_ANSWER = "no_answer"
-
-
-class Probe(StrEnum):
-    """The state of a target. ``unknown`` (tmux did not answer) is never ``absent``."""
-
-    LIVE = "live"
-    DEAD = "dead"
-    ABSENT = "absent"
-    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,24 +164,6 @@ class PaneStatus:
 
 
 @dataclass(frozen=True, slots=True)
-class SpawnResult:
-    """A spawned target: the harness's pane pid, and whether a dead occupant was cleared."""
-
-    target: str
-    pane_pid: int | None
-    cleared_dead: bool
-    via_launcher: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """A prompt pasted into a target and submitted."""
-
-    target: str
-    chars: int
-
-
-@dataclass(frozen=True, slots=True)
 class TerminateReport:
     """What ``terminate`` did. ``refused`` or ``error`` explain why nothing was signalled."""
 
@@ -193,14 +178,6 @@ class TerminateReport:
     @property
     def ok(self) -> bool:
         return self.refused is None and self.error is None and not self.survivors
-
-
-@dataclass(frozen=True, slots=True)
-class AttachCommand:
-    """Argv and environment to ``exec`` for attaching a terminal (``TMUX`` removed)."""
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
 
 
 def clean_prompt(text: str) -> str:
@@ -233,13 +210,14 @@ def signalable_pids(panes: Sequence[PaneInfo], target: str) -> list[int]:
     return sorted(set(pids))
 
 
-def _require_target(target: str) -> str:
-    if not is_loop_target(target):
-        raise BadInput(
-            f"refusing tmux target {target!r}: the-loop only drives targets "
-            "matching ^loop-[A-Za-z0-9._-]+$"
-        )
-    return target
+def _target_problem(target: str) -> str | None:
+    """Why TARGET may not be driven (None: it is a the-loop target)."""
+    if is_loop_target(target):
+        return None
+    return (
+        f"refusing tmux target {target!r}: the-loop only drives targets "
+        "matching ^loop-[A-Za-z0-9._-]+$"
+    )
 
 
 class TmuxRunner:
@@ -363,37 +341,48 @@ class TmuxRunner:
             return None
         return int(parts[0]), int(parts[1])
 
-    def capture(self, target: str, lines: int | None = 200, *, escapes: bool = False) -> str:
+    def capture(self, target: str, lines: int | None = 200, *, escapes: bool = False) -> Capture:
         """The last LINES lines of TARGET's pane (None: the whole history), wrapped lines
-        joined. Raises ``NotFound`` when absent, ``Unavailable`` when tmux did not answer."""
+        joined; ``absent`` when there is no such target, ``no_answer``/``failed`` when tmux
+        could not say. Never raises."""
         start = "-" if lines is None else f"-{max(lines, 0)}"
         args = ["capture-pane", "-p", "-J", "-S", start, "-t", f"={target}:"]
         if escapes:
             args.insert(1, "-e")
         result = self.ask(*args)
         if result.not_found:
-            raise NotFound(f"no tmux session {target} on socket {self.socket}")
+            detail = f"no tmux session {target} on socket {self.socket}"
+            return Capture(target=target, answer=Answer.ABSENT, detail=detail)
         if not result.ok:
-            raise Unavailable(f"cannot capture {target}: {result.describe()}")
+            return Capture(
+                target=target,
+                answer=_failure(result),
+                detail=f"cannot capture {target}: {result.describe()}",
+            )
         text = result.stdout.rstrip("\n").split("\n")
         while text and not text[-1].strip():
             text.pop()
         if lines is not None:
             text = text[-lines:] if lines > 0 else []
-        return "\n".join(text)
+        return Capture(target=target, text="\n".join(text))
 
     def attach_command(self, target: str, *, read_only: bool = True) -> AttachCommand:
         """``tmux -L SOCKET attach-session [-r] -t =TARGET`` and an environment without
-        ``TMUX`` (tmux refuses to nest otherwise); the caller ``exec``s it."""
+        ``TMUX`` (tmux refuses to nest otherwise); the caller ``exec``s it. ``refused`` for a
+        target that is not the-loop's."""
+        problem = _target_problem(target)
+        if problem is not None:
+            return AttachCommand(target=target, answer=Answer.REFUSED, detail=problem)
         argv = [*self.base_argv(), "attach-session"]
         if read_only:
             argv.append("-r")
-        argv += ["-t", f"={_require_target(target)}"]
-        return AttachCommand(tuple(argv), _client_env(self.withheld_env))
+        argv += ["-t", f"={target}"]
+        return AttachCommand(target=target, argv=tuple(argv), env=_client_env(self.withheld_env))
 
     def inspect_command(self, target: str) -> str:
         """A shell command a person can run to look at TARGET read-only."""
-        return shlex.join(self.attach_command(target, read_only=True).argv)
+        argv = [*self.base_argv(), "attach-session", "-r", "-t", f"={target}"]
+        return shlex.join(argv)
 
     # -- readiness ---------------------------------------------------------------------------
 
@@ -451,45 +440,63 @@ class TmuxRunner:
         "duplicate session", the name is looked at: a live occupant is never killed or spawned
         over (``Refused`` naming ``the-loop sessions attach`` and the tmux command to inspect
         it); a dead occupant is cleared and the clearing verified, then ``new-session`` is tried
-        again (twice at most). ``Unavailable`` when tmux does not answer, ``SpawnFailed`` when
-        it refuses or the binary or CWD is missing.
+        again (twice at most). Answers ``occupied`` for a live occupant, ``no_answer`` when tmux
+        does not answer, ``failed`` when it refuses or the binary or CWD is missing, ``refused``
+        for bad input. Never raises.
         """
-        _require_target(target)
         argv, env = list(argv), dict(env or {})
-        _check_spawn_inputs(argv, cwd, env)
+        refusal = _target_problem(target)
+        problem = (Answer.REFUSED, refusal) if refusal else _spawn_input_problem(argv, cwd, env)
+        if problem is not None:
+            return SpawnResult(target=target, answer=problem[0], detail=problem[1])
         cleared = False
         with self._locks.hold(target):
             for attempt in (1, 2, 3):
                 if attempt > 1:
-                    cleared = self._make_room(target) or cleared
+                    room = self._make_room(target)
+                    if isinstance(room, SpawnResult):
+                        return room
+                    cleared = room or cleared
                 result, via_launcher = self._new_session(target, argv, cwd, env, owner)
                 if result.ok:
                     pid = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
                     return SpawnResult(
-                        target, int(pid) if pid.isdigit() else None, cleared, via_launcher
+                        target=target,
+                        pane_pid=int(pid) if pid.isdigit() else None,
+                        cleared_dead=cleared,
+                        via_launcher=via_launcher,
                     )
                 if not ((result.duplicate or result.server_lost) and attempt < 3):
-                    raise _spawn_error(target, result)
+                    return _spawn_failure(target, result)
         raise AssertionError("unreachable")
 
-    def _make_room(self, target: str) -> bool:
-        """Return True when a dead occupant was cleared; raise when the name is not free."""
+    def _make_room(self, target: str) -> bool | SpawnResult:
+        """True when a dead occupant was cleared, False when the name was free; a failed
+        ``SpawnResult`` when the name is not free."""
         probe = self.probe(target)
         if probe is Probe.ABSENT:
             return False
         if probe is Probe.LIVE:
-            raise Refused(
-                f"tmux target {target} is occupied by a live program; it is never killed or "
-                f"spawned over. Look at it with `the-loop sessions attach` or "
-                f"`{self.inspect_command(target)}`"
+            return SpawnResult(
+                target=target, answer=Answer.OCCUPIED, detail=self.occupied_message(target)
             )
         if probe is Probe.UNKNOWN:
-            raise Unavailable(f"tmux did not answer about {target}; not spawning")
+            detail = f"tmux did not answer about {target}; not spawning"
+            return SpawnResult(target=target, answer=Answer.NO_ANSWER, detail=detail)
         self.run("kill-session", "-t", f"={target}")
         after = self.probe(target)
         if after is not Probe.ABSENT:
-            raise Unavailable(f"could not clear the dead tmux session {target} (now {after})")
+            detail = f"could not clear the dead tmux session {target} (now {after})"
+            return SpawnResult(target=target, answer=Answer.NO_ANSWER, detail=detail)
         return True
+
+    def occupied_message(self, target: str) -> str:
+        """What to tell a person about a live program in TARGET that the-loop must not touch."""
+        return (
+            f"tmux target {target} is occupied by a live program; it is never killed or "
+            f"spawned over. Look at it with `the-loop sessions attach` or "
+            f"`{self.inspect_command(target)}`"
+        )
 
     def _new_session(
         self, target: str, argv: list[str], cwd: Path, env: dict[str, str], owner: str | None
@@ -504,6 +511,7 @@ class TmuxRunner:
         args = [*head, *size, *env_args, "--", *command, *self._session_options(target)]
         if owner is not None:
             args += [";", "set-environment", "-t", f"={target}", OWNER_VAR, owner]
+            args += [";", "set-option", "-t", f"={target}:", OWNER_OPTION, owner]
         result = self.run(*args)
         if via_launcher and not result.ok:
             with contextlib.suppress(FileNotFoundError):
@@ -536,13 +544,14 @@ class TmuxRunner:
 
         The text goes through a uniquely named tmux buffer loaded from a private file; the
         pane's liveness is checked in the same tmux command run as the paste. Deliveries to one
-        target are strictly ordered (threads and processes). Raises ``NotRunning`` when the
-        target is absent or its pane dead, ``Unavailable`` when tmux does not answer.
+        target are strictly ordered (threads and processes). Answers ``absent`` or ``dead``
+        when nothing can take it, ``no_answer``/``failed`` when tmux could not, ``refused`` for
+        an empty prompt or a foreign target. Never raises.
         """
-        _require_target(target)
         body = clean_prompt(text)
-        if not body.strip():
-            raise BadInput("refusing to deliver an empty prompt")
+        problem = _target_problem(target) or _empty_problem(body)
+        if problem is not None:
+            return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target), self._prompt_file(body) as path:
             name = f"the-loop-{uuid.uuid4().hex}"
             result = self.run(*_paste_command(target, name, path))
@@ -553,43 +562,58 @@ class TmuxRunner:
     def owner_of(self, target: str) -> str | None:
         """The owner recorded on TARGET at spawn (``spawn(owner=...)``); None when absent,
         unset or tmux did not answer."""
-        result = self.run("show-environment", "-t", f"={target}", OWNER_VAR)
-        if not result.ok:
-            return None
-        _, sep, value = result.stdout.strip().partition("=")
-        return value if sep else None
+        return self.ownership(target).owner
 
-    def stage(self, target: str, text: str, name: str) -> bool:
-        """Load TEXT into buffer NAME (and a CR into NAME-cr) without pasting it; returns
-        whether TARGET's pane was alive just after, asked in the same tmux command (False:
-        dead or absent, the buffers possibly loaded all the same).
+    def ownership(self, target: str) -> Owner:
+        """The owner mark of TARGET: ``ok`` with ``owner`` (None when unset), ``absent``, or
+        ``no_answer``/``failed``. Never raises."""
+        result = self.run("show-environment", "-t", f"={target}", OWNER_VAR)
+        if result.not_found:
+            return Owner(target=target, answer=Answer.ABSENT, detail=f"no tmux session {target}")
+        if not result.ok:
+            if result.answered and "unknown variable" in result.stderr.lower():
+                return Owner(target=target)
+            return Owner(target=target, answer=_failure(result), detail=result.describe())
+        _, sep, value = result.stdout.strip().partition("=")
+        return Owner(target=target, owner=value if sep else None)
+
+    def stage(self, target: str, text: str, name: str) -> Staged:
+        """Load TEXT into buffer NAME (and a CR into NAME-cr) without pasting it; ``ok`` when
+        TARGET's pane was alive just after, asked in the same tmux command (``dead`` or
+        ``absent``: the buffers possibly loaded all the same).
 
         With ``paste_staged`` this is a two-phase delivery: a caller that records "staged"
         between the two can tell after a crash whether the paste happened (the buffer is
-        deleted by the paste). Raises ``Unavailable`` when tmux does not answer.
+        deleted by the paste). Never raises.
         """
-        _require_target(target)
-        _require_buffer(name)
         body = clean_prompt(text)
-        if not body.strip():
-            raise BadInput("refusing to deliver an empty prompt")
+        problem = _target_problem(target) or _buffer_problem(name) or _empty_problem(body)
+        if problem is not None:
+            return Staged(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target), self._prompt_file(body) as path:
             result = self.run(
                 "load-buffer", "-b", name, str(path), ";",
                 "set-buffer", "-b", f"{name}-cr", "\r", ";",
-                "display-message", "-p", "-t", f"={target}:", "#{pane_dead}",
+                "display-message", "-p", "-t", f"={target}:", _STAGE_FORMAT,
             )  # fmt: skip
         if result.not_found:
-            return False
+            return Staged(target=target, answer=Answer.ABSENT, detail=f"no tmux session {target}")
         if not result.ok:
-            raise Unavailable(f"staging a prompt for {target} failed: {result.describe()}")
-        return result.stdout.strip() == "0"
+            detail = f"staging a prompt for {target} failed: {result.describe()}"
+            return Staged(target=target, answer=_failure(result), detail=detail)
+        dead, _, owner = result.stdout.rstrip("\n").partition("\t")
+        if dead.strip() != "0":
+            detail = f"the agent in {target} has exited (its pane is dead)"
+            return Staged(target=target, answer=Answer.DEAD, detail=detail)
+        return Staged(target=target, owner=owner.strip() or None)
 
     def paste_staged(self, target: str, name: str) -> Delivery:
         """Paste buffer NAME (bracketed, then its CR) into TARGET if the pane is alive, deleting
-        the buffers. ``NotRunning`` when the target is absent or dead (buffers kept)."""
-        _require_target(target)
-        _require_buffer(name)
+        the buffers. ``absent`` or ``dead`` when nothing can take it (buffers kept). Never
+        raises."""
+        problem = _target_problem(target) or _buffer_problem(name)
+        if problem is not None:
+            return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         when_alive = (
             f"paste-buffer -p -d -b {name} -t ={target}: ; "
             f"paste-buffer -d -b {name}-cr -t ={target}:"
@@ -606,24 +630,30 @@ class TmuxRunner:
             )
         return self._delivery(target, "", result)
 
-    def has_buffer(self, name: str) -> bool | None:
-        """True when buffer NAME exists, False when it does not, None when tmux did not answer."""
-        _require_buffer(name)
+    def has_buffer(self, name: str) -> BufferState:
+        """Whether buffer NAME exists (``ok`` with ``exists``), or ``no_answer``/``failed``
+        when tmux could not say. Never raises."""
+        problem = _buffer_problem(name)
+        if problem is not None:
+            return BufferState(target=name, answer=Answer.REFUSED, detail=problem)
         result = self.run("list-buffers", "-F", "#{buffer_name}")
         if result.not_found:
-            return False
+            return BufferState(target=name, exists=False)
         if not result.ok:
-            return None
-        return name in result.stdout.split()
+            return BufferState(target=name, answer=_failure(result), detail=result.describe())
+        return BufferState(target=name, exists=name in result.stdout.split())
 
     def _delivery(self, target: str, body: str, result: TmuxResult) -> Delivery:
         if result.not_found:
-            raise NotRunning(f"tmux session {target} does not exist")
+            detail = f"tmux session {target} does not exist"
+            return Delivery(target=target, answer=Answer.ABSENT, detail=detail)
         if not result.ok:
-            raise Unavailable(f"delivery to {target} failed: {result.describe()}")
+            detail = f"delivery to {target} failed: {result.describe()}"
+            return Delivery(target=target, answer=_failure(result), detail=detail)
         if DEAD_MARKER in result.stdout:
-            raise NotRunning(f"the agent in {target} has exited (its pane is dead)")
-        return Delivery(target, len(body))
+            detail = f"the agent in {target} has exited (its pane is dead)"
+            return Delivery(target=target, answer=Answer.DEAD, detail=detail)
+        return Delivery(target=target, chars=len(body))
 
     @contextlib.contextmanager
     def _prompt_file(self, body: str) -> Iterator[Path]:
@@ -655,7 +685,7 @@ class TmuxRunner:
         try:
             with self._locks.hold(target):
                 return self._terminate(target, grace)
-        except Exception as exc:  # a report, never an exception
+        except (OSError, LoopError) as exc:  # the lock directory: a report, never an exception
             return TerminateReport(target, Probe.UNKNOWN, error=f"terminate failed: {exc}")
 
     def _terminate(self, target: str, grace: float) -> TerminateReport:
@@ -677,13 +707,20 @@ class TmuxRunner:
             survivors=tuple(i.pid for i in left),
         )
 
-    def kill_session(self, target: str) -> Probe:
-        """Kill tmux session TARGET (exactly); return the probe afterwards (``absent`` when it
-        is gone). Refuses targets that are not the-loop's (``BadInput``)."""
-        _require_target(target)
+    def kill_session(self, target: str) -> Killed:
+        """Kill tmux session TARGET (exactly); ``probe`` is the state afterwards (``absent``
+        when it is gone). ``refused`` for targets that are not the-loop's. Never raises."""
+        problem = _target_problem(target)
+        if problem is not None:
+            return Killed(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target):
             self.run("kill-session", "-t", f"={target}")
-            return self.probe(target)
+            probe = self.probe(target)
+        if probe is Probe.UNKNOWN:
+            return Killed(
+                target=target, answer=Answer.NO_ANSWER, probe=probe, detail="tmux unknown"
+            )
+        return Killed(target=target, probe=probe)
 
     def kill_server(self) -> TmuxResult:
         """Kill the private server (every target on this socket); for tests and teardown."""
@@ -709,30 +746,44 @@ def _paste_command(target: str, name: str, path: Path) -> list[str]:
 _BUFFER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
-def _require_buffer(name: str) -> None:
-    if not _BUFFER_RE.match(name):
-        raise BadInput(f"invalid tmux buffer name {name!r}")
+def _buffer_problem(name: str) -> str | None:
+    return None if _BUFFER_RE.fullmatch(name) else f"invalid tmux buffer name {name!r}"
 
 
-def _check_spawn_inputs(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+def _empty_problem(body: str) -> str | None:
+    return None if body.strip() else "refusing to deliver an empty prompt"
+
+
+def _failure(result: TmuxResult) -> Answer:
+    """``no_answer`` when tmux did not answer, else ``failed``."""
+    return Answer.FAILED if result.answered else Answer.NO_ANSWER
+
+
+def _spawn_input_problem(
+    argv: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[Answer, str] | None:
     if not argv or not argv[0]:
-        raise BadInput("refusing to spawn an empty argv")
+        return Answer.REFUSED, "refusing to spawn an empty argv"
     for key in env:
-        if not _ENV_NAME_RE.match(key):
-            raise BadInput(f"invalid environment variable name {key!r}")
+        if not _ENV_NAME_RE.fullmatch(key):
+            return Answer.REFUSED, f"invalid environment variable name {key!r}"
     if not Path(cwd).is_dir():
-        raise SpawnFailed(f"working directory {cwd} does not exist")
+        return Answer.FAILED, f"working directory {cwd} does not exist"
     search_path = env.get("PATH") or os.environ.get("PATH", os.defpath)
     if shutil.which(argv[0], path=search_path) is None:
-        raise SpawnFailed(f"harness binary {argv[0]!r} not found or not executable")
+        return Answer.FAILED, f"harness binary {argv[0]!r} not found or not executable"
+    return None
 
 
-def _spawn_error(target: str, result: TmuxResult) -> Exception:
+def _spawn_failure(target: str, result: TmuxResult) -> SpawnResult:
     if not result.answered:
-        return Unavailable(f"tmux did not answer while spawning {target}: {result.describe()}")
+        detail = f"tmux did not answer while spawning {target}: {result.describe()}"
+        return SpawnResult(target=target, answer=Answer.NO_ANSWER, detail=detail)
     if result.duplicate:
-        return Refused(f"tmux target {target} was taken by someone else while spawning")
-    return SpawnFailed(f"tmux refused to spawn {target}: {result.describe()}")
+        detail = f"tmux target {target} was taken by someone else while spawning"
+        return SpawnResult(target=target, answer=Answer.OCCUPIED, detail=detail)
+    detail = f"tmux refused to spawn {target}: {result.describe()}"
+    return SpawnResult(target=target, answer=Answer.FAILED, detail=detail)
 
 
 def _command_size(args: Sequence[str]) -> int:

@@ -154,3 +154,30 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0012_agent_prompts",
+        """
+        CREATE TABLE agent_prompts (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent TEXT NOT NULL,
+            delivery_id TEXT,
+            prompt TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            delivered_at REAL
+        );
+        INSERT INTO agent_prompts (seq, agent, delivery_id, prompt, status, created_at,
+            delivered_at)
+            SELECT seq, session_id, delivery_id, prompt, status, created_at, delivered_at
+            FROM session_prompts;
+        DROP TABLE session_prompts;
+        CREATE INDEX agent_prompts_agent ON agent_prompts (agent, seq);
+        CREATE INDEX agent_prompts_open ON agent_prompts (agent, seq)
+            WHERE status IN ('pending', 'staged');
+        CREATE UNIQUE INDEX agent_prompts_once ON agent_prompts (agent, delivery_id)
+            WHERE delivery_id IS NOT NULL
+        """,
+    ),
+]

@@ -10,7 +10,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from the_loop.config import RunnerKind
 from the_loop.errors import Conflict
+from the_loop.store import prompts
 
 LIVE = ("queued", "active", "paused")
 
@@ -31,7 +33,7 @@ class SessionRecord(BaseModel):
     work_item: str
     harness: str
     harness_session_id: str | None = None
-    runner: str
+    runner: RunnerKind
     tmux_target: str | None = None
     cwd: str
     status: SessionStatus
@@ -141,15 +143,7 @@ def add_prompt(
     tx: sqlite3.Connection, session_id: str, prompt: str, delivery_id: str | None
 ) -> int | None:
     """Queue PROMPT for SESSION_ID; None when this delivery was already queued for it."""
-    try:
-        cur = tx.execute(
-            "INSERT INTO session_prompts (session_id, delivery_id, prompt, status, created_at)"
-            " VALUES (?, ?, ?, 'pending', ?)",
-            (session_id, delivery_id, prompt, time.time()),
-        )
-    except sqlite3.IntegrityError:
-        return None
-    return int(cur.lastrowid or 0)
+    return prompts.add(tx, session_id, prompt, delivery_id)
 
 
 def pending_prompts(
@@ -157,24 +151,14 @@ def pending_prompts(
 ) -> list[tuple[int, str, str | None, str]]:
     """(seq, prompt, delivery id, status) of prompts not yet delivered to SESSION_ID, in order;
     status is ``pending``, or ``staged`` when a paste may have happened before a crash."""
-    rows = conn.execute(
-        "SELECT seq, prompt, delivery_id, status FROM session_prompts"
-        " WHERE session_id = ? AND status IN ('pending', 'staged') ORDER BY seq",
-        (session_id,),
-    )
-    return [(int(r[0]), str(r[1]), r[2], str(r[3])) for r in rows]
+    return [
+        (q.seq, q.text, q.delivery_id, q.status.value) for q in prompts.pending(conn, session_id)
+    ]
 
 
 def mark_prompt(tx: sqlite3.Connection, seq: int, status: str) -> None:
-    tx.execute(
-        "UPDATE session_prompts SET status = ?, delivered_at = ? WHERE seq = ?",
-        (status, time.time(), seq),
-    )
+    prompts.mark(tx, seq, status)
 
 
 def delivered_count(conn: sqlite3.Connection, session_id: str) -> int:
-    row = conn.execute(
-        "SELECT COUNT(*) FROM session_prompts WHERE session_id = ? AND status = 'delivered'",
-        (session_id,),
-    ).fetchone()
-    return int(row[0])
+    return prompts.delivered_count(conn, session_id)

@@ -1,0 +1,209 @@
+"""The agent-session layer: how an agent session is started, resumed, fed, probed and stopped.
+
+Work-item sessions and standing sessions are policies on top of these functions (what to
+start, when, with which prompt); this module is the one place that knows how, for every runner.
+
+- ``start``: a fresh conversation with its first prompt.
+- ``resume``: the recorded conversation, checked alive after ``tmux.resumeProbeSeconds``;
+  when it dies, a fresh conversation with the policy's fallback prompt.
+- ``enqueue`` + ``flush``: every prompt is queued in the database (once per delivery id) and
+  delivered in order, exactly once even across a crash (two-phase staged paste under tmux).
+- ``terminate``, ``kill``, ``probe``, ``screen``, ``owned``.
+
+Ownership: the layer marks every tmux target it spawns with the agent's key and checks the mark
+before it pastes into, signals or kills a target; a foreign occupant is refused, never touched.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import TYPE_CHECKING
+
+from the_loop.agent.model import Agent, Flushed, Resumed, Started
+from the_loop.agent.runners import runner_for
+from the_loop.errors import Refused, SpawnFailed, Unavailable
+from the_loop.faults import crash_point
+from the_loop.refs import new_session_id
+from the_loop.runner.outcomes import Answer, Killed, Probe
+from the_loop.runner.tmux import TerminateReport
+from the_loop.store import prompts as queue
+
+if TYPE_CHECKING:
+    from the_loop.context import Ctx
+
+Revive = Callable[[], None]
+"""What a policy does when its agent is found gone before a delivery (respawn it), or None
+when the policy never spawns for a delivery (the delivery is refused)."""
+
+
+def hold(ctx: Ctx, keys: list[str]) -> ExitStack:
+    """Hold the processing locks of KEYS (sorted, so two holders never deadlock)."""
+    stack = ExitStack()
+    for key in sorted(set(keys)):
+        stack.enter_context(ctx.runners.locks.hold(key))
+    return stack
+
+
+# --- start / resume -------------------------------------------------------------------------
+
+
+def start(ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None) -> Started:
+    """Start a fresh conversation SESSION_ID for AGENT with PROMPT as its first message.
+
+    Raises ``Refused`` (a live occupant the-loop did not start), ``Unavailable`` (tmux not
+    answering), ``SpawnFailed``, ``UnsupportedRunner``.
+    """
+    learned = runner_for(agent).launch(ctx, agent, prompt, session_id, resume=False)
+    agent.conversation_id = learned
+    return Started(conversation_id=learned)
+
+
+def resume(ctx: Ctx, agent: Agent, fallback: str | None) -> Resumed:
+    """Resume AGENT's recorded conversation; when there is none, it does not stay alive, or
+    resuming is switched off (``tmux.resumeOnRespawn``), start a fresh one with FALLBACK.
+
+    A live occupant that carries AGENT's mark is left running (``Refused`` is not raised for
+    it: the agent is already there); a foreign one raises ``Refused``.
+    """
+    previous = agent.conversation_id
+    runner = runner_for(agent)
+    detail = "no conversation recorded" if previous is None else "resuming is switched off"
+    attempted = previous is not None and ctx.config.tmux.resume_on_respawn
+    if previous is not None and attempted:
+        try:
+            agent.conversation_id = (
+                runner.launch(ctx, agent, None, previous, resume=True) or previous
+            )
+        except SpawnFailed as exc:
+            detail = exc.message
+        else:
+            if runner.stays_alive(ctx, agent, ctx.config.tmux.resume_probe_seconds):
+                return Resumed(True, True, agent.conversation_id, previous)
+            detail = f"the resumed conversation {previous} exited at once"
+    fresh = new_session_id()
+    agent.conversation_id = runner.launch(ctx, agent, fallback, fresh, resume=False)
+    return Resumed(False, attempted, agent.conversation_id, previous, detail)
+
+
+# --- deliver --------------------------------------------------------------------------------
+
+
+def enqueue(tx: sqlite3.Connection, agent: Agent, prompt: str, delivery_id: str | None) -> bool:
+    """Queue PROMPT for AGENT in transaction TX; False when DELIVERY_ID was queued already."""
+    return queue.add(tx, agent.key, prompt, delivery_id) is not None
+
+
+def flush(
+    ctx: Ctx,
+    agent: Agent,
+    revive: Revive | None,
+    record: Callable[[sqlite3.Connection], None] | None = None,
+    on_delivered: Callable[[int], None] | None = None,
+) -> Flushed:
+    """Deliver AGENT's queued prompts in order, each exactly once, even across a crash.
+
+    REVIVE is called when the agent is found gone (a work item respawns it); without one, a
+    gone agent raises ``NotRunning``. RECORD runs in the transaction that marks each prompt
+    delivered (the policy's own bookkeeping); ON_DELIVERED gets each delivered prompt's size
+    after that commit.
+    """
+    done = Flushed()
+    runner = runner_for(agent)
+    for item in queue.pending(ctx.db.connect(), agent.key):
+        runner.deliver(ctx, agent, item, revive)
+        crash_point("after-paste")
+        with ctx.db.transaction() as tx:
+            queue.mark(tx, item.seq, queue.PromptStatus.delivered)
+            if record is not None:
+                record(tx)
+        done.delivered.append(len(item.text))
+        if on_delivered is not None:
+            on_delivered(len(item.text))
+    return done
+
+
+def drop_pending(ctx: Ctx, agent: Agent) -> int:
+    """Mark AGENT's undelivered prompts ``dropped`` (its agent is gone and is not revived)."""
+    left = queue.pending(ctx.db.connect(), agent.key)
+    with ctx.db.transaction() as tx:
+        for item in left:
+            queue.mark(tx, item.seq, queue.PromptStatus.dropped)
+    return len(left)
+
+
+# --- look and stop --------------------------------------------------------------------------
+
+
+def probe(ctx: Ctx, agent: Agent) -> str:
+    """``live``, ``dead``, ``absent``, ``unknown`` (tmux) or ``headless`` (process runner)."""
+    return runner_for(agent).probe(ctx, agent)
+
+
+def screen(ctx: Ctx, agent: Agent, lines: int = 200) -> str:
+    """The last LINES of the agent's screen (tmux) or transcript (process runner)."""
+    return runner_for(agent).screen(ctx, agent, lines)
+
+
+def owned(ctx: Ctx, agent: Agent) -> bool | None:
+    """True when AGENT's tmux target carries AGENT's mark, False when it is absent or carries
+    another (or none), None when tmux did not answer; True for headless agents."""
+    if agent.runner != "tmux":
+        return True
+    found = ctx.runners.tmux.ownership(agent.tmux_target)
+    if found.answer is Answer.ABSENT:
+        return False
+    if not found.ok:
+        return None
+    return found.owner == agent.owner
+
+
+def refuse_foreign(ctx: Ctx, agent: Agent) -> None:
+    """Raise ``Refused`` (naming how to inspect it) unless AGENT's live target is its own;
+    ``Unavailable`` when tmux cannot tell."""
+    mine = owned(ctx, agent)
+    if mine is None:
+        raise Unavailable(f"tmux did not answer about {agent.target}")
+    if not mine and ctx.runners.tmux.probe(agent.tmux_target) is Probe.LIVE:
+        raise Refused(ctx.runners.tmux.occupied_message(agent.tmux_target))
+
+
+def terminate(ctx: Ctx, agent: Agent) -> TerminateReport:
+    """Terminate AGENT's harness (SIGTERM, then SIGKILL after the grace); the pane stays as a
+    dead record. A live target that is not AGENT's own is refused (reported, not signalled)."""
+    target = agent.tmux_target
+    tmux = ctx.runners.tmux
+    if owned(ctx, agent) is False and tmux.probe(target) is Probe.LIVE:
+        return TerminateReport(target, Probe.LIVE, refused=tmux.occupied_message(target))
+    report = tmux.terminate(target, ctx.config.tmux.harness_kill_grace_seconds)
+    forget_ready(ctx, agent)
+    return report
+
+
+def kill(ctx: Ctx, agent: Agent, timeout: float = 3.0) -> Killed:
+    """Kill AGENT's tmux session and wait (up to TIMEOUT) until tmux says it is gone. A live
+    target that is not AGENT's own is refused."""
+    target = agent.tmux_target
+    tmux = ctx.runners.tmux
+    if owned(ctx, agent) is False and tmux.probe(target) is Probe.LIVE:
+        return Killed(
+            target=target,
+            answer=Answer.OCCUPIED,
+            probe=Probe.LIVE,
+            detail=tmux.occupied_message(target),
+        )
+    result = tmux.kill_session(target)
+    deadline = time.monotonic() + timeout
+    while result.probe is not Probe.ABSENT and time.monotonic() < deadline:
+        time.sleep(0.05)
+        result = Killed(target=target, probe=tmux.probe(target))
+    forget_ready(ctx, agent)
+    return result
+
+
+def forget_ready(ctx: Ctx, agent: Agent) -> None:
+    """Forget that AGENT was seen ready (it was spawned, respawned or stopped)."""
+    if agent.target is not None:
+        ctx.ready.discard(agent.target)

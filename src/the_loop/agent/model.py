@@ -1,0 +1,78 @@
+"""What the agent-session layer knows about one agent session, and what its operations return.
+
+An ``Agent`` is the same thing for a work-item session and a standing session: a key (its
+prompt queue and the ownership mark on its tmux target), a harness with its extra argv, a
+runner, a tmux target, a working directory and the harness's conversation id. The policies
+(work items, standing sessions) build one from their records; the layer does the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from the_loop.harness import RunnerKind
+
+
+class AgentKind(StrEnum):
+    WORK_ITEM = "work-item"
+    STANDING = "standing"
+
+
+@dataclass
+class Agent:
+    """One agent session. ``conversation_id`` is updated by the layer when it learns one."""
+
+    key: str
+    kind: AgentKind
+    harness: str
+    runner: RunnerKind
+    cwd: Path
+    target: str | None = None
+    args: list[str] | None = None
+    conversation_id: str | None = None
+    label: str = ""
+
+    @property
+    def owner(self) -> str:
+        """The ownership mark the layer sets on the agent's tmux target at spawn."""
+        return self.key
+
+    @property
+    def tmux_target(self) -> str:
+        """The tmux target (only for agents under the tmux runner)."""
+        if self.target is None:
+            raise AssertionError(f"agent {self.key} has no tmux target")
+        return self.target
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A fresh start: the conversation id the harness runs (chosen or learned)."""
+
+    conversation_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A resume: ``resumed`` when the recorded conversation came back and stayed alive;
+    otherwise a fresh conversation was started. ``attempted`` says whether resuming was tried
+    (a conversation was recorded and resuming is on); ``detail`` says why it was not kept."""
+
+    resumed: bool
+    attempted: bool
+    conversation_id: str | None
+    previous: str | None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Flushed:
+    """A delivery pass: how many queued prompts reached the agent, their sizes, in order."""
+
+    delivered: list[int] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.delivered)

@@ -1,0 +1,311 @@
+"""The ``AgentRunner`` protocol and its two implementations: tmux (interactive) and process
+(headless). ``runner_for`` picks one by the agent's runner kind; nothing else branches on it.
+
+A runner launches the harness (fresh or resuming), delivers one queued prompt exactly once,
+tells whether a resumed agent stays alive, probes, and reads the screen. It raises the
+project's errors (``NotRunning``, ``Refused``, ``Unavailable``, ``SpawnFailed``) translated from
+the doorway's typed outcomes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from the_loop import events as ev
+from the_loop.agent.model import Agent, AgentKind
+from the_loop.errors import NotRunning, Refused, Unavailable
+from the_loop.faults import crash_point
+from the_loop.harness import HarnessAdapter, LaunchSpec, RunnerKind, build_adapter
+from the_loop.runner.outcomes import Answer, Probe
+from the_loop.store import prompts as queue
+from the_loop.store.prompts import PromptStatus, QueuedPrompt
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from the_loop.context import Ctx
+
+READY_TIMEOUT = 60.0
+
+
+class AgentRunner(Protocol):
+    """How agents run under one runner kind."""
+
+    kind: RunnerKind
+
+    def launch(
+        self, ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None, *, resume: bool
+    ) -> str | None:
+        """Start the harness; returns the conversation id it runs (chosen or learned)."""
+        ...
+
+    def deliver(
+        self, ctx: Ctx, agent: Agent, item: QueuedPrompt, revive: Callable[[], None] | None
+    ) -> None:
+        """Deliver one queued prompt exactly once (the caller records it delivered)."""
+        ...
+
+    def stays_alive(self, ctx: Ctx, agent: Agent, seconds: float) -> bool: ...
+
+    def probe(self, ctx: Ctx, agent: Agent) -> str: ...
+
+    def screen(self, ctx: Ctx, agent: Agent, lines: int) -> str: ...
+
+
+def adapter_for(ctx: Ctx, harness: str, args: list[str] | None = None) -> HarnessAdapter:
+    """The adapter of HARNESS; ARGS, when given, replace the configured extra argv."""
+    config = ctx.config.harness(harness)
+    if args is not None:
+        config = config.model_copy(update={"args": list(args)})
+    return build_adapter(harness, config)
+
+
+def transcript_path(ctx: Ctx, agent: Agent) -> Path:
+    return ctx.state_dir / "transcripts" / f"{agent.key}.jsonl"
+
+
+def _spec(
+    ctx: Ctx, adapter: HarnessAdapter, agent: Agent, session_id: str | None, prompt: str | None
+) -> LaunchSpec:
+    prompt_file = None
+    if adapter.wants_prompt_file and prompt is not None:
+        spool = ctx.state_dir / "prompts"
+        spool.mkdir(parents=True, exist_ok=True, mode=0o700)
+        prompt_file = spool / f"{uuid.uuid4().hex}.txt"
+        prompt_file.write_text(prompt, encoding="utf-8")
+    return LaunchSpec(cwd=agent.cwd, session_id=session_id, prompt=prompt, prompt_file=prompt_file)
+
+
+def _buffer_name(agent: Agent, seq: int) -> str:
+    token = agent.key[:13].replace(":", "-")
+    return f"tl-{token}-{seq}"
+
+
+def _mark(ctx: Ctx, seq: int, status: PromptStatus) -> None:
+    with ctx.db.transaction() as tx:
+        queue.mark(tx, seq, status)
+
+
+class TmuxAgents:
+    """Interactive agents in tmux targets on the private server."""
+
+    kind: RunnerKind = "tmux"
+
+    def launch(
+        self, ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None, *, resume: bool
+    ) -> str | None:
+        """Spawn the harness in the agent's target, owned by the agent. A live occupant that
+        carries the agent's own mark is left as it is (the agent is already running)."""
+        adapter = adapter_for(ctx, agent.harness, agent.args)
+        adapter.check_runner("tmux")
+        spec = _spec(ctx, adapter, agent, session_id, prompt)
+        launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
+        adapter.prepare(launch)
+        tmux = ctx.runners.tmux
+        target = agent.tmux_target
+        result = tmux.spawn(
+            target, launch.argv, cwd=agent.cwd, env=dict(launch.env), owner=agent.owner
+        )
+        ctx.ready.discard(target)
+        if result.answer is Answer.OCCUPIED and tmux.owner_of(target) == agent.owner:
+            raise AlreadyRunning(result.detail)
+        result.unwrap()
+        return launch.session_id
+
+    def deliver(
+        self, ctx: Ctx, agent: Agent, item: QueuedPrompt, revive: Callable[[], None] | None
+    ) -> None:
+        """Stage the prompt in a tmux buffer named after it, record ``staged``, then paste.
+
+        A prompt found ``staged`` after a crash is pasted only if its buffer still exists: the
+        paste deletes the buffer, so a missing buffer means the agent already has it. A buffer
+        that still exists means it was not pasted: the prompt goes back to ``pending`` (recorded
+        before anything else happens, since a respawn can end the tmux server and its buffers)
+        and is staged again. A paste refused because the pane died puts it back to ``pending``.
+        """
+        tmux = ctx.runners.tmux
+        name = _buffer_name(agent, item.seq)
+        if item.status is PromptStatus.staged:
+            buffer = tmux.has_buffer(name)
+            if not buffer.ok:
+                raise Unavailable("tmux did not answer about a staged prompt")
+            if not buffer.exists:
+                return
+            _mark(ctx, item.seq, PromptStatus.pending)
+        self._stage(ctx, agent, item, name, revive)
+        crash_point("after-staged")
+        pasted = tmux.paste_staged(agent.tmux_target, name)
+        if pasted.answer in (Answer.DEAD, Answer.ABSENT):
+            _mark(ctx, item.seq, PromptStatus.pending)
+            ctx.ready.discard(agent.tmux_target)
+            raise Unavailable(
+                f"the agent in {agent.target} exited before its prompt was pasted; will retry"
+            )
+        pasted.unwrap()
+
+    def _stage(
+        self,
+        ctx: Ctx,
+        agent: Agent,
+        item: QueuedPrompt,
+        name: str,
+        revive: Callable[[], None] | None,
+    ) -> None:
+        """Stage the prompt for a live, ready agent of ours, then record ``staged``.
+
+        An agent this process has already seen ready is staged at once (the staging command
+        also says whether its pane is alive and whose it is: one tmux invocation); any other
+        agent, or one found dead, is made live and ready first.
+        """
+        tmux = ctx.runners.tmux
+        target = agent.tmux_target
+        staged = tmux.stage(target, item.text, name) if target in ctx.ready else None
+        if staged is None or not staged.ok:
+            ctx.ready.discard(target)
+            self._ensure_live(ctx, agent, revive)
+            staged = tmux.stage(target, item.text, name)
+        if staged.answer in (Answer.DEAD, Answer.ABSENT):
+            raise NotRunning(f"the agent in {target} exited before its prompt was pasted")
+        staged.unwrap()
+        crash_point("after-stage")
+        if staged.owner != agent.owner:
+            tmux.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
+            _refused(ctx, agent)
+        with ctx.db.transaction() as tx:
+            queue.mark(tx, item.seq, PromptStatus.staged)
+
+    def _ensure_live(self, ctx: Ctx, agent: Agent, revive: Callable[[], None] | None) -> None:
+        """Make sure the agent runs and takes input: REVIVE it when it is gone (or refuse)."""
+        target = agent.tmux_target
+        probe = ctx.runners.tmux.probe(target)
+        if probe is Probe.UNKNOWN:
+            raise Unavailable(f"tmux did not answer about {target}")
+        if probe is not Probe.LIVE:
+            if revive is None:
+                raise NotRunning(f"the agent in {target} is not running")
+            revive()
+        if not self.ensure_ready(ctx, agent):
+            if ctx.runners.tmux.probe(target) is not Probe.LIVE and revive is None:
+                raise NotRunning(f"the agent in {target} is not running")
+            raise Unavailable(f"the agent in {target} is not ready for input")
+
+    def ensure_ready(self, ctx: Ctx, agent: Agent, timeout: float = READY_TIMEOUT) -> bool:
+        """Wait (once per process and target) until the agent takes input."""
+        target = agent.tmux_target
+        if target in ctx.ready:
+            return True
+        adapter = adapter_for(ctx, agent.harness, agent.args)
+        ok = ctx.runners.tmux.wait_ready(target, adapter.ready_pattern, timeout=timeout)
+        if ok:
+            ctx.ready.add(target)
+        return ok
+
+    def stays_alive(self, ctx: Ctx, agent: Agent, seconds: float) -> bool:
+        """True when the pane is still live after SECONDS (a resumed agent that failed to
+        resume exits at once); polls, so a death is seen as soon as tmux shows it."""
+        tmux = ctx.runners.tmux
+        deadline = time.monotonic() + seconds
+        while True:
+            probe = tmux.probe(agent.tmux_target)
+            if probe in (Probe.DEAD, Probe.ABSENT):
+                return False
+            if time.monotonic() >= deadline:
+                return probe is Probe.LIVE
+            time.sleep(0.05)
+
+    def probe(self, ctx: Ctx, agent: Agent) -> str:
+        return ctx.runners.tmux.probe(agent.tmux_target).value
+
+    def screen(self, ctx: Ctx, agent: Agent, lines: int) -> str:
+        return ctx.runners.tmux.capture(agent.tmux_target, lines).unwrap().text
+
+
+class ProcessAgents:
+    """Headless agents: each delivery is one run of the harness to completion."""
+
+    kind: RunnerKind = "process"
+
+    def launch(
+        self, ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None, *, resume: bool
+    ) -> str | None:
+        adapter = adapter_for(ctx, agent.harness, agent.args)
+        adapter.check_runner("process")
+        if prompt is None:
+            return agent.conversation_id
+        return self._run(ctx, agent, prompt, session_id, resume=resume)
+
+    def deliver(
+        self, ctx: Ctx, agent: Agent, item: QueuedPrompt, revive: Callable[[], None] | None
+    ) -> None:
+        resume = agent.conversation_id is not None
+        session_id = agent.conversation_id or agent.key
+        learned = self._run(ctx, agent, item.text, session_id, resume=resume)
+        agent.conversation_id = learned or agent.conversation_id
+
+    def _run(
+        self, ctx: Ctx, agent: Agent, prompt: str, session_id: str | None, *, resume: bool
+    ) -> str | None:
+        adapter = adapter_for(ctx, agent.harness, agent.args)
+        spec = LaunchSpec(cwd=agent.cwd, session_id=session_id, prompt=prompt)
+        launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
+        result = ctx.runners.process.run(
+            agent.key,
+            launch.argv,
+            cwd=agent.cwd,
+            env=dict(launch.env),
+            transcript=transcript_path(ctx, agent),
+        )
+        ev.emit(
+            ctx.db,
+            "session.exited",
+            source="sessions",
+            work_item=agent.label if agent.kind is AgentKind.WORK_ITEM else None,
+            session_id=agent.key,
+            exitCode=result.exit_code,
+            timedOut=result.timed_out,
+            seconds=round(result.duration, 3),
+        )
+        if not result.ok:
+            raise Unavailable(
+                f"the headless agent of {agent.label} exited {result.exit_code}: "
+                f"{result.stderr_tail[-300:]}"
+            )
+        return launch.session_id or adapter.session_id_from_output(result.output())
+
+    def stays_alive(self, ctx: Ctx, agent: Agent, seconds: float) -> bool:
+        return True
+
+    def probe(self, ctx: Ctx, agent: Agent) -> str:
+        return "headless"
+
+    def screen(self, ctx: Ctx, agent: Agent, lines: int) -> str:
+        path = transcript_path(ctx, agent)
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
+
+
+class AlreadyRunning(Refused):
+    """A spawn found the agent's own live target: the agent is already running."""
+
+
+def _refused(ctx: Ctx, agent: Agent) -> None:
+    raise Refused(ctx.runners.tmux.occupied_message(agent.tmux_target))
+
+
+RUNNERS: dict[str, AgentRunner] = {"tmux": TmuxAgents(), "process": ProcessAgents()}
+
+
+def runner_for(agent: Agent) -> AgentRunner:
+    """The runner of AGENT's kind."""
+    return RUNNERS[agent.runner]
+
+
+def tmux_agents() -> TmuxAgents:
+    """The tmux implementation (readiness questions only it can answer)."""
+    runner = RUNNERS["tmux"]
+    assert isinstance(runner, TmuxAgents)
+    return runner

@@ -1,0 +1,281 @@
+"""Standing session definitions and the results of the standing verbs.
+
+A definition is **declared** (an entry of ``standing.sessions``) or **created** at runtime (a
+record in the database). ``definition`` resolves a name the same way for every verb (declared
+first, else created), so where a definition came from never changes what a verb does. Harness,
+args and cwd inherit when omitted: the harness from ``routing.defaultHarness``, args from that
+harness's configuration (an explicit ``[]`` means none), the cwd is ``<stateDir>/standing/NAME``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from the_loop.agent import adapter_for
+from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, NotFound, ValidationFailed
+from the_loop.refs import standing_target, validate_standing_name
+from the_loop.store import standing as store
+from the_loop.store.standing import StandingRecord, StandingSource
+
+
+class StartKind(StrEnum):
+    started = "started"
+    resumed = "resumed"
+    already_running = "already-running"
+    failed = "failed"
+
+
+class StopKind(StrEnum):
+    stopped = "stopped"
+    already_stopped = "already-stopped"
+    failed = "failed"
+
+
+class ViewStatus(StrEnum):
+    """``running``: a live pane the-loop started; ``stopped``: not live, a conversation is
+    recorded to resume; ``absent``: not live and nothing to resume (never started)."""
+
+    running = "running"
+    stopped = "stopped"
+    absent = "absent"
+
+
+class Result(BaseModel):
+    """Base of the service's results: camelCase in JSON."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class Definition(Result):
+    """A resolved definition. ``key`` is the config key of a declared one (``standing.
+    sessions[i]``) or ``created``; ``problems`` lists why it cannot be used (empty: usable)."""
+
+    name: str
+    source: StandingSource
+    key: str
+    harness: str
+    args: list[str] | None
+    cwd: Path
+    default_cwd: bool
+    brief: str
+    description: str
+    auto_start: bool
+    problems: list[str] = []
+
+    @property
+    def target(self) -> str:
+        return standing_target(self.name)
+
+    def require_valid(self) -> Definition:
+        """SELF, or ``ValidationFailed`` (exit 2) listing the problems."""
+        if not self.problems:
+            return self
+        where = f"fix {self.key} in the config; " if self.source is StandingSource.declared else ""
+        raise ValidationFailed(
+            f"standing session {self.name} cannot be used ({where}"
+            f"`the-loop standing stop {self.name}` still works)",
+            list(self.problems),
+        )
+
+
+class StartOutcome(Result):
+    name: str
+    outcome: StartKind
+    target: str
+    conversation_id: str | None = None
+    error: str | None = None
+
+
+class StopOutcome(Result):
+    name: str
+    outcome: StopKind
+    target: str
+    signalled: list[int] = []
+    killed: list[int] = []
+    error: str | None = None
+
+
+class SayResult(Result):
+    name: str
+    target: str
+    actor: str
+    chars: int
+    conversation_id: str | None = None
+
+
+class CreateResult(Result):
+    definition: Definition
+    start: StartOutcome | None = None
+
+
+class DeleteResult(Result):
+    name: str
+    stop: StopOutcome
+
+
+class StandingView(Result):
+    """One line of ``list``."""
+
+    name: str
+    source: StandingSource
+    status: ViewStatus
+    harness: str
+    args: list[str] | None = None
+    cwd: str
+    target: str
+    description: str
+    auto_start: bool
+    conversation_id: str | None = None
+    started_at: datetime | None = None
+    last_message_at: datetime | None = None
+    problems: list[str] = []
+    note: str | None = None
+
+
+# --- the resolver ---------------------------------------------------------------------------
+
+
+def definition(ctx: Ctx, name: str) -> Definition:
+    """Resolve NAME: the declared entry first, else the created record.
+
+    Raises ``BadInput`` for an invalid name and ``NotFound`` when NAME is neither declared nor
+    created. Never raises for an unusable definition: its ``problems`` say why (see
+    ``Definition.require_valid``).
+    """
+    validate_standing_name(name)
+    found = declared_entry(ctx, name)
+    if found is not None:
+        return from_declared(ctx, *found)
+    rec = store.get(ctx.db.connect(), name)
+    if rec is not None and rec.source is StandingSource.created:
+        return from_record(ctx, rec)
+    raise NotFound(
+        f"no standing session {name}: it is neither declared (standing.sessions) nor created "
+        f"(`the-loop standing create {name}`)"
+    )
+
+
+def declared_entry(ctx: Ctx, name: str) -> tuple[int, StandingSessionConfig] | None:
+    for index, entry in enumerate(ctx.config.standing.sessions):
+        if entry.name == name:
+            return index, entry
+    return None
+
+
+def _config_relative(ctx: Ctx, path: Path) -> Path:
+    """PATH with ``~`` expanded, relative to the config file's directory."""
+    path = path.expanduser()
+    if path.is_absolute():
+        return path
+    base = ctx.loaded.path.parent if ctx.loaded.path is not None else Path.cwd()
+    return (base / path).absolute()
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    """A definition as written: None harness, args or cwd mean "inherit"."""
+
+    name: str
+    source: StandingSource
+    key: str
+    harness: str | None
+    args: list[str] | None
+    cwd: Path | None
+    brief: str
+    description: str
+    auto_start: bool
+    problems: tuple[str, ...] = ()
+
+
+def from_declared(ctx: Ctx, index: int, entry: StandingSessionConfig) -> Definition:
+    key = f"standing.sessions[{index}]"
+    brief, problems = entry.prompt or "", []
+    if entry.prompt_file is not None:
+        path = _config_relative(ctx, entry.prompt_file)
+        try:
+            brief = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{key}.promptFile: cannot read {path}: {reason(exc)}")
+    cwd = _config_relative(ctx, entry.cwd) if entry.cwd is not None else None
+    raw = _Raw(
+        entry.name,
+        StandingSource.declared,
+        key,
+        entry.harness,
+        entry.args,
+        cwd,
+        brief,
+        entry.description,
+        entry.auto_start,
+        tuple(problems),
+    )
+    return _build(ctx, raw)
+
+
+def from_record(ctx: Ctx, rec: StandingRecord) -> Definition:
+    problems: tuple[str, ...] = ()
+    if rec.source is StandingSource.declared:
+        problems = (f"{rec.name} is no longer declared in the config",)
+    raw = _Raw(
+        rec.name,
+        rec.source,
+        "created",
+        rec.harness,
+        rec.args,
+        Path(rec.cwd) if rec.cwd else None,
+        rec.prompt,
+        rec.description,
+        rec.auto_start,
+        problems,
+    )
+    return _build(ctx, raw)
+
+
+def _build(ctx: Ctx, raw: _Raw) -> Definition:
+    """Apply the inheritance rules to RAW and list every reason it cannot be used."""
+    prefix = f"{raw.key}." if raw.source is StandingSource.declared else ""
+    harness = raw.harness or ctx.config.routing.default_harness
+    problems = [*raw.problems, *_harness_problems(ctx, harness, raw.args, prefix)]
+    if raw.cwd is not None and not raw.cwd.is_dir():
+        problems.append(f"{prefix}cwd: {raw.cwd} is not a directory")
+    return Definition(
+        name=raw.name,
+        source=raw.source,
+        key=raw.key,
+        harness=harness,
+        args=None if raw.args is None else list(raw.args),
+        cwd=raw.cwd if raw.cwd is not None else default_cwd(ctx, raw.name),
+        default_cwd=raw.cwd is None,
+        brief=raw.brief,
+        description=raw.description,
+        auto_start=raw.auto_start,
+        problems=problems,
+    )
+
+
+def _harness_problems(ctx: Ctx, harness: str, args: list[str] | None, prefix: str) -> list[str]:
+    known = set(BUILTIN_HARNESSES) | set(ctx.config.harnesses)
+    if harness not in known:
+        return [f"{prefix}harness: {harness!r} is not a known harness ({', '.join(sorted(known))})"]
+    try:
+        adapter_for(ctx, harness, args).check_runner("tmux")
+    except BadInput as exc:
+        return [f"{prefix}harness: {exc.message}"]
+    return []
+
+
+def default_cwd(ctx: Ctx, name: str) -> Path:
+    """The working directory of a standing session that names none."""
+    return ctx.state_dir / "standing" / validate_standing_name(name)
+
+
+def reason(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

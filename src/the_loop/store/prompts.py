@@ -1,0 +1,75 @@
+"""The prompt queue of every agent session (work item or standing), keyed by the agent's key.
+
+A prompt is ``pending`` when queued, ``staged`` once it sits in a tmux buffer waiting to be
+pasted (a crash may have hit between the paste and the record), ``delivered`` once the agent has
+it, and ``dropped`` when its agent stopped before it could be delivered. A delivery id is queued
+at most once per agent.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class PromptStatus(StrEnum):
+    pending = "pending"
+    staged = "staged"
+    delivered = "delivered"
+    dropped = "dropped"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedPrompt:
+    """One prompt not yet delivered."""
+
+    seq: int
+    text: str
+    delivery_id: str | None
+    status: PromptStatus
+
+
+def add(tx: sqlite3.Connection, agent: str, prompt: str, delivery_id: str | None) -> int | None:
+    """Queue PROMPT for AGENT; its sequence number, or None when DELIVERY_ID was already queued
+    for AGENT."""
+    try:
+        cur = tx.execute(
+            "INSERT INTO agent_prompts (agent, delivery_id, prompt, status, created_at)"
+            " VALUES (?, ?, ?, 'pending', ?)",
+            (agent, delivery_id, prompt, time.time()),
+        )
+    except sqlite3.IntegrityError:
+        return None
+    return int(cur.lastrowid or 0)
+
+
+def pending(conn: sqlite3.Connection, agent: str) -> list[QueuedPrompt]:
+    """AGENT's prompts not yet delivered (``pending`` or ``staged``), oldest first."""
+    rows = conn.execute(
+        "SELECT seq, prompt, delivery_id, status FROM agent_prompts"
+        " WHERE agent = ? AND status IN ('pending', 'staged') ORDER BY seq",
+        (agent,),
+    )
+    return [QueuedPrompt(int(r[0]), str(r[1]), r[2], PromptStatus(r[3])) for r in rows]
+
+
+def mark(tx: sqlite3.Connection, seq: int, status: PromptStatus | str) -> None:
+    tx.execute(
+        "UPDATE agent_prompts SET status = ?, delivered_at = ? WHERE seq = ?",
+        (str(status), time.time(), seq),
+    )
+
+
+def delivered_count(conn: sqlite3.Connection, agent: str) -> int:
+    row = conn.execute(
+        "SELECT COUNT(*) FROM agent_prompts WHERE agent = ? AND status = 'delivered'", (agent,)
+    ).fetchone()
+    return int(row[0])
+
+
+def delivered_total(conn: sqlite3.Connection) -> int:
+    """Prompts delivered to any agent (for metrics)."""
+    row = conn.execute("SELECT COUNT(*) FROM agent_prompts WHERE status = 'delivered'").fetchone()
+    return int(row[0])
