@@ -17,7 +17,6 @@ import getpass
 import re
 import time
 from contextlib import ExitStack
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +50,14 @@ from the_loop.standing_defs import (
     StopOutcome,
     ViewStatus,
     declared_entry,
+    declared_record,
     default_cwd,
     definition,
-    from_declared,
     from_record,
-    reason,
+    new_record,
+    snapshot,
 )
+from the_loop.standing_views import auto_start_names, health_problems, list_standing
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 
@@ -143,7 +144,7 @@ def create(
     brief is stored as text. ``None`` harness, args or cwd inherit at every start.
     """
     validate_standing_name(name)
-    _refusedeclared_entry(ctx, name, "create")
+    _refuse_declared(ctx, name, "create")
     with _locked(ctx, name):
         existing = store.get(ctx.db.connect(), name)
         if existing is not None:
@@ -151,7 +152,7 @@ def create(
                 f"standing session {name} already exists ({existing.source} record); "
                 f"delete it first with `the-loop standing delete {name}`"
             )
-        rec = _new_record(name, harness, args, cwd, prompt, prompt_file, description, auto_start)
+        rec = new_record(name, harness, args, cwd, prompt, prompt_file, description, auto_start)
         defn = from_record(ctx, rec).require_valid()
         with ctx.db.transaction() as tx:
             store.insert(tx, rec)
@@ -171,40 +172,7 @@ def _start_created(ctx: Ctx, defn: Definition) -> StartOutcome:
         raise
 
 
-def _new_record(
-    name: str,
-    harness: str | None,
-    args: list[str] | None,
-    cwd: Path | None,
-    prompt: str | None,
-    prompt_file: Path | None,
-    description: str,
-    auto_start: bool,
-) -> StandingRecord:
-    if prompt is not None and prompt_file is not None:
-        raise BadInput("give --prompt or --prompt-file, not both")
-    brief = prompt or ""
-    if prompt_file is not None:
-        path = prompt_file.expanduser().absolute()
-        try:
-            brief = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read the prompt file {path}: {reason(exc)}") from None
-    return StandingRecord(
-        name=name,
-        source=StandingSource.created,
-        harness=harness or None,
-        args=None if args is None else list(args),
-        cwd=str(cwd.expanduser().absolute()) if cwd is not None else None,
-        prompt=brief,
-        description=description,
-        auto_start=auto_start,
-        status=StandingStatus.stopped,
-        created_at=time.time(),
-    )
-
-
-def _refusedeclared_entry(ctx: Ctx, name: str, verb: str) -> None:
+def _refuse_declared(ctx: Ctx, name: str, verb: str) -> None:
     found = declared_entry(ctx, name)
     if found is None:
         return
@@ -225,7 +193,7 @@ def delete(ctx: Ctx, name: str) -> DeleteResult:
     was removed from the config). Refused for a declared name (``Conflict`` naming the config
     key and ``stop``); ``NotFound`` for an unknown name. A failed stop removes nothing."""
     validate_standing_name(name)
-    _refusedeclared_entry(ctx, name, "delete")
+    _refuse_declared(ctx, name, "delete")
     with _locked(ctx, name):
         if store.get(ctx.db.connect(), name) is None:
             raise NotFound(f"no standing session {name}")
@@ -387,34 +355,12 @@ def _mark_running(ctx: Ctx, defn: Definition, conversation: str) -> None:
     with ctx.db.transaction() as tx:
         rec = store.get(tx, defn.name)
         if rec is None:
-            store.insert(tx, _declared_record(defn, conversation))
+            store.insert(tx, declared_record(defn, conversation))
             return
-        snapshot = _snapshot(defn) if rec.source is StandingSource.declared else {}
+        fields = snapshot(defn) if rec.source is StandingSource.declared else {}
         store.update(
-            tx, defn.name, status=StandingStatus.running, conversation_id=conversation, **snapshot
+            tx, defn.name, status=StandingStatus.running, conversation_id=conversation, **fields
         )
-
-
-def _snapshot(defn: Definition) -> dict[str, Any]:
-    return {
-        "harness": defn.harness,
-        "args": defn.args,
-        "cwd": str(defn.cwd),
-        "prompt": defn.brief,
-        "description": defn.description,
-        "auto_start": defn.auto_start,
-    }
-
-
-def _declared_record(defn: Definition, conversation: str) -> StandingRecord:
-    return StandingRecord(
-        name=defn.name,
-        source=StandingSource.declared,
-        conversation_id=conversation,
-        status=StandingStatus.running,
-        created_at=time.time(),
-        **_snapshot(defn),
-    )
 
 
 def _started(ctx: Ctx, name: str, conversation: str | None) -> None:
@@ -599,79 +545,13 @@ def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
 # --- list and the daemon's hooks ------------------------------------------------------------
 
 
-def list_standing(ctx: Ctx) -> list[StandingView]:
-    """Declared (config order) then created (by name), each with its live status. A record
-    left by a declaration since removed from the config is listed too, with a problem."""
-    records = {rec.name: rec for rec in store.list_records(ctx.db.connect())}
-    targets = ctx.runners.tmux.list_targets()
-    views = []
-    for index, entry in enumerate(ctx.config.standing.sessions):
-        defn = from_declared(ctx, index, entry)
-        views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
-    for rec in records.values():
-        views.append(_view(ctx, from_record(ctx, rec), rec, targets))
-    return views
-
-
-def _view(
-    ctx: Ctx, defn: Definition, rec: StandingRecord | None, targets: list[str] | None
-) -> StandingView:
-    status, note = _status(ctx, defn.target, rec, targets)
-    return StandingView(
-        name=defn.name,
-        source=defn.source,
-        status=status,
-        harness=defn.harness,
-        args=defn.args,
-        cwd=str(defn.cwd),
-        target=defn.target,
-        description=defn.description,
-        auto_start=defn.auto_start,
-        conversation_id=rec.conversation_id if rec else None,
-        started_at=_when(rec.started_at if rec else None),
-        last_message_at=_when(rec.last_message_at if rec else None),
-        problems=defn.problems,
-        note=note,
-    )
-
-
-def _status(
-    ctx: Ctx, target: str, rec: StandingRecord | None, targets: list[str] | None
-) -> tuple[ViewStatus, str | None]:
-    resting = ViewStatus.stopped if rec and rec.conversation_id else ViewStatus.absent
-    if targets is None:
-        return resting, "tmux did not answer; status unknown"
-    if target not in targets:
-        return resting, None
-    if ctx.runners.tmux.probe(target) is not Probe.LIVE:
-        return resting, None
-    if rec is None or rec.status is StandingStatus.stopped:
-        return resting, f"a live tmux session {target} that the-loop did not start"
-    return ViewStatus.running, None
-
-
-def _when(ts: float | None) -> datetime | None:
-    return datetime.fromtimestamp(ts, UTC) if ts is not None else None
-
-
-def _auto_start_names(ctx: Ctx) -> list[str]:
-    declared = [entry.name for entry in ctx.config.standing.sessions if entry.auto_start]
-    names = {entry.name for entry in ctx.config.standing.sessions}
-    created = [
-        rec.name
-        for rec in store.list_records(ctx.db.connect())
-        if rec.source is StandingSource.created and rec.auto_start and rec.name not in names
-    ]
-    return [*declared, *created]
-
-
 def autostart(ctx: Ctx) -> list[StartOutcome]:
     """For the daemon, after the service is up: start every auto-start session (declared
     ``autoStart`` and created ``auto_start``) when ``standing.enabled``; never raises for one
     session (failures are outcomes ``failed``)."""
     if not ctx.config.standing.enabled:
         return []
-    return [_start_captured(ctx, name) for name in _auto_start_names(ctx)]
+    return [_start_captured(ctx, name) for name in auto_start_names(ctx)]
 
 
 def stop_all(ctx: Ctx) -> list[StopOutcome]:
@@ -683,22 +563,6 @@ def stop_all(ctx: Ctx) -> list[StopOutcome]:
         if rec.status is StandingStatus.running
     ]
     return [_stop_captured(ctx, name) for name in running]
-
-
-def health_problems(ctx: Ctx) -> list[str]:
-    """For ``the-loop status``: one line per auto-start session that is not running, when
-    ``standing.enabled`` (empty otherwise)."""
-    if not ctx.config.standing.enabled:
-        return []
-    wanted = set(_auto_start_names(ctx))
-    problems = []
-    for view in list_standing(ctx):
-        if view.name in wanted and view.status is not ViewStatus.running:
-            detail = f" ({view.note})" if view.note else ""
-            problems.append(
-                f"standing session {view.name} (autoStart) is not running: {view.status}{detail}"
-            )
-    return problems
 
 
 # --- plumbing -------------------------------------------------------------------------------

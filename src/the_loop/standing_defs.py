@@ -9,10 +9,12 @@ harness's configuration (an explicit ``[]`` means none), the cwd is ``<stateDir>
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -23,7 +25,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound, ValidationFailed
 from the_loop.refs import standing_target, validate_standing_name
 from the_loop.store import standing as store
-from the_loop.store.standing import StandingRecord, StandingSource
+from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 
 
 class StartKind(StrEnum):
@@ -279,3 +281,61 @@ def default_cwd(ctx: Ctx, name: str) -> Path:
 
 def reason(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+# --- records ---------------------------------------------------------------------------------
+
+
+def new_record(
+    name: str,
+    harness: str | None,
+    args: list[str] | None,
+    cwd: Path | None,
+    prompt: str | None,
+    prompt_file: Path | None,
+    description: str,
+    auto_start: bool,
+) -> StandingRecord:
+    if prompt is not None and prompt_file is not None:
+        raise BadInput("give --prompt or --prompt-file, not both")
+    brief = prompt or ""
+    if prompt_file is not None:
+        path = prompt_file.expanduser().absolute()
+        try:
+            brief = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"cannot read the prompt file {path}: {reason(exc)}") from None
+    return StandingRecord(
+        name=name,
+        source=StandingSource.created,
+        harness=harness or None,
+        args=None if args is None else list(args),
+        cwd=str(cwd.expanduser().absolute()) if cwd is not None else None,
+        prompt=brief,
+        description=description,
+        auto_start=auto_start,
+        status=StandingStatus.stopped,
+        created_at=time.time(),
+    )
+
+
+def snapshot(defn: Definition) -> dict[str, Any]:
+    return {
+        "harness": defn.harness,
+        "args": defn.args,
+        "cwd": str(defn.cwd),
+        "prompt": defn.brief,
+        "description": defn.description,
+        "auto_start": defn.auto_start,
+    }
+
+
+def declared_record(defn: Definition, conversation: str) -> StandingRecord:
+    return StandingRecord(
+        name=defn.name,
+        source=StandingSource.declared,
+        conversation_id=conversation,
+        status=StandingStatus.running,
+        created_at=time.time(),
+        **snapshot(defn),
+    )

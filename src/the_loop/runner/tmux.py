@@ -31,15 +31,12 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from the_loop.config import Config
@@ -47,11 +44,9 @@ from the_loop.errors import BadInput, LoopError
 from the_loop.refs import is_loop_target
 from the_loop.runner.base import (
     KeyedLock,
-    ProcessIdentity,
     default_work_dir,
     private_dir,
     process_identity,
-    still_running,
 )
 from the_loop.runner.outcomes import Answer as Answer
 from the_loop.runner.outcomes import AttachCommand as AttachCommand
@@ -63,161 +58,36 @@ from the_loop.runner.outcomes import Owner as Owner
 from the_loop.runner.outcomes import Probe as Probe
 from the_loop.runner.outcomes import SpawnResult as SpawnResult
 from the_loop.runner.outcomes import Staged as Staged
-
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SOCKET_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_NOT_FOUND_MARKERS = (
-    "can't find session",
-    "no such session",
-    "session not found",
-    "can't find window",
-    "can't find pane",
-    "no server running on",
-    "no current target",  # the server is up but has no session at all
-)
-_CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
-_PANE_FORMAT = (
-    "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
-)
-DEAD_MARKER = "the-loop:pane-dead"
-OWNER_VAR = "THE_LOOP_OWNER"
-OWNER_OPTION = "@the_loop_owner"
-_STAGE_FORMAT = f"#{{pane_dead}}\t#{{{OWNER_OPTION}}}"
-COMMAND_BUDGET = 12_000
-_LAUNCHER = (
-    "import json,os,sys\n"
-    "p=sys.argv[1]\n"
-    "f=open(p,'rb')\n"
-    "d=json.load(f)\n"
-    "f.close()\n"
-    "os.unlink(p)\n"
-    "os.environ.update(d['env'])\n"
-    "os.execvp(d['argv'][0],d['argv'])\n"
-)
-
-
-class TmuxOutcome(StrEnum):
-    """How tmux answered one invocation."""
-
-    OK = "ok"
-    NOT_FOUND = "not_found"
-    ERROR = "error"
-    NO_ANSWER = "no_answer"
-
-
-@dataclass(frozen=True, slots=True)
-class TmuxResult:
-    """What one tmux invocation said."""
-
-    outcome: TmuxOutcome
-    args: tuple[str, ...]
-    returncode: int | None
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome is TmuxOutcome.OK
-
-    @property
-    def answered(self) -> bool:
-        """False when tmux did not answer at all (timeout, crash, missing binary)."""
-        return self.outcome is not TmuxOutcome.NO_ANSWER
-
-    @property
-    def not_found(self) -> bool:
-        """True when tmux said the session (or the whole server) does not exist."""
-        return self.outcome is TmuxOutcome.NOT_FOUND
-
-    @property
-    def duplicate(self) -> bool:
-        return "duplicate session" in self.stderr
-
-    @property
-    def server_lost(self) -> bool:
-        """True when the server went away under the command (it exits with its last session)."""
-        return self.outcome is TmuxOutcome.NO_ANSWER and "server exited unexpectedly" in self.stderr
-
-    def describe(self) -> str:
-        detail = self.stderr.strip() or f"exit status {self.returncode}"
-        return f"tmux {self.outcome.value}: {detail}"
-
-
-@dataclass(frozen=True, slots=True)
-class PaneInfo:
-    """One pane of a target, as ``list-panes`` reported it."""
-
-    session: str
-    pid: int
-    dead: bool
-    dead_status: int | None
-    dead_signal: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class PaneStatus:
-    """The probe of a target and its panes (empty unless live or dead)."""
-
-    probe: Probe
-    panes: tuple[PaneInfo, ...]
-    detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class TerminateReport:
-    """What ``terminate`` did. ``refused`` or ``error`` explain why nothing was signalled."""
-
-    target: str
-    probe: Probe
-    signalled: tuple[int, ...] = ()
-    killed: tuple[int, ...] = ()
-    survivors: tuple[int, ...] = ()
-    refused: str | None = None
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.refused is None and self.error is None and not self.survivors
-
-
-def clean_prompt(text: str) -> str:
-    """TEXT as it will be delivered: CRLF and CR become LF; other control characters except
-    tab are removed (an ESC could end the bracketed paste and turn the rest into keys)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROL_CHARS.sub("", text)
-
-
-def parse_panes(output: str, target: str) -> tuple[PaneInfo, ...]:
-    """The panes of exactly TARGET in ``list-panes`` OUTPUT (other sessions' lines dropped)."""
-    panes: list[PaneInfo] = []
-    for line in output.splitlines():
-        fields = line.split("\t")
-        if len(fields) != 5 or fields[0] != target:
-            continue
-        try:
-            pid = int(fields[1])
-        except ValueError:
-            continue
-        status = int(fields[3]) if fields[3].lstrip("-").isdigit() else None
-        sig = int(fields[4]) if fields[4].isdigit() else None
-        panes.append(PaneInfo(fields[0], pid, fields[2] == "1", status, sig))
-    return tuple(panes)
-
-
-def signalable_pids(panes: Sequence[PaneInfo], target: str) -> list[int]:
-    """Pids that terminate may signal: live panes of exactly TARGET, pids above 1 only."""
-    pids = [p.pid for p in panes if p.session == target and not p.dead and p.pid > 1]
-    return sorted(set(pids))
-
-
-def _target_problem(target: str) -> str | None:
-    """Why TARGET may not be driven (None: it is a the-loop target)."""
-    if is_loop_target(target):
-        return None
-    return (
-        f"refusing tmux target {target!r}: the-loop only drives targets "
-        "matching ^loop-[A-Za-z0-9._-]+$"
-    )
+from the_loop.runner.tmux_core import COMMAND_BUDGET as COMMAND_BUDGET
+from the_loop.runner.tmux_core import DEAD_MARKER as DEAD_MARKER
+from the_loop.runner.tmux_core import LAUNCHER as LAUNCHER
+from the_loop.runner.tmux_core import OWNER_OPTION as OWNER_OPTION
+from the_loop.runner.tmux_core import OWNER_VAR as OWNER_VAR
+from the_loop.runner.tmux_core import PANE_FORMAT as PANE_FORMAT
+from the_loop.runner.tmux_core import SOCKET_RE as SOCKET_RE
+from the_loop.runner.tmux_core import STAGE_FORMAT as STAGE_FORMAT
+from the_loop.runner.tmux_core import PaneInfo as PaneInfo
+from the_loop.runner.tmux_core import PaneStatus as PaneStatus
+from the_loop.runner.tmux_core import TerminateReport as TerminateReport
+from the_loop.runner.tmux_core import TmuxOutcome as TmuxOutcome
+from the_loop.runner.tmux_core import TmuxResult as TmuxResult
+from the_loop.runner.tmux_core import buffer_problem as buffer_problem
+from the_loop.runner.tmux_core import classify as classify
+from the_loop.runner.tmux_core import clean_prompt as clean_prompt
+from the_loop.runner.tmux_core import client_env as client_env
+from the_loop.runner.tmux_core import command_size as command_size
+from the_loop.runner.tmux_core import empty_problem as empty_problem
+from the_loop.runner.tmux_core import failure as failure
+from the_loop.runner.tmux_core import kill_group as kill_group
+from the_loop.runner.tmux_core import parse_panes as parse_panes
+from the_loop.runner.tmux_core import paste_command as paste_command
+from the_loop.runner.tmux_core import secret_env_names as secret_env_names
+from the_loop.runner.tmux_core import send as send
+from the_loop.runner.tmux_core import signalable_pids as signalable_pids
+from the_loop.runner.tmux_core import spawn_failure as spawn_failure
+from the_loop.runner.tmux_core import spawn_input_problem as spawn_input_problem
+from the_loop.runner.tmux_core import target_problem as target_problem
+from the_loop.runner.tmux_core import wait_gone as wait_gone
 
 
 class TmuxRunner:
@@ -236,7 +106,7 @@ class TmuxRunner:
         config_file: str = "/dev/null",
         withheld_env: Collection[str] = (),
     ) -> None:
-        if not _SOCKET_RE.match(socket):
+        if not SOCKET_RE.match(socket):
             raise BadInput(f"invalid tmux socket name {socket!r}")
         self.socket = socket
         self.binary = binary
@@ -276,21 +146,21 @@ class TmuxRunner:
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=_client_env(self.withheld_env), start_new_session=True,
+                env=client_env(self.withheld_env), start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
             return TmuxResult(TmuxOutcome.NO_ANSWER, tuple(args), None, "", str(exc))
         try:
             out, err = proc.communicate(timeout=self.timeout if timeout is None else timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             return TmuxResult(
                 TmuxOutcome.NO_ANSWER, tuple(args), None, "", "tmux did not answer in time"
             )
         stdout = out.decode("utf-8", "replace")
         stderr = err.decode("utf-8", "replace")
         return TmuxResult(
-            _classify(proc.returncode, stderr), tuple(args), proc.returncode, stdout, stderr
+            classify(proc.returncode, stderr), tuple(args), proc.returncode, stdout, stderr
         )
 
     def ask(self, *args: str) -> TmuxResult:
@@ -307,7 +177,7 @@ class TmuxRunner:
 
     def pane_status(self, target: str) -> PaneStatus:
         """Probe TARGET and list its panes; never raises."""
-        result = self.ask("list-panes", "-s", "-t", f"={target}:", "-F", _PANE_FORMAT)
+        result = self.ask("list-panes", "-s", "-t", f"={target}:", "-F", PANE_FORMAT)
         if result.not_found:
             return PaneStatus(Probe.ABSENT, ())
         if not result.ok:
@@ -356,7 +226,7 @@ class TmuxRunner:
         if not result.ok:
             return Capture(
                 target=target,
-                answer=_failure(result),
+                answer=failure(result),
                 detail=f"cannot capture {target}: {result.describe()}",
             )
         text = result.stdout.rstrip("\n").split("\n")
@@ -370,14 +240,14 @@ class TmuxRunner:
         """``tmux -L SOCKET attach-session [-r] -t =TARGET`` and an environment without
         ``TMUX`` (tmux refuses to nest otherwise); the caller ``exec``s it. ``refused`` for a
         target that is not the-loop's."""
-        problem = _target_problem(target)
+        problem = target_problem(target)
         if problem is not None:
             return AttachCommand(target=target, answer=Answer.REFUSED, detail=problem)
         argv = [*self.base_argv(), "attach-session"]
         if read_only:
             argv.append("-r")
         argv += ["-t", f"={target}"]
-        return AttachCommand(target=target, argv=tuple(argv), env=_client_env(self.withheld_env))
+        return AttachCommand(target=target, argv=tuple(argv), env=client_env(self.withheld_env))
 
     def inspect_command(self, target: str) -> str:
         """A shell command a person can run to look at TARGET read-only."""
@@ -445,8 +315,8 @@ class TmuxRunner:
         for bad input. Never raises.
         """
         argv, env = list(argv), dict(env or {})
-        refusal = _target_problem(target)
-        problem = (Answer.REFUSED, refusal) if refusal else _spawn_input_problem(argv, cwd, env)
+        refusal = target_problem(target)
+        problem = (Answer.REFUSED, refusal) if refusal else spawn_input_problem(argv, cwd, env)
         if problem is not None:
             return SpawnResult(target=target, answer=problem[0], detail=problem[1])
         cleared = False
@@ -467,7 +337,7 @@ class TmuxRunner:
                         via_launcher=via_launcher,
                     )
                 if not ((result.duplicate or result.server_lost) and attempt < 3):
-                    return _spawn_failure(target, result)
+                    return spawn_failure(target, result)
         raise AssertionError("unreachable")
 
     def _make_room(self, target: str) -> bool | SpawnResult:
@@ -503,7 +373,7 @@ class TmuxRunner:
     ) -> tuple[TmuxResult, bool]:
         command = argv if len(argv) > 1 else ["env", "--", *argv]
         env_args = [item for key, value in env.items() for item in ("-e", f"{key}={value}")]
-        via_launcher = _command_size(command) + _command_size(env_args) > COMMAND_BUDGET
+        via_launcher = command_size(command) + command_size(env_args) > COMMAND_BUDGET
         if via_launcher:
             command, env_args = self._launcher_command(command, env), []
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
@@ -535,7 +405,7 @@ class TmuxRunner:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump({"argv": argv, "env": env}, handle)
-        return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(path)]
+        return [sys.executable, "-I", "-S", "-c", LAUNCHER, str(path)]
 
     # -- deliver -----------------------------------------------------------------------------
 
@@ -549,12 +419,12 @@ class TmuxRunner:
         an empty prompt or a foreign target. Never raises.
         """
         body = clean_prompt(text)
-        problem = _target_problem(target) or _empty_problem(body)
+        problem = target_problem(target) or empty_problem(body)
         if problem is not None:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target), self._prompt_file(body) as path:
             name = f"the-loop-{uuid.uuid4().hex}"
-            result = self.run(*_paste_command(target, name, path))
+            result = self.run(*paste_command(target, name, path))
             if not result.ok:
                 self.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
         return self._delivery(target, body, result)
@@ -573,7 +443,7 @@ class TmuxRunner:
         if not result.ok:
             if result.answered and "unknown variable" in result.stderr.lower():
                 return Owner(target=target)
-            return Owner(target=target, answer=_failure(result), detail=result.describe())
+            return Owner(target=target, answer=failure(result), detail=result.describe())
         _, sep, value = result.stdout.strip().partition("=")
         return Owner(target=target, owner=value if sep else None)
 
@@ -587,20 +457,20 @@ class TmuxRunner:
         deleted by the paste). Never raises.
         """
         body = clean_prompt(text)
-        problem = _target_problem(target) or _buffer_problem(name) or _empty_problem(body)
+        problem = target_problem(target) or buffer_problem(name) or empty_problem(body)
         if problem is not None:
             return Staged(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target), self._prompt_file(body) as path:
             result = self.run(
                 "load-buffer", "-b", name, str(path), ";",
                 "set-buffer", "-b", f"{name}-cr", "\r", ";",
-                "display-message", "-p", "-t", f"={target}:", _STAGE_FORMAT,
+                "display-message", "-p", "-t", f"={target}:", STAGE_FORMAT,
             )  # fmt: skip
         if result.not_found:
             return Staged(target=target, answer=Answer.ABSENT, detail=f"no tmux session {target}")
         if not result.ok:
             detail = f"staging a prompt for {target} failed: {result.describe()}"
-            return Staged(target=target, answer=_failure(result), detail=detail)
+            return Staged(target=target, answer=failure(result), detail=detail)
         dead, _, owner = result.stdout.rstrip("\n").partition("\t")
         if dead.strip() != "0":
             detail = f"the agent in {target} has exited (its pane is dead)"
@@ -611,7 +481,7 @@ class TmuxRunner:
         """Paste buffer NAME (bracketed, then its CR) into TARGET if the pane is alive, deleting
         the buffers. ``absent`` or ``dead`` when nothing can take it (buffers kept). Never
         raises."""
-        problem = _target_problem(target) or _buffer_problem(name)
+        problem = target_problem(target) or buffer_problem(name)
         if problem is not None:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         when_alive = (
@@ -633,14 +503,14 @@ class TmuxRunner:
     def has_buffer(self, name: str) -> BufferState:
         """Whether buffer NAME exists (``ok`` with ``exists``), or ``no_answer``/``failed``
         when tmux could not say. Never raises."""
-        problem = _buffer_problem(name)
+        problem = buffer_problem(name)
         if problem is not None:
             return BufferState(target=name, answer=Answer.REFUSED, detail=problem)
         result = self.run("list-buffers", "-F", "#{buffer_name}")
         if result.not_found:
             return BufferState(target=name, exists=False)
         if not result.ok:
-            return BufferState(target=name, answer=_failure(result), detail=result.describe())
+            return BufferState(target=name, answer=failure(result), detail=result.describe())
         return BufferState(target=name, exists=name in result.stdout.split())
 
     def _delivery(self, target: str, body: str, result: TmuxResult) -> Delivery:
@@ -649,7 +519,7 @@ class TmuxRunner:
             return Delivery(target=target, answer=Answer.ABSENT, detail=detail)
         if not result.ok:
             detail = f"delivery to {target} failed: {result.describe()}"
-            return Delivery(target=target, answer=_failure(result), detail=detail)
+            return Delivery(target=target, answer=failure(result), detail=detail)
         if DEAD_MARKER in result.stdout:
             detail = f"the agent in {target} has exited (its pane is dead)"
             return Delivery(target=target, answer=Answer.DEAD, detail=detail)
@@ -695,10 +565,10 @@ class TmuxRunner:
             return TerminateReport(target, status.probe, error=status.detail or "tmux unknown")
         found = [process_identity(pid) for pid in signalable_pids(status.panes, target)]
         victims = [ident for ident in found if ident is not None]
-        signalled = [i for i in victims if _send(i, signal.SIGTERM)]
-        survivors = _wait_gone(signalled, grace)
-        killed = [i for i in survivors if _send(i, signal.SIGKILL)]
-        left = _wait_gone(killed, 2.0)
+        signalled = [i for i in victims if send(i, signal.SIGTERM)]
+        survivors = wait_gone(signalled, grace)
+        killed = [i for i in survivors if send(i, signal.SIGKILL)]
+        left = wait_gone(killed, 2.0)
         return TerminateReport(
             target,
             status.probe,
@@ -710,7 +580,7 @@ class TmuxRunner:
     def kill_session(self, target: str) -> Killed:
         """Kill tmux session TARGET (exactly); ``probe`` is the state afterwards (``absent``
         when it is gone). ``refused`` for targets that are not the-loop's. Never raises."""
-        problem = _target_problem(target)
+        problem = target_problem(target)
         if problem is not None:
             return Killed(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target):
@@ -725,129 +595,3 @@ class TmuxRunner:
     def kill_server(self) -> TmuxResult:
         """Kill the private server (every target on this socket); for tests and teardown."""
         return self.run("kill-server")
-
-
-def _paste_command(target: str, name: str, path: Path) -> list[str]:
-    """Load PATH into buffer NAME and a CR into NAME-cr; paste both into TARGET only if its
-    pane is not dead, in the same command queue run (pasting into a dead pane crashes tmux)."""
-    when_dead = (
-        f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; display-message -p {DEAD_MARKER}"
-    )
-    when_alive = (
-        f"paste-buffer -p -d -b {name} -t ={target}: ; paste-buffer -d -b {name}-cr -t ={target}:"
-    )
-    return [
-        "load-buffer", "-b", name, str(path), ";",
-        "set-buffer", "-b", f"{name}-cr", "\r", ";",
-        "if-shell", "-F", "-t", f"={target}:", "#{pane_dead}", when_dead, when_alive,
-    ]  # fmt: skip
-
-
-_BUFFER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
-
-
-def _buffer_problem(name: str) -> str | None:
-    return None if _BUFFER_RE.fullmatch(name) else f"invalid tmux buffer name {name!r}"
-
-
-def _empty_problem(body: str) -> str | None:
-    return None if body.strip() else "refusing to deliver an empty prompt"
-
-
-def _failure(result: TmuxResult) -> Answer:
-    """``no_answer`` when tmux did not answer, else ``failed``."""
-    return Answer.FAILED if result.answered else Answer.NO_ANSWER
-
-
-def _spawn_input_problem(
-    argv: list[str], cwd: Path, env: dict[str, str]
-) -> tuple[Answer, str] | None:
-    if not argv or not argv[0]:
-        return Answer.REFUSED, "refusing to spawn an empty argv"
-    for key in env:
-        if not _ENV_NAME_RE.fullmatch(key):
-            return Answer.REFUSED, f"invalid environment variable name {key!r}"
-    if not Path(cwd).is_dir():
-        return Answer.FAILED, f"working directory {cwd} does not exist"
-    search_path = env.get("PATH") or os.environ.get("PATH", os.defpath)
-    if shutil.which(argv[0], path=search_path) is None:
-        return Answer.FAILED, f"harness binary {argv[0]!r} not found or not executable"
-    return None
-
-
-def _spawn_failure(target: str, result: TmuxResult) -> SpawnResult:
-    if not result.answered:
-        detail = f"tmux did not answer while spawning {target}: {result.describe()}"
-        return SpawnResult(target=target, answer=Answer.NO_ANSWER, detail=detail)
-    if result.duplicate:
-        detail = f"tmux target {target} was taken by someone else while spawning"
-        return SpawnResult(target=target, answer=Answer.OCCUPIED, detail=detail)
-    detail = f"tmux refused to spawn {target}: {result.describe()}"
-    return SpawnResult(target=target, answer=Answer.FAILED, detail=detail)
-
-
-def _command_size(args: Sequence[str]) -> int:
-    return sum(len(a.encode("utf-8")) + 1 for a in args)
-
-
-def _classify(returncode: int, stderr: str) -> TmuxOutcome:
-    if returncode == 0:
-        return TmuxOutcome.OK
-    lowered = stderr.lower()
-    if returncode < 0 or "server exited unexpectedly" in lowered:
-        return TmuxOutcome.NO_ANSWER
-    if any(marker in lowered for marker in _NOT_FOUND_MARKERS):
-        return TmuxOutcome.NOT_FOUND
-    if "error connecting to" in lowered and "no such file or directory" in lowered:
-        return TmuxOutcome.NOT_FOUND
-    return TmuxOutcome.ERROR
-
-
-def secret_env_names(config: Config) -> tuple[str, ...]:
-    """The variables holding the-loop's own secrets (API tokens, webhook and Slack secrets),
-    withheld from agents. The GitHub token is not: agents reply on GitHub with it."""
-    return (
-        config.server.token_env,
-        config.server.read_only_token_env,
-        config.github.webhook.secret_env,
-        config.slack.signing_secret_env,
-        config.slack.bot_token_env,
-    )
-
-
-def _client_env(withheld: Collection[str] = ()) -> dict[str, str]:
-    """The environment of a tmux client: ours without TMUX (no nesting) and without the
-    WITHHELD variables — a client that starts the server gives it its environment, which every
-    agent pane inherits, so the-loop's own secrets must not be in it."""
-    env = dict(os.environ)
-    for name in ("TMUX", "TMUX_PANE", *withheld):
-        env.pop(name, None)
-    return env
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.communicate(timeout=2.0)
-
-
-def _send(identity: ProcessIdentity, sig: signal.Signals) -> bool:
-    """Send SIG to IDENTITY if it is still that process and its pid is above 1."""
-    if identity.pid <= 1 or not still_running(identity):
-        return False
-    try:
-        os.kill(identity.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def _wait_gone(identities: Sequence[ProcessIdentity], grace: float) -> list[ProcessIdentity]:
-    """Poll until every identity has exited or GRACE elapsed; return those still running."""
-    deadline = time.monotonic() + grace
-    alive = [i for i in identities if still_running(i)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.02)
-        alive = [i for i in alive if still_running(i)]
-    return alive

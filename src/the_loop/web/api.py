@@ -23,7 +23,7 @@ from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport, run_doctor
 from the_loop.errors import BadInput, NotFound
 from the_loop.refs import validate_standing_name
-from the_loop.store import inbox
+from the_loop.store import inbox, prompts
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.web import auth
@@ -366,9 +366,7 @@ def metrics_text(ctx: Ctx) -> PlainTextResponse:
             "SELECT COUNT(*) FROM sessions WHERE status = ?", (status.value,)
         ).fetchone()[0]
         lines.append(f'the_loop_sessions{{status="{status.value}"}} {count}')
-    delivered = conn.execute(
-        "SELECT COUNT(*) FROM session_prompts WHERE status = 'delivered'"
-    ).fetchone()[0]
+    delivered = prompts.delivered_total(conn)
     lines += [
         "# TYPE the_loop_deliveries_total counter",
         f"the_loop_deliveries_total {delivered}",

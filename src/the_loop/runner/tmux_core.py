@@ -1,0 +1,301 @@
+"""The tmux doorway's vocabulary: constants, the raw result of one tmux invocation, pane
+facts, the terminate report, and the pure helpers the runner composes (classification of tmux's
+answers, paste commands, input checks, the client environment, signalling by identity)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from the_loop.config import Config
+from the_loop.refs import is_loop_target
+from the_loop.runner.base import ProcessIdentity, still_running
+from the_loop.runner.outcomes import Answer, Probe, SpawnResult
+
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SOCKET_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_NOT_FOUND_MARKERS = (
+    "can't find session",
+    "no such session",
+    "session not found",
+    "can't find window",
+    "can't find pane",
+    "no server running on",
+    "no current target",  # the server is up but has no session at all
+)
+_CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+PANE_FORMAT = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
+DEAD_MARKER = "the-loop:pane-dead"
+OWNER_VAR = "THE_LOOP_OWNER"
+OWNER_OPTION = "@the_loop_owner"
+STAGE_FORMAT = f"#{{pane_dead}}\t#{{{OWNER_OPTION}}}"
+COMMAND_BUDGET = 12_000
+LAUNCHER = (
+    "import json,os,sys\n"
+    "p=sys.argv[1]\n"
+    "f=open(p,'rb')\n"
+    "d=json.load(f)\n"
+    "f.close()\n"
+    "os.unlink(p)\n"
+    "os.environ.update(d['env'])\n"
+    "os.execvp(d['argv'][0],d['argv'])\n"
+)
+
+
+class TmuxOutcome(StrEnum):
+    """How tmux answered one invocation."""
+
+    OK = "ok"
+    NOT_FOUND = "not_found"
+    ERROR = "error"
+    NO_ANSWER = "no_answer"
+
+
+@dataclass(frozen=True, slots=True)
+class TmuxResult:
+    """What one tmux invocation said."""
+
+    outcome: TmuxOutcome
+    args: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is TmuxOutcome.OK
+
+    @property
+    def answered(self) -> bool:
+        """False when tmux did not answer at all (timeout, crash, missing binary)."""
+        return self.outcome is not TmuxOutcome.NO_ANSWER
+
+    @property
+    def not_found(self) -> bool:
+        """True when tmux said the session (or the whole server) does not exist."""
+        return self.outcome is TmuxOutcome.NOT_FOUND
+
+    @property
+    def duplicate(self) -> bool:
+        return "duplicate session" in self.stderr
+
+    @property
+    def server_lost(self) -> bool:
+        """True when the server went away under the command (it exits with its last session)."""
+        return self.outcome is TmuxOutcome.NO_ANSWER and "server exited unexpectedly" in self.stderr
+
+    def describe(self) -> str:
+        detail = self.stderr.strip() or f"exit status {self.returncode}"
+        return f"tmux {self.outcome.value}: {detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class PaneInfo:
+    """One pane of a target, as ``list-panes`` reported it."""
+
+    session: str
+    pid: int
+    dead: bool
+    dead_status: int | None
+    dead_signal: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PaneStatus:
+    """The probe of a target and its panes (empty unless live or dead)."""
+
+    probe: Probe
+    panes: tuple[PaneInfo, ...]
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TerminateReport:
+    """What ``terminate`` did. ``refused`` or ``error`` explain why nothing was signalled."""
+
+    target: str
+    probe: Probe
+    signalled: tuple[int, ...] = ()
+    killed: tuple[int, ...] = ()
+    survivors: tuple[int, ...] = ()
+    refused: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and self.error is None and not self.survivors
+
+
+def clean_prompt(text: str) -> str:
+    """TEXT as it will be delivered: CRLF and CR become LF; other control characters except
+    tab are removed (an ESC could end the bracketed paste and turn the rest into keys)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL_CHARS.sub("", text)
+
+
+def parse_panes(output: str, target: str) -> tuple[PaneInfo, ...]:
+    """The panes of exactly TARGET in ``list-panes`` OUTPUT (other sessions' lines dropped)."""
+    panes: list[PaneInfo] = []
+    for line in output.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 5 or fields[0] != target:
+            continue
+        try:
+            pid = int(fields[1])
+        except ValueError:
+            continue
+        status = int(fields[3]) if fields[3].lstrip("-").isdigit() else None
+        sig = int(fields[4]) if fields[4].isdigit() else None
+        panes.append(PaneInfo(fields[0], pid, fields[2] == "1", status, sig))
+    return tuple(panes)
+
+
+def signalable_pids(panes: Sequence[PaneInfo], target: str) -> list[int]:
+    """Pids that terminate may signal: live panes of exactly TARGET, pids above 1 only."""
+    pids = [p.pid for p in panes if p.session == target and not p.dead and p.pid > 1]
+    return sorted(set(pids))
+
+
+def target_problem(target: str) -> str | None:
+    """Why TARGET may not be driven (None: it is a the-loop target)."""
+    if is_loop_target(target):
+        return None
+    return (
+        f"refusing tmux target {target!r}: the-loop only drives targets "
+        "matching ^loop-[A-Za-z0-9._-]+$"
+    )
+
+
+def paste_command(target: str, name: str, path: Path) -> list[str]:
+    """Load PATH into buffer NAME and a CR into NAME-cr; paste both into TARGET only if its
+    pane is not dead, in the same command queue run (pasting into a dead pane crashes tmux)."""
+    when_dead = (
+        f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; display-message -p {DEAD_MARKER}"
+    )
+    when_alive = (
+        f"paste-buffer -p -d -b {name} -t ={target}: ; paste-buffer -d -b {name}-cr -t ={target}:"
+    )
+    return [
+        "load-buffer", "-b", name, str(path), ";",
+        "set-buffer", "-b", f"{name}-cr", "\r", ";",
+        "if-shell", "-F", "-t", f"={target}:", "#{pane_dead}", when_dead, when_alive,
+    ]  # fmt: skip
+
+
+_BUFFER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+def buffer_problem(name: str) -> str | None:
+    return None if _BUFFER_RE.fullmatch(name) else f"invalid tmux buffer name {name!r}"
+
+
+def empty_problem(body: str) -> str | None:
+    return None if body.strip() else "refusing to deliver an empty prompt"
+
+
+def failure(result: TmuxResult) -> Answer:
+    """``no_answer`` when tmux did not answer, else ``failed``."""
+    return Answer.FAILED if result.answered else Answer.NO_ANSWER
+
+
+def spawn_input_problem(
+    argv: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[Answer, str] | None:
+    if not argv or not argv[0]:
+        return Answer.REFUSED, "refusing to spawn an empty argv"
+    for key in env:
+        if not _ENV_NAME_RE.fullmatch(key):
+            return Answer.REFUSED, f"invalid environment variable name {key!r}"
+    if not Path(cwd).is_dir():
+        return Answer.FAILED, f"working directory {cwd} does not exist"
+    search_path = env.get("PATH") or os.environ.get("PATH", os.defpath)
+    if shutil.which(argv[0], path=search_path) is None:
+        return Answer.FAILED, f"harness binary {argv[0]!r} not found or not executable"
+    return None
+
+
+def spawn_failure(target: str, result: TmuxResult) -> SpawnResult:
+    if not result.answered:
+        detail = f"tmux did not answer while spawning {target}: {result.describe()}"
+        return SpawnResult(target=target, answer=Answer.NO_ANSWER, detail=detail)
+    if result.duplicate:
+        detail = f"tmux target {target} was taken by someone else while spawning"
+        return SpawnResult(target=target, answer=Answer.OCCUPIED, detail=detail)
+    detail = f"tmux refused to spawn {target}: {result.describe()}"
+    return SpawnResult(target=target, answer=Answer.FAILED, detail=detail)
+
+
+def command_size(args: Sequence[str]) -> int:
+    return sum(len(a.encode("utf-8")) + 1 for a in args)
+
+
+def classify(returncode: int, stderr: str) -> TmuxOutcome:
+    if returncode == 0:
+        return TmuxOutcome.OK
+    lowered = stderr.lower()
+    if returncode < 0 or "server exited unexpectedly" in lowered:
+        return TmuxOutcome.NO_ANSWER
+    if any(marker in lowered for marker in _NOT_FOUND_MARKERS):
+        return TmuxOutcome.NOT_FOUND
+    if "error connecting to" in lowered and "no such file or directory" in lowered:
+        return TmuxOutcome.NOT_FOUND
+    return TmuxOutcome.ERROR
+
+
+def secret_env_names(config: Config) -> tuple[str, ...]:
+    """The variables holding the-loop's own secrets (API tokens, webhook and Slack secrets),
+    withheld from agents. The GitHub token is not: agents reply on GitHub with it."""
+    return (
+        config.server.token_env,
+        config.server.read_only_token_env,
+        config.github.webhook.secret_env,
+        config.slack.signing_secret_env,
+        config.slack.bot_token_env,
+    )
+
+
+def client_env(withheld: Collection[str] = ()) -> dict[str, str]:
+    """The environment of a tmux client: ours without TMUX (no nesting) and without the
+    WITHHELD variables — a client that starts the server gives it its environment, which every
+    agent pane inherits, so the-loop's own secrets must not be in it."""
+    env = dict(os.environ)
+    for name in ("TMUX", "TMUX_PANE", *withheld):
+        env.pop(name, None)
+    return env
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=2.0)
+
+
+def send(identity: ProcessIdentity, sig: signal.Signals) -> bool:
+    """Send SIG to IDENTITY if it is still that process and its pid is above 1."""
+    if identity.pid <= 1 or not still_running(identity):
+        return False
+    try:
+        os.kill(identity.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def wait_gone(identities: Sequence[ProcessIdentity], grace: float) -> list[ProcessIdentity]:
+    """Poll until every identity has exited or GRACE elapsed; return those still running."""
+    deadline = time.monotonic() + grace
+    alive = [i for i in identities if still_running(i)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        alive = [i for i in alive if still_running(i)]
+    return alive

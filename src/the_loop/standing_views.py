@@ -1,0 +1,94 @@
+"""What the standing sessions look like: ``list`` (declared then created, each with its live
+status) and the health lines ``the-loop status`` shows for auto-start sessions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from the_loop.context import Ctx
+from the_loop.runner.outcomes import Probe
+from the_loop.standing_defs import Definition, StandingView, ViewStatus, from_declared, from_record
+from the_loop.store import standing as store
+from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
+
+
+def list_standing(ctx: Ctx) -> list[StandingView]:
+    """Declared (config order) then created (by name), each with its live status. A record
+    left by a declaration since removed from the config is listed too, with a problem."""
+    records = {rec.name: rec for rec in store.list_records(ctx.db.connect())}
+    targets = ctx.runners.tmux.list_targets()
+    views = []
+    for index, entry in enumerate(ctx.config.standing.sessions):
+        defn = from_declared(ctx, index, entry)
+        views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
+    for rec in records.values():
+        views.append(_view(ctx, from_record(ctx, rec), rec, targets))
+    return views
+
+
+def _view(
+    ctx: Ctx, defn: Definition, rec: StandingRecord | None, targets: list[str] | None
+) -> StandingView:
+    status, note = _status(ctx, defn.target, rec, targets)
+    return StandingView(
+        name=defn.name,
+        source=defn.source,
+        status=status,
+        harness=defn.harness,
+        args=defn.args,
+        cwd=str(defn.cwd),
+        target=defn.target,
+        description=defn.description,
+        auto_start=defn.auto_start,
+        conversation_id=rec.conversation_id if rec else None,
+        started_at=_when(rec.started_at if rec else None),
+        last_message_at=_when(rec.last_message_at if rec else None),
+        problems=defn.problems,
+        note=note,
+    )
+
+
+def _status(
+    ctx: Ctx, target: str, rec: StandingRecord | None, targets: list[str] | None
+) -> tuple[ViewStatus, str | None]:
+    resting = ViewStatus.stopped if rec and rec.conversation_id else ViewStatus.absent
+    if targets is None:
+        return resting, "tmux did not answer; status unknown"
+    if target not in targets:
+        return resting, None
+    if ctx.runners.tmux.probe(target) is not Probe.LIVE:
+        return resting, None
+    if rec is None or rec.status is StandingStatus.stopped:
+        return resting, f"a live tmux session {target} that the-loop did not start"
+    return ViewStatus.running, None
+
+
+def _when(ts: float | None) -> datetime | None:
+    return datetime.fromtimestamp(ts, UTC) if ts is not None else None
+
+
+def auto_start_names(ctx: Ctx) -> list[str]:
+    declared = [entry.name for entry in ctx.config.standing.sessions if entry.auto_start]
+    names = {entry.name for entry in ctx.config.standing.sessions}
+    created = [
+        rec.name
+        for rec in store.list_records(ctx.db.connect())
+        if rec.source is StandingSource.created and rec.auto_start and rec.name not in names
+    ]
+    return [*declared, *created]
+
+
+def health_problems(ctx: Ctx) -> list[str]:
+    """For ``the-loop status``: one line per auto-start session that is not running, when
+    ``standing.enabled`` (empty otherwise)."""
+    if not ctx.config.standing.enabled:
+        return []
+    wanted = set(auto_start_names(ctx))
+    problems = []
+    for view in list_standing(ctx):
+        if view.name in wanted and view.status is not ViewStatus.running:
+            detail = f" ({view.note})" if view.note else ""
+            problems.append(
+                f"standing session {view.name} (autoStart) is not running: {view.status}{detail}"
+            )
+    return problems
