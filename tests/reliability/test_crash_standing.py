@@ -12,7 +12,7 @@ import signal
 
 import pytest
 
-from tests.standing.conftest import Standing, st  # noqa: F401  (the fixture)
+from tests.standing.conftest import Standing
 
 pytestmark = pytest.mark.reliability
 
