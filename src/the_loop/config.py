@@ -41,9 +41,9 @@ DEFAULT_WEBHOOK_EVENTS = [
     "check_suite",
     "status",
 ]
-_HARNESS_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_WINDOW_RE = re.compile(r"^[1-9][0-9]{1,3}x[1-9][0-9]{0,3}$")
+_HARNESS_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,39}\Z")
+_ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+_WINDOW_RE = re.compile(r"\A[1-9][0-9]{1,3}x[1-9][0-9]{0,3}\Z")
 _SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
 

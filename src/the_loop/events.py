@@ -111,6 +111,11 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.harness_terminated", _I, "The agent process of a session was stopped."),
         _spec("session.awaiting_input", _I, "An agent waits for a person."),
         _spec("session.vanished", _W, "A live session's agent is gone; the next event respawns."),
+        _spec(
+            "session.foreign_occupant",
+            _W,
+            "A program the-loop did not start holds an agent's tmux target: left untouched.",
+        ),
         _spec("session.exited", _I, "A headless delivery finished with an exit status."),
         _spec("writeback.failed", _W, "A reaction or comment on GitHub failed.", ErrorText),
         _spec("workspace.prepared", _I, "A git worktree was prepared for a work item."),
@@ -241,7 +246,7 @@ def parse_filter(
     )
 
 
-_DURATION = re.compile(r"^([0-9]+)([smhd])$")
+_DURATION = re.compile(r"\A([0-9]+)([smhd])\Z")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 

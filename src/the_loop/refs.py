@@ -12,17 +12,17 @@ from dataclasses import dataclass
 
 from the_loop.errors import BadInput
 
-OWNER_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
-REPO_RE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+OWNER_RE = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\Z")
+REPO_RE = re.compile(r"\A[A-Za-z0-9._-]{1,100}\Z")
 HOST_RE = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?$"
+    r"\A(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?\Z"
 )
-STANDING_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-TARGET_RE = re.compile(r"^loop-[A-Za-z0-9._-]+$")
+STANDING_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]{0,39}\Z")
+SESSION_ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+TARGET_RE = re.compile(r"\Aloop-[A-Za-z0-9._-]+\Z")
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_REF_RE = re.compile(r"^(?:github:)?(?P<path>[^#\s]+)#(?P<number>[0-9]{1,10})$")
+_REF_RE = re.compile(r"\A(?:github:)?(?P<path>[^#\s]+)#(?P<number>[0-9]{1,10})\Z")
 
 REF_GRAMMAR = "github:OWNER/REPO#N or github:HOST/OWNER/REPO#N"
 STANDING_GRAMMAR = "lowercase letters, digits and '-', starting with a letter or digit, at most 40"

@@ -87,7 +87,7 @@ __all__ = [
 ]
 
 SOURCE = "standing"
-_ACTOR_RE = re.compile(r"^[^\x00-\x1f\x7f]{1,100}$")
+_ACTOR_RE = re.compile(r"\A[^\x00-\x1f\x7f]{1,100}\Z")
 
 
 def agent_of(defn: Definition, conversation: str | None) -> Agent:
@@ -420,8 +420,7 @@ def _stop_locked(ctx: Ctx, name: str) -> StopOutcome:
 
 def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
     agent = _record_agent(rec)
-    if ctx.runners.tmux.probe(target) is Probe.LIVE and layer.owned(ctx, agent) is False:
-        raise _foreign(ctx, target)
+    layer.refuse_foreign(ctx, agent)
     report = layer.terminate(ctx, agent)
     problem = _terminate_problem(report)
     if problem is None:

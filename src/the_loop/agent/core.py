@@ -23,8 +23,8 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from the_loop.agent.model import Agent, Flushed, Resumed, Started
-from the_loop.agent.runners import runner_for
-from the_loop.errors import Refused, SpawnFailed, Unavailable
+from the_loop.agent.runners import foreign_occupant, runner_for
+from the_loop.errors import SpawnFailed, Unavailable
 from the_loop.faults import crash_point
 from the_loop.refs import new_session_id
 from the_loop.runner.outcomes import Answer, Killed, Probe
@@ -167,7 +167,7 @@ def refuse_foreign(ctx: Ctx, agent: Agent) -> None:
     if mine is None:
         raise Unavailable(f"tmux did not answer about {agent.target}")
     if not mine and ctx.runners.tmux.probe(agent.tmux_target) is Probe.LIVE:
-        raise Refused(ctx.runners.tmux.occupied_message(agent.tmux_target))
+        raise foreign_occupant(ctx, agent)
 
 
 def terminate(ctx: Ctx, agent: Agent) -> TerminateReport:
@@ -176,7 +176,7 @@ def terminate(ctx: Ctx, agent: Agent) -> TerminateReport:
     target = agent.tmux_target
     tmux = ctx.runners.tmux
     if owned(ctx, agent) is False and tmux.probe(target) is Probe.LIVE:
-        return TerminateReport(target, Probe.LIVE, refused=tmux.occupied_message(target))
+        return TerminateReport(target, Probe.LIVE, refused=foreign_occupant(ctx, agent).message)
     report = tmux.terminate(target, ctx.config.tmux.harness_kill_grace_seconds)
     forget_ready(ctx, agent)
     return report
@@ -192,7 +192,7 @@ def kill(ctx: Ctx, agent: Agent, timeout: float = 3.0) -> Killed:
             target=target,
             answer=Answer.OCCUPIED,
             probe=Probe.LIVE,
-            detail=tmux.occupied_message(target),
+            detail=foreign_occupant(ctx, agent).message,
         )
     result = tmux.kill_session(target)
     deadline = time.monotonic() + timeout

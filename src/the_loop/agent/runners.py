@@ -173,7 +173,7 @@ class TmuxAgents:
         crash_point("after-stage")
         if staged.owner != agent.owner:
             tmux.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
-            _refused(ctx, agent)
+            raise foreign_occupant(ctx, agent)
         with ctx.db.transaction() as tx:
             queue.mark(tx, item.seq, PromptStatus.staged)
 
@@ -187,6 +187,8 @@ class TmuxAgents:
             if revive is None:
                 raise NotRunning(f"the agent in {target} is not running")
             revive()
+        elif ctx.runners.tmux.owner_of(target) != agent.owner:
+            raise foreign_occupant(ctx, agent)
         if not self.ensure_ready(ctx, agent):
             if ctx.runners.tmux.probe(target) is not Probe.LIVE and revive is None:
                 raise NotRunning(f"the agent in {target} is not running")
@@ -292,8 +294,24 @@ class AlreadyRunning(Refused):
     """A spawn found the agent's own live target: the agent is already running."""
 
 
-def _refused(ctx: Ctx, agent: Agent) -> None:
-    raise Refused(ctx.runners.tmux.occupied_message(agent.tmux_target))
+def foreign_occupant(ctx: Ctx, agent: Agent) -> Refused:
+    """Report (``session.foreign_occupant``) that a program the-loop did not start holds
+    AGENT's target; the error to raise names how to look at it. Nothing is touched."""
+    inspect = ctx.runners.tmux.inspect_command(agent.tmux_target)
+    message = (
+        f"a program the-loop did not start holds {agent.target}; it is never pasted into, "
+        f"signalled or killed. Look at it with `{inspect}`"
+    )
+    ev.emit(
+        ctx.db,
+        "session.foreign_occupant",
+        source="agent",
+        work_item=agent.label if agent.kind is AgentKind.WORK_ITEM else None,
+        standing=agent.key.removeprefix("standing:") if agent.kind is AgentKind.STANDING else None,
+        session_id=agent.key if agent.kind is AgentKind.WORK_ITEM else agent.conversation_id,
+        target=agent.target,
+    )
+    return Refused(message)
 
 
 RUNNERS: dict[str, AgentRunner] = {"tmux": TmuxAgents(), "process": ProcessAgents()}

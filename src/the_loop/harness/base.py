@@ -22,7 +22,7 @@ from the_loop.config import RunnerKind as RunnerKind
 from the_loop.errors import BadInput, Conflict, UnsupportedRunner
 from the_loop.refs import SESSION_ID_RE, safe_session_id
 
-_ADAPTER_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+_ADAPTER_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,39}\Z")
 
 
 class LaunchKind(StrEnum):

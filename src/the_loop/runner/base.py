@@ -21,7 +21,7 @@ from pathlib import Path
 
 from the_loop.errors import BadInput, StateError
 
-_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+_KEY_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,200}\Z")
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
 

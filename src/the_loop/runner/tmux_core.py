@@ -21,8 +21,8 @@ from the_loop.refs import is_loop_target
 from the_loop.runner.base import ProcessIdentity, still_running
 from the_loop.runner.outcomes import Answer, Probe, SpawnResult
 
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SOCKET_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+SOCKET_RE = re.compile(r"\A[A-Za-z0-9._-]{1,64}\Z")
 _NOT_FOUND_MARKERS = (
     "can't find session",
     "no such session",
@@ -191,7 +191,7 @@ def paste_command(target: str, name: str, path: Path) -> list[str]:
     ]  # fmt: skip
 
 
-_BUFFER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_BUFFER_RE = re.compile(r"\A[A-Za-z0-9_.-]{1,100}\Z")
 
 
 def buffer_problem(name: str) -> str | None:
