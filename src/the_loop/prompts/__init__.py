@@ -1,12 +1,17 @@
 """Prompt rendering: built-in Jinja2 templates for spawn, event and standing boot prompts.
 
-Operators override the spawn and event templates by path (``routing.prompts``). Text that
-comes from outside (comment bodies, titles, payload fields) is framed as untrusted input, and
-the reply instructions carry the self-marker so the-loop never routes an agent's own words back.
+Operators override the spawn and event templates by path (``routing.prompts``). Every value
+that comes from outside is sanitized first — a NUL byte is refused as a permanent input error
+(``BadInput``), CR/CRLF become LF, every other control and escape character is removed — and
+then text anyone can write (comment bodies, titles, payload fields) is fenced as untrusted
+input; a fence cannot be forged from inside, since runs of ``<<<`` and ``>>>`` in the text are
+rewritten to angle quotation marks before fencing. The reply instructions carry the
+self-marker so the-loop never routes an agent's own words back.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,13 +31,26 @@ MAX_BODY = 16_000
 MAX_FIELD = 2_000
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+_OPENERS = re.compile("<{3,}")
+_CLOSERS = re.compile(">{3,}")
+
+
+def sanitize(text: str) -> str:
+    """TEXT as a prompt may carry it: CRLF and CR become LF, control and escape characters
+    other than tab and LF are removed. ``BadInput`` (permanent) for a NUL byte."""
+    if "\x00" in text:
+        raise BadInput("the text contains a NUL byte; it cannot be given to an agent")
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
 def untrusted(text: str | None, limit: int = MAX_BODY) -> str:
-    """TEXT fenced as untrusted input; the fences cannot be forged from inside."""
-    body = (
-        (text or "")
-        .replace(UNTRUSTED_OPEN, "<<<untrusted")
-        .replace(UNTRUSTED_CLOSE, "untrusted>>>")
-    )
+    """TEXT sanitized, then fenced as untrusted input; the fences cannot be forged from inside
+    (in runs of ``<<<``/``>>>`` in TEXT each angle bracket becomes a single angle quotation
+    mark, U+2039/U+203A, before the fence is added)."""
+    body = sanitize(text or "")
+    body = _OPENERS.sub(lambda m: "\u2039" * len(m.group(0)), body)
+    body = _CLOSERS.sub(lambda m: "\u203a" * len(m.group(0)), body)
     if len(body) > limit:
         body = body[:limit] + f"\n[… {len(body) - limit} more characters cut]"
     return f"{UNTRUSTED_OPEN}\n{body}\n{UNTRUSTED_CLOSE}"
@@ -119,18 +137,51 @@ def _render(template: jinja2.Template, **values: object) -> str:
 
 
 def render_spawn(ctx: SpawnContext, override: Path | None = None) -> str:
-    """The first prompt of a work-item session."""
-    return _render(_template("spawn.md.j2", override), c=ctx, fields=_fields(ctx.excerpt))
+    """The first prompt of a work-item session (``BadInput`` for a NUL byte anywhere)."""
+    clean = _sanitized_spawn(ctx)
+    return _render(_template("spawn.md.j2", override), c=clean, fields=_fields(clean.excerpt))
 
 
 def render_event(ctx: EventContext, override: Path | None = None) -> str:
-    """The prompt delivering one later event into a live session."""
-    return _render(_template("event.md.j2", override), c=ctx, fields=_fields(ctx.excerpt))
+    """The prompt delivering one later event into a live session (``BadInput`` for NUL)."""
+    clean = _sanitized_event(ctx)
+    return _render(_template("event.md.j2", override), c=clean, fields=_fields(clean.excerpt))
+
+
+def _sanitized_spawn(ctx: SpawnContext) -> SpawnContext:
+    """CTX with every string sanitized (``sanitize``), excerpt values included."""
+    return SpawnContext(
+        ref=sanitize(ctx.ref),
+        title=sanitize(ctx.title),
+        url=sanitize(ctx.url),
+        body=sanitize(ctx.body),
+        instruction=sanitize(ctx.instruction),
+        actor=sanitize(ctx.actor),
+        excerpt=_sanitized_excerpt(ctx.excerpt),
+        comment=sanitize(ctx.comment),
+    )
+
+
+def _sanitized_event(ctx: EventContext) -> EventContext:
+    """CTX with every string sanitized (``sanitize``), excerpt values included."""
+    return EventContext(
+        ref=sanitize(ctx.ref),
+        kind=sanitize(ctx.kind),
+        actor=sanitize(ctx.actor),
+        url=sanitize(ctx.url),
+        body=sanitize(ctx.body),
+        excerpt=_sanitized_excerpt(ctx.excerpt),
+    )
+
+
+def _sanitized_excerpt(excerpt: Mapping[str, ExcerptValue]) -> dict[str, ExcerptValue]:
+    return {k: sanitize(v) if isinstance(v, str) else v for k, v in excerpt.items()}
 
 
 def render_standing(name: str, brief: str) -> str:
     """The boot directive of a standing session followed by the operator's brief."""
-    return _render(_builtin_env().get_template("standing.md.j2"), name=name, brief=brief)
+    template = _builtin_env().get_template("standing.md.j2")
+    return _render(template, name=name, brief=sanitize(brief))
 
 
 def _fields(excerpt: Mapping[str, ExcerptValue]) -> str:
