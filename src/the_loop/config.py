@@ -148,6 +148,15 @@ class HarnessConfig(Model):
     headless: list[str] | None = Field(
         None, description="command adapter: argv template for one headless delivery."
     )
+    multiline: Literal["paste", "join", "file"] = Field(
+        "paste",
+        description=(
+            "How a multi-line message reaches an interactive agent: paste (bracketed paste; "
+            "for programs that enable it, as Claude Code, Codex and Gemini do), join (lines "
+            "joined with ' / ' into one line, for programs that read lines), or file (the "
+            "message is written to a private file and one line naming it is pasted)."
+        ),
+    )
 
     @field_validator("env")
     @classmethod

@@ -9,6 +9,7 @@ the doorway's typed outcomes.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -82,6 +83,25 @@ def _spec(
 def _buffer_name(agent: Agent, seq: int) -> str:
     token = agent.key[:13].replace(":", "-")
     return f"tl-{token}-{seq}"
+
+
+def pasteable(ctx: Ctx, agent: Agent, item: QueuedPrompt) -> str:
+    """ITEM's text as the agent's harness takes a paste (``harnesses.<h>.multiline``): as it
+    is (bracketed paste), its lines joined into one, or one line naming a private file that
+    holds it (written once per prompt, so a re-staged prompt names the same file)."""
+    mode = ctx.config.harness(agent.harness).multiline
+    if mode == "paste" or "\n" not in item.text.strip("\n"):
+        return item.text
+    if mode == "join":
+        return " / ".join(line for line in item.text.splitlines() if line.strip())
+    spool = ctx.state_dir / "messages"
+    spool.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = spool / f"{agent.key.replace(':', '-')}-{item.seq}.txt"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(item.text)
+    return f"A message from the-loop is in {path} - read that file and act on it."
 
 
 def _mark(ctx: Ctx, seq: int, status: PromptStatus) -> None:
@@ -162,11 +182,12 @@ class TmuxAgents:
         """
         tmux = ctx.runners.tmux
         target = agent.tmux_target
-        staged = tmux.stage(target, item.text, name) if target in ctx.ready else None
+        text = pasteable(ctx, agent, item)
+        staged = tmux.stage(target, text, name) if target in ctx.ready else None
         if staged is None or not staged.ok:
             ctx.ready.discard(target)
             self._ensure_live(ctx, agent, revive)
-            staged = tmux.stage(target, item.text, name)
+            staged = tmux.stage(target, text, name)
         if staged.answer in (Answer.DEAD, Answer.ABSENT):
             raise NotRunning(f"the agent in {target} exited before its prompt was pasted")
         staged.unwrap()
