@@ -201,7 +201,8 @@ def _spawn_context(event: WorkEvent, ref: WorkItemRef, instruction: str) -> Spaw
 def _start(
     ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, fresh: bool = False
 ) -> SessionRecord:
-    """Start REC's agent with its first pending prompt, then deliver the rest in order.
+    """Start REC's agent, then deliver its pending prompts in order (a headless start takes
+    the first one itself).
 
     A live target whose recorded owner is REC was started by an earlier attempt that crashed
     before recording it: it is adopted, never spawned over and never started twice. FRESH
@@ -212,11 +213,13 @@ def _start(
     ref = WorkItemRef.parse(rec.work_item)
     pending = queue.pending(ctx.db.connect(), rec.id)
     first = pending[0] if pending else None
+    took_first = False
     try:
         if fresh or not _adopt(ctx, rec):
             rec.cwd = str(_workspace(ctx, rec, ref, event))
             started = layer.start(ctx, agent_of(rec), first.text if first else None, rec.id)
             rec.harness_session_id = started.conversation_id
+            took_first = started.took_prompt
     except (LoopError, OSError) as exc:
         _abandon(ctx, rec, exc, event)
         if fresh:
@@ -232,7 +235,7 @@ def _start(
             harness_session_id=rec.harness_session_id,
             started_at=time.time(),
         )
-        if first:
+        if first and took_first:
             queue.mark(tx, first.seq, queue.PromptStatus.delivered)
     rec.status, rec.started_at = SessionStatus.active, time.time()
     _emit(

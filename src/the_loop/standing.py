@@ -311,18 +311,33 @@ def _try_resume(ctx: Ctx, defn: Definition, conversation: str) -> StartOutcome |
 
 
 def _start_fresh(ctx: Ctx, defn: Definition, previous: str | None) -> StartOutcome:
-    """A new conversation whose first prompt is the boot directive followed by the brief."""
+    """A new conversation whose first prompt is the boot directive followed by the brief.
+
+    The directive is queued and delivered once the agent takes input (never through argv);
+    messages a crash left queued for the previous conversation are dropped first, so nothing
+    precedes the directive. When the agent does not take it, it stays queued for the next
+    ``say``."""
     minted = new_session_id()
     _mark_running(ctx, defn, minted)
+    agent = agent_of(defn, minted)
     try:
-        agent = agent_of(defn, minted)
-        conversation = _spawn(
-            ctx, defn, agent, render_standing(defn.name, defn.brief), resume=False
-        )
+        layer.drop_pending(ctx, agent)
+        conversation = _spawn(ctx, defn, agent, None, resume=False)
     except (LoopError, OSError) as exc:
         _spawn_failed(ctx, defn, exc, previous)
         raise
     _started(ctx, defn.name, conversation)
+    with ctx.db.transaction() as tx:
+        layer.enqueue(tx, agent, render_standing(defn.name, defn.brief), None)
+    try:
+        layer.flush(ctx, agent, revive=None)
+    except (NotRunning, Unavailable) as exc:
+        _emit(
+            ctx,
+            "standing.spawn_failed",
+            defn.name,
+            error=f"boot directive not yet delivered: {exc.message}",
+        )
     _emit(
         ctx,
         "standing.started",

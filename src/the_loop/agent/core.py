@@ -51,14 +51,19 @@ def hold(ctx: Ctx, keys: list[str]) -> ExitStack:
 
 
 def start(ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None) -> Started:
-    """Start a fresh conversation SESSION_ID for AGENT with PROMPT as its first message.
+    """Start a fresh conversation SESSION_ID for AGENT whose first message is PROMPT.
 
-    Raises ``Refused`` (a live occupant the-loop did not start), ``Unavailable`` (tmux not
-    answering), ``SpawnFailed``, ``UnsupportedRunner``.
+    A headless runner consumes PROMPT in its first run (``took_prompt``); an interactive one
+    starts the harness without it, and the caller delivers it from the queue like any other
+    message (exactly once, never through the world-readable argv). Raises ``Refused`` (a live
+    occupant the-loop did not start), ``Unavailable`` (tmux not answering), ``SpawnFailed``,
+    ``UnsupportedRunner``.
     """
-    learned = runner_for(agent).launch(ctx, agent, prompt, session_id, resume=False)
+    runner = runner_for(agent)
+    given = prompt if runner.takes_first_prompt else None
+    learned = runner.launch(ctx, agent, given, session_id, resume=False)
     agent.conversation_id = learned
-    return Started(conversation_id=learned)
+    return Started(conversation_id=learned, took_prompt=given is not None)
 
 
 def resume(ctx: Ctx, agent: Agent, fallback: str | None) -> Resumed:

@@ -49,9 +49,11 @@ class Agent:
 
 @dataclass(frozen=True, slots=True)
 class Started:
-    """A fresh start: the conversation id the harness runs (chosen or learned)."""
+    """A fresh start: the conversation id the harness runs (chosen or learned), and whether
+    the start consumed the first prompt (``took_prompt``; else it is still to be delivered)."""
 
     conversation_id: str | None
+    took_prompt: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,9 @@ class AgentRunner(Protocol):
     """How agents run under one runner kind."""
 
     kind: RunnerKind
+    takes_first_prompt: bool
+    """True when a start consumes its first prompt itself (a headless run); False when the
+    first prompt stays queued and is delivered like any other (tmux: never through argv)."""
 
     def launch(
         self, ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None, *, resume: bool
@@ -113,15 +116,18 @@ class TmuxAgents:
     """Interactive agents in tmux targets on the private server."""
 
     kind: RunnerKind = "tmux"
+    takes_first_prompt = False
 
     def launch(
         self, ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None, *, resume: bool
     ) -> str | None:
-        """Spawn the harness in the agent's target, owned by the agent. A live occupant that
-        carries the agent's own mark is left as it is (the agent is already running)."""
+        """Spawn the harness in the agent's target, owned by the agent, with no prompt in its
+        argv (argv is world-readable in ``/proc``); PROMPT, when given, is pasted once the agent
+        is ready (a one-off note, not queued). A live occupant that carries the agent's own
+        mark is left as it is (the agent is already running)."""
         adapter = adapter_for(ctx, agent.harness, agent.args)
         adapter.check_runner("tmux")
-        spec = _spec(ctx, adapter, agent, session_id, prompt)
+        spec = _spec(ctx, adapter, agent, session_id, None)
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
         adapter.prepare(launch)
         tmux = ctx.runners.tmux
@@ -133,6 +139,10 @@ class TmuxAgents:
         if result.answer is Answer.OCCUPIED and tmux.owner_of(target) == agent.owner:
             raise AlreadyRunning(result.detail)
         result.unwrap()
+        if prompt is not None and self.ensure_ready(ctx, agent):
+            tmux.deliver(
+                target, pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending))
+            )
         return launch.session_id
 
     def deliver(
@@ -250,6 +260,7 @@ class ProcessAgents:
     """Headless agents: each delivery is one run of the harness to completion."""
 
     kind: RunnerKind = "process"
+    takes_first_prompt = True
 
     def launch(
         self, ctx: Ctx, agent: Agent, prompt: str | None, session_id: str | None, *, resume: bool
