@@ -243,6 +243,13 @@ class GitHubConfig(Model):
     enabled: bool = False
     api_url: str = Field("https://api.github.com", pattern=r"^https?://")
     token_env: str = "GITHUB_TOKEN"
+    token_to_agents: bool = Field(
+        True,
+        description=(
+            "Pass the GitHub token variable on to the agents (they reply with `gh`); false "
+            "withholds it from every pane."
+        ),
+    )
     repos: list[RepoName] = Field(
         default_factory=list, description="OWNER/REPO; empty accepts all."
     )
