@@ -31,6 +31,7 @@ import hashlib
 import os
 import random
 import socket
+import sqlite3
 import time
 import uuid
 import weakref
@@ -56,8 +57,6 @@ from the_loop.store.outbox import (
 )
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from the_loop.config import GitHubConfig
     from the_loop.github.api import GitHubClient
 
@@ -200,7 +199,10 @@ def backoff(attempts: int) -> float:
 async def drain_once(
     ctx: Ctx, client: GitHubClient, *, now: float | None = None, limit: int = BATCH
 ) -> DrainReport:
-    """Claim up to LIMIT rows due at NOW (default: the current time) and try each once."""
+    """Claim up to LIMIT rows due at NOW (default: the current time) and try each once.
+    Nothing is claimed while ``github.enabled`` is off: the rows wait until it is on again."""
+    if not ctx.config.github.enabled:
+        return DrainReport()
     owner = owner_id()
     items = await asyncio.to_thread(
         store.claim_due, ctx.db, owner, lease_seconds(ctx.config.github, limit), now, limit
@@ -334,7 +336,7 @@ async def outbox_loop(ctx: Ctx, stop: asyncio.Event) -> None:
                 due = await asyncio.to_thread(store.next_due, ctx.db)
                 if due is not None:
                     delay = max(0.0, min(due - time.time(), IDLE_POLL_SECONDS))
-            except StateError:
+            except (StateError, sqlite3.Error):
                 failures += 1
                 delay = min(MAX_BACKOFF_SECONDS, backoff(failures))
             await _sleep(ctx, stop, delay)
