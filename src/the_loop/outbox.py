@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import os
 import random
@@ -66,6 +67,7 @@ LEASE_SECONDS = 60.0
 BACKOFF_BASE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 300.0
 IDLE_POLL_SECONDS = 1.0
+RECOVER_EVERY_SECONDS = 30.0
 BATCH = 5
 CLI_PASS_LIMIT = 500
 VERIFY_WINDOW = timedelta(minutes=10)
@@ -168,13 +170,16 @@ def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _claimer_alive(owner: str) -> bool:
-    """False when OWNER is this process's name held over from before, or a dead process here;
-    a claimer on another host is taken as alive (its lease decides)."""
+def _claimer_alive(owner: str, *, this_process: bool) -> bool:
+    """Whether the claimer OWNER may still be sending: a process of this host that no longer
+    exists is not; this process is only when THIS_PROCESS (False at start, when none of its
+    claims can be in flight); a claimer on another host is taken as alive (its lease decides)."""
     host, _, pid = owner.rpartition(":")
     if host != socket.gethostname():
         return True
-    if owner == owner_id() or not pid.isdigit():
+    if owner == owner_id():
+        return this_process
+    if not pid.isdigit():
         return False
     try:
         os.kill(int(pid), 0)
@@ -183,6 +188,12 @@ def _claimer_alive(owner: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def recover(ctx: Ctx, *, at_start: bool = False) -> int:
+    """Make rows left ``sending`` by a process that is gone due again (comments to be
+    verified first); AT_START also takes back this process's own claims. Returns how many."""
+    return store.recover(ctx.db, functools.partial(_claimer_alive, this_process=not at_start))
 
 
 def lease_seconds(config: GitHubConfig, rows: int = 1) -> float:
@@ -309,41 +320,64 @@ def _client_key(config: GitHubConfig) -> tuple[str, str, float, int]:
 
 
 async def outbox_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """The daemon's drain task: recover rows a dead process left ``sending``, then post what
-    is due until STOP, sleeping until the next row is due, a ``wake`` or ``IDLE_POLL_SECONDS``.
-    Database errors are retried with backoff; the event loop never waits on SQLite."""
+    """The daemon's drain task: recover rows a dead process left ``sending`` (at start and
+    every ``RECOVER_EVERY_SECONDS``), then post what is due until STOP, sleeping until the next
+    row is due, a ``wake`` or ``IDLE_POLL_SECONDS``. Database errors are retried with backoff;
+    the event loop never waits on SQLite."""
     _LOOPS[ctx.outbox_wake] = asyncio.get_running_loop()
-    client: GitHubClient | None = None
-    key: tuple[str, str, float, int] | None = None
+    drain = _Drainer(ctx)
     failures = 0
-    recovered = False
     try:
         while not stop.is_set():
-            delay = IDLE_POLL_SECONDS
             try:
-                if not recovered:
-                    await asyncio.to_thread(store.recover, ctx.db, _claimer_alive)
-                    recovered = True
-                if client is None or key != _client_key(ctx.config.github):
-                    if client is not None:
-                        await client.aclose()
-                    client, key = github_client(ctx.config.github), _client_key(ctx.config.github)
-                ctx.outbox_wake.clear()
-                report = await drain_once(ctx, client)
+                delay = await drain.step()
                 failures = 0
-                if report.claimed:
-                    continue
-                due = await asyncio.to_thread(store.next_due, ctx.db)
-                if due is not None:
-                    delay = max(0.0, min(due - time.time(), IDLE_POLL_SECONDS))
             except (StateError, sqlite3.Error):
                 failures += 1
                 delay = min(MAX_BACKOFF_SECONDS, backoff(failures))
-            await _sleep(ctx, stop, delay)
+            if delay > 0:
+                await _sleep(ctx, stop, delay)
     finally:
         _LOOPS.pop(ctx.outbox_wake, None)
-        if client is not None:
-            await client.aclose()
+        await drain.close()
+
+
+class _Drainer:
+    """The state of the drain task: its client (rebuilt when the ``github`` section changes)
+    and when it last recovered abandoned claims."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.client: GitHubClient | None = None
+        self.key: tuple[str, str, float, int] | None = None
+        self.recovered_at: float | None = None
+
+    async def step(self) -> float:
+        """Recover when due, then drain one batch; how long to sleep before the next step."""
+        now = time.time()
+        if self.recovered_at is None or now - self.recovered_at >= RECOVER_EVERY_SECONDS:
+            await asyncio.to_thread(recover, self.ctx, at_start=self.recovered_at is None)
+            self.recovered_at = now
+        self.ctx.outbox_wake.clear()
+        report = await drain_once(self.ctx, await self._client())
+        if report.claimed:
+            return 0.0
+        due = await asyncio.to_thread(store.next_due, self.ctx.db)
+        if due is None:
+            return IDLE_POLL_SECONDS
+        return max(0.0, min(due - time.time(), IDLE_POLL_SECONDS))
+
+    async def _client(self) -> GitHubClient:
+        config = self.ctx.config.github
+        if self.client is None or self.key != _client_key(config):
+            await self.close()
+            self.client, self.key = github_client(config), _client_key(config)
+        return self.client
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
 
 
 async def _sleep(ctx: Ctx, stop: asyncio.Event, delay: float) -> None:
