@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from the_loop import outbox
 from the_loop.context import Ctx
+from the_loop.github.writeback import DELIVERED, FAILED, PICKUP
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent
 
@@ -23,12 +24,6 @@ if TYPE_CHECKING:
     import sqlite3
 
     from the_loop.config import Config
-
-SOURCE = "writeback"
-PICKUP = "eyes"
-DELIVERED = "hooray"
-FAILED = "confused"
-
 
 def _comment_id(event: WorkEvent | None) -> int | None:
     if event is None:

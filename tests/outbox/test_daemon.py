@@ -18,7 +18,7 @@ from tests.work import Work
 
 @pytest.fixture
 def served(work: Work, gh: FakeGitHub) -> Iterator[tuple[Daemon, FakeGitHub]]:
-    work.configure(github=github_section(gh, timeoutSeconds=5))
+    work.configure(github=github_section(gh, timeoutSeconds=10))
     daemon = Daemon(work)
     daemon.start(FAKE_GH_TOKEN=gh.token)
     try:
@@ -80,13 +80,13 @@ def test_a_daemon_killed_while_posting_a_comment_posts_it_once(
 ) -> None:
     daemon, gh = served
     item = asked(gh)
-    # GitHub takes the announcement but answers only after 3 s; the daemon dies meanwhile.
-    gh.hang_next(1, seconds=3, path=f"/repos/{REPO}/issues/{item.number}/comments")
+    # GitHub takes the announcement but answers only after 8 s; the daemon dies meanwhile.
+    gh.hang_next(1, seconds=8, path=f"/repos/{REPO}/issues/{item.number}/comments")
     assert daemon.post("issue_comment", start_payload(item), "d-kill").status_code == 202
     wait_until(lambda: gh.faults_left() == 0, timeout=30, what="the announcement in flight")
     assert rows(daemon.work, "announce")[0]["status"] == "sending"
     daemon.stop(signal.SIGKILL)
-    wait_until(lambda: announcements(gh, item.number), timeout=10, what="the slow post landing")
+    wait_until(lambda: announcements(gh, item.number), timeout=20, what="the slow post landing")
     daemon.start(FAKE_GH_TOKEN=gh.token)
     wait_until(
         lambda: rows(daemon.work, "announce")[0]["status"] == "done", timeout=30, what="recovered"
