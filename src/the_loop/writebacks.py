@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from the_loop.config import Config
 
+
 def _comment_id(event: WorkEvent | None) -> int | None:
     if event is None:
         return None
