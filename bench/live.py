@@ -238,16 +238,20 @@ class Live:
         return session
 
     def wait_idle(self, timeout: float = 60.0) -> None:
-        """Wait until the inbox holds nothing pending or processing (write-backs included)."""
+        """Wait until the inbox holds nothing pending or processing, and the outbox nothing
+        waiting to be posted (the write-backs)."""
         db = self.install.state_dir / "the-loop.db"
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-        sql = "SELECT COUNT(*) FROM inbox WHERE status IN ('pending', 'processing')"
+        sql = (
+            "SELECT (SELECT COUNT(*) FROM inbox WHERE status IN ('pending', 'processing'))"
+            " + (SELECT COUNT(*) FROM outbox WHERE status IN ('pending', 'sending'))"
+        )
         try:
             common.wait_until(
                 lambda: conn.execute(sql).fetchone()[0] == 0,
                 timeout=timeout,
                 interval=0.002,
-                what="an idle inbox",
+                what="an idle inbox and outbox",
             )
         finally:
             conn.close()

@@ -25,6 +25,7 @@ class Ctx:
     db: Database
     ready: set[str] = field(default_factory=set)
     inbox_wake: asyncio.Event = field(default_factory=asyncio.Event)
+    outbox_wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def config(self) -> Config:

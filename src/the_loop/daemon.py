@@ -197,12 +197,14 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     from the_loop import housekeeping
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
+    from the_loop.outbox import outbox_loop
 
     builtin: list[tuple[str, BackgroundTask]] = [
         ("checkpoint", housekeeping.checkpoint_loop),
         ("prune-events", housekeeping.prune_loop),
         ("reload-config", housekeeping.reload_loop),
         ("inbox", inbox_loop),
+        ("outbox", outbox_loop),
         ("poller", poll_loop),
         ("standing-autostart", housekeeping.standing_autostart),
         ("reconciler", housekeeping.reconcile_loop),

@@ -117,7 +117,10 @@ CATALOGUE: dict[str, EventSpec] = {
             "A program the-loop did not start holds an agent's tmux target: left untouched.",
         ),
         _spec("session.exited", _I, "A headless delivery finished with an exit status."),
-        _spec("writeback.failed", _W, "A reaction or comment on GitHub failed.", ErrorText),
+        _spec("writeback.posted", _I, "A queued reaction or comment was posted to GitHub."),
+        _spec(
+            "writeback.failed", _W, "GitHub refused a write-back for good (not retried).", ErrorText
+        ),
         _spec("workspace.prepared", _I, "A git worktree was prepared for a work item."),
         _spec("workspace.removed", _I, "A work item's git worktree was removed."),
         _spec("poll.cycle", _D, "One poll cycle finished."),

@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from the_loop import agent as layer
-from the_loop import engine, workspace, writebacks
+from the_loop import engine, outbox, workspace, writebacks
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, LoopError, NotFound, NotRunning
-from the_loop.prompts import EventContext, SpawnContext, render_event, render_spawn
+from the_loop.prompts import event_context, render_event, render_spawn, spawn_context
 from the_loop.refs import WorkItemRef, new_session_id
 from the_loop.runner.outcomes import Probe
 from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
-from the_loop.work import WorkEvent, WorkKind
+from the_loop.work import WorkEvent
 
 SOURCE = "sessions"
 
@@ -146,7 +146,7 @@ def _post_reply(ctx: Ctx, item: WorkItemRef, text: str) -> None:
 
 def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> SessionRecord:
     """Register a new session for REF and start it, or queue it when every slot is taken."""
-    prompt = render_spawn(_spawn_context(event, ref, instruction), ctx.config.routing.prompts.spawn)
+    prompt = render_spawn(spawn_context(event, ref, instruction), ctx.config.routing.prompts.spawn)
     harness = ctx.config.routing.default_harness
     runner = ctx.config.routing.runner
     layer.adapter_for(ctx, harness).check_runner(runner)
@@ -170,8 +170,10 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
         store.add_prompt(tx, rec.id, prompt, event.delivery_id)
+        if queued:
+            writebacks.queue_pickup(tx, ctx.config, ref, event)
     if queued:
-        writebacks.pickup(ctx, ref, event)
+        outbox.wake(ctx)
         _emit(
             ctx,
             "dispatch.queued",
@@ -182,20 +184,6 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
         )
         return rec
     return _start(ctx, rec, event, fresh=True)
-
-
-def _spawn_context(event: WorkEvent, ref: WorkItemRef, instruction: str) -> SpawnContext:
-    own = event.own == ref
-    return SpawnContext(
-        ref=str(ref),
-        title=(event.title or "") if own else "",
-        url=(event.item_url or "") if own else "",
-        body=(event.item_body or "") if own else "",
-        instruction=instruction,
-        actor=event.actor,
-        excerpt=dict(event.excerpt),
-        comment=event.body or "",
-    )
 
 
 def _start(
@@ -221,11 +209,9 @@ def _start(
             rec.harness_session_id = started.conversation_id
             took_first = started.took_prompt
     except (LoopError, OSError) as exc:
-        _abandon(ctx, rec, exc, event)
-        if fresh:
-            writebacks.pickup(ctx, ref, event)
-        writebacks.spawned(ctx, ref, event, False, "")
+        _abandon(ctx, rec, exc, event, pickup_due=fresh)
         raise
+    announcement = writebacks.announcement(ctx, ref, rec.id)
     with ctx.db.transaction() as tx:
         store.update(
             tx,
@@ -237,6 +223,10 @@ def _start(
         )
         if first and took_first:
             queue.mark(tx, first.seq, queue.PromptStatus.delivered)
+        if fresh:
+            writebacks.queue_pickup(tx, ctx.config, ref, event)
+        writebacks.queue_spawned(tx, ctx.config, ref, event, True, announcement)
+    outbox.wake(ctx)
     rec.status, rec.started_at = SessionStatus.active, time.time()
     _emit(
         ctx,
@@ -249,9 +239,6 @@ def _start(
         target=rec.tmux_target,
         cwd=rec.cwd,
     )
-    if fresh:
-        writebacks.pickup(ctx, ref, event)
-    writebacks.spawned(ctx, ref, event, True, writebacks.announcement(ctx, ref, rec.id))
     _flush_pending(ctx, rec, event)
     return rec
 
@@ -301,7 +288,16 @@ def transcript_path(ctx: Ctx, rec: SessionRecord) -> Path:
     return layer.transcript_path(ctx, agent_of(rec))
 
 
-def _abandon(ctx: Ctx, rec: SessionRecord, exc: BaseException, event: WorkEvent | None) -> None:
+def _abandon(
+    ctx: Ctx,
+    rec: SessionRecord,
+    exc: BaseException,
+    event: WorkEvent | None,
+    *,
+    pickup_due: bool = False,
+) -> None:
+    """Record that REC's start failed, with its 😕 (and the 👀 still due) in the same commit."""
+    ref = WorkItemRef.parse(rec.work_item)
     with ctx.db.transaction() as tx:
         store.update(
             tx,
@@ -310,6 +306,10 @@ def _abandon(ctx: Ctx, rec: SessionRecord, exc: BaseException, event: WorkEvent 
             closed_at=time.time(),
             close_reason="spawn-failed",
         )
+        if pickup_due:
+            writebacks.queue_pickup(tx, ctx.config, ref, event)
+        writebacks.queue_spawned(tx, ctx.config, ref, event, False, "")
+    outbox.wake(ctx)
     _emit(
         ctx,
         "session.spawn_failed",
@@ -344,21 +344,8 @@ def start_queued(ctx: Ctx) -> list[SessionRecord]:
 def deliver_event(ctx: Ctx, session_id: str, event: WorkEvent) -> str:
     """Render EVENT's prompt and deliver it into session SESSION_ID."""
     rec = _get(ctx, session_id)
-    prompt = render_event(_event_context(event, rec), ctx.config.routing.prompts.event)
+    prompt = render_event(event_context(event, rec.work_item), ctx.config.routing.prompts.event)
     return deliver(ctx, rec, prompt, event.delivery_id, event)
-
-
-def _event_context(event: WorkEvent, rec: SessionRecord) -> EventContext:
-    kind = event.kind.value if event.kind is not WorkKind.CI else f"ci {event.conclusion}"
-    where = str(event.own) if event.own else rec.work_item
-    return EventContext(
-        ref=where,
-        kind=kind,
-        actor=event.actor,
-        url=event.url or "",
-        body=event.body or "",
-        excerpt=dict(event.excerpt),
-    )
 
 
 def deliver(

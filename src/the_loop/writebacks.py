@@ -1,45 +1,29 @@
 """Write-backs to GitHub around a session's life: 👀 on pickup, 🎉/😕 on the first delivery,
-the announcement comment, and replies. Best effort: a failure is an event, never an error of
-the delivery that caused it. Everything posted carries the self-marker."""
+the announcement comment, and replies. They are queued in the outbox (``the_loop.outbox``),
+never posted here: a failure to post is the outbox's to retry or report, never an error of
+the delivery that caused it. Everything posted carries the self-marker.
+
+The ``queue_*`` functions write the rows inside the caller's transaction TX (call
+``outbox.wake(ctx)`` after it commits); ``pickup``, ``spawned`` and ``reply`` do the same in a
+transaction of their own and wake the drain themselves. Each returns the outbox ids written
+(or found, for a repeated enqueue); nothing is queued while ``github.enabled`` is off, and
+reactions and the announcement follow ``github.reactions`` and ``github.announce``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-from the_loop import events as ev
+from the_loop import outbox
 from the_loop.context import Ctx
+from the_loop.github.writeback import DELIVERED, FAILED, PICKUP
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent
 
-SOURCE = "writeback"
+if TYPE_CHECKING:
+    import sqlite3
 
-
-def _enabled(ctx: Ctx) -> bool:
-    return ctx.config.github.enabled
-
-
-def _run(ctx: Ctx, what: str, ref: WorkItemRef, call: Callable[[Any], Awaitable[object]]) -> None:
-    import asyncio
-
-    from the_loop.github.api import GitHubClient
-
-    async def go() -> None:
-        cfg = ctx.config.github
-        async with GitHubClient.from_config(cfg, retries=1, timeout=cfg.timeout_seconds) as client:
-            await call(client)
-
-    try:
-        asyncio.run(go())
-    except Exception as exc:
-        ev.emit(
-            ctx.db,
-            "writeback.failed",
-            source=SOURCE,
-            work_item=str(ref),
-            what=what,
-            error=str(exc) or repr(exc),
-        )
+    from the_loop.config import Config
 
 
 def _comment_id(event: WorkEvent | None) -> int | None:
@@ -49,47 +33,90 @@ def _comment_id(event: WorkEvent | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def pickup(ctx: Ctx, ref: WorkItemRef, event: WorkEvent | None) -> None:
-    """👀 on the request that started work on REF."""
-    if not _enabled(ctx) or event is None:
-        return
-    from the_loop.github import writeback
+def queue_pickup(
+    tx: sqlite3.Connection, config: Config, ref: WorkItemRef, event: WorkEvent | None
+) -> list[int]:
+    """Queue 👀 on the request (its comment, else the item) that started work on REF."""
+    if not config.github.enabled or not config.github.reactions or event is None:
+        return []
+    row = outbox.enqueue_reaction(tx, ref, PICKUP, what="pickup", comment_id=_comment_id(event))
+    return [row.id]
 
-    cid = _comment_id(event)
-    _run(
-        ctx,
-        "pickup",
-        ref,
-        lambda c: writeback.react_pickup(c, ctx.config.github, ref, comment_id=cid),
+
+def queue_spawned(
+    tx: sqlite3.Connection,
+    config: Config,
+    ref: WorkItemRef,
+    event: WorkEvent | None,
+    ok: bool,
+    announcement: str,
+) -> list[int]:
+    """Queue 🎉 (or 😕 when the start failed) and, on success, the ANNOUNCEMENT comment (one
+    per work item and delivery)."""
+    gh = config.github
+    if not gh.enabled or event is None:
+        return []
+    ids: list[int] = []
+    if gh.reactions:
+        content = DELIVERED if ok else FAILED
+        ids.append(
+            outbox.enqueue_reaction(
+                tx, ref, content, what="spawn", comment_id=_comment_id(event)
+            ).id
+        )
+    if ok and gh.announce:
+        key = outbox.text_key("github", str(ref), "announce", event.delivery_id)
+        ids.append(outbox.enqueue_comment(tx, ref, announcement, what="announce", key=key).id)
+    return ids
+
+
+def queue_reply(
+    tx: sqlite3.Connection,
+    config: Config,
+    ref: WorkItemRef,
+    text: str,
+    *,
+    delivery_id: str | None = None,
+) -> list[int]:
+    """Queue TEXT as a (marked) comment on REF. With DELIVERY_ID (the delivery answered), the
+    same reply to the same delivery is stored once; without, every call posts."""
+    if not config.github.enabled:
+        return []
+    key = (
+        outbox.text_key("github", str(ref), "reply", delivery_id, text)
+        if delivery_id is not None
+        else None
     )
+    return [outbox.enqueue_comment(tx, ref, text, what="reply", key=key).id]
+
+
+def pickup(ctx: Ctx, ref: WorkItemRef, event: WorkEvent | None) -> list[int]:
+    """``queue_pickup`` in a transaction of its own, then wake the drain."""
+    with ctx.db.transaction() as tx:
+        ids = queue_pickup(tx, ctx.config, ref, event)
+    return _woken(ctx, ids)
 
 
 def spawned(
     ctx: Ctx, ref: WorkItemRef, event: WorkEvent | None, ok: bool, announcement: str
-) -> None:
-    """🎉 (or 😕 when the start failed) and, on success, the announcement comment."""
-    if not _enabled(ctx) or event is None:
-        return
-    from the_loop.github import writeback
-
-    cid = _comment_id(event)
-    cfg = ctx.config.github
-
-    async def both(client: Any) -> None:
-        await writeback.react_first_delivery(client, cfg, ref, ok, comment_id=cid)
-        if ok:
-            await writeback.announce(client, cfg, ref, announcement)
-
-    _run(ctx, "spawn", ref, both)
+) -> list[int]:
+    """``queue_spawned`` in a transaction of its own, then wake the drain."""
+    with ctx.db.transaction() as tx:
+        ids = queue_spawned(tx, ctx.config, ref, event, ok, announcement)
+    return _woken(ctx, ids)
 
 
-def reply(ctx: Ctx, ref: WorkItemRef, text: str) -> None:
-    """Post TEXT on REF (marked)."""
-    if not _enabled(ctx):
-        return
-    from the_loop.github import writeback
+def reply(ctx: Ctx, ref: WorkItemRef, text: str) -> list[int]:
+    """``queue_reply`` (without a delivery id) in a transaction of its own, then wake."""
+    with ctx.db.transaction() as tx:
+        ids = queue_reply(tx, ctx.config, ref, text)
+    return _woken(ctx, ids)
 
-    _run(ctx, "reply", ref, lambda c: writeback.post_comment(c, ref, text))
+
+def _woken(ctx: Ctx, ids: list[int]) -> list[int]:
+    if ids:
+        outbox.wake(ctx)
+    return ids
 
 
 def announcement(ctx: Ctx, ref: WorkItemRef, session_id: str) -> str:

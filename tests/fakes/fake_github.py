@@ -653,6 +653,16 @@ class FakeGitHub:
             w.used, w.reset = 0, self.now() + 3600
         return w
 
+    def clear_faults(self) -> None:
+        """Forget every scripted failure not used yet."""
+        with self._lock:
+            self._faults.clear()
+
+    def faults_left(self) -> int:
+        """How many scripted failures have not been used yet."""
+        with self._lock:
+            return sum(f.remaining for f in self._faults)
+
     def _take_fault(self, path: str) -> _Fault | None:
         with self._lock:
             for fault in self._faults:

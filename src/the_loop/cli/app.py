@@ -15,6 +15,7 @@ from the_loop.cli import (
     events_cmd,
     inbox_cmd,
     mcp_cmd,
+    outbox_cmd,
     poll_cmd,
     sessions_cmd,
     standing_cmd,
@@ -63,6 +64,7 @@ app.command("doctor")(doctor_cmd.doctor)
 app.add_typer(sessions_cmd.app, name="sessions")
 app.command("dispatch")(sessions_cmd.dispatch)
 app.add_typer(inbox_cmd.app, name="inbox")
+app.add_typer(outbox_cmd.app, name="outbox")
 app.command("poll")(poll_cmd.poll)
 app.add_typer(standing_cmd.app, name="standing")
 daemon_cmd.register(app)

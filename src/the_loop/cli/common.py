@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ class GlobalState:
     debug: bool = False
     loaded: LoadedConfig | None = None
     ctx: Ctx | None = None
+    started_at: float = field(default_factory=time.time)
 
 
 STATE = GlobalState()
@@ -42,6 +44,16 @@ def ctx() -> Ctx:
     if STATE.ctx is None:
         STATE.ctx = open_ctx(loaded=loaded_config())
     return STATE.ctx
+
+
+def drain_outbox() -> None:
+    """Post the write-backs this command queued (one bounded pass; what GitHub does not take
+    now stays queued for the daemon). Commands that may queue write-backs call this last."""
+    if STATE.ctx is None:
+        return
+    from the_loop import outbox
+
+    outbox.drain_pending(STATE.ctx, since=STATE.started_at)
 
 
 def print_error(message: str) -> None:

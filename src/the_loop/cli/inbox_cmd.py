@@ -74,5 +74,6 @@ def replay(
         print(f"{delivery_id} is ready again")
         return
     result = dispatch.process(ctx, *claimed)
+    common.drain_outbox()
     print(f"{delivery_id}: {result.status} {result.summary or result.error or ''}".rstrip())
     raise typer.Exit(0 if result.error is None else 1)

@@ -31,6 +31,7 @@ def poll(
             await poller.client.aclose()
 
     result = asyncio.run(one())
+    common.drain_outbox()
     repos = result.repos
     if fmt is common.Format.json:
         common.print_json([r.__dict__ for r in repos])

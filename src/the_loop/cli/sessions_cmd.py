@@ -175,6 +175,7 @@ def dispatch(
     except OSError as exc:
         raise BadInput(f"cannot read {payload}: {exc.strerror}") from None
     result = run_dispatch(common.ctx(), event, body, delivery)
+    common.drain_outbox()
     if fmt is common.Format.json:
         common.print_json(result.__dict__)
         raise typer.Exit(result.exit_code)

@@ -4,7 +4,8 @@
 - 🎉 (``hooray``) or 😕 (``confused``) when the first delivery into a new session succeeded or
   failed;
 - one announcement comment per spawn (the text is passed in), and any other comment the-loop
-  posts, always carrying ``SELF_MARKER``.
+  posts, always carrying ``SELF_MARKER``; a comment sent through the outbox also carries a
+  hidden ``outbox_marker`` so that a post whose answer was lost can be found again.
 
 Reactions are switched by ``github.reactions``, the announcement by ``github.announce``; a
 switched-off write-back returns None without a request. The rest raise the client's typed
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 from the_loop.github.markers import mark
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from the_loop.config import GitHubConfig
     from the_loop.github.api import Comment, GitHubClient, Reaction, ReactionContent
     from the_loop.refs import WorkItemRef
@@ -79,3 +82,23 @@ async def announce(
 async def post_comment(client: GitHubClient, ref: WorkItemRef, text: str) -> Comment:
     """Post TEXT on REF with the self-marker appended (unless it already carries one)."""
     return await client.create_comment(ref.full_name, ref.number, mark(text))
+
+
+def outbox_marker(token: str) -> str:
+    """The hidden marker naming one outbox post (beside the self-marker, never instead)."""
+    return f"<!-- the-loop-outbox {token} -->"
+
+
+def with_outbox_marker(text: str, token: str) -> str:
+    """TEXT marked as the-loop's and as the outbox post TOKEN: the exact body to post."""
+    return f"{mark(text)}\n{outbox_marker(token)}"
+
+
+async def find_outbox_comment(
+    client: GitHubClient, ref: WorkItemRef, token: str, since: datetime | None = None
+) -> Comment | None:
+    """The comment on REF carrying the outbox marker TOKEN (updated at or after SINCE), if any:
+    how a post whose answer was lost is found before it is sent again."""
+    marker = outbox_marker(token)
+    listing = await client.list_item_comments(ref.full_name, ref.number, since=since)
+    return next((c for c in listing.items if marker in c.body), None)

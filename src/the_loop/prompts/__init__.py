@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from the_loop.errors import BadInput
-from the_loop.work import SELF_MARKER, ExcerptValue
+from the_loop.refs import WorkItemRef
+from the_loop.work import SELF_MARKER, ExcerptValue, WorkEvent, WorkKind
 
 if TYPE_CHECKING:  # jinja2 is imported when a prompt is rendered: CLI commands stay fast
     import jinja2
@@ -80,6 +81,35 @@ class EventContext:
     url: str
     body: str
     excerpt: Mapping[str, ExcerptValue]
+
+
+def spawn_context(event: WorkEvent, ref: WorkItemRef, instruction: str) -> SpawnContext:
+    """The spawn prompt's view of EVENT for work item REF (the item's own fields only when
+    EVENT is about REF itself)."""
+    own = event.own == ref
+    return SpawnContext(
+        ref=str(ref),
+        title=(event.title or "") if own else "",
+        url=(event.item_url or "") if own else "",
+        body=(event.item_body or "") if own else "",
+        instruction=instruction,
+        actor=event.actor,
+        excerpt=dict(event.excerpt),
+        comment=event.body or "",
+    )
+
+
+def event_context(event: WorkEvent, work_item: str) -> EventContext:
+    """The event prompt's view of EVENT, delivered to the session of WORK_ITEM."""
+    kind = event.kind.value if event.kind is not WorkKind.CI else f"ci {event.conclusion}"
+    return EventContext(
+        ref=str(event.own) if event.own else work_item,
+        kind=kind,
+        actor=event.actor,
+        url=event.url or "",
+        body=event.body or "",
+        excerpt=dict(event.excerpt),
+    )
 
 
 def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:

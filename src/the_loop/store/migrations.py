@@ -157,6 +157,35 @@ MIGRATIONS += [
 
 MIGRATIONS += [
     (
+        "0010_outbox",
+        """
+        CREATE TABLE outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            key TEXT NOT NULL UNIQUE,
+            target TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            what TEXT NOT NULL,
+            work_item TEXT,
+            payload TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            verify INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at REAL NOT NULL,
+            claimed_by TEXT,
+            claimed_until REAL,
+            last_error TEXT,
+            result TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX outbox_due ON outbox (status, next_attempt_at, id);
+        CREATE INDEX outbox_created ON outbox (created_at)
+        """,
+    ),
+]
+
+MIGRATIONS += [
+    (
         "0012_agent_prompts",
         """
         CREATE TABLE agent_prompts (

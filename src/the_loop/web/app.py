@@ -114,10 +114,17 @@ def _inbox_health(ctx: Ctx) -> tuple[list[str], Any]:
     return [], inbox.counts(ctx.db)
 
 
+def _outbox_health(ctx: Ctx) -> tuple[list[str], Any]:
+    from the_loop import outbox
+
+    return [], outbox.summary(ctx).model_dump(by_alias=True)
+
+
 HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
     ("standing", _standing_health),
     ("poller", _poller_health),
     ("inbox", _inbox_health),
+    ("outbox", _outbox_health),
 ]
 
 

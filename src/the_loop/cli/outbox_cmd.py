@@ -1,0 +1,74 @@
+"""``the-loop outbox list|replay``: write-backs waiting, posted and refused."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from the_loop.cli import common
+from the_loop.errors import BadInput
+
+app = typer.Typer(
+    help="The outbox: write-backs to GitHub (reactions, comments) and their state.",
+    no_args_is_help=True,
+)
+
+
+@app.command("list")
+def list_(
+    status: str | None = typer.Option(None, "--status", help="pending|sending|done|failed"),
+    limit: int = typer.Option(100, "--limit", min=1),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """List outbox rows, newest first."""
+    from the_loop import outbox
+    from the_loop.store.outbox import OutboxStatus
+
+    try:
+        wanted = OutboxStatus(status) if status else None
+    except ValueError:
+        raise BadInput(
+            f"invalid --status {status!r}: {', '.join(s.value for s in OutboxStatus)}"
+        ) from None
+    items = outbox.list_items(common.ctx(), wanted, limit)
+    if fmt is common.Format.json:
+        common.print_json([i.model_dump(mode="json", by_alias=True) for i in items])
+        return
+    now = time.time()
+    common.print_table(
+        ["ID", "WHAT", "KIND", "WORK ITEM", "STATUS", "ATTEMPTS", "CREATED", "RESULT / ERROR"],
+        [
+            (
+                i.id,
+                i.what,
+                i.kind.value,
+                i.work_item or "",
+                i.status.value,
+                i.attempts,
+                f"{int(now - i.created_at.timestamp())}s ago",
+                (i.last_error or i.result or "")[:80],
+            )
+            for i in items
+        ],
+    )
+
+
+@app.command("replay")
+def replay(item_id: int = typer.Argument(..., help="The outbox id to post again.")) -> None:
+    """Make a failed (or waiting) write-back due now; without a daemon, post it at once."""
+    from the_loop import outbox
+    from the_loop.daemon import daemon_running
+
+    ctx = common.ctx()
+    outbox.replay(ctx, item_id)
+    if daemon_running(ctx.state_dir):
+        print(f"outbox item {item_id} is due again; the daemon will post it")
+        return
+    after = outbox.send_now(ctx, item_id)
+    if after is None:
+        print(f"outbox item {item_id} is due again")
+        return
+    detail = after.result if after.status.value == "done" else after.last_error
+    print(f"outbox item {item_id}: {after.status.value} {detail or ''}".rstrip())
+    raise typer.Exit(0 if after.status.value == "done" else 1)
