@@ -178,3 +178,15 @@ def delivered_count(conn: sqlite3.Connection, session_id: str) -> int:
         (session_id,),
     ).fetchone()
     return int(row[0])
+
+
+def counts_by_status(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many sessions have each status (statuses without sessions are absent)."""
+    rows = conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status")
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def delivered_total(conn: sqlite3.Connection) -> int:
+    """How many prompts were delivered into any session."""
+    row = conn.execute("SELECT COUNT(*) FROM session_prompts WHERE status = 'delivered'")
+    return int(row.fetchone()[0])
