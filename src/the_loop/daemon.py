@@ -26,6 +26,7 @@ from the_loop import __version__
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import AlreadyRunning, StateError, Unavailable
+from the_loop.health import Health
 
 LOCK_NAME = "daemon.lock"
 INFO_NAME = "daemon.json"
@@ -139,6 +140,7 @@ def background(name: str) -> Callable[[BackgroundTask], BackgroundTask]:
 
 def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT; one per state dir."""
+    # lazy: start-up (commands that only talk to the daemon do not load the web stack)
     import uvicorn
 
     from the_loop.web.app import create_app
@@ -158,7 +160,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         started_at=time.time(),
         config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
     )
-    app = create_app(ctx, daemon=info)
+    app = create_app(ctx, daemon=info, background=run_background)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -194,6 +196,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
 
 async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[None]]:
     """Start every background task; they end when STOP is set."""
+    # lazy: start-up (`status`, `stop` and `doctor` import this module, not the workers)
     from the_loop import housekeeping
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
@@ -212,7 +215,10 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     ]
 
 
-class Health(BaseModel):
+class DaemonStatus(BaseModel):
+    """What a client learns by asking the daemon of a state dir: whether it runs, where, and
+    the verdict, figures and problems of its ``Health``."""
+
     healthy: bool
     running: bool
     pid: int | None = None
@@ -223,45 +229,38 @@ class Health(BaseModel):
     problems: list[str] = []
 
 
-def probe_health(ctx: Ctx, timeout: float = 2.0) -> Health:
+def probe_health(ctx: Ctx, timeout: float = 2.0) -> DaemonStatus:
     """Ask the daemon of CTX's state dir for its health; never raises."""
+    # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
     import httpx
 
     from the_loop.web.auth import client_token
 
     state_dir = ctx.state_dir
-    token = client_token(ctx)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     info = read_info(state_dir)
     if not daemon_running(state_dir) or info is None:
-        return Health(healthy=False, running=False, problems=["the-loop is not running"])
+        return DaemonStatus(healthy=False, running=False, problems=["the-loop is not running"])
+    token = client_token(ctx)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    found = DaemonStatus(healthy=False, running=True, pid=info.pid, url=info.url)
     try:
         resp = httpx.get(f"{info.url}/api/v1/health", timeout=timeout, headers=headers)
-        body = resp.json()
+        health = Health.model_validate_json(resp.content) if resp.status_code == 200 else None
     except (httpx.HTTPError, ValueError) as exc:
-        return Health(
-            healthy=False,
-            running=True,
-            pid=info.pid,
-            url=info.url,
-            problems=[f"the daemon does not answer at {info.url}: {exc}"],
-        )
-    problems = [str(p) for p in body.get("problems", [])]
-    return Health(
-        healthy=resp.status_code == 200 and not problems,
-        running=True,
-        pid=info.pid,
-        url=info.url,
-        version=info.version,
-        uptime_seconds=round(time.time() - info.started_at, 1),
-        detail=body.get("detail", {}),
-        problems=problems,
-    )
+        found.problems = [f"the daemon does not answer at {info.url}: {exc}"]
+        return found
+    found.version = info.version
+    found.uptime_seconds = round(time.time() - info.started_at, 1)
+    if health is None:
+        found.problems = [f"the daemon's health endpoint answered HTTP {resp.status_code}"]
+        return found
+    found.healthy, found.detail, found.problems = health.ok, health.detail, health.problems
+    return found
 
 
 def start_detached(
     ctx: Ctx, timeout: float = 30.0, on_wait: Callable[[], None] | None = None
-) -> Health:
+) -> DaemonStatus:
     """Start ``the-loop serve`` in the background and wait until it reports healthy."""
     state_dir = ctx.state_dir
     if daemon_running(state_dir):

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from the_loop.config import Config
+from the_loop.daemon import daemon_running
 from the_loop.runner.tmux import TmuxRunner
 
 MIN_TMUX = (3, 2)
@@ -47,6 +48,15 @@ class Check(BaseModel):
 class DoctorReport(BaseModel):
     ok: bool
     checks: list[Check]
+
+
+def diagnose(config: Config, daemon_serving: bool | None = None) -> DoctorReport:
+    """The doctor's report on CONFIG's installation, as every surface shows it. A busy port is
+    only a warning while the daemon serves CONFIG's state dir (DAEMON_SERVING; None: ask the
+    state dir's lock)."""
+    if daemon_serving is None:
+        daemon_serving = daemon_running(config.state_path)
+    return run_doctor(config, daemon_port_in_use_ok=daemon_serving)
 
 
 def run_doctor(

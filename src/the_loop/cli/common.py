@@ -60,6 +60,7 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
         for line in [list(columns), *cells]:
             print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
         return
+    # lazy: start-up (Rich loads only for a table on a terminal)
     from rich.console import Console
     from rich.table import Table
 

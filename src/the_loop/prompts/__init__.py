@@ -65,6 +65,7 @@ class EventContext:
 
 
 def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     env = jinja2.Environment(
@@ -82,6 +83,7 @@ def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
 
 @lru_cache(maxsize=1)
 def _builtin_env() -> jinja2.Environment:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     return _environment(
@@ -95,6 +97,7 @@ def _builtin_env() -> jinja2.Environment:
 
 
 def _template(name: str, override: Path | None) -> jinja2.Template:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     if override is None:
@@ -110,6 +113,7 @@ def _template(name: str, override: Path | None) -> jinja2.Template:
 
 
 def _render(template: jinja2.Template, **values: object) -> str:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     try:
