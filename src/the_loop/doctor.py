@@ -15,7 +15,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from the_loop.config import Config
-from the_loop.daemon import daemon_running
 from the_loop.runner.tmux import TmuxRunner
 
 MIN_TMUX = (3, 2)
@@ -50,20 +49,12 @@ class DoctorReport(BaseModel):
     checks: list[Check]
 
 
-def diagnose(config: Config, daemon_serving: bool | None = None) -> DoctorReport:
-    """The doctor's report on CONFIG's installation, as every surface shows it. A busy port is
-    only a warning while the daemon serves CONFIG's state dir (DAEMON_SERVING; None: ask the
-    state dir's lock)."""
-    if daemon_serving is None:
-        daemon_serving = daemon_running(config.state_path)
-    return run_doctor(config, daemon_port_in_use_ok=daemon_serving)
-
-
 def run_doctor(
     config: Config, daemon_port_in_use_ok: bool = False, tmux: TmuxRunner | None = None
 ) -> DoctorReport:
-    """Run every check against CONFIG; ``ok`` is false when anything required fails. TMUX is
-    the doorway asked for the version (default: one made from CONFIG)."""
+    """Run every check against CONFIG; ``ok`` is false when anything required fails. A busy
+    port is only a warning with DAEMON_PORT_IN_USE_OK (the daemon of CONFIG's state dir serves
+    it). TMUX is the doorway asked for the version (default: one made from CONFIG)."""
     checks = [
         check_tmux(tmux or TmuxRunner.from_config(config)),
         check_binary("git", "git"),

@@ -3,18 +3,22 @@ the SDK, so that every surface renders the same object.
 
 - ``session_view``: a work-item session with its pane state and delivered-prompt count;
 - ``session_screen``: the last lines of a session's screen (or headless transcript);
-- ``standing_view``: one standing session as ``standing list`` shows it.
+- ``standing_view``: one standing session as ``standing list`` shows it;
+- ``attach_plan``: how to attach a terminal to a session's pane (read-only when it is closed).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from the_loop import sessions, standing
 from the_loop.context import Ctx
-from the_loop.errors import NotFound
+from the_loop.errors import BadInput, NotFound
 from the_loop.refs import validate_standing_name
+from the_loop.runner import AttachCommand
 from the_loop.standing import StandingView
 from the_loop.store.sessions import SessionRecord, delivered_count
 
@@ -62,3 +66,26 @@ def standing_view(ctx: Ctx, name: str) -> StandingView:
         if view.name == name:
             return view
     raise NotFound(f"no standing session {name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class AttachPlan:
+    """The tmux client to run, whether it attaches read-only, and why when it was forced."""
+
+    command: AttachCommand
+    read_only: bool
+    note: str | None = None
+
+
+def attach_plan(ctx: Ctx, ref_or_id: str, read_only: bool = False) -> AttachPlan:
+    """How to attach to the session's pane: read-only when asked or when the session is
+    closed (``note`` says so); ``BadInput`` for a headless session."""
+    rec = sessions.resolve(ctx, ref_or_id)
+    if rec.runner != "tmux" or not rec.tmux_target:
+        raise BadInput(f"session {rec.id} runs headless; use `the-loop sessions logs {ref_or_id}`")
+    note = None
+    if not rec.live and not read_only:
+        note = f"session {rec.id} of {rec.work_item} is closed; attaching read-only"
+        read_only = True
+    command = ctx.runners.tmux.attach_command(rec.tmux_target, read_only=read_only)
+    return AttachPlan(command, read_only, note)

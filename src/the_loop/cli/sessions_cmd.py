@@ -83,21 +83,12 @@ def attach(
     read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
 ) -> None:
     """Attach this terminal to the session's tmux pane (closed sessions: read-only)."""
-    # lazy: start-up
-    from the_loop import agents, sessions
+    from the_loop.views import attach_plan  # lazy: start-up
 
-    ctx = common.ctx()
-    rec = sessions.resolve(ctx, ref)
-    if rec.runner != "tmux" or not rec.tmux_target:
-        raise BadInput(f"session {rec.id} runs headless; use `the-loop sessions logs {ref}`")
-    if not rec.live and not read_only:
-        print(
-            f"note: session {rec.id} of {rec.work_item} is closed; attaching read-only",
-            file=sys.stderr,
-            flush=True,
-        )
-        read_only = True
-    command = agents.runners(ctx).tmux.attach_command(rec.tmux_target, read_only=read_only)
+    plan = attach_plan(common.ctx(), ref, read_only)
+    if plan.note:
+        print(f"note: {plan.note}", file=sys.stderr, flush=True)
+    command = plan.command
     os.execvpe(command.argv[0], list(command.argv), dict(command.env))
 
 

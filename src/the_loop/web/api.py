@@ -86,7 +86,7 @@ def _status_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any
     @router.get("/doctor", tags=["status"], dependencies=read)
     async def get_doctor() -> DoctorReport:
         """The doctor's checks (tmux, git, harnesses, state dir, port)."""
-        return await asyncio.to_thread(doctor.diagnose, get_ctx().config, True)
+        return await asyncio.to_thread(doctor.run_doctor, get_ctx().config, True)
 
     @router.get("/inbox", tags=["inbox"], dependencies=read)
     async def get_inbox(
