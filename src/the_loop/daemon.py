@@ -8,7 +8,6 @@ per state dir is enforced by an ``flock`` on ``daemon.lock``, not by a pid file 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import signal
 import socket
@@ -16,92 +15,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from the_loop import __version__
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.errors import AlreadyRunning, StateError, Unavailable
+from the_loop.errors import AlreadyRunning, Unavailable
 from the_loop.health import Health
+from the_loop.instance import INFO_NAME, DaemonInfo, acquire_lock, write_info
+from the_loop.instance import daemon_running as daemon_running
+from the_loop.instance import read_info as read_info
 
-LOCK_NAME = "daemon.lock"
-INFO_NAME = "daemon.json"
 LOG_NAME = "daemon.log"
 SOURCE = "daemon"
-
-
-class DaemonInfo(BaseModel):
-    """What a running daemon writes next to its lock so clients can find it."""
-
-    pid: int
-    url: str
-    host: str
-    port: int
-    version: str
-    started_at: float
-    config_path: str | None = None
-
-
-@dataclass
-class DaemonLock:
-    """A held ``flock`` on the state dir's lock file; released when the process exits."""
-
-    handle: IO[str]
-
-    def release(self) -> None:
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
-
-
-def acquire_lock(state_dir: Path) -> DaemonLock:
-    """Take the single-daemon lock of STATE_DIR or raise ``AlreadyRunning`` naming the holder."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        handle = (state_dir / LOCK_NAME).open("a+", encoding="utf-8")
-    except OSError as exc:
-        raise StateError(f"cannot open {state_dir / LOCK_NAME}: {exc.strerror}") from None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        info = read_info(state_dir)
-        where = f" (pid {info.pid}, {info.url})" if info else ""
-        raise AlreadyRunning(
-            f"another the-loop daemon already serves the state dir {state_dir}{where}; "
-            "stop it with `the-loop stop` or use another stateDir"
-        ) from None
-    return DaemonLock(handle)
-
-
-def daemon_running(state_dir: Path) -> bool:
-    """True when some process holds STATE_DIR's daemon lock."""
-    path = state_dir / LOCK_NAME
-    if not path.exists():
-        return False
-    with path.open("a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
-def read_info(state_dir: Path) -> DaemonInfo | None:
-    try:
-        return DaemonInfo.model_validate_json((state_dir / INFO_NAME).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _write_info(state_dir: Path, info: DaemonInfo) -> None:
-    tmp = state_dir / f".{INFO_NAME}.{os.getpid()}"
-    tmp.write_text(info.model_dump_json(), encoding="utf-8")
-    tmp.replace(state_dir / INFO_NAME)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -180,7 +109,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, request_exit)
     signal.signal(signal.SIGINT, request_exit)
-    _write_info(ctx.state_dir, info)
+    write_info(ctx.state_dir, info)
     ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)
     for warning in ctx.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from the_loop.config import Config
+from the_loop.instance import daemon_running
 from the_loop.runner.tmux import TmuxRunner
 
 MIN_TMUX = (3, 2)
@@ -50,11 +51,14 @@ class DoctorReport(BaseModel):
 
 
 def run_doctor(
-    config: Config, daemon_port_in_use_ok: bool = False, tmux: TmuxRunner | None = None
+    config: Config, daemon_port_in_use_ok: bool | None = None, tmux: TmuxRunner | None = None
 ) -> DoctorReport:
     """Run every check against CONFIG; ``ok`` is false when anything required fails. A busy
-    port is only a warning with DAEMON_PORT_IN_USE_OK (the daemon of CONFIG's state dir serves
-    it). TMUX is the doorway asked for the version (default: one made from CONFIG)."""
+    port is only a warning with DAEMON_PORT_IN_USE_OK, i.e. while the daemon of CONFIG's state
+    dir serves it (None: ask its lock). TMUX is the doorway asked for the version (default: one
+    made from CONFIG)."""
+    if daemon_port_in_use_ok is None:
+        daemon_port_in_use_ok = daemon_running(config.state_path)
     checks = [
         check_tmux(tmux or TmuxRunner.from_config(config)),
         check_binary("git", "git"),

@@ -1,4 +1,4 @@
-"""Operator verbs on the durable inbox: replay a delivery.
+"""The durable inbox for operators: a page of items with the counts, and replay.
 
 ``replay`` makes an item ready again; when no daemon serves the state dir it is processed at
 once, in this process, through the same path a live delivery takes (``dispatch.process``).
@@ -13,9 +13,24 @@ from pydantic.alias_generators import to_camel
 
 from the_loop import dispatch
 from the_loop.context import Ctx
-from the_loop.daemon import daemon_running
 from the_loop.errors import NotFound
+from the_loop.instance import daemon_running
 from the_loop.store import inbox
+from the_loop.store.inbox import InboxItem, InboxStatus
+
+
+class InboxPage(BaseModel):
+    """How many items have each status, and the newest items asked for."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    counts: dict[str, int]
+    items: list[InboxItem]
+
+
+def inbox_page(ctx: Ctx, status: InboxStatus | None = None, limit: int = 100) -> InboxPage:
+    """The counts by status and the LIMIT newest items (of STATUS, when given)."""
+    return InboxPage(counts=inbox.counts(ctx.db), items=inbox.list_items(ctx.db, status, limit))
 
 
 class ReplayOutcome(StrEnum):

@@ -25,7 +25,6 @@ from the_loop import sessions as sessions_service
 from the_loop import standing as standing_service
 from the_loop.config import Config, LoadedConfig, _format_error, load_config
 from the_loop.context import Ctx, open_ctx
-from the_loop.daemon import daemon_running
 from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput, ConfigInvalid, LoopError
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -196,8 +195,7 @@ class TheLoop:
 
     def doctor(self) -> DoctorReport:
         """The doctor's checks (tmux, git, harnesses, state dir, port), as ``the-loop doctor``."""
-        config = self.ctx.config
-        return doctor.run_doctor(config, daemon_port_in_use_ok=daemon_running(config.state_path))
+        return doctor.run_doctor(self.ctx.config)
 
     def mount(
         self,

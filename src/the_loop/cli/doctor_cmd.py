@@ -14,12 +14,9 @@ def doctor(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
     """Check tmux, git, the harness binaries, the state dir and the port; exit 1 if any fail."""
-    # lazy: start-up
-    from the_loop.daemon import daemon_running
-    from the_loop.doctor import run_doctor
+    from the_loop.doctor import run_doctor  # lazy: start-up
 
-    config = common.loaded_config().config
-    report = run_doctor(config, daemon_port_in_use_ok=daemon_running(config.state_path))
+    report = run_doctor(common.loaded_config().config)
     if fmt is common.Format.json:
         common.print_json(report.model_dump(mode="json"))
     else:

@@ -23,9 +23,9 @@ from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
 from the_loop.health import Health
+from the_loop.inbox_ops import InboxPage, inbox_page
 from the_loop.status import StatusSummary, health, status_summary
-from the_loop.store import inbox
-from the_loop.store.inbox import InboxItem, InboxStatus
+from the_loop.store.inbox import InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.views import Screen, SessionView
 from the_loop.web import auth
@@ -55,11 +55,6 @@ class EventType(Camel):
     type: str
     level: str
     description: str
-
-
-class InboxPage(Camel):
-    counts: dict[str, int]
-    items: list[InboxItem]
 
 
 def build_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]) -> APIRouter:
@@ -93,8 +88,7 @@ def _status_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any
         status: InboxStatus | None = None, limit: int = Query(100, ge=1, le=10_000)
     ) -> InboxPage:
         """Inbox items (pending, failed, dead-lettered, …), newest first."""
-        ctx = get_ctx()
-        return InboxPage(counts=inbox.counts(ctx.db), items=inbox.list_items(ctx.db, status, limit))
+        return await asyncio.to_thread(inbox_page, get_ctx(), status, limit)
 
 
 def _session_routes(
