@@ -3,7 +3,8 @@
 - no SQL outside ``src/the_loop/store/``: no ``execute``/``executemany``/``executescript`` call
   and no string literal that reads as a SQL statement;
 - no import cycle among the modules of ``the_loop`` (module-level imports; those under
-  ``if TYPE_CHECKING:`` and inside functions do not count);
+  ``if TYPE_CHECKING:`` and inside functions do not count), and none either when the imports
+  inside functions are counted (a lazy import is for start-up speed, not to hide a cycle);
 - every import inside a function is marked ``# lazy: <reason>`` on its own line or on the line
   before; a marked import also covers the import statements that directly follow it (a block).
 
