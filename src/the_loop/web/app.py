@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from the_loop import __version__
 from the_loop.context import Ctx
 from the_loop.errors import LoopError
+from the_loop.instance import DaemonInfo
 from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
@@ -29,7 +30,9 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def create_app(ctx: Ctx, daemon: Any = None, background: Background | None = None) -> FastAPI:
+def create_app(
+    ctx: Ctx, daemon: DaemonInfo | None = None, background: Background | None = None
+) -> FastAPI:
     """Build the app serving CTX; DAEMON (a ``DaemonInfo``) when run by the daemon, which
     passes BACKGROUND to run its background work for the app's lifetime."""
     server = ctx.config.server
