@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name == "TheLoop":
+        # lazy: start-up (`import the_loop` does not load the SDK)
         from the_loop.sdk import TheLoop
 
         return TheLoop

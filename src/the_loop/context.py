@@ -38,7 +38,7 @@ class Ctx:
     @cached_property
     def runners(self) -> Runners:
         """The tmux and process runners and the per-item locks (built on first use)."""
-        # Imported here: commands that never run an agent do not pay for the runners.
+        # lazy: commands that never run an agent do not pay for the runners.
         from the_loop.runner import Runners
 
         return Runners.from_config(self.config)

@@ -8,7 +8,6 @@ per state dir is enforced by an ``flock`` on ``daemon.lock``, not by a pid file 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import signal
 import socket
@@ -16,91 +15,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from the_loop import __version__
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.errors import AlreadyRunning, StateError, Unavailable
+from the_loop.errors import AlreadyRunning, Unavailable
+from the_loop.health import Health
+from the_loop.instance import INFO_NAME, DaemonInfo, acquire_lock, write_info
+from the_loop.instance import daemon_running as daemon_running
+from the_loop.instance import read_info as read_info
 
-LOCK_NAME = "daemon.lock"
-INFO_NAME = "daemon.json"
 LOG_NAME = "daemon.log"
 SOURCE = "daemon"
-
-
-class DaemonInfo(BaseModel):
-    """What a running daemon writes next to its lock so clients can find it."""
-
-    pid: int
-    url: str
-    host: str
-    port: int
-    version: str
-    started_at: float
-    config_path: str | None = None
-
-
-@dataclass
-class DaemonLock:
-    """A held ``flock`` on the state dir's lock file; released when the process exits."""
-
-    handle: IO[str]
-
-    def release(self) -> None:
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
-
-
-def acquire_lock(state_dir: Path) -> DaemonLock:
-    """Take the single-daemon lock of STATE_DIR or raise ``AlreadyRunning`` naming the holder."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        handle = (state_dir / LOCK_NAME).open("a+", encoding="utf-8")
-    except OSError as exc:
-        raise StateError(f"cannot open {state_dir / LOCK_NAME}: {exc.strerror}") from None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        info = read_info(state_dir)
-        where = f" (pid {info.pid}, {info.url})" if info else ""
-        raise AlreadyRunning(
-            f"another the-loop daemon already serves the state dir {state_dir}{where}; "
-            "stop it with `the-loop stop` or use another stateDir"
-        ) from None
-    return DaemonLock(handle)
-
-
-def daemon_running(state_dir: Path) -> bool:
-    """True when some process holds STATE_DIR's daemon lock."""
-    path = state_dir / LOCK_NAME
-    if not path.exists():
-        return False
-    with path.open("a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
-def read_info(state_dir: Path) -> DaemonInfo | None:
-    try:
-        return DaemonInfo.model_validate_json((state_dir / INFO_NAME).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _write_info(state_dir: Path, info: DaemonInfo) -> None:
-    tmp = state_dir / f".{INFO_NAME}.{os.getpid()}"
-    tmp.write_text(info.model_dump_json(), encoding="utf-8")
-    tmp.replace(state_dir / INFO_NAME)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -139,6 +69,7 @@ def background(name: str) -> Callable[[BackgroundTask], BackgroundTask]:
 
 def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     """Run the daemon in the foreground until SIGTERM/SIGINT; one per state dir."""
+    # lazy: start-up (commands that only talk to the daemon do not load the web stack)
     import uvicorn
 
     from the_loop.web.app import create_app
@@ -158,7 +89,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         started_at=time.time(),
         config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
     )
-    app = create_app(ctx, daemon=info)
+    app = create_app(ctx, daemon=info, background=run_background)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -178,7 +109,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, request_exit)
     signal.signal(signal.SIGINT, request_exit)
-    _write_info(ctx.state_dir, info)
+    write_info(ctx.state_dir, info)
     ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)
     for warning in ctx.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
@@ -194,6 +125,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
 
 async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[None]]:
     """Start every background task; they end when STOP is set."""
+    # lazy: start-up (`status`, `stop` and `doctor` import this module, not the workers)
     from the_loop import housekeeping
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
@@ -214,7 +146,10 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     ]
 
 
-class Health(BaseModel):
+class DaemonStatus(BaseModel):
+    """What a client learns by asking the daemon of a state dir: whether it runs, where, and
+    the verdict, figures and problems of its ``Health``."""
+
     healthy: bool
     running: bool
     pid: int | None = None
@@ -225,45 +160,38 @@ class Health(BaseModel):
     problems: list[str] = []
 
 
-def probe_health(ctx: Ctx, timeout: float = 2.0) -> Health:
+def probe_health(ctx: Ctx, timeout: float = 2.0) -> DaemonStatus:
     """Ask the daemon of CTX's state dir for its health; never raises."""
+    # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
     import httpx
 
     from the_loop.web.auth import client_token
 
     state_dir = ctx.state_dir
-    token = client_token(ctx)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     info = read_info(state_dir)
     if not daemon_running(state_dir) or info is None:
-        return Health(healthy=False, running=False, problems=["the-loop is not running"])
+        return DaemonStatus(healthy=False, running=False, problems=["the-loop is not running"])
+    token = client_token(ctx)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    found = DaemonStatus(healthy=False, running=True, pid=info.pid, url=info.url)
     try:
         resp = httpx.get(f"{info.url}/api/v1/health", timeout=timeout, headers=headers)
-        body = resp.json()
+        health = Health.model_validate_json(resp.content) if resp.status_code == 200 else None
     except (httpx.HTTPError, ValueError) as exc:
-        return Health(
-            healthy=False,
-            running=True,
-            pid=info.pid,
-            url=info.url,
-            problems=[f"the daemon does not answer at {info.url}: {exc}"],
-        )
-    problems = [str(p) for p in body.get("problems", [])]
-    return Health(
-        healthy=resp.status_code == 200 and not problems,
-        running=True,
-        pid=info.pid,
-        url=info.url,
-        version=info.version,
-        uptime_seconds=round(time.time() - info.started_at, 1),
-        detail=body.get("detail", {}),
-        problems=problems,
-    )
+        found.problems = [f"the daemon does not answer at {info.url}: {exc}"]
+        return found
+    found.version = info.version
+    found.uptime_seconds = round(time.time() - info.started_at, 1)
+    if health is None:
+        found.problems = [f"the daemon's health endpoint answered HTTP {resp.status_code}"]
+        return found
+    found.healthy, found.detail, found.problems = health.ok, health.detail, health.problems
+    return found
 
 
 def start_detached(
     ctx: Ctx, timeout: float = 30.0, on_wait: Callable[[], None] | None = None
-) -> Health:
+) -> DaemonStatus:
     """Start ``the-loop serve`` in the background and wait until it reports healthy."""
     state_dir = ctx.state_dir
     if daemon_running(state_dir):

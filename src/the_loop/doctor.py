@@ -9,13 +9,14 @@ import os
 import re
 import shutil
 import socket
-import subprocess
 from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from the_loop.config import Config
+from the_loop.instance import daemon_running
+from the_loop.runner.tmux import TmuxRunner
 
 MIN_TMUX = (3, 2)
 
@@ -49,10 +50,17 @@ class DoctorReport(BaseModel):
     checks: list[Check]
 
 
-def run_doctor(config: Config, daemon_port_in_use_ok: bool = False) -> DoctorReport:
-    """Run every check against CONFIG; ``ok`` is false when anything required fails."""
+def run_doctor(
+    config: Config, daemon_port_in_use_ok: bool | None = None, tmux: TmuxRunner | None = None
+) -> DoctorReport:
+    """Run every check against CONFIG; ``ok`` is false when anything required fails. A busy
+    port is only a warning with DAEMON_PORT_IN_USE_OK, i.e. while the daemon of CONFIG's state
+    dir serves it (None: ask its lock). TMUX is the doorway asked for the version (default: one
+    made from CONFIG)."""
+    if daemon_port_in_use_ok is None:
+        daemon_port_in_use_ok = daemon_running(config.state_path)
     checks = [
-        check_tmux(),
+        check_tmux(tmux or TmuxRunner.from_config(config)),
         check_binary("git", "git"),
         *check_harnesses(config),
         check_state_dir(config.state_path),
@@ -69,8 +77,9 @@ def _version_tuple(text: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def check_tmux() -> Check:
-    path = shutil.which("tmux")
+def check_tmux(tmux: TmuxRunner) -> Check:
+    """TMUX's binary is on PATH and at least 3.2, as its ``version()`` answers."""
+    path = shutil.which(tmux.binary)
     if path is None:
         return Check(
             name="tmux",
@@ -78,24 +87,24 @@ def check_tmux() -> Check:
             detail="tmux not found on PATH",
             hint=INSTALL_HINTS["tmux"],
         )
-    try:
-        out = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=5).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    answer = tmux.version()
+    if not answer.ok:
         return Check(
             name="tmux",
             status=CheckStatus.failed,
-            detail=f"{path} -V failed: {exc}",
+            detail=f"{path} -V failed: {answer.describe()}",
             hint=INSTALL_HINTS["tmux"],
         )
+    out = answer.stdout.strip()
     version = _version_tuple(out)
     if version is not None and version < MIN_TMUX:
         return Check(
             name="tmux",
             status=CheckStatus.failed,
-            detail=f"{out.strip()} is older than 3.2",
+            detail=f"{out} is older than 3.2",
             hint=INSTALL_HINTS["tmux"],
         )
-    return Check(name="tmux", status=CheckStatus.ok, detail=f"{out.strip()} ({path})")
+    return Check(name="tmux", status=CheckStatus.ok, detail=f"{out} ({path})")
 
 
 def check_binary(name: str, binary: str, required: bool = True, label: str = "") -> Check:

@@ -12,28 +12,32 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import IntEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from the_loop.errors import BadInput
+from the_loop.refs import WorkItemRef, validate_standing_name
 from the_loop.store import Database
+from the_loop.store import events as store
+from the_loop.store.events import Event, EventFilter, Level, NewEvent
 
-
-class Level(IntEnum):
-    debug = 10
-    info = 20
-    warning = 30
-    error = 40
-
-    @classmethod
-    def parse(cls, text: str) -> Level:
-        try:
-            return cls[text.lower()]
-        except KeyError:
-            raise BadInput(f"invalid level {text!r}: one of debug, info, warning, error") from None
+__all__ = [
+    "CATALOGUE",
+    "Event",
+    "EventFilter",
+    "EventSpec",
+    "Level",
+    "emit",
+    "follow",
+    "last_id",
+    "parse_filter",
+    "parse_since",
+    "prune",
+    "query",
+    "read_after",
+]
 
 
 class Payload(BaseModel):
@@ -149,23 +153,6 @@ CATALOGUE: dict[str, EventSpec] = {
 }
 
 
-class Event(BaseModel):
-    """One row of the event log as the surfaces show it (camelCase in JSON)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-    id: int
-    ts: datetime
-    type: str
-    level: str
-    source: str
-    work_item: str | None = None
-    standing: str | None = None
-    session_id: str | None = None
-    delivery_id: str | None = None
-    payload: dict[str, Any] = Field(default_factory=dict)
-
-
 def emit(
     db: Database,
     type: str,
@@ -186,43 +173,18 @@ def emit(
         body = spec.payload.model_validate(payload).model_dump(mode="json", by_alias=True)
     except ValidationError as exc:
         raise ValueError(f"bad payload for {type}: {exc}") from None
-    row = (
-        time.time(),
-        type,
-        int(level or spec.level),
-        source,
-        work_item,
-        standing,
-        session_id,
-        delivery_id,
-        json.dumps(body, separators=(",", ":")),
+    new = NewEvent(
+        ts=time.time(),
+        type=type,
+        level=int(level or spec.level),
+        source=source,
+        work_item=work_item,
+        standing=standing,
+        session_id=session_id,
+        delivery_id=delivery_id,
+        payload_json=json.dumps(body, separators=(",", ":")),
     )
-    with db.transaction() as tx:
-        cur = tx.execute(
-            "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
-            " delivery_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
-        )
-        return int(cur.lastrowid or 0)
-
-
-@dataclass(frozen=True, slots=True)
-class EventFilter:
-    """What ``query`` and ``follow`` select; every field narrows the selection."""
-
-    types: tuple[str, ...] = ()
-    work_item: str | None = None
-    standing: str | None = None
-    min_level: Level = Level.debug
-    since: float | None = None
-    after_id: int = 0
-    limit: int | None = 100
-
-    def following(self, after_id: int) -> EventFilter:
-        """The same selection, for events after AFTER_ID, unlimited and without ``since``."""
-        return EventFilter(
-            self.types, self.work_item, self.standing, self.min_level, None, after_id, None
-        )
+    return store.append(db, new)
 
 
 def parse_filter(
@@ -236,8 +198,6 @@ def parse_filter(
 ) -> EventFilter:
     """A filter from what a person types (every surface uses this one); ``BadInput`` for a bad
     ref, standing name, level or since (``30s``/``15m``/``2h``/``1d`` or an ISO time)."""
-    from the_loop.refs import WorkItemRef, validate_standing_name
-
     return EventFilter(
         types=tuple(types),
         work_item=str(WorkItemRef.parse(work_item)) if work_item else None,
@@ -267,67 +227,19 @@ def parse_since(text: str, now: float | None = None) -> float:
     return parsed.timestamp()
 
 
-def _where(f: EventFilter) -> tuple[str, list[Any]]:
-    clauses = ["id > ?"]
-    args: list[Any] = [f.after_id]
-    if f.types:
-        clauses.append("(" + " OR ".join("type GLOB ?" for _ in f.types) + ")")
-        args.extend(f.types)
-    if f.work_item is not None:
-        clauses.append("work_item = ?")
-        args.append(f.work_item)
-    if f.standing is not None:
-        clauses.append("standing = ?")
-        args.append(f.standing)
-    if f.min_level > Level.debug:
-        clauses.append("level >= ?")
-        args.append(int(f.min_level))
-    if f.since is not None:
-        clauses.append("ts >= ?")
-        args.append(f.since)
-    return " AND ".join(clauses), args
-
-
-def _row_to_event(row: tuple[Any, ...]) -> Event:
-    return Event(
-        id=row[0],
-        ts=datetime.fromtimestamp(row[1], tz=UTC),
-        type=row[2],
-        level=Level(row[3]).name if row[3] in Level._value2member_map_ else str(row[3]),
-        source=row[4],
-        work_item=row[5],
-        standing=row[6],
-        session_id=row[7],
-        delivery_id=row[8],
-        payload=json.loads(row[9]),
-    )
-
-
-_COLUMNS = "id, ts, type, level, source, work_item, standing, session_id, delivery_id, payload"
-
-
 def query(db: Database, f: EventFilter) -> list[Event]:
     """The newest ``limit`` events matching F, oldest first."""
-    where, args = _where(f)
-    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id DESC"
-    if f.limit is not None:
-        sql += " LIMIT ?"
-        args.append(f.limit)
-    rows = db.connect().execute(sql, args).fetchall()
-    return [_row_to_event(r) for r in reversed(rows)]
+    return store.newest(db, f)
 
 
 def read_after(db: Database, f: EventFilter, batch: int = 500) -> list[Event]:
     """Events after ``f.after_id`` matching F, oldest first (at most BATCH)."""
-    where, args = _where(f)
-    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id ASC LIMIT ?"
-    rows = db.connect().execute(sql, [*args, batch]).fetchall()
-    return [_row_to_event(r) for r in rows]
+    return store.after(db, f, batch)
 
 
 def last_id(db: Database) -> int:
-    row = db.connect().execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
-    return int(row[0])
+    """The id of the newest event (0 when there is none)."""
+    return store.last_id(db)
 
 
 def follow(
@@ -355,6 +267,4 @@ def prune(db: Database, retention_days: float, now: float | None = None) -> int:
     cutoff = (now if now is not None else time.time()) - timedelta(
         days=retention_days
     ).total_seconds()
-    with db.transaction() as tx:
-        cur = tx.execute("DELETE FROM events WHERE ts < ?", (cutoff,))
-        return cur.rowcount
+    return store.delete_before(db, cutoff)

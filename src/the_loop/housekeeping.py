@@ -7,9 +7,11 @@ import contextlib
 import time
 
 from the_loop import events as ev
+from the_loop import sessions, standing
 from the_loop.config import LoadedConfig, load_config
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
+from the_loop.store.sessions import SessionStatus
 
 SOURCE = "daemon"
 RESTART_ONLY = {"stateDir": "state_dir", "server": "server", "tmux.socket": "tmux"}
@@ -95,8 +97,6 @@ def reload_config(ctx: Ctx) -> bool:
 
 async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:
     """Start the auto-start standing sessions once the service is up."""
-    from the_loop import standing
-
     await asyncio.to_thread(standing.autostart, ctx)
 
 
@@ -112,9 +112,6 @@ async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
 
 def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
     """One pass; returns the sessions newly found without a live agent."""
-    from the_loop import sessions
-    from the_loop.store.sessions import SessionStatus
-
     found: list[str] = []
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in sessions.list_sessions(ctx, status):

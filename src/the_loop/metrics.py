@@ -1,9 +1,17 @@
-"""In-process metrics of the daemon, rendered in the Prometheus text format."""
+"""Metrics in the Prometheus text format: figures read from the state (sessions, deliveries,
+inbox, poll cycles) and histograms kept in memory by this process (webhook latency)."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from the_loop.context import Ctx
+from the_loop.store import events, inbox
+from the_loop.store.inbox import InboxStatus
+from the_loop.store.sessions import SessionStatus, counts_by_status, delivered_total
 
 WEBHOOK_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
@@ -55,3 +63,49 @@ class Metrics:
 
 
 METRICS = Metrics()
+
+
+class Figures(BaseModel):
+    """What the state says: sessions and inbox items by status (every status, zeros included),
+    prompts delivered and poll cycles run."""
+
+    sessions: dict[str, int]
+    deliveries: int
+    inbox: dict[str, int]
+    poll_cycles: int
+
+
+def figures(ctx: Ctx) -> Figures:
+    """The figures of CTX's state database."""
+    conn = ctx.db.connect()
+    by_status = counts_by_status(conn)
+    in_inbox = inbox.counts(ctx.db)
+    return Figures(
+        sessions={s.value: by_status.get(s.value, 0) for s in SessionStatus},
+        deliveries=delivered_total(conn),
+        inbox={s.value: in_inbox.get(s.value, 0) for s in InboxStatus},
+        poll_cycles=events.count_of_type(ctx.db, "poll.cycle"),
+    )
+
+
+def prometheus_text(ctx: Ctx) -> str:
+    """The ``/metrics`` document: CTX's figures, then this process's histograms."""
+    found = figures(ctx)
+    lines = [
+        "# HELP the_loop_sessions Work-item sessions by status.",
+        "# TYPE the_loop_sessions gauge",
+    ]
+    lines += [f'the_loop_sessions{{status="{k}"}} {v}' for k, v in found.sessions.items()]
+    lines += [
+        "# TYPE the_loop_deliveries_total counter",
+        f"the_loop_deliveries_total {found.deliveries}",
+        "# HELP the_loop_inbox Inbox items by status.",
+        "# TYPE the_loop_inbox gauge",
+    ]
+    lines += [f'the_loop_inbox{{status="{k}"}} {v}' for k, v in found.inbox.items()]
+    lines += [
+        "# TYPE the_loop_poll_cycles_total counter",
+        f"the_loop_poll_cycles_total {found.poll_cycles}",
+    ]
+    lines += METRICS.render_process()
+    return "\n".join(lines) + "\n"

@@ -110,7 +110,9 @@ def enqueue_comment(
     """Queue comment TEXT on REF in transaction TX (posted with the self-marker and a hidden
     outbox marker). Without KEY the comment is never taken for another one; give a KEY (e.g.
     the delivery id that caused it) to store a repeated enqueue once."""
-    from the_loop.github.writeback import with_outbox_marker
+    from the_loop.github.writeback import (
+        with_outbox_marker,
+    )  # lazy: start-up (httpx, the GitHub client)
 
     token = uuid.uuid4().hex[:16]
     new = NewWrite(
@@ -226,7 +228,7 @@ async def drain_once(
 
 async def send(ctx: Ctx, client: GitHubClient, item: OutboxItem, owner: str) -> DrainReport:
     """Post one claimed ITEM and record the outcome (done, waiting, or failed)."""
-    from the_loop.github.api import RateLimited
+    from the_loop.github.api import RateLimited  # lazy: start-up (httpx, the GitHub client)
 
     try:
         result = await _post(client, ctx.config.github, item)
@@ -284,7 +286,7 @@ async def _refused(ctx: Ctx, item: OutboxItem, owner: str, error: str) -> DrainR
 
 async def _post(client: GitHubClient, config: GitHubConfig, item: OutboxItem) -> str:
     """Send ITEM to GitHub; what GitHub answered, as a line for the row's ``result``."""
-    from the_loop.github import writeback
+    from the_loop.github import writeback  # lazy: start-up (httpx, the GitHub client)
     from the_loop.github.api import GitHubError, ReactionContent
 
     if item.target != GITHUB or item.work_item is None:
@@ -310,7 +312,7 @@ async def _post(client: GitHubClient, config: GitHubConfig, item: OutboxItem) ->
 
 def github_client(config: GitHubConfig) -> GitHubClient:
     """The client the drain posts with (per-request timeout and retries from CONFIG)."""
-    from the_loop.github.api import GitHubClient
+    from the_loop.github.api import GitHubClient  # lazy: start-up (httpx, the GitHub client)
 
     return GitHubClient.from_config(config, retries=config.retries, timeout=config.timeout_seconds)
 

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from the_loop import doctor, views
 from the_loop import events as ev
 from the_loop import sessions as sessions_service
 from the_loop import standing as standing_service
-from the_loop.config import Config, LoadedConfig, load_config
+from the_loop.config import Config, LoadedConfig, _format_error, load_config
 from the_loop.context import Ctx, open_ctx
-from the_loop.doctor import DoctorReport, run_doctor
-from the_loop.errors import BadInput, ConfigInvalid, LoopError, NotFound
-from the_loop.refs import validate_standing_name
+from the_loop.doctor import DoctorReport
+from the_loop.errors import BadInput, ConfigInvalid, LoopError
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 if TYPE_CHECKING:
@@ -36,19 +36,6 @@ if TYPE_CHECKING:
     from the_loop.web.mcp import McpEndpoint
 
 PathLike = str | os.PathLike[str]
-
-
-event_filter = ev.parse_filter
-
-
-def standing_view(ctx: Ctx, name: str) -> standing_service.StandingView:
-    """The list entry of standing session NAME; ``BadInput`` for a bad name, else
-    ``NotFound``."""
-    validate_standing_name(name)
-    for view in standing_service.list_standing(ctx):
-        if view.name == name:
-            return view
-    raise NotFound(f"no standing session {name!r}")
 
 
 class Sessions:
@@ -91,7 +78,7 @@ class Sessions:
 
     def screen(self, session: str, lines: int = 200) -> str:
         """The last LINES lines of the session's screen (its transcript when headless)."""
-        return sessions_service.screen(self._ctx, session, lines)
+        return views.session_screen(self._ctx, session, lines).text
 
 
 class Standing:
@@ -106,7 +93,7 @@ class Standing:
 
     def get(self, name: str) -> standing_service.StandingView:
         """One standing session; ``NotFound`` when there is none."""
-        return standing_view(self._ctx, name)
+        return views.standing_view(self._ctx, name)
 
     def create(
         self,
@@ -174,7 +161,7 @@ class Events:
     ) -> builtins.list[ev.Event]:
         """The newest LIMIT events matching every filter given, oldest first; TYPES are globs
         (``session.*``)."""
-        flt = event_filter(types, work_item, standing, level, since, limit)
+        flt = ev.parse_filter(types, work_item, standing, level, since, limit)
         return ev.query(self._ctx.db, flt)
 
     def types(self) -> builtins.list[ev.EventSpec]:
@@ -208,10 +195,7 @@ class TheLoop:
 
     def doctor(self) -> DoctorReport:
         """The doctor's checks (tmux, git, harnesses, state dir, port), as ``the-loop doctor``."""
-        from the_loop.daemon import daemon_running
-
-        config = self.ctx.config
-        return run_doctor(config, daemon_port_in_use_ok=daemon_running(config.state_path))
+        return doctor.run_doctor(self.ctx.config)
 
     def mount(
         self,
@@ -231,18 +215,17 @@ class TheLoop:
         lifespan is extended to run it; otherwise enter ``(returned endpoint).running()``
         yourself. Call before APP starts serving. Returns the MCP endpoint (None without MCP).
         """
+        # lazy: start-up (the web stack loads only for mount, see the module's docstring)
         from the_loop.web.api import build_router
-        from the_loop.web.app import health_of
+        from the_loop.web.mcp import McpEndpoint, build_server, mcp_router
 
         base = _prefix(prefix)
         guards = list(dependencies)
-        router = build_router(lambda: self.ctx, guards, guards, health_of)
+        router = build_router(lambda: self.ctx, guards, guards)
         app.include_router(router, prefix=f"{base}/api/v1")
         _handle_loop_errors(app)
         if not mcp:
             return None
-        from the_loop.web.mcp import McpEndpoint, build_server, mcp_router
-
         endpoint = McpEndpoint(build_server(lambda: self.ctx))
         app.include_router(mcp_router(endpoint, guards), prefix=base)
         if lifespan:
@@ -266,8 +249,6 @@ def _loaded(
     try:
         return LoadedConfig(Config.model_validate(dict(config)), None)
     except ValidationError as exc:
-        from the_loop.config import _format_error
-
         problems = [_format_error(err, None) for err in exc.errors()]
         raise ConfigInvalid(f"the config is invalid ({len(problems)} problems)", problems) from None
 
@@ -281,6 +262,7 @@ def _prefix(prefix: str) -> str:
 def _handle_loop_errors(app: FastAPI) -> None:
     if LoopError in app.exception_handlers:
         return
+    # lazy: start-up (the web stack loads only for mount)
     from fastapi.responses import JSONResponse
 
     from the_loop.web.app import error_body

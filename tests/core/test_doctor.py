@@ -67,3 +67,27 @@ def test_doctor_reports_missing_harness_and_busy_port(loop_env: Env) -> None:
     assert checks["port"]["status"] == "failed"
     assert checks["github token"]["status"] == "missing"
     assert os.environ.get("NO_SUCH_TOKEN_VAR") is None
+
+
+def _fake_tmux(tmp_path: Path, script: str) -> str:
+    binary = tmp_path / "old-tmux"
+    binary.write_text(f"#!/bin/sh\n{script}\n")
+    binary.chmod(0o755)
+    return str(binary)
+
+
+def test_doctor_asks_the_tmux_doorway_for_the_version(tmp_path: Path) -> None:
+    from the_loop.config import Config
+    from the_loop.doctor import run_doctor
+    from the_loop.runner.tmux import TmuxRunner
+
+    config = Config.model_validate({"stateDir": str(tmp_path / "state"), "server": {"port": 0}})
+    old = TmuxRunner("doctor-test", binary=_fake_tmux(tmp_path, 'echo "tmux 3.1"'))
+    check = {c.name: c for c in run_doctor(config, tmux=old).checks}["tmux"]
+    assert check.status == "failed" and check.detail == "tmux 3.1 is older than 3.2"
+    broken = TmuxRunner("doctor-test", binary=_fake_tmux(tmp_path, "echo boom >&2; exit 3"))
+    check = {c.name: c for c in run_doctor(config, tmux=broken).checks}["tmux"]
+    assert check.status == "failed" and check.detail.endswith("-V failed: tmux error: boom")
+    good = TmuxRunner("doctor-test", binary=_fake_tmux(tmp_path, 'echo "tmux 3.4"'))
+    check = {c.name: c for c in run_doctor(config, tmux=good).checks}["tmux"]
+    assert check.status == "ok" and check.detail.startswith("tmux 3.4 (")

@@ -51,7 +51,7 @@ def drain_outbox() -> None:
     now stays queued for the daemon). Commands that may queue write-backs call this last."""
     if STATE.ctx is None:
         return
-    from the_loop import outbox
+    from the_loop import outbox  # lazy: start-up
 
     outbox.drain_pending(STATE.ctx, since=STATE.started_at)
 
@@ -72,6 +72,7 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
         for line in [list(columns), *cells]:
             print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
         return
+    # lazy: start-up (Rich loads only for a table on a terminal)
     from rich.console import Console
     from rich.table import Table
 

@@ -38,6 +38,7 @@ def show(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table (YAML) or json"),
 ) -> None:
     """Print the effective configuration, secrets redacted."""
+    # lazy: start-up
     import yaml
 
     loaded = common.loaded_config()

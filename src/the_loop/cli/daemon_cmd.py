@@ -19,6 +19,7 @@ def register(app: typer.Typer) -> None:
 
 def serve() -> None:
     """Run the daemon in the foreground (for systemd, containers and `make run`)."""
+    # lazy: start-up
     from the_loop.daemon import serve as run_serve
 
     ctx = common.ctx()
@@ -44,10 +45,12 @@ def start(
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for health."),
 ) -> None:
     """Start the daemon in the background and wait until it is healthy."""
+    # lazy: start-up
     from the_loop.daemon import start_detached
 
     ctx = common.ctx()
     if sys.stderr.isatty():
+        # lazy: start-up
         from rich.console import Console
 
         with Console(stderr=True).status("starting the-loop…"):
@@ -57,6 +60,7 @@ def start(
     print(f"the-loop is running at {health.url} (pid {health.pid})")
     for part, detail in health.detail.items():
         print(f"  {part + ':':<9}{_describe(detail)}")
+    # lazy: start-up
     from the_loop.web.auth import client_token
 
     if client_token(ctx) and not os.environ.get(ctx.config.server.token_env):
@@ -72,10 +76,12 @@ def stop(
     timeout: float = typer.Option(10.0, "--timeout", help="Seconds to wait for shutdown."),
 ) -> None:
     """Stop the daemon gracefully; agents in tmux keep running."""
+    # lazy: start-up
     from the_loop.daemon import stop_daemon
 
     ctx = common.ctx()
     if not keep_standing:
+        # lazy: start-up
         from the_loop import standing
 
         for outcome in standing.stop_all(ctx):
@@ -93,6 +99,7 @@ def status(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
     """Report whether the daemon runs and is healthy; exit 0 when healthy, 1 otherwise."""
+    # lazy: start-up
     from the_loop.daemon import probe_health
 
     health = probe_health(common.ctx())

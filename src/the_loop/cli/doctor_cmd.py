@@ -5,31 +5,25 @@ from __future__ import annotations
 import typer
 
 from the_loop.cli import common
-from the_loop.doctor import CheckStatus, run_doctor
 
-_MARK = {
-    CheckStatus.ok: "ok",
-    CheckStatus.warning: "warn",
-    CheckStatus.missing: "MISSING",
-    CheckStatus.failed: "FAILED",
-}
+_MARK = {"ok": "ok", "warning": "warn", "missing": "MISSING", "failed": "FAILED"}
+"""How each ``CheckStatus`` is shown in the table."""
 
 
 def doctor(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
     """Check tmux, git, the harness binaries, the state dir and the port; exit 1 if any fail."""
-    from the_loop.daemon import daemon_running
+    from the_loop.doctor import run_doctor  # lazy: start-up
 
-    config = common.loaded_config().config
-    report = run_doctor(config, daemon_port_in_use_ok=daemon_running(config.state_path))
+    report = run_doctor(common.loaded_config().config)
     if fmt is common.Format.json:
         common.print_json(report.model_dump(mode="json"))
     else:
         for check in report.checks:
             optional = "" if check.required else " (optional)"
             print(f"{_MARK[check.status]:<8} {check.name:<18} {check.detail}{optional}")
-            if check.hint and check.status is not CheckStatus.ok:
+            if check.hint and check.status != "ok":
                 print(f"{'':<8} {'':<18} install: {check.hint}")
         print("all good" if report.ok else "some required pieces are missing")
     raise typer.Exit(0 if report.ok else 1)

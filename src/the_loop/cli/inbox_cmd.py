@@ -7,7 +7,7 @@ import time
 import typer
 
 from the_loop.cli import common
-from the_loop.errors import BadInput, NotFound
+from the_loop.errors import BadInput
 
 app = typer.Typer(
     help="The durable inbox: pending, failed and dead-lettered deliveries.", no_args_is_help=True
@@ -23,6 +23,7 @@ def list_(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List inbox items, newest first."""
+    # lazy: start-up
     from the_loop.store import inbox
     from the_loop.store.inbox import InboxStatus
 
@@ -58,22 +59,15 @@ def replay(
     delivery_id: str = typer.Argument(..., help="The delivery id to process again."),
 ) -> None:
     """Process a delivery again (a failed or dead-lettered one, or any other on purpose)."""
-    from the_loop import dispatch
-    from the_loop.daemon import daemon_running
-    from the_loop.store import inbox
+    from the_loop.inbox_ops import ReplayOutcome, replay  # lazy: start-up
 
-    ctx = common.ctx()
-    item = inbox.replay(ctx.db, delivery_id)
-    if item is None:
-        raise NotFound(f"no inbox item {delivery_id!r}")
-    if daemon_running(ctx.state_dir):
+    result = replay(common.ctx(), delivery_id)
+    if result.outcome is ReplayOutcome.daemon:
         print(f"{delivery_id} is ready again; the daemon will process it")
         return
-    claimed = inbox.claim(ctx.db, delivery_id)
-    if claimed is None:
+    if result.outcome is ReplayOutcome.ready:
         print(f"{delivery_id} is ready again")
         return
-    result = dispatch.process(ctx, *claimed)
     common.drain_outbox()
     print(f"{delivery_id}: {result.status} {result.summary or result.error or ''}".rstrip())
     raise typer.Exit(0 if result.error is None else 1)

@@ -9,6 +9,7 @@ def run(argv: list[str] | None = None) -> None:
     """Run the CLI with ARGV (default: sys.argv); never lets a traceback reach the user."""
     args = sys.argv[1:] if argv is None else argv
     if args in (["--version"], ["-V"]):
+        # lazy: start-up (`--version` answers before the CLI loads)
         from the_loop import __version__
 
         print(f"the-loop {__version__}")
@@ -18,6 +19,7 @@ def run(argv: list[str] | None = None) -> None:
 
 def _dispatch(args: list[str]) -> int:
     """Run one command; map every error to ``error: …`` and its exit code."""
+    # lazy: start-up (`--version` answers before the CLI loads)
     import sqlite3
 
     from the_loop.cli import common

@@ -11,6 +11,7 @@ def mcp() -> None:
     The tools act on the installation the config names, like every other command; the
     daemon need not run. Runs until stdin closes.
     """
+    # lazy: start-up
     import anyio
 
     from the_loop.web.mcp import build_server

@@ -22,7 +22,7 @@ def list_(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List outbox rows, newest first."""
-    from the_loop import outbox
+    from the_loop import outbox  # lazy: start-up
     from the_loop.store.outbox import OutboxStatus
 
     try:
@@ -57,7 +57,7 @@ def list_(
 @app.command("replay")
 def replay(item_id: int = typer.Argument(..., help="The outbox id to post again.")) -> None:
     """Make a failed (or waiting) write-back due now; without a daemon, post it at once."""
-    from the_loop import outbox
+    from the_loop import outbox  # lazy: start-up
     from the_loop.daemon import daemon_running
 
     ctx = common.ctx()

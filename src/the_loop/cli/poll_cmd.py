@@ -13,6 +13,7 @@ def poll(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Poll GitHub once: new labelled items, comments, reviews, and closures."""
+    # lazy: start-up
     import asyncio
 
     from the_loop.github.poller import CycleResult, Poller

@@ -30,6 +30,7 @@ def list_(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List sessions (newest first): work item, status, harness, runner, target, age."""
+    # lazy: start-up
     from the_loop import sessions
     from the_loop.store.sessions import SessionStatus
 
@@ -65,14 +66,9 @@ def show(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Show one session (the live one of a work item, else its latest)."""
-    from the_loop import sessions
-    from the_loop.store.sessions import delivered_count
+    from the_loop.views import session_view  # lazy: start-up
 
-    ctx = common.ctx()
-    rec = sessions.resolve(ctx, ref)
-    data = rec.model_dump(mode="json", by_alias=True)
-    data["pane"] = sessions.probe(ctx, rec)
-    data["deliveries"] = delivered_count(ctx.db.connect(), rec.id)
+    data = session_view(common.ctx(), ref).model_dump(mode="json", by_alias=True)
     if fmt is common.Format.json:
         common.print_json(data)
         return
@@ -87,20 +83,12 @@ def attach(
     read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
 ) -> None:
     """Attach this terminal to the session's tmux pane (closed sessions: read-only)."""
-    from the_loop import sessions
+    from the_loop.views import attach_plan  # lazy: start-up
 
-    ctx = common.ctx()
-    rec = sessions.resolve(ctx, ref)
-    if rec.runner != "tmux" or not rec.tmux_target:
-        raise BadInput(f"session {rec.id} runs headless; use `the-loop sessions logs {ref}`")
-    if not rec.live and not read_only:
-        print(
-            f"note: session {rec.id} of {rec.work_item} is closed; attaching read-only",
-            file=sys.stderr,
-            flush=True,
-        )
-        read_only = True
-    command = ctx.runners.tmux.attach_command(rec.tmux_target, read_only=read_only).unwrap()
+    plan = attach_plan(common.ctx(), ref, read_only)
+    if plan.note:
+        print(f"note: {plan.note}", file=sys.stderr, flush=True)
+    command = plan.command
     os.execvpe(command.argv[0], list(command.argv), dict(command.env))
 
 
@@ -111,6 +99,7 @@ def say(
     actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
 ) -> None:
     """Send a message into a live session."""
+    # lazy: start-up
     from the_loop import sessions
 
     print(sessions.say(common.ctx(), ref, text, actor))
@@ -123,6 +112,7 @@ def close(
     kill_tmux: bool = typer.Option(False, "--kill-tmux", help="Kill the tmux session too."),
 ) -> None:
     """Close a session: stop its agent; the screen is kept unless --kill-tmux."""
+    # lazy: start-up
     from the_loop import sessions
 
     if keep_tmux and kill_tmux:
@@ -135,6 +125,7 @@ def close(
 @app.command("pause")
 def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
     """Stop delivering events to a session (they are dropped, not queued)."""
+    # lazy: start-up
     from the_loop import sessions
 
     rec = sessions.pause_by_operator(common.ctx(), ref, True)
@@ -144,6 +135,7 @@ def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session 
 @app.command("resume")
 def resume(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
     """Deliver events to a paused session again (nothing is replayed)."""
+    # lazy: start-up
     from the_loop import sessions
 
     rec = sessions.pause_by_operator(common.ctx(), ref, False)
@@ -156,9 +148,9 @@ def logs(
     lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
 ) -> None:
     """Print the last lines of the session's screen (or headless transcript)."""
-    from the_loop import sessions
+    from the_loop.views import session_screen  # lazy: start-up
 
-    sys.stdout.write(sessions.screen(common.ctx(), ref, lines).rstrip("\n") + "\n")
+    sys.stdout.write(session_screen(common.ctx(), ref, lines).text.rstrip("\n") + "\n")
 
 
 def dispatch(
@@ -168,6 +160,7 @@ def dispatch(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Feed a payload through the webhook path (no signature) and print what was decided."""
+    # lazy: start-up
     from the_loop.dispatch import dispatch as run_dispatch
 
     try:

@@ -37,6 +37,7 @@ def _ago(when: datetime | None) -> str:
 @app.command("list")
 def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) -> None:
     """List declared and created standing sessions with their status."""
+    # lazy: start-up
     from the_loop import standing
 
     views = standing.list_standing(common.ctx())
@@ -80,6 +81,7 @@ def create(
     no_start: bool = typer.Option(False, "--no-start", help="Store it without starting it."),
 ) -> None:
     """Create a standing session and start it."""
+    # lazy: start-up
     from the_loop import standing
 
     if arg and no_args:
@@ -104,6 +106,7 @@ def create(
 @app.command("delete")
 def delete(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
     """Stop and remove a created standing session (declared ones live in the config)."""
+    # lazy: start-up
     from the_loop import standing
 
     result = standing.delete(common.ctx(), name)
@@ -116,6 +119,7 @@ def start(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Start (or resume) a standing session; a running one is left alone."""
+    # lazy: start-up
     from the_loop import standing
 
     outcomes = standing.start(common.ctx(), name)
@@ -144,6 +148,7 @@ def stop(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Stop a standing session: the agent first, then its tmux session."""
+    # lazy: start-up
     from the_loop import standing
 
     outcomes = standing.stop(common.ctx(), name)
@@ -165,6 +170,7 @@ def _print_stops(outcomes: Sequence[StopOutcome]) -> None:
 @app.command("restart")
 def restart(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
     """Stop, then start a standing session again (resuming its conversation)."""
+    # lazy: start-up
     from the_loop import standing
 
     _print_starts([standing.restart(common.ctx(), name)])
@@ -177,6 +183,7 @@ def say(
     actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
 ) -> None:
     """Send a message into a running standing session (never starts one)."""
+    # lazy: start-up
     from the_loop import standing
 
     result = standing.say(common.ctx(), name, text, actor)

@@ -113,6 +113,7 @@ def event_context(event: WorkEvent, work_item: str) -> EventContext:
 
 
 def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     env = jinja2.Environment(
@@ -130,6 +131,7 @@ def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
 
 @lru_cache(maxsize=1)
 def _builtin_env() -> jinja2.Environment:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     return _environment(
@@ -143,6 +145,7 @@ def _builtin_env() -> jinja2.Environment:
 
 
 def _template(name: str, override: Path | None) -> jinja2.Template:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     if override is None:
@@ -158,6 +161,7 @@ def _template(name: str, override: Path | None) -> jinja2.Template:
 
 
 def _render(template: jinja2.Template, **values: object) -> str:
+    # lazy: start-up (jinja2 loads when a prompt is rendered)
     import jinja2
 
     try:

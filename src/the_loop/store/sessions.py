@@ -162,3 +162,14 @@ def mark_prompt(tx: sqlite3.Connection, seq: int, status: str) -> None:
 
 def delivered_count(conn: sqlite3.Connection, session_id: str) -> int:
     return prompts.delivered_count(conn, session_id)
+
+
+def counts_by_status(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many sessions have each status (statuses without sessions are absent)."""
+    rows = conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status")
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def delivered_total(conn: sqlite3.Connection) -> int:
+    """How many prompts were delivered into any agent session."""
+    return prompts.delivered_total(conn)

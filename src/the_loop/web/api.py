@@ -17,15 +17,17 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from the_loop import __version__, sessions, standing
+from the_loop import doctor, metrics, sessions, standing, views
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.doctor import DoctorReport, run_doctor
-from the_loop.errors import BadInput, NotFound
-from the_loop.refs import validate_standing_name
-from the_loop.store import inbox, prompts
-from the_loop.store.inbox import InboxItem, InboxStatus
+from the_loop.doctor import DoctorReport
+from the_loop.errors import BadInput
+from the_loop.health import Health
+from the_loop.inbox_ops import InboxPage, inbox_page
+from the_loop.status import StatusSummary, health, status_summary
+from the_loop.store.inbox import InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.views import Screen, SessionView
 from the_loop.web import auth
 
 Guard = Callable[..., Any]
@@ -49,99 +51,44 @@ class Done(Camel):
     detail: str = ""
 
 
-class SessionOut(SessionRecord):
-    pane: str | None = None
-
-
-class Screen(Camel):
-    session_id: str
-    lines: int
-    text: str
-
-
 class EventType(Camel):
     type: str
     level: str
     description: str
 
 
-class InboxPage(Camel):
-    counts: dict[str, int]
-    items: list[InboxItem]
-
-
-class Health(Camel):
-    status: str
-    version: str
-    problems: list[str] = []
-    detail: dict[str, Any] = {}
-
-
-def _session(ctx: Ctx, session_id: str, with_pane: bool = False) -> SessionOut:
-    rec = sessions.resolve(ctx, session_id)
-    out = SessionOut.model_validate(rec.model_dump())
-    if with_pane:
-        out.pane = sessions.probe(ctx, rec)
-    return out
-
-
-def build_router(
-    get_ctx: Callable[[], Ctx],
-    read: list[Any],
-    write: list[Any],
-    health: Callable[[Ctx], Health] | None = None,
-) -> APIRouter:
+def build_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]) -> APIRouter:
     """The ``/api/v1`` routes; READ and WRITE are the dependencies guarding each kind."""
     router = APIRouter()
-    _status_routes(router, get_ctx, read, health)
+    _status_routes(router, get_ctx, read)
     _session_routes(router, get_ctx, read, write)
     _standing_routes(router, get_ctx, read, write)
     _event_routes(router, get_ctx, read)
     return router
 
 
-def _status_routes(
-    router: APIRouter,
-    get_ctx: Callable[[], Ctx],
-    read: list[Any],
-    health: Callable[[Ctx], Health] | None,
-) -> None:
+def _status_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]) -> None:
     @router.get("/health", tags=["status"], dependencies=read)
     async def get_health() -> Health:
         """Liveness and the problems that make the-loop unhealthy."""
-        ctx = get_ctx()
-        if health is None:
-            return Health(status="ok", version=__version__)
-        return await asyncio.to_thread(health, ctx)
+        return await asyncio.to_thread(health, get_ctx())
 
     @router.get("/status", tags=["status"], dependencies=read)
-    async def get_status() -> dict[str, Any]:
+    async def get_status() -> StatusSummary:
         """Sessions by status, inbox depth, and the daemon's health."""
-        ctx = get_ctx()
-        conn = ctx.db.connect()
-        by_status = {
-            str(r[0]): int(r[1])
-            for r in conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status")
-        }
-        result = health(ctx) if health else Health(status="ok", version=__version__)
-        return {
-            "health": result.model_dump(by_alias=True),
-            "sessions": by_status,
-            "inbox": inbox.counts(ctx.db),
-        }
+        return await asyncio.to_thread(status_summary, get_ctx())
 
     @router.get("/doctor", tags=["status"], dependencies=read)
     async def get_doctor() -> DoctorReport:
         """The doctor's checks (tmux, git, harnesses, state dir, port)."""
-        return await asyncio.to_thread(run_doctor, get_ctx().config, True)
+        return await asyncio.to_thread(doctor.run_doctor, get_ctx().config, True)
 
     @router.get("/inbox", tags=["inbox"], dependencies=read)
     async def get_inbox(
         status: InboxStatus | None = None, limit: int = Query(100, ge=1, le=10_000)
     ) -> InboxPage:
         """Inbox items (pending, failed, dead-lettered, …), newest first."""
-        ctx = get_ctx()
-        return InboxPage(counts=inbox.counts(ctx.db), items=inbox.list_items(ctx.db, status, limit))
+        return await asyncio.to_thread(inbox_page, get_ctx(), status, limit)
 
 
 def _session_routes(
@@ -157,15 +104,13 @@ def _session_routes(
     @router.get("/sessions/{session_id:path}/screen", tags=["sessions"], dependencies=read)
     async def get_screen(session_id: str, lines: int = Query(200, ge=1, le=100_000)) -> Screen:
         """The last lines of the session's screen."""
-        ctx = get_ctx()
-        rec = sessions.resolve(ctx, session_id)
-        text = await asyncio.to_thread(sessions.screen, ctx, rec.id, lines)
-        return Screen(session_id=rec.id, lines=lines, text=text)
+        return await asyncio.to_thread(views.session_screen, get_ctx(), session_id, lines)
 
     @router.get("/sessions/{session_id:path}", tags=["sessions"], dependencies=read)
-    async def get_session(session_id: str) -> SessionOut:
-        """One session by id, or the live (else latest) session of a work item ref."""
-        return await asyncio.to_thread(_session, get_ctx(), session_id, True)
+    async def get_session(session_id: str) -> SessionView:
+        """One session by id, or the live (else latest) session of a work item ref, with its
+        pane state and delivered-prompt count."""
+        return await asyncio.to_thread(views.session_view, get_ctx(), session_id)
 
     @router.post("/sessions/{session_id:path}/messages", tags=["sessions"], dependencies=write)
     async def post_message(session_id: str, body: MessageIn) -> Done:
@@ -203,14 +148,6 @@ class StandingIn(Camel):
     start: bool = Field(True, description="Start it now.")
 
 
-def _one_view(ctx: Ctx, name: str) -> standing.StandingView:
-    validate_standing_name(name)
-    for view in standing.list_standing(ctx):
-        if view.name == name:
-            return view
-    raise NotFound(f"no standing session {name!r}")
-
-
 def _standing_routes(
     router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]
 ) -> None:
@@ -239,7 +176,7 @@ def _standing_routes(
     @router.get("/standing/{name}", tags=["standing"], dependencies=read)
     async def get_standing(name: str) -> standing.StandingView:
         """One standing session."""
-        return await asyncio.to_thread(_one_view, get_ctx(), name)
+        return await asyncio.to_thread(views.standing_view, get_ctx(), name)
 
     @router.delete("/standing/{name}", tags=["standing"], dependencies=write)
     async def delete_standing(name: str) -> standing.DeleteResult:
@@ -354,32 +291,6 @@ def token_guards(get_tokens: Callable[[], auth.Tokens]) -> tuple[list[Any], list
 
 def metrics_text(ctx: Ctx) -> PlainTextResponse:
     """Prometheus text: sessions by status, deliveries, inbox depth, poll cycles, latency."""
-    from the_loop.metrics import METRICS
-
-    conn = ctx.db.connect()
-    lines = [
-        "# HELP the_loop_sessions Work-item sessions by status.",
-        "# TYPE the_loop_sessions gauge",
-    ]
-    for status in SessionStatus:
-        count = conn.execute(
-            "SELECT COUNT(*) FROM sessions WHERE status = ?", (status.value,)
-        ).fetchone()[0]
-        lines.append(f'the_loop_sessions{{status="{status.value}"}} {count}')
-    delivered = prompts.delivered_total(conn)
-    lines += [
-        "# TYPE the_loop_deliveries_total counter",
-        f"the_loop_deliveries_total {delivered}",
-        "# HELP the_loop_inbox Inbox items by status.",
-        "# TYPE the_loop_inbox gauge",
-    ]
-    counts = inbox.counts(ctx.db)
-    for item_status in InboxStatus:
-        value = counts.get(item_status.value, 0)
-        lines.append(f'the_loop_inbox{{status="{item_status.value}"}} {value}')
-    polls = conn.execute("SELECT COUNT(*) FROM events WHERE type = 'poll.cycle'").fetchone()[0]
-    lines += ["# TYPE the_loop_poll_cycles_total counter", f"the_loop_poll_cycles_total {polls}"]
-    lines += METRICS.render_process()
     return PlainTextResponse(
-        "\n".join(lines) + "\n", media_type="text/plain; version=0.0.4; charset=utf-8"
+        metrics.prometheus_text(ctx), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -16,26 +16,32 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from the_loop import __version__
 from the_loop.context import Ctx
 from the_loop.errors import LoopError
-from the_loop.web.api import Health, build_router, metrics_text, token_guards
+from the_loop.instance import DaemonInfo
+from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
+from the_loop.web.webhooks import github_router
+
+Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
+"""Starts the background work of a daemon; the tasks end when the event is set."""
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
-    """Build the app serving CTX; DAEMON (a ``DaemonInfo``) when run by the daemon."""
-    from the_loop.daemon import run_background
-
+def create_app(
+    ctx: Ctx, daemon: DaemonInfo | None = None, background: Background | None = None
+) -> FastAPI:
+    """Build the app serving CTX; DAEMON (a ``DaemonInfo``) when run by the daemon, which
+    passes BACKGROUND to run its background work for the app's lifetime."""
     server = ctx.config.server
     mcp = McpEndpoint(build_server(lambda: ctx), server.host, server.public_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        tasks = await run_background(ctx, stop) if daemon is not None else []
+        tasks = await background(ctx, stop) if background is not None else []
         app.state.stop = stop
         try:
             async with mcp.running():
@@ -59,8 +65,6 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
     app.state.daemon = daemon
     _install_error_handlers(app)
     if ctx.config.github.enabled and ctx.config.github.webhook.enabled:
-        from the_loop.web.webhooks import github_router
-
         app.include_router(github_router(ctx))
 
     _mount_api(app, ctx, mcp)
@@ -72,71 +76,15 @@ def create_app(ctx: Ctx, daemon: Any = None) -> FastAPI:
     return app
 
 
-def health_of(ctx: Ctx) -> Health:
-    """The daemon's health: ok unless a check reports a problem."""
-    problems: list[str] = []
-    detail: dict[str, Any] = {}
-    for name, check in HEALTH_CHECKS:
-        found, info = check(ctx)
-        problems += found
-        if info:
-            detail[name] = info
-    return Health(
-        status="ok" if not problems else "unhealthy",
-        version=__version__,
-        problems=problems,
-        detail=detail,
-    )
-
-
-HealthCheck = Callable[[Ctx], tuple[list[str], Any]]
-
-
-def _standing_health(ctx: Ctx) -> tuple[list[str], Any]:
-    from the_loop import standing
-
-    views = standing.list_standing(ctx)
-    return standing.health_problems(ctx), {v.name: v.status for v in views}
-
-
-def _poller_health(ctx: Ctx) -> tuple[list[str], Any]:
-    from the_loop.store.poll import last_cycle
-
-    if not (ctx.config.github.enabled and ctx.config.github.poller.enabled):
-        return [], None
-    cycle = last_cycle(ctx.db)
-    return [], cycle.model_dump(by_alias=True) if cycle else {"lastCycle": None}
-
-
-def _inbox_health(ctx: Ctx) -> tuple[list[str], Any]:
-    from the_loop.store import inbox
-
-    return [], inbox.counts(ctx.db)
-
-
-def _outbox_health(ctx: Ctx) -> tuple[list[str], Any]:
-    from the_loop import outbox
-
-    return [], outbox.summary(ctx).model_dump(by_alias=True)
-
-
-HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
-    ("standing", _standing_health),
-    ("poller", _poller_health),
-    ("inbox", _inbox_health),
-    ("outbox", _outbox_health),
-]
-
-
 def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     tokens = ensure_tokens(ctx)
     read, write = token_guards(lambda: tokens)
-    app.include_router(build_router(lambda: ctx, read, write, health_of), prefix="/api/v1")
+    app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
 
     @app.get("/metrics", include_in_schema=False, dependencies=read)
     async def metrics() -> PlainTextResponse:
-        return metrics_text(ctx)
+        return await asyncio.to_thread(metrics_text, ctx)
 
 
 def _install_error_handlers(app: FastAPI) -> None:

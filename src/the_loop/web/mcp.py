@@ -25,14 +25,14 @@ from pydantic import Field
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from the_loop import __version__, sessions, standing
+from the_loop import __version__, sessions, standing, views
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import Forbidden, LoopError, ValidationFailed
-from the_loop.sdk import event_filter, standing_view
 from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.views import Screen, SessionView
 from the_loop.web import auth
-from the_loop.web.api import Done, Screen, SessionOut
+from the_loop.web.api import Done
 
 T = TypeVar("T")
 
@@ -127,9 +127,10 @@ def _session_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
         return _call(lambda: sessions.list_sessions(get_ctx(), status, limit))
 
     @server.tool(annotations=_READ)
-    def get_session(session: SessionArg) -> SessionOut:
-        """One work-item session, with ``pane``: live, dead, absent, unknown or headless."""
-        return _call(lambda: _session_out(get_ctx(), session))
+    def get_session(session: SessionArg) -> SessionView:
+        """One work-item session, with ``pane`` (live, dead, absent, unknown or headless) and
+        ``deliveries`` (prompts delivered so far)."""
+        return _call(lambda: views.session_view(get_ctx(), session))
 
     @server.tool(annotations=_SAY)
     def say_to_session(
@@ -148,19 +149,7 @@ def _session_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
         session: SessionArg, lines: Annotated[int, Field(ge=1, le=100_000)] = 200
     ) -> Screen:
         """The last LINES lines of the session's screen (its transcript when headless)."""
-        return _call(lambda: _screen(get_ctx(), session, lines))
-
-
-def _session_out(ctx: Ctx, ref_or_id: str) -> SessionOut:
-    rec = sessions.resolve(ctx, ref_or_id)
-    out = SessionOut.model_validate(rec.model_dump())
-    out.pane = sessions.probe(ctx, rec)
-    return out
-
-
-def _screen(ctx: Ctx, ref_or_id: str, lines: int) -> Screen:
-    rec = sessions.resolve(ctx, ref_or_id)
-    return Screen(session_id=rec.id, lines=lines, text=sessions.screen(ctx, rec.id, lines))
+        return _call(lambda: views.session_screen(get_ctx(), session, lines))
 
 
 def _standing_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
@@ -172,7 +161,7 @@ def _standing_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
     @server.tool(annotations=_READ)
     def get_standing_session(name: NameArg) -> standing.StandingView:
         """One standing session: source, status, harness, conversation, last message."""
-        return _call(lambda: standing_view(get_ctx(), name))
+        return _call(lambda: views.standing_view(get_ctx(), name))
 
     @server.tool(annotations=_SAY)
     def say_to_standing_session(
@@ -201,7 +190,7 @@ def _event_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
         """The newest LIMIT events of the log matching every filter given, oldest first."""
 
         def query() -> list[ev.Event]:
-            flt = event_filter(types, work_item, standing, level, since, limit)
+            flt = ev.parse_filter(types, work_item, standing, level, since, limit)
             return ev.query(get_ctx().db, flt)
 
         return _call(query)

@@ -1,0 +1,74 @@
+"""The durable inbox for operators: a page of items with the counts, and replay.
+
+``replay`` makes an item ready again; when no daemon serves the state dir it is processed at
+once, in this process, through the same path a live delivery takes (``dispatch.process``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from the_loop import dispatch
+from the_loop.context import Ctx
+from the_loop.errors import NotFound
+from the_loop.instance import daemon_running
+from the_loop.store import inbox
+from the_loop.store.inbox import InboxItem, InboxStatus
+
+
+class InboxPage(BaseModel):
+    """How many items have each status, and the newest items asked for."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    counts: dict[str, int]
+    items: list[InboxItem]
+
+
+def inbox_page(ctx: Ctx, status: InboxStatus | None = None, limit: int = 100) -> InboxPage:
+    """The counts by status and the LIMIT newest items (of STATUS, when given)."""
+    return InboxPage(counts=inbox.counts(ctx.db), items=inbox.list_items(ctx.db, status, limit))
+
+
+class ReplayOutcome(StrEnum):
+    daemon = "daemon"
+    """Ready again; the running daemon will process it."""
+    ready = "ready"
+    """Ready again; someone else claimed it first."""
+    processed = "processed"
+    """Processed here; ``status``, ``summary`` and ``error`` say how it went."""
+
+
+class Replayed(BaseModel):
+    """What ``replay`` did with one delivery."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    delivery_id: str
+    outcome: ReplayOutcome
+    status: str | None = None
+    summary: str = ""
+    error: str | None = None
+
+
+def replay(ctx: Ctx, delivery_id: str) -> Replayed:
+    """Make DELIVERY_ID ready again (a failed or dead-lettered one, or any other on purpose)
+    and, unless a daemon runs, process it now; ``NotFound`` for an unknown id."""
+    if inbox.replay(ctx.db, delivery_id) is None:
+        raise NotFound(f"no inbox item {delivery_id!r}")
+    if daemon_running(ctx.state_dir):
+        return Replayed(delivery_id=delivery_id, outcome=ReplayOutcome.daemon)
+    claimed = inbox.claim(ctx.db, delivery_id)
+    if claimed is None:
+        return Replayed(delivery_id=delivery_id, outcome=ReplayOutcome.ready)
+    result = dispatch.process(ctx, *claimed)
+    return Replayed(
+        delivery_id=delivery_id,
+        outcome=ReplayOutcome.processed,
+        status=result.status,
+        summary=result.summary,
+        error=result.error,
+    )

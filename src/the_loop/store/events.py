@@ -1,0 +1,183 @@
+"""The ``events`` table: append, select by filter, newest id, prune, count by type.
+
+The event catalogue and the rules of ``emit`` live in ``the_loop.events``; this module only
+stores rows and turns them into ``Event`` models.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import IntEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from the_loop.errors import BadInput
+from the_loop.store.db import Database
+
+
+class Level(IntEnum):
+    debug = 10
+    info = 20
+    warning = 30
+    error = 40
+
+    @classmethod
+    def parse(cls, text: str) -> Level:
+        try:
+            return cls[text.lower()]
+        except KeyError:
+            raise BadInput(f"invalid level {text!r}: one of debug, info, warning, error") from None
+
+
+class Event(BaseModel):
+    """One row of the event log as the surfaces show it (camelCase in JSON)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    id: int
+    ts: datetime
+    type: str
+    level: str
+    source: str
+    work_item: str | None = None
+    standing: str | None = None
+    session_id: str | None = None
+    delivery_id: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """What ``query`` and ``follow`` select; every field narrows the selection."""
+
+    types: tuple[str, ...] = ()
+    work_item: str | None = None
+    standing: str | None = None
+    min_level: Level = Level.debug
+    since: float | None = None
+    after_id: int = 0
+    limit: int | None = 100
+
+    def following(self, after_id: int) -> EventFilter:
+        """The same selection, for events after AFTER_ID, unlimited and without ``since``."""
+        return EventFilter(
+            self.types, self.work_item, self.standing, self.min_level, None, after_id, None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to append, its payload already validated and encoded as JSON."""
+
+    ts: float
+    type: str
+    level: int
+    source: str
+    work_item: str | None
+    standing: str | None
+    session_id: str | None
+    delivery_id: str | None
+    payload_json: str
+
+
+def append(db: Database, event: NewEvent) -> int:
+    """Append EVENT in its own transaction; returns its id."""
+    row = (
+        event.ts,
+        event.type,
+        event.level,
+        event.source,
+        event.work_item,
+        event.standing,
+        event.session_id,
+        event.delivery_id,
+        event.payload_json,
+    )
+    with db.transaction() as tx:
+        cur = tx.execute(
+            "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
+            " delivery_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+        return int(cur.lastrowid or 0)
+
+
+def _where(f: EventFilter) -> tuple[str, list[Any]]:
+    clauses = ["id > ?"]
+    args: list[Any] = [f.after_id]
+    if f.types:
+        clauses.append("(" + " OR ".join("type GLOB ?" for _ in f.types) + ")")
+        args.extend(f.types)
+    if f.work_item is not None:
+        clauses.append("work_item = ?")
+        args.append(f.work_item)
+    if f.standing is not None:
+        clauses.append("standing = ?")
+        args.append(f.standing)
+    if f.min_level > Level.debug:
+        clauses.append("level >= ?")
+        args.append(int(f.min_level))
+    if f.since is not None:
+        clauses.append("ts >= ?")
+        args.append(f.since)
+    return " AND ".join(clauses), args
+
+
+def _row_to_event(row: tuple[Any, ...]) -> Event:
+    return Event(
+        id=row[0],
+        ts=datetime.fromtimestamp(row[1], tz=UTC),
+        type=row[2],
+        level=Level(row[3]).name if row[3] in Level._value2member_map_ else str(row[3]),
+        source=row[4],
+        work_item=row[5],
+        standing=row[6],
+        session_id=row[7],
+        delivery_id=row[8],
+        payload=json.loads(row[9]),
+    )
+
+
+_COLUMNS = "id, ts, type, level, source, work_item, standing, session_id, delivery_id, payload"
+
+
+def newest(db: Database, f: EventFilter) -> list[Event]:
+    """The newest ``limit`` events matching F, oldest first."""
+    where, args = _where(f)
+    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id DESC"
+    if f.limit is not None:
+        sql += " LIMIT ?"
+        args.append(f.limit)
+    rows = db.connect().execute(sql, args).fetchall()
+    return [_row_to_event(r) for r in reversed(rows)]
+
+
+def after(db: Database, f: EventFilter, batch: int = 500) -> list[Event]:
+    """Events after ``f.after_id`` matching F, oldest first (at most BATCH)."""
+    where, args = _where(f)
+    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id ASC LIMIT ?"
+    rows = db.connect().execute(sql, [*args, batch]).fetchall()
+    return [_row_to_event(r) for r in rows]
+
+
+def last_id(db: Database) -> int:
+    """The id of the newest event (0 when there is none)."""
+    row = db.connect().execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()
+    return int(row[0])
+
+
+def delete_before(db: Database, cutoff: float) -> int:
+    """Delete events older than CUTOFF (a Unix time); returns how many were removed."""
+    with db.transaction() as tx:
+        cur = tx.execute("DELETE FROM events WHERE ts < ?", (cutoff,))
+        return cur.rowcount
+
+
+def count_of_type(db: Database, type_: str) -> int:
+    """How many events of TYPE the log holds."""
+    row = db.connect().execute("SELECT COUNT(*) FROM events WHERE type = ?", (type_,)).fetchone()
+    return int(row[0])
