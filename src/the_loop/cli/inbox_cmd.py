@@ -73,6 +73,6 @@ def replay(
     if claimed is None:
         print(f"{delivery_id} is ready again")
         return
-    result = dispatch.process(ctx, *claimed)
+    result = dispatch.process(ctx, claimed)
     print(f"{delivery_id}: {result.status} {result.summary or result.error or ''}".rstrip())
     raise typer.Exit(0 if result.error is None else 1)

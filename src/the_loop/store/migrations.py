@@ -154,3 +154,13 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0011_inbox_work",
+        """
+        ALTER TABLE inbox ADD COLUMN work TEXT;
+        ALTER TABLE inbox ADD COLUMN lane TEXT
+        """,
+    ),
+]
