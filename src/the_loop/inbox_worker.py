@@ -58,7 +58,7 @@ class InboxWorker:
             waiter.cancel()
 
     def _enqueue(self, claimed: Claimed) -> None:
-        key = claimed.lane or dispatch.lane(self.ctx, claimed)  # derived only for old rows
+        key = dispatch.lane(self.ctx, claimed)  # stored at intake; derived only for old rows
         queue = self.lanes.setdefault(key, asyncio.Queue())
         queue.put_nowait(claimed)
         task = self.tasks.get(key)
