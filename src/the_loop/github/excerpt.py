@@ -3,13 +3,15 @@ much of them. Pure: no I/O. An excerpt is untrusted input and is framed as such 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
-from typing import TypeAlias
+from typing import TypeAlias, TypeGuard
 
 from the_loop.work import ExcerptValue
 
 Payload: TypeAlias = Mapping[str, object]
 
+_SCALAR_TYPES = (str, int, bool)
 EXCERPT_STRING_LIMIT = 500
 EXCERPT_TOTAL_LIMIT = 4000
 
@@ -111,18 +113,29 @@ def clip_excerpt(values: Iterable[tuple[str, object]]) -> dict[str, ExcerptValue
                 continue
             value = _clip(value, min(EXCERPT_STRING_LIMIT, budget))
             budget -= len(value)
-        if isinstance(value, str | int | bool):
+        if isinstance(value, _SCALAR_TYPES):
             out[path] = value
     return out
 
 
+def is_mapping(value: object) -> TypeGuard[Mapping[str, object]]:
+    """``isinstance(VALUE, Mapping)``, with the common case (a decoded JSON object, a ``dict``)
+    answered without the ABC check, which dominates a parse's cost otherwise."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _dig(payload: Payload, path: str) -> object:
     node: object = payload
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
+    for part in _parts(path):
+        if type(node) is not dict and not isinstance(node, Mapping):
             return None
         node = node.get(part)
     return node
+
+
+@functools.lru_cache(maxsize=256)
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
 
 
 def _clip(text: str, limit: int) -> str:

@@ -16,12 +16,12 @@ The work items of a pull request are its linked issues (``github.links``) follow
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from the_loop.config import DEFAULT_WEBHOOK_EVENTS
 from the_loop.errors import BadInput
-from the_loop.github.excerpt import EXCERPTS, Payload, payload_excerpt
+from the_loop.github.excerpt import EXCERPTS, Payload, is_mapping, payload_excerpt
 from the_loop.github.links import branch_issue, linked_issues, positive_int, unique_refs
 from the_loop.refs import DEFAULT_HOST, HOST_RE, WorkItemRef, validate_owner_repo
 from the_loop.work import WorkEvent, WorkKind
@@ -53,7 +53,7 @@ def parse_webhook(
     """
     name, host = _event_name(event_name), _host(host)
     delivery_id = _delivery_id(delivery_id)
-    if not isinstance(payload, Mapping):
+    if not is_mapping(payload):
         raise BadInput(f"{name} delivery {delivery_id}: the payload is not a JSON object")
     parser = _PARSERS.get(name)
     if parser is None:
@@ -115,7 +115,7 @@ def _issue_item(d: _Delivery, issue: Payload) -> _Item:
     """An ``issue`` object; one with ``pull_request`` set is the pull request it stands for
     (its body is the pull request's body, its head branch is not in the payload)."""
     ref = d.ref(_number(issue, f"{d.name}: issue"))
-    is_pr = isinstance(issue.get("pull_request"), Mapping)
+    is_pr = is_mapping(issue.get("pull_request"))
     body = _text(issue, "body")
     return _Item(
         ref=ref,
@@ -311,7 +311,7 @@ def _ci_pull_requests(d: _Delivery, value: object) -> list[tuple[WorkItemRef, st
         raise BadInput(f"{d.name}: pull_requests is not a list")
     out: list[tuple[WorkItemRef, str | None]] = []
     for entry in value:
-        if not isinstance(entry, Mapping) or not _same_repo(d, entry):
+        if not is_mapping(entry) or not _same_repo(d, entry):
             continue
         number = entry.get("number")
         if positive_int(number):
@@ -321,9 +321,9 @@ def _ci_pull_requests(d: _Delivery, value: object) -> list[tuple[WorkItemRef, st
 
 def _same_repo(d: _Delivery, entry: Payload) -> bool:
     base = entry.get("base")
-    base_repo = base.get("repo") if isinstance(base, Mapping) else None
+    base_repo = base.get("repo") if is_mapping(base) else None
     repository = d.payload.get("repository")
-    if not isinstance(base_repo, Mapping) or not isinstance(repository, Mapping):
+    if not is_mapping(base_repo) or not is_mapping(repository):
         return True
     base_id, repo_id = base_repo.get("id"), repository.get("id")
     if isinstance(base_id, int) and isinstance(repo_id, int):
@@ -349,7 +349,7 @@ def _unsupported(name: str, payload: Payload, delivery_id: str, host: str) -> Wo
     """A well-formed delivery of a type that cannot name a work item: nothing is required."""
     actor, is_bot = _sender(name, payload, required=False)
     repository = payload.get("repository")
-    full_name = repository.get("full_name") if isinstance(repository, Mapping) else None
+    full_name = repository.get("full_name") if is_mapping(repository) else None
     action = payload.get("action")
     return WorkEvent(
         kind=WorkKind.UNSUPPORTED,
@@ -396,7 +396,7 @@ def _host(value: object) -> str:
 
 def _repository(name: str, payload: Payload) -> tuple[str, str]:
     repository = payload.get("repository")
-    full_name = repository.get("full_name") if isinstance(repository, Mapping) else None
+    full_name = repository.get("full_name") if is_mapping(repository) else None
     if not isinstance(full_name, str):
         raise BadInput(f"{name}: payload.repository.full_name is missing: cannot name a work item")
     try:
@@ -408,8 +408,8 @@ def _repository(name: str, payload: Payload) -> tuple[str, str]:
 def _sender(name: str, payload: Payload, *, required: bool) -> tuple[str, bool]:
     """(login, is a bot) of ``sender``; ``("", False)`` when absent and not REQUIRED."""
     sender = payload.get("sender")
-    login = sender.get("login") if isinstance(sender, Mapping) else None
-    if not isinstance(sender, Mapping) or not isinstance(login, str) or not login.strip():
+    login = sender.get("login") if is_mapping(sender) else None
+    if not is_mapping(sender) or not isinstance(login, str) or not login.strip():
         if required:
             raise BadInput(f"{name}: payload.sender.login is missing: cannot tell who acted")
         return "", False
@@ -423,7 +423,7 @@ def is_bot(login: str, kind: object) -> bool:
 
 def _obj(payload: Payload, key: str, name: str) -> Payload:
     value = payload.get(key)
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise BadInput(f"{name}: payload.{key} is missing or not an object")
     return value
 
@@ -438,14 +438,14 @@ def _number(obj: Payload, where: str) -> int:
 
 
 def _text(obj: object, key: str) -> str | None:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
+    value = obj.get(key) if is_mapping(obj) else None
     return value if isinstance(value, str) else None
 
 
 def _labels(value: object) -> tuple[str, ...]:
     if not isinstance(value, list):
         return ()
-    names = [_text(label, "name") if isinstance(label, Mapping) else label for label in value]
+    names = [_text(label, "name") if is_mapping(label) else label for label in value]
     return tuple(n for n in names if isinstance(n, str))
 
 
