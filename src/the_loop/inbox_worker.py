@@ -3,9 +3,9 @@
 Ready items are claimed in arrival order and processed in lanes: deliveries that name the same
 work item run one after another (in order), different items run in parallel. The lane key was
 computed at intake and stored with the item (``dispatch.Intake.lane``); the worker never
-decodes a payload. On start, items
-left ``processing`` by a crash are made ready again. Failed items come back when their backoff
-expires; the worker also notices items another process (``the-loop inbox replay``) made ready.
+decodes a payload. On start, items left ``processing`` by a crash are made ready again. Failed
+items come back when their backoff expires; the worker also notices items another process
+(``the-loop inbox replay``) made ready.
 """
 
 from __future__ import annotations
