@@ -20,6 +20,7 @@ the body: ``stored_intake`` derives their intake from it when they are claimed.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass
@@ -96,7 +97,12 @@ class Intake:
 
 def github_host(ctx: Ctx) -> str:
     """The GitHub host refs carry: github.com for the public API, else the API's host."""
-    host = urlparse(ctx.config.github.api_url).hostname or "github.com"
+    return _host_of(ctx.config.github.api_url)
+
+
+@functools.lru_cache(maxsize=8)
+def _host_of(api_url: str) -> str:
+    host = urlparse(api_url).hostname or "github.com"
     return "github.com" if host in {"api.github.com", "github.com"} else host
 
 
