@@ -1,11 +1,26 @@
-"""From a GitHub delivery to decisions: accept into the durable inbox, then process it.
+"""From a delivery to decisions: decode it once on intake, keep it in the durable inbox, then
+process it.
 
-The webhook route, the poller and ``the-loop dispatch`` all go through ``accept`` and
-``process``, so a replayed payload takes exactly the path a live webhook takes.
+The path of one delivery:
+
+1. **Intake** (``intake``): the webhook route (or ``the-loop dispatch``) decodes the body once
+   and parses it into a typed ``WorkEvent`` (``github.parse.parse_webhook``); the poller builds
+   its ``WorkEvent`` directly from GitHub's API objects (``intake_work``). A payload that cannot
+   name its work item becomes an intake carrying the parser's ``BadInput`` message instead.
+2. **Accept** (``accept``): the raw body (empty for the poller), the serialized typed event (or
+   the refusal) and the lane key are committed to the inbox before the delivery is
+   acknowledged.
+3. **Process** (``process``): a claimed item's stored event is deserialized (no webhook JSON
+   decoding, no parsing) and handed to ``sessions.handle_event``; a refusal is recorded dead at
+   once (permanent, never retried), exactly as a parse failure always was.
+
+Rows accepted before the inbox kept the typed form (migration ``0011_inbox_work``) carry only
+the body: ``stored_intake`` derives their intake from it when they are claimed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass
@@ -18,9 +33,12 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError, Unavailable
 from the_loop.github.parse import parse_webhook
 from the_loop.store import inbox
-from the_loop.store.inbox import Accepted, InboxItem, InboxStatus
+from the_loop.store.inbox import Accepted, Claimed, InboxStatus
+from the_loop.work import WorkEvent, WorkKind
 
 SOURCE = "dispatch"
+_REFUSED = "refused: "
+"""Prefix of a stored intake that names no work event (the rest is the reason)."""
 
 
 @dataclass
@@ -37,15 +55,115 @@ class DispatchResult:
     exit_code: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Intake:
+    """One delivery decoded once: the work event it names, or why it can name none.
+
+    ``delivery_id`` is the inbox key exactly as received (the event's own id is the parser's
+    normalized form of it). Exactly one of ``work`` and ``refusal`` is set; a refusal is the
+    ``BadInput`` message of a payload that cannot become a work event, recorded permanently
+    failed when processed.
+    """
+
+    event_name: str
+    delivery_id: str
+    work: WorkEvent | None = None
+    refusal: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.work is None) == (self.refusal is None):
+            raise ValueError("an intake carries exactly one of a work event and a refusal")
+
+    @property
+    def lane(self) -> str:
+        """The worker lane: deliveries about one work item share ``OWNER/REPO#N`` (and run in
+        order); CI runs and item-less deliveries share ``OWNER/REPO#<event type>``; anything
+        without a repository, and every refusal, runs alone under its delivery id."""
+        work = self.work
+        if work is None:
+            return self.delivery_id
+        if work.own is not None and work.kind is not WorkKind.CI:
+            return f"{work.own.full_name}#{work.own.number}"
+        if work.repository:
+            return f"{work.repository}#{work.event_name}"
+        return self.delivery_id
+
+    def stored(self) -> str:
+        """The text kept in the inbox's ``work`` column (read back by ``stored_intake``)."""
+        if self.work is not None:
+            return self.work.to_json()
+        return f"{_REFUSED}{self.refusal}"
+
+
 def github_host(ctx: Ctx) -> str:
     """The GitHub host refs carry: github.com for the public API, else the API's host."""
-    host = urlparse(ctx.config.github.api_url).hostname or "github.com"
+    return _host_of(ctx.config.github.api_url)
+
+
+@functools.lru_cache(maxsize=8)
+def _host_of(api_url: str) -> str:
+    host = urlparse(api_url).hostname or "github.com"
     return "github.com" if host in {"api.github.com", "github.com"} else host
 
 
-def accept(ctx: Ctx, event: str, delivery_id: str, body: bytes, source: str) -> Accepted:
-    """Commit a delivery to the inbox (before it is acknowledged); emits the intake event."""
-    accepted = inbox.accept(ctx.db, delivery_id, event, body, source)
+def decode(body: bytes) -> dict[str, Any]:
+    """The JSON object BODY holds; ``BadInput`` when it is not JSON or not an object."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadInput("the payload is not valid JSON") from None
+    if not isinstance(payload, dict):
+        raise BadInput("the payload must be a JSON object")
+    return payload
+
+
+def intake(ctx: Ctx, event_name: str, delivery_id: str, payload: dict[str, Any]) -> Intake:
+    """Parse a decoded webhook PAYLOAD once; a payload that cannot name its work item gives
+    a refusal (never raises for the payload's content)."""
+    try:
+        work = parse_webhook(event_name, payload, delivery_id, github_host(ctx))
+    except BadInput as exc:
+        return Intake(event_name, delivery_id, refusal=str(exc))
+    return Intake(event_name, delivery_id, work=work)
+
+
+def intake_work(work: WorkEvent) -> Intake:
+    """The intake of a work event built without a webhook (the poller's)."""
+    return Intake(work.event_name, work.delivery_id, work=work)
+
+
+def stored_intake(ctx: Ctx, claimed: Claimed) -> Intake:
+    """The intake of a claimed inbox item: deserialized from its ``work`` column; derived from
+    its raw body (decoded and parsed here) for rows stored before that column existed, or
+    whose stored form cannot be read. Never raises for the row's content."""
+    item = claimed.item
+    if claimed.work is not None:
+        if claimed.work.startswith(_REFUSED):
+            return Intake(item.event, item.delivery_id, refusal=claimed.work[len(_REFUSED) :])
+        try:
+            return Intake(item.event, item.delivery_id, work=WorkEvent.from_json(claimed.work))
+        except ValueError as exc:
+            if not claimed.payload:
+                return Intake(item.event, item.delivery_id, refusal=str(exc))
+    try:
+        payload = decode(claimed.payload)
+    except BadInput as exc:
+        return Intake(item.event, item.delivery_id, refusal=str(exc))
+    return intake(ctx, item.event, item.delivery_id, payload)
+
+
+def lane(ctx: Ctx, claimed: Claimed) -> str:
+    """The worker lane of a claimed item (stored at intake; derived for older rows)."""
+    return claimed.lane or stored_intake(ctx, claimed).lane
+
+
+def accept(ctx: Ctx, delivery: Intake, body: bytes, source: str) -> Accepted:
+    """Commit a delivery (its raw BODY and its intake) to the inbox before it is
+    acknowledged; emits the intake event."""
+    event, delivery_id = delivery.event_name, delivery.delivery_id
+    accepted = inbox.accept(
+        ctx.db, delivery_id, event, body, source, work=delivery.stored(), lane=delivery.lane
+    )
     if accepted.duplicate:
         ev.emit(
             ctx.db,
@@ -67,26 +185,19 @@ def accept(ctx: Ctx, event: str, delivery_id: str, body: bytes, source: str) -> 
     return accepted
 
 
-def decode(body: bytes) -> dict[str, Any]:
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise BadInput("the payload is not valid JSON") from None
-    if not isinstance(payload, dict):
-        raise BadInput("the payload must be a JSON object")
-    return payload
-
-
-def process(ctx: Ctx, item: InboxItem, body: bytes) -> DispatchResult:
-    """Parse, decide and act on one claimed inbox item; record its outcome. Never raises."""
+def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
+    """Decide and act on one claimed inbox item; record its outcome. Never raises."""
+    item = claimed.item
     prior = engine.PriorDelivery.FAILED if item.attempts > 1 else engine.PriorDelivery.NONE
     try:
-        event = parse_webhook(item.event, decode(body), item.delivery_id, github_host(ctx))
-        outcome = sessions.handle_event(ctx, event, prior)
+        delivery = stored_intake(ctx, claimed)
+        if delivery.work is None:
+            raise BadInput(delivery.refusal or "the delivery names no work event")
+        outcome = sessions.handle_event(ctx, delivery.work, prior)
     except LoopError as exc:
-        return _failed(ctx, item, exc, transient=isinstance(exc, Unavailable))
-    except Exception as exc:  # a bug must not wedge the inbox: record and retry
-        return _failed(ctx, item, exc, transient=True)
+        return _failed(ctx, claimed, exc, transient=isinstance(exc, Unavailable))
+    except Exception as exc:  # the inbox processing edge: a bug must not wedge the inbox
+        return _failed(ctx, claimed, exc, transient=True)
     inbox.succeed(ctx.db, item.delivery_id, outcome.summary)
     ev.emit(
         ctx.db,
@@ -105,7 +216,8 @@ def process(ctx: Ctx, item: InboxItem, body: bytes) -> DispatchResult:
     )
 
 
-def _failed(ctx: Ctx, item: InboxItem, exc: Exception, transient: bool) -> DispatchResult:
+def _failed(ctx: Ctx, claimed: Claimed, exc: Exception, transient: bool) -> DispatchResult:
+    item = claimed.item
     message = str(exc) or repr(exc)
     status = inbox.fail(ctx.db, item, message, transient)
     if status is InboxStatus.dead:
@@ -136,13 +248,24 @@ def _failed(ctx: Ctx, item: InboxItem, exc: Exception, transient: bool) -> Dispa
 def dispatch(
     ctx: Ctx, event: str, body: bytes, delivery_id: str | None = None, source: str = "dispatch"
 ) -> DispatchResult:
-    """Accept and process one payload now, exactly as the webhook path would."""
+    """Accept and process one webhook payload now, exactly as the webhook path would.
+    Raises ``BadInput`` (storing nothing) when BODY is not a JSON object."""
     delivery = delivery_id or f"dispatch-{uuid.uuid4()}"
-    decode(body)
-    accepted = accept(ctx, event, delivery, body, source)
+    return _now(ctx, intake(ctx, event, delivery, decode(body)), body, source)
+
+
+def dispatch_work(ctx: Ctx, work: WorkEvent, source: str) -> DispatchResult:
+    """Accept and process a work event built without a webhook (the poller's) now, through
+    the same inbox: its delivery id dedupes it exactly like a webhook's."""
+    return _now(ctx, intake_work(work), b"", source)
+
+
+def _now(ctx: Ctx, delivery: Intake, body: bytes, source: str) -> DispatchResult:
+    event, delivery_id = delivery.event_name, delivery.delivery_id
+    accepted = accept(ctx, delivery, body, source)
     if accepted.duplicate:
-        return DispatchResult(delivery, event, True, accepted.status.value, "duplicate")
-    claimed = inbox.claim(ctx.db, delivery)
+        return DispatchResult(delivery_id, event, True, accepted.status.value, "duplicate")
+    claimed = inbox.claim(ctx.db, delivery_id)
     if claimed is None:
-        return DispatchResult(delivery, event, True, "processing", "taken by another worker")
-    return process(ctx, *claimed)
+        return DispatchResult(delivery_id, event, True, "processing", "taken by another worker")
+    return process(ctx, claimed)

@@ -31,14 +31,13 @@ decides ends the evaluation:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 from typing import ClassVar, TypeAlias
 
 from the_loop.config import Config, KeywordsConfig
-from the_loop.github.parse import repo_allowed, repository_allowed
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent, WorkKind
 
@@ -287,6 +286,46 @@ def _mask_quotes_and_code(text: str) -> str:
     return text
 
 
+# --- predicates the rules share (and the poller asks: one definition each) -----------------
+
+
+def repo_allowed(ref: WorkItemRef, repos: Sequence[str]) -> bool:
+    """True when REF's repository may be routed under ``github.repos`` = REPOS: an empty list
+    accepts every repository; otherwise OWNER/REPO must be listed (case-insensitive; the host
+    is not part of the match)."""
+    return repository_allowed(ref.full_name, repos)
+
+
+def repository_allowed(full_name: str, repos: Sequence[str]) -> bool:
+    """``repo_allowed`` for a plain ``OWNER/REPO`` name."""
+    wanted = full_name.lower()
+    return not repos or any(entry.lower() == wanted for entry in repos)
+
+
+def is_authorized(actor: str, config: Config) -> bool:
+    """Rule 4: ACTOR may drive agents: listed in ``routing.authorizedUsers`` (any case; an
+    empty list authorizes nobody)."""
+    wanted = actor.lower()
+    return any(login.lower() == wanted for login in config.routing.authorized_users)
+
+
+def arming_keyword(scan: CommandScan) -> Keyword | None:
+    """Rule 5: the keyword that arms an item (``start`` or ``do``) when SCAN found exactly
+    one keyword and it is one of those; None otherwise (no keyword, a control keyword, or a
+    conflict of two)."""
+    if len(scan.keywords) == 1 and scan.keywords[0] in (Keyword.START, Keyword.DO):
+        return scan.keywords[0]
+    return None
+
+
+def is_start_request(body: str | None, actor: str, config: Config) -> bool:
+    """True when BODY, authored by ACTOR, is an authorized start: ACTOR is authorized and the
+    text arms its item by keyword (rules 4 and 5), as ``decide`` would judge a comment."""
+    if not is_authorized(actor, config):
+        return False
+    return arming_keyword(scan_commands(body, config.routing.keywords)) is not None
+
+
 # --- the decision ---------------------------------------------------------------------------
 
 _Rule: TypeAlias = Callable[[WorkEvent, RouteState, Config], Decision | None]
@@ -377,8 +416,7 @@ def _authorized(event: WorkEvent, state: RouteState, config: Config) -> Decision
         return _ignore(IgnoreReason.ROUTING_DISABLED, "routing.enabled is false")
     if event.kind is WorkKind.CI:
         return None
-    allowed = {login.lower() for login in config.routing.authorized_users}
-    if event.actor.lower() not in allowed:
+    if not is_authorized(event.actor, config):
         return Decision(
             (Unauthorized(event.actor),),
             (f"{event.actor or 'an unknown actor'} is not in routing.authorizedUsers",),
@@ -406,9 +444,10 @@ def _route(event: WorkEvent, state: RouteState, config: Config) -> Decision:
     keyword = scan.keywords[0] if scan.keywords else None
     if keyword in (Keyword.STOP, Keyword.PAUSE, Keyword.RESUME):
         return _control(event, state, config, keyword)
+    armed = arming_keyword(scan)
     spawn = None
-    if event.own is not None and (keyword is not None or _label_arms(event, config)):
-        spawn = Spawn(event.own, keyword, scan.instruction)
+    if event.own is not None and (armed is not None or _label_arms(event, config)):
+        spawn = Spawn(event.own, armed, scan.instruction)
     return _deliver_or(event, state, config, spawn)
 
 

@@ -64,7 +64,7 @@ def replay(ctx: Ctx, delivery_id: str) -> Replayed:
     claimed = inbox.claim(ctx.db, delivery_id)
     if claimed is None:
         return Replayed(delivery_id=delivery_id, outcome=ReplayOutcome.ready)
-    result = dispatch.process(ctx, *claimed)
+    result = dispatch.process(ctx, claimed)
     return Replayed(
         delivery_id=delivery_id,
         outcome=ReplayOutcome.processed,

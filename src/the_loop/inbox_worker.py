@@ -1,38 +1,26 @@
 """The daemon's inbox worker: drains the durable inbox through the engine and the services.
 
 Ready items are claimed in arrival order and processed in lanes: deliveries that name the same
-work item run one after another (in order), different items run in parallel. On start, items
-left ``processing`` by a crash are made ready again. Failed items come back when their backoff
-expires; the worker also notices items another process (``the-loop inbox replay``) made ready.
+work item run one after another (in order), different items run in parallel. The lane key was
+computed at intake and stored with the item (``dispatch.Intake.lane``); the worker never
+decodes a payload. On start, items left ``processing`` by a crash are made ready again. Failed
+items come back when their backoff expires; the worker also notices items another process
+(``the-loop inbox replay``) made ready.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 
 from the_loop import dispatch
 from the_loop.context import Ctx
 from the_loop.store import inbox
-from the_loop.store.inbox import InboxItem
+from the_loop.store.inbox import Claimed
 
 IDLE_POLL_SECONDS = 1.0
 MAX_LANES = 8
-
-
-def lane_key(item: InboxItem, body: bytes) -> str:
-    """Deliveries about one repository item share a lane (best effort, from the payload)."""
-    try:
-        payload = json.loads(body)
-        repo = payload["repository"]["full_name"]
-        for key in ("issue", "pull_request"):
-            if isinstance(payload.get(key), dict) and "number" in payload[key]:
-                return f"{repo}#{payload[key]['number']}"
-        return f"{repo}#{item.event}"
-    except Exception:
-        return item.delivery_id
 
 
 class InboxWorker:
@@ -41,7 +29,7 @@ class InboxWorker:
     def __init__(self, ctx: Ctx, max_lanes: int = MAX_LANES) -> None:
         self.ctx = ctx
         self.wake = ctx.inbox_wake
-        self.lanes: dict[str, asyncio.Queue[tuple[InboxItem, bytes]]] = {}
+        self.lanes: dict[str, asyncio.Queue[Claimed]] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.slots = asyncio.Semaphore(max_lanes)
 
@@ -50,7 +38,7 @@ class InboxWorker:
         while not stop.is_set():
             claimed = await asyncio.to_thread(inbox.claim_next, self.ctx.db)
             if claimed is not None:
-                self._enqueue(*claimed)
+                self._enqueue(claimed)
                 continue
             self.wake.clear()
             await self._sleep(stop)
@@ -69,19 +57,18 @@ class InboxWorker:
         for waiter in waiters:
             waiter.cancel()
 
-    def _enqueue(self, item: InboxItem, body: bytes) -> None:
-        key = lane_key(item, body)
+    def _enqueue(self, claimed: Claimed) -> None:
+        key = dispatch.lane(self.ctx, claimed)  # stored at intake; derived only for old rows
         queue = self.lanes.setdefault(key, asyncio.Queue())
-        queue.put_nowait((item, body))
+        queue.put_nowait(claimed)
         task = self.tasks.get(key)
         if task is None or task.done():
             self.tasks[key] = asyncio.create_task(self._lane(key, queue), name=f"lane:{key}")
 
-    async def _lane(self, key: str, queue: asyncio.Queue[tuple[InboxItem, bytes]]) -> None:
+    async def _lane(self, key: str, queue: asyncio.Queue[Claimed]) -> None:
         async with self.slots:
             while not queue.empty():
-                item, body = queue.get_nowait()
-                await asyncio.to_thread(dispatch.process, self.ctx, item, body)
+                await asyncio.to_thread(dispatch.process, self.ctx, queue.get_nowait())
         if queue.empty() and self.lanes.get(key) is queue:
             del self.lanes[key]
 

@@ -110,9 +110,7 @@ def enqueue_comment(
     """Queue comment TEXT on REF in transaction TX (posted with the self-marker and a hidden
     outbox marker). Without KEY the comment is never taken for another one; give a KEY (e.g.
     the delivery id that caused it) to store a repeated enqueue once."""
-    from the_loop.github.writeback import (
-        with_outbox_marker,
-    )  # lazy: start-up (httpx, the GitHub client)
+    from the_loop.github.writeback import with_outbox_marker  # lazy: start-up
 
     token = uuid.uuid4().hex[:16]
     new = NewWrite(

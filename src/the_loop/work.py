@@ -8,12 +8,14 @@ I/O.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeAlias
 
+from the_loop.errors import LoopError
 from the_loop.refs import WorkItemRef
 
 SELF_MARKER = "<!-- the-loop -->"
@@ -103,6 +105,151 @@ class WorkEvent:
     def has_self_marker(self) -> bool:
         """True when the authored text carries the-loop's self-marker."""
         return has_self_marker(self.body)
+
+    def to_json(self) -> str:
+        """This event as JSON text (ASCII only), such that ``from_json`` gives an equal event
+        back: every field, refs with their host, excerpt order and the exact type of each
+        excerpt value, and any string (lone surrogates included)."""
+        data: dict[str, object] = {
+            "v": WORK_EVENT_FORMAT,
+            **{name: getattr(self, name) for name in _SCALARS},
+            "kind": self.kind.value,
+            "items": [_ref_json(ref) for ref in self.items],
+            "own": None if self.own is None else _ref_json(self.own),
+            "labels": list(self.labels),
+            "excerpt": dict(self.excerpt),
+        }
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> WorkEvent:
+        """The event ``to_json`` wrote. Raises ``ValueError`` naming the problem for text that
+        is not such an event (malformed JSON, another format version, a field of the wrong
+        type or a broken invariant); never anything else."""
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"a stored work event is not JSON: {exc}") from None
+        if not isinstance(data, dict) or data.get("v") != WORK_EVENT_FORMAT:
+            raise ValueError(f"not a work event of format {WORK_EVENT_FORMAT}")
+        f = _Fields(data)
+        try:
+            kind = WorkKind(f.text("kind"))
+        except ValueError:
+            raise ValueError(f"a stored work event has a bad kind: {f.get('kind')!r}") from None
+        own = f.get("own")
+        return cls(
+            kind=kind,
+            event_name=f.text("event_name"),
+            action=f.optional_text("action"),
+            delivery_id=f.text("delivery_id"),
+            actor=f.text("actor"),
+            actor_is_bot=f.flag("actor_is_bot"),
+            host=f.text("host"),
+            repository=f.optional_text("repository"),
+            items=tuple(_ref_of(ref) for ref in f.items("items")),
+            own=None if own is None else _ref_of(own),
+            own_is_pull_request=f.flag("own_is_pull_request"),
+            body=f.optional_text("body"),
+            url=f.optional_text("url"),
+            title=f.optional_text("title"),
+            item_url=f.optional_text("item_url"),
+            item_body=f.optional_text("item_body"),
+            item_closed=f.flag("item_closed"),
+            merged=f.optional_flag("merged"),
+            labels=tuple(_label_of(label) for label in f.items("labels")),
+            label=f.optional_text("label"),
+            conclusion=f.optional_text("conclusion"),
+            excerpt=_excerpt_of(f.get("excerpt")),
+        )
+
+
+WORK_EVENT_FORMAT = 1
+"""The version of ``WorkEvent.to_json``'s format; ``from_json`` refuses any other."""
+
+_OPTIONAL_TEXT = (
+    "action",
+    "repository",
+    "body",
+    "url",
+    "title",
+    "item_url",
+    "item_body",
+    "label",
+    "conclusion",
+)
+_TEXT = ("event_name", "delivery_id", "actor", "host")
+_FLAGS = ("actor_is_bot", "own_is_pull_request", "item_closed")
+_SCALARS = (*_TEXT, *_OPTIONAL_TEXT, *_FLAGS, "merged")
+
+
+class _Fields:
+    """Typed reads of a decoded work event; every mismatch is a ``ValueError``."""
+
+    def __init__(self, data: dict[str, object]) -> None:
+        self.data = data
+
+    def get(self, name: str) -> object:
+        if name not in self.data:
+            raise ValueError(f"a stored work event lacks {name!r}")
+        return self.data[name]
+
+    def text(self, name: str) -> str:
+        value = self.get(name)
+        if type(value) is not str:
+            raise ValueError(f"a stored work event has a bad {name}: {value!r}")
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        return None if self.get(name) is None else self.text(name)
+
+    def flag(self, name: str) -> bool:
+        value = self.get(name)
+        if type(value) is not bool:
+            raise ValueError(f"a stored work event has a bad {name}: {value!r}")
+        return value
+
+    def optional_flag(self, name: str) -> bool | None:
+        return None if self.get(name) is None else self.flag(name)
+
+    def items(self, name: str) -> list[object]:
+        value = self.get(name)
+        if not isinstance(value, list):
+            raise ValueError(f"a stored work event has a bad {name}: {value!r}")
+        return value
+
+
+def _ref_json(ref: WorkItemRef) -> list[object]:
+    return [ref.host, ref.owner, ref.repo, ref.number]
+
+
+def _ref_of(value: object) -> WorkItemRef:
+    if not isinstance(value, list) or len(value) != 4:
+        raise ValueError(f"a stored work event has a bad item: {value!r}")
+    host, owner, repo, number = value
+    if not all(type(part) is str for part in (host, owner, repo)) or type(number) is not int:
+        raise ValueError(f"a stored work event has a bad item: {value!r}")
+    try:
+        return WorkItemRef(str(owner), str(repo), number, str(host))
+    except LoopError as exc:
+        raise ValueError(f"a stored work event names a bad item: {exc}") from None
+
+
+def _label_of(value: object) -> str:
+    if type(value) is not str:
+        raise ValueError(f"a stored work event has a bad label: {value!r}")
+    return value
+
+
+def _excerpt_of(value: object) -> dict[str, ExcerptValue]:
+    if not isinstance(value, dict):
+        raise ValueError(f"a stored work event has a bad excerpt: {value!r}")
+    out: dict[str, ExcerptValue] = {}
+    for key, item in value.items():
+        if type(item) not in (str, int, bool):
+            raise ValueError(f"a stored work event has a bad excerpt value: {item!r}")
+        out[str(key)] = item
+    return out
 
 
 def has_self_marker(text: str | None) -> bool:

@@ -10,19 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fakes import payloads as p
+from the_loop.engine import repo_allowed
 from the_loop.errors import BadInput
-from the_loop.github.parse import (
-    EXCERPT_STRING_LIMIT,
-    EXCERPT_TOTAL_LIMIT,
+from the_loop.github.excerpt import EXCERPT_STRING_LIMIT, EXCERPT_TOTAL_LIMIT, payload_excerpt
+from the_loop.github.links import (
     MAX_LINKED_ISSUES,
-    SUPPORTED_EVENTS,
     branch_issue,
     closing_keyword_refs,
     linked_issues,
-    parse_webhook,
-    payload_excerpt,
-    repo_allowed,
 )
+from the_loop.github.parse import SUPPORTED_EVENTS, parse_webhook
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent, WorkKind
 

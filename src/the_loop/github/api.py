@@ -30,404 +30,105 @@ Contracts:
 - **Permanent failures** (other 4xx) raise ``GitHubError`` with GitHub's status and message;
   404 raises ``GitHubNotFound`` (also a ``NotFound``); 401 raises ``GitHubAuthFailed``.
 
-httpx is imported when the first client is built, so importing this module stays cheap.
+httpx is imported when the first client is built, so importing this module stays cheap. The
+client is here; its vocabulary lives in modules of one job each and is re-exported from this
+one: ``github.errors``, ``github.models``, ``github.cache`` (the ETag cache contract),
+``github.token`` and ``github.responses`` (reading answers and refusals).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import json
-import os
 import random
 import re
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlencode, urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel
 
 from the_loop import __version__
-from the_loop.errors import LoopError, NotFound, Unavailable
+from the_loop.github.cache import CachedResponse, EtagStore, MemoryEtagStore
+from the_loop.github.errors import (
+    GitHubAuthFailed,
+    GitHubError,
+    GitHubNotFound,
+    GitHubTokenMissing,
+    GitHubUnavailable,
+    RateLimited,
+)
+from the_loop.github.models import (
+    Branch,
+    ClosingIssue,
+    Comment,
+    Item,
+    Label,
+    Listing,
+    Pull,
+    PullRequestLink,
+    RateLimitStatus,
+    RateState,
+    Reaction,
+    Review,
+    ReviewComment,
+    User,
+)
+from the_loop.github.responses import (
+    json_of,
+    loads,
+    parse_model,
+    permanent_error,
+    raise_graphql_errors,
+    rate_from_headers,
+    rate_limit_error,
+)
+from the_loop.github.token import DEFAULT_API_URL, resolve_token
 from the_loop.refs import validate_owner_repo
 
 if TYPE_CHECKING:
     import ssl
 
-    import httpx
+    import httpx  # lazy: start-up (httpx costs ~20 ms)
 
     from the_loop.config import GitHubConfig
 
-DEFAULT_API_URL = "https://api.github.com"
+__all__ = [  # the doorway's whole vocabulary stays importable from here
+    "Branch",
+    "CachedResponse",
+    "ClosingIssue",
+    "Comment",
+    "EtagStore",
+    "GitHubAuthFailed",
+    "GitHubClient",
+    "GitHubError",
+    "GitHubNotFound",
+    "GitHubTokenMissing",
+    "GitHubUnavailable",
+    "Item",
+    "Label",
+    "Listing",
+    "MemoryEtagStore",
+    "Pull",
+    "PullRequestLink",
+    "RateLimitStatus",
+    "RateLimited",
+    "RateState",
+    "Reaction",
+    "Review",
+    "ReviewComment",
+    "User",
+    "resolve_token",
+]
+
 API_VERSION = "2022-11-28"
 PER_PAGE = 100
-GH_TIMEOUT_SECONDS = 10.0
-SECONDARY_DEFAULT_WAIT = 60.0
 ReactionContent = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 
-T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
-
-
-# ---------------------------------------------------------------------------------------------
-# errors
-
-
-class GitHubError(LoopError):
-    """GitHub refused a request for good (a 4xx other than a rate limit): do not retry.
-
-    ``github_status`` is GitHub's HTTP status, ``github_message`` its ``message``.
-    """
-
-    status = 502
-    code = "github_error"
-
-    def __init__(self, message: str, *, github_status: int = 0, github_message: str = "") -> None:
-        super().__init__(message)
-        self.github_status = github_status
-        self.github_message = github_message
-
-
-class GitHubNotFound(GitHubError, NotFound):
-    """GitHub answered 404 (or GraphQL NOT_FOUND): the repository or item does not exist."""
-
-    status = 404
-    code = "github_not_found"
-
-
-class GitHubAuthFailed(GitHubError):
-    """GitHub rejected the token (401)."""
-
-    code = "github_auth_failed"
-
-
-class GitHubTokenMissing(LoopError):
-    """No token: the environment variable is unset and ``gh auth token`` gave none."""
-
-    status = 503
-    code = "github_token_missing"
-
-
-class GitHubUnavailable(Unavailable):
-    """GitHub did not answer usefully (5xx, timeout, connection error): retrying may help."""
-
-    code = "github_unavailable"
-
-
-class RateLimited(GitHubUnavailable):
-    """GitHub's rate limit is exhausted until ``reset_at`` (epoch seconds).
-
-    ``secondary`` tells a secondary (abuse) limit from the primary hourly one; ``resource`` is
-    the limit's resource (``core``, ``graphql``, or ``*`` for a secondary limit).
-    """
-
-    code = "github_rate_limited"
-
-    def __init__(
-        self, message: str, *, reset_at: float, secondary: bool = False, resource: str = "core"
-    ) -> None:
-        super().__init__(message)
-        self.reset_at = reset_at
-        self.secondary = secondary
-        self.resource = resource
-
-    def retry_after(self, now: float | None = None) -> float:
-        """Seconds from NOW (default: the current time) until a request may be sent again."""
-        return max(0.0, self.reset_at - (time.time() if now is None else now))
-
-
-# ---------------------------------------------------------------------------------------------
-# models: only the fields the-loop uses
-
-
-def _ghost(value: object) -> object:
-    return {"login": "ghost", "type": "User"} if value is None else value
-
-
-def _text(value: object) -> object:
-    return "" if value is None else value
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class User(_Model):
-    login: str
-    type: str = "User"
-
-    @property
-    def is_bot(self) -> bool:
-        return self.type == "Bot"
-
-
-_User = Annotated[User, BeforeValidator(_ghost)]
-_Text = Annotated[str, BeforeValidator(_text)]
-
-
-class Label(_Model):
-    name: str
-
-
-class PullRequestLink(_Model):
-    merged_at: datetime | None = None
-
-
-class Item(_Model):
-    """An issue or a pull request as the issues endpoints return it."""
-
-    number: int
-    title: str
-    body: _Text = ""
-    state: str
-    state_reason: str | None = None
-    user: _User
-    labels: list[Label] = []
-    html_url: str
-    created_at: datetime
-    updated_at: datetime
-    closed_at: datetime | None = None
-    author_association: str = "NONE"
-    pull_request: PullRequestLink | None = None
-    comments: int = 0
-
-    @property
-    def is_pull(self) -> bool:
-        return self.pull_request is not None
-
-    @property
-    def merged(self) -> bool:
-        return self.pull_request is not None and self.pull_request.merged_at is not None
-
-    @property
-    def label_names(self) -> list[str]:
-        return [label.name for label in self.labels]
-
-
-def _number_from_url(url: str) -> int:
-    return int(url.rstrip("/").rsplit("/", 1)[1])
-
-
-class Comment(_Model):
-    """An issue or pull request conversation comment."""
-
-    id: int
-    body: _Text = ""
-    user: _User
-    html_url: str
-    issue_url: str
-    created_at: datetime
-    updated_at: datetime
-    author_association: str = "NONE"
-
-    @property
-    def number(self) -> int:
-        """The number of the issue or pull request it is on."""
-        return _number_from_url(self.issue_url)
-
-
-class Review(_Model):
-    id: int
-    body: _Text = ""
-    user: _User
-    state: str
-    html_url: str
-    pull_request_url: str
-    submitted_at: datetime | None = None
-    author_association: str = "NONE"
-
-    @property
-    def number(self) -> int:
-        return _number_from_url(self.pull_request_url)
-
-
-class ReviewComment(_Model):
-    """A comment on a pull request's diff."""
-
-    id: int
-    body: _Text = ""
-    user: _User
-    html_url: str
-    pull_request_url: str
-    created_at: datetime
-    updated_at: datetime
-    author_association: str = "NONE"
-    path: str = ""
-    pull_request_review_id: int | None = None
-    in_reply_to_id: int | None = None
-
-    @property
-    def number(self) -> int:
-        return _number_from_url(self.pull_request_url)
-
-
-class Branch(_Model):
-    ref: str
-    sha: str = ""
-
-
-class Pull(_Model):
-    number: int
-    title: str
-    body: _Text = ""
-    state: str
-    merged: bool = False
-    merged_at: datetime | None = None
-    closed_at: datetime | None = None
-    updated_at: datetime
-    user: _User
-    html_url: str
-    head: Branch
-    base: Branch
-    draft: bool = False
-    labels: list[Label] = []
-
-
-class Reaction(_Model):
-    id: int
-    content: str
-    user: _User
-
-
-class RateState(_Model):
-    """One rate-limit resource as GitHub last reported it."""
-
-    limit: int
-    remaining: int
-    used: int = 0
-    reset: int
-    resource: str = "core"
-
-
-class RateLimitStatus(_Model):
-    core: RateState
-    graphql: RateState | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ClosingIssue:
-    """An issue a pull request will close: ``repo`` is ``OWNER/REPO``."""
-
-    repo: str
-    number: int
-
-
-@dataclass(frozen=True, slots=True)
-class Listing(Generic[T]):
-    """The items of a paginated listing.
-
-    ``not_modified``: every page answered 304 (nothing changed since the cached answer).
-    ``complete``: every page was read; False when ``max_pages`` cut it short, in which case an
-    item missing from ``items`` may still exist (do not reconcile closures from it).
-    """
-
-    items: list[T]
-    not_modified: bool
-    complete: bool = True
-
-
-# ---------------------------------------------------------------------------------------------
-# the ETag cache
-
-
-@dataclass(frozen=True, slots=True)
-class CachedResponse:
-    """What a conditional GET needs: the validator, the body and the pagination links."""
-
-    etag: str
-    body: bytes
-    link: str | None = None
-    stored_at: float = 0.0
-
-
-class EtagStore(Protocol):
-    """Where the client keeps ETags and bodies, keyed by the request URL.
-
-    Implementations must be safe to call from the event loop (fast, non-blocking in practice)
-    and may persist across processes; a lost entry only costs one full request.
-    """
-
-    def get(self, key: str) -> CachedResponse | None: ...
-
-    def put(self, key: str, entry: CachedResponse) -> None: ...
-
-    def delete(self, key: str) -> None: ...
-
-
-class MemoryEtagStore:
-    """An ``EtagStore`` in a dict, for one process (the default)."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, CachedResponse] = {}
-
-    def get(self, key: str) -> CachedResponse | None:
-        return self._entries.get(key)
-
-    def put(self, key: str, entry: CachedResponse) -> None:
-        self._entries[key] = entry
-
-    def delete(self, key: str) -> None:
-        self._entries.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-# ---------------------------------------------------------------------------------------------
-# the token
-
-
-def resolve_token(
-    token_env: str = "GITHUB_TOKEN",
-    *,
-    api_url: str = DEFAULT_API_URL,
-    environ: Mapping[str, str] | None = None,
-    gh_timeout: float = GH_TIMEOUT_SECONDS,
-) -> str:
-    """The token from ``$TOKEN_ENV``, else from ``gh auth token`` for API_URL's host.
-
-    Raises ``GitHubTokenMissing`` naming both sources when neither gives one; never includes
-    the token in a message.
-    """
-    env = os.environ if environ is None else environ
-    token = env.get(token_env, "").strip()
-    if token:
-        return token
-    argv = ["gh", "auth", "token"]
-    host = _gh_host(api_url)
-    if host != "github.com":
-        argv += ["--hostname", host]
-    return _gh_token(argv, token_env, gh_timeout)
-
-
-def _gh_host(api_url: str) -> str:
-    host = urlsplit(api_url).netloc.lower()
-    return "github.com" if host in {"api.github.com", "github.com"} else host
-
-
-def _gh_token(argv: list[str], token_env: str, timeout: float) -> str:
-    hint = f"export {token_env}=<token>, or install gh and run `gh auth login`"
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except FileNotFoundError:
-        raise GitHubTokenMissing(f"${token_env} is unset and gh is not installed: {hint}") from None
-    except subprocess.TimeoutExpired:
-        raise GitHubTokenMissing(
-            f"${token_env} is unset and `gh auth token` did not answer within {timeout:g}s"
-        ) from None
-    except OSError as exc:
-        raise GitHubTokenMissing(f"${token_env} is unset and gh failed: {exc.strerror}") from None
-    token = proc.stdout.strip()
-    if proc.returncode != 0 or not token:
-        why = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        raise GitHubTokenMissing(
-            f"${token_env} is unset and `gh auth token` gave no token ({why[0][:200]}): {hint}"
-        )
-    return token
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,7 +165,7 @@ class _Failed:
 def _tls_context() -> ssl.SSLContext:
     """httpx's default TLS context, built once per process: loading the CA bundle takes about
     20 ms of CPU, and a client is built for every write-back."""
-    import httpx
+    import httpx  # lazy: start-up (httpx costs ~20 ms)
 
     return httpx.create_ssl_context()
 
@@ -576,28 +277,28 @@ class GitHubClient:
     async def get_issue(self, repo: str, number: int) -> Item:
         """One issue or pull request (state, ``state_reason``, ``pull_request.merged_at``)."""
         page = await self._get(self._url(f"/repos/{_repo(repo)}/issues/{int(number)}"))
-        return _parse(Item, page.data, "issue")
+        return parse_model(Item, page.data, "issue")
 
     async def get_pull(self, repo: str, number: int) -> Pull:
         """One pull request (``merged``, head and base branch)."""
         page = await self._get(self._url(f"/repos/{_repo(repo)}/pulls/{int(number)}"))
-        return _parse(Pull, page.data, "pull request")
+        return parse_model(Pull, page.data, "pull request")
 
     async def get_user(self) -> User:
         """The account the token belongs to."""
-        return _parse(User, (await self._get(self._url("/user"))).data, "user")
+        return parse_model(User, (await self._get(self._url("/user"))).data, "user")
 
     async def rate_limit(self) -> RateLimitStatus:
         """GitHub's ``/rate_limit`` (free, and answered even while limited)."""
         response = await self._send("GET", self._url("/rate_limit"), gate=False)
         self._raise_for_status(response, "GET /rate_limit")
-        resources = _json(response, "GET /rate_limit").get("resources", {})
+        resources = json_of(response, "GET /rate_limit").get("resources", {})
         named = {
             name: {**value, "resource": name}
             for name, value in resources.items()
             if name in {"core", "graphql"} and isinstance(value, dict)
         }
-        return _parse(RateLimitStatus, named, "rate limit")
+        return parse_model(RateLimitStatus, named, "rate limit")
 
     async def closing_issues(self, repo: str, pr_number: int) -> list[ClosingIssue]:
         """Issues pull request PR_NUMBER closes when merged (GraphQL
@@ -623,7 +324,7 @@ class GitHubClient:
         response = await self._send("POST", url, json_body={"body": body}, idempotent=False)
         what = f"POST /repos/{repo}/issues/{number}/comments"
         self._raise_for_status(response, what)
-        return _parse(Comment, _json(response, what), "comment")
+        return parse_model(Comment, json_of(response, what), "comment")
 
     async def add_reaction(
         self,
@@ -642,7 +343,7 @@ class GitHubClient:
         path = f"/repos/{_repo(repo)}/{tail}/reactions"
         response = await self._send("POST", self._url(path), json_body={"content": content})
         self._raise_for_status(response, f"POST {path}")
-        return _parse(Reaction, _json(response, f"POST {path}"), "reaction")
+        return parse_model(Reaction, json_of(response, f"POST {path}"), "reaction")
 
     # -- plumbing: listings and conditional GETs ---------------------------------------------
 
@@ -659,7 +360,7 @@ class GitHubClient:
             page = await self._get(url)
             if not isinstance(page.data, list):
                 raise GitHubError(f"unexpected answer from GitHub to GET {path}: not a list")
-            items.extend(_parse(model, entry, path) for entry in page.data)
+            items.extend(parse_model(model, entry, path) for entry in page.data)
             unchanged = unchanged and page.not_modified
             url = self._next_url(page.link)
             pages += 1
@@ -681,11 +382,11 @@ class GitHubClient:
         response = await self._send("GET", url, etag=cached.etag if cached else None)
         what = f"GET {_path_of(url)}"
         if response.status_code == 304 and cached is not None:
-            return _Page(_loads(cached.body, what), True, cached.link)
+            return _Page(loads(cached.body, what), True, cached.link)
         self._raise_for_status(response, what)
         if response.status_code == 304:
             raise GitHubUnavailable(f"GitHub answered 304 to an unconditional {what}")
-        data = _json(response, what)
+        data = json_of(response, what)
         link = response.headers.get("link")
         etag = response.headers.get("etag")
         if etag:
@@ -703,8 +404,8 @@ class GitHubClient:
             resource="graphql",
         )
         self._raise_for_status(response, "POST graphql")
-        payload = _json(response, "POST graphql")
-        _graphql_errors(payload, response, self.clock())
+        payload = json_of(response, "POST graphql")
+        raise_graphql_errors(payload, response, self.clock())
         data = payload.get("data")
         if not isinstance(data, dict):
             raise GitHubError("GitHub's GraphQL answer carried no data", github_status=200)
@@ -755,7 +456,7 @@ class GitHubClient:
         idempotent: bool,
     ) -> httpx.Response | _Failed:
         """One try: the response, or the transient error it ended in (marked retryable)."""
-        import httpx
+        import httpx  # lazy: start-up (httpx costs ~20 ms)
 
         try:
             response = await http.request(method, url, json=json_body, headers=headers)
@@ -782,7 +483,7 @@ class GitHubClient:
         """The connection pool, built at first use (after the token is resolved)."""
         if self._http is not None:
             return self._http
-        import httpx
+        import httpx  # lazy: start-up (httpx costs ~20 ms)
 
         token = await self._resolve_token()
         if self._http is None:  # another task may have built it while the token resolved
@@ -824,7 +525,7 @@ class GitHubClient:
 
     def _observe(self, response: httpx.Response) -> None:
         """Record the rate-limit headers; close the gate when nothing remains."""
-        state = _rate_from_headers(response.headers)
+        state = rate_from_headers(response.headers)
         if state is None:
             return
         self._rates[state.resource] = state
@@ -841,11 +542,11 @@ class GitHubClient:
         if status < 400:
             return
         if status in (403, 429):
-            limited = _rate_limit_error(response, what, self.clock())
+            limited = rate_limit_error(response, what, self.clock())
             if limited is not None:
                 self._gates[limited.resource] = limited
                 raise limited
-        raise _permanent(response, what, self.token_source)
+        raise permanent_error(response, what, self.token_source)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -880,123 +581,3 @@ def _path_of(url: str) -> str:
 
 def _transient(message: str, retryable: bool) -> _Failed:
     return _Failed(GitHubUnavailable(message), retryable)
-
-
-def _loads(body: bytes, what: str) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        raise GitHubUnavailable(f"GitHub answered {what} with a body that is not JSON") from None
-
-
-def _json(response: httpx.Response, what: str) -> Any:
-    data = _loads(response.content, what)
-    if not isinstance(data, dict | list):
-        raise GitHubUnavailable(f"GitHub answered {what} with unexpected JSON")
-    return data
-
-
-def _parse(model: type[M], data: object, what: str) -> M:
-    """Validate DATA as MODEL; an unexpected shape is a ``GitHubError`` naming the field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise GitHubError(
-            f"unexpected {what} from GitHub: {where}: {first['msg']}", github_status=200
-        ) from None
-
-
-def _message_of(response: httpx.Response) -> str:
-    try:
-        data = json.loads(response.content)
-    except ValueError:
-        return response.reason_phrase or ""
-    message = data.get("message") if isinstance(data, dict) else None
-    return str(message) if message else (response.reason_phrase or "")
-
-
-def _rate_from_headers(headers: httpx.Headers) -> RateState | None:
-    try:
-        return RateState(
-            limit=int(headers["x-ratelimit-limit"]),
-            remaining=int(headers["x-ratelimit-remaining"]),
-            used=int(headers.get("x-ratelimit-used", "0")),
-            reset=int(headers["x-ratelimit-reset"]),
-            resource=headers.get("x-ratelimit-resource", "core"),
-        )
-    except (KeyError, ValueError):
-        return None
-
-
-def _rate_limit_error(response: httpx.Response, what: str, now: float) -> RateLimited | None:
-    """The ``RateLimited`` a 403/429 stands for, or None when it is a plain refusal."""
-    headers = response.headers
-    message = _message_of(response)
-    retry_after = headers.get("retry-after")
-    if retry_after is not None or "secondary rate limit" in message.lower():
-        wait = _seconds(retry_after, SECONDARY_DEFAULT_WAIT)
-        return RateLimited(
-            f"GitHub's secondary rate limit hit on {what}: retry after {wait:g}s",
-            reset_at=now + wait,
-            secondary=True,
-            resource="*",
-        )
-    state = _rate_from_headers(headers)
-    if headers.get("x-ratelimit-remaining") == "0" or response.status_code == 429:
-        reset = float(state.reset) if state else now + SECONDARY_DEFAULT_WAIT
-        resource = state.resource if state else "core"
-        return RateLimited(
-            f"GitHub's {resource} rate limit is used up ({what}); it resets in "
-            f"{max(0.0, reset - now):.0f}s",
-            reset_at=reset,
-            resource=resource,
-        )
-    return None
-
-
-def _seconds(value: str | None, default: float) -> float:
-    try:
-        return max(0.0, float(value)) if value is not None else default
-    except ValueError:
-        return default
-
-
-def _permanent(response: httpx.Response, what: str, token_source: str) -> GitHubError:
-    status = response.status_code
-    message = _message_of(response)
-    if status == 401:
-        return GitHubAuthFailed(
-            f"GitHub rejected the token from {token_source} ({status} {message}) on {what}; "
-            "check the token or run `gh auth login`",
-            github_status=status,
-            github_message=message,
-        )
-    cls = GitHubNotFound if status == 404 else GitHubError
-    return cls(
-        f"GitHub answered {status} to {what}: {message}",
-        github_status=status,
-        github_message=message,
-    )
-
-
-def _graphql_errors(payload: Mapping[str, Any], response: httpx.Response, now: float) -> None:
-    """Raise the typed error for a GraphQL answer carrying ``errors``."""
-    errors = payload.get("errors")
-    if not errors or not isinstance(errors, list):
-        return
-    first = errors[0] if isinstance(errors[0], dict) else {}
-    kind, message = str(first.get("type", "")), str(first.get("message", "GraphQL error"))
-    if kind == "RATE_LIMITED":
-        state = _rate_from_headers(response.headers)
-        reset = float(state.reset) if state else now + SECONDARY_DEFAULT_WAIT
-        raise RateLimited(
-            f"GitHub's GraphQL rate limit: {message}", reset_at=reset, resource="graphql"
-        )
-    if kind == "NOT_FOUND":
-        raise GitHubNotFound(
-            f"GitHub GraphQL: {message}", github_status=404, github_message=message
-        )
-    if payload.get("data") is None:
-        raise GitHubError(f"GitHub GraphQL: {message}", github_status=200, github_message=message)

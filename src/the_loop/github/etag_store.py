@@ -1,6 +1,6 @@
 """The GitHub client's ETag cache kept in the state database (table ``github_etags``).
 
-An ``EtagStore`` (see ``the_loop.github.api``) that survives restarts, so the first poll after
+An ``EtagStore`` (see ``the_loop.github.cache``) that survives restarts, so the first poll after
 a restart is conditional too, and that the CLI (``the-loop poll --once``) and the daemon share.
 Each statement is its own short autocommit write (``the_loop.store.etags``); a lost or stale
 entry only costs one full request, never a wrong answer (GitHub decides 304 from the ETag).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from the_loop.github.api import CachedResponse
+from the_loop.github.cache import CachedResponse
 from the_loop.store import Database, etags
 from the_loop.store.etags import EtagEntry
 

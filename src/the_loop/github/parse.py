@@ -10,48 +10,26 @@
 - ``BadInput`` for a payload of a supported type that is malformed or cannot name the item it
   is about (a permanent failure: record it once, do not retry).
 
-Linked issues of a pull request, in order, de-duplicated, the pull request itself excluded, at
-most ``MAX_LINKED_ISSUES``:
-
-1. ``closingIssuesReferences`` when the payload carries it (GraphQL ``{"nodes": [...]}`` or a
-   plain list; the poller adds it, webhooks do not);
-2. closing keywords in the body (``close``, ``closes``, ``closed``, ``fix``, ``fixes``,
-   ``fixed``, ``resolve``, ``resolves``, ``resolved``; any case; an optional colon) followed by
-   ``#N``, ``OWNER/REPO#N`` or ``https://HOST/OWNER/REPO/issues/N`` on the configured host;
-3. the head branch: a last path segment ``issue-N`` (``issue-15``, ``fix/issue-15``), or
-   the-loop's own work branch ``the-loop/<slug>`` of an item in the same repository.
+The work items of a pull request are its linked issues (``github.links``) followed by itself;
+``excerpt`` holds the allow-listed payload fields of ``github.excerpt``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeAlias, TypeGuard
 
 from the_loop.config import DEFAULT_WEBHOOK_EVENTS
 from the_loop.errors import BadInput
+from the_loop.github.excerpt import EXCERPTS, Payload, is_mapping, payload_excerpt
+from the_loop.github.links import branch_issue, linked_issues, positive_int, unique_refs
 from the_loop.refs import DEFAULT_HOST, HOST_RE, WorkItemRef, validate_owner_repo
-from the_loop.work import ExcerptValue, WorkEvent, WorkKind
-
-Payload: TypeAlias = Mapping[str, object]
+from the_loop.work import WorkEvent, WorkKind
 
 SUPPORTED_EVENTS: frozenset[str] = frozenset(DEFAULT_WEBHOOK_EVENTS)
 CI_EVENTS: frozenset[str] = frozenset({"workflow_run", "check_run", "check_suite", "status"})
-MAX_LINKED_ISSUES = 20
 MAX_DELIVERY_ID = 200
-EXCERPT_STRING_LIMIT = 500
-EXCERPT_TOTAL_LIMIT = 4000
 
-_CLOSING_RE = re.compile(
-    r"(?<![\w-])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?::[ \t]*|[ \t]+)(?:"
-    r"(?:(?P<owner>[A-Za-z0-9-]+)/(?P<repo>[A-Za-z0-9._-]+))?#(?P<num>[0-9]{1,10})\b"
-    r"|https?://(?P<host>[A-Za-z0-9.:-]+)/(?P<url_owner>[A-Za-z0-9-]+)/"
-    r"(?P<url_repo>[A-Za-z0-9._-]+)/issues/(?P<url_num>[0-9]{1,10})\b)",
-    re.IGNORECASE,
-)
-_ISSUE_BRANCH_RE = re.compile(r"(?:^|/)issue-([0-9]{1,10})$", re.IGNORECASE)
-_LOOP_BRANCH_RE = re.compile(r"^the-loop/github-.+-([0-9]{1,10})$")
 
 _ITEM_ACTIONS = {
     "opened": WorkKind.OPENED,
@@ -60,84 +38,6 @@ _ITEM_ACTIONS = {
     "labeled": WorkKind.LABELED,
 }
 _STATUS_CONCLUSIONS = {"success": "success", "failure": "failure", "error": "failure"}
-
-_EXCERPTS: dict[str, tuple[str, ...]] = {
-    "issues": (
-        "issue.number",
-        "issue.title",
-        "issue.state",
-        "issue.state_reason",
-        "issue.user.login",
-        "label.name",
-    ),
-    "issue_comment": (
-        "issue.number",
-        "issue.title",
-        "issue.state",
-        "comment.id",
-        "comment.user.login",
-        "comment.author_association",
-        "comment.html_url",
-    ),
-    "pull_request": (
-        "pull_request.number",
-        "pull_request.title",
-        "pull_request.state",
-        "pull_request.draft",
-        "pull_request.merged",
-        "pull_request.head.ref",
-        "pull_request.base.ref",
-        "pull_request.user.login",
-        "label.name",
-    ),
-    "pull_request_review": (
-        "pull_request.number",
-        "pull_request.title",
-        "pull_request.head.ref",
-        "review.state",
-        "review.user.login",
-        "review.html_url",
-    ),
-    "pull_request_review_comment": (
-        "pull_request.number",
-        "pull_request.title",
-        "pull_request.head.ref",
-        "comment.path",
-        "comment.line",
-        "comment.side",
-        "comment.in_reply_to_id",
-        "comment.user.login",
-        "comment.html_url",
-        "comment.diff_hunk",
-    ),
-    "workflow_run": (
-        "workflow_run.name",
-        "workflow_run.event",
-        "workflow_run.status",
-        "workflow_run.conclusion",
-        "workflow_run.head_branch",
-        "workflow_run.head_sha",
-        "workflow_run.run_attempt",
-        "workflow_run.html_url",
-    ),
-    "check_run": (
-        "check_run.name",
-        "check_run.status",
-        "check_run.conclusion",
-        "check_run.head_sha",
-        "check_run.html_url",
-        "check_run.output.title",
-        "check_run.output.summary",
-    ),
-    "check_suite": (
-        "check_suite.app.name",
-        "check_suite.status",
-        "check_suite.conclusion",
-        "check_suite.head_branch",
-        "check_suite.head_sha",
-    ),
-    "status": ("context", "state", "description", "sha", "target_url"),
-}
 
 
 def parse_webhook(
@@ -153,7 +53,7 @@ def parse_webhook(
     """
     name, host = _event_name(event_name), _host(host)
     delivery_id = _delivery_id(delivery_id)
-    if not isinstance(payload, Mapping):
+    if not is_mapping(payload):
         raise BadInput(f"{name} delivery {delivery_id}: the payload is not a JSON object")
     parser = _PARSERS.get(name)
     if parser is None:
@@ -173,87 +73,6 @@ def parse_webhook(
         actor_is_bot=is_bot,
     )
     return parser(delivery)
-
-
-def repo_allowed(ref: WorkItemRef, repos: Sequence[str]) -> bool:
-    """True when REF's repository may be routed under ``github.repos`` = REPOS: an empty list
-    accepts every repository; otherwise OWNER/REPO must be listed (case-insensitive; the host
-    is not part of the match)."""
-    return repository_allowed(ref.full_name, repos)
-
-
-def repository_allowed(full_name: str, repos: Sequence[str]) -> bool:
-    """``repo_allowed`` for a plain ``OWNER/REPO`` name."""
-    wanted = full_name.lower()
-    return not repos or any(entry.lower() == wanted for entry in repos)
-
-
-def closing_keyword_refs(
-    text: str | None, owner: str, repo: str, host: str = DEFAULT_HOST
-) -> list[WorkItemRef]:
-    """Issues named after GitHub closing keywords in TEXT, in order, de-duplicated.
-
-    ``#N`` is in OWNER/REPO; ``OTHER/REPO#N`` names another repository on HOST; a URL counts
-    only when it is on HOST. Names that break the ref grammar are skipped, never raised.
-    """
-    refs: list[WorkItemRef] = []
-    for match in _CLOSING_RE.finditer(text or ""):
-        ref = _closing_match_ref(match, owner, repo, host)
-        if ref is not None and ref not in refs:
-            refs.append(ref)
-    return refs
-
-
-def branch_issue(
-    branch: str | None, owner: str, repo: str, host: str = DEFAULT_HOST
-) -> WorkItemRef | None:
-    """The issue a head BRANCH names in OWNER/REPO, or None.
-
-    Recognised: a last path segment ``issue-N`` (any case), and the-loop's own work branch
-    ``the-loop/<slug>`` whose slug is exactly that of ``OWNER/REPO#N``.
-    """
-    if not branch:
-        return None
-    match = _ISSUE_BRANCH_RE.search(branch)
-    if match:
-        return _ref_or_none(owner, repo, int(match.group(1)), host)
-    match = _LOOP_BRANCH_RE.match(branch)
-    if match:
-        ref = _ref_or_none(owner, repo, int(match.group(1)), host)
-        if ref is not None and branch == f"the-loop/{ref.slug}":
-            return ref
-    return None
-
-
-def linked_issues(
-    pr: WorkItemRef, body: str | None, head_ref: str | None, closing_references: object = None
-) -> tuple[WorkItemRef, ...]:
-    """The issues pull request PR closes, in the module's documented order, de-duplicated,
-    without PR itself, at most ``MAX_LINKED_ISSUES``. Malformed references are skipped."""
-    found = [
-        *_closing_references(closing_references, pr),
-        *closing_keyword_refs(body, pr.owner, pr.repo, pr.host),
-        branch_issue(head_ref, pr.owner, pr.repo, pr.host),
-    ]
-    return _unique(found, exclude=pr)[:MAX_LINKED_ISSUES]
-
-
-def payload_excerpt(payload: Payload, paths: Iterable[str]) -> dict[str, ExcerptValue]:
-    """The scalar values at the dotted PATHS of PAYLOAD (missing ones left out), each string
-    clipped to ``EXCERPT_STRING_LIMIT`` characters and all strings together to
-    ``EXCERPT_TOTAL_LIMIT``."""
-    out: dict[str, ExcerptValue] = {}
-    budget = EXCERPT_TOTAL_LIMIT
-    for path in paths:
-        value = _dig(payload, path)
-        if isinstance(value, str):
-            if budget <= 0:
-                continue
-            value = _clip(value, min(EXCERPT_STRING_LIMIT, budget))
-            budget -= len(value)
-        if isinstance(value, str | int | bool):
-            out[path] = value
-    return out
 
 
 # --- the delivery and its items -------------------------------------------------------------
@@ -296,7 +115,7 @@ def _issue_item(d: _Delivery, issue: Payload) -> _Item:
     """An ``issue`` object; one with ``pull_request`` set is the pull request it stands for
     (its body is the pull request's body, its head branch is not in the payload)."""
     ref = d.ref(_number(issue, f"{d.name}: issue"))
-    is_pr = isinstance(issue.get("pull_request"), Mapping)
+    is_pr = is_mapping(issue.get("pull_request"))
     body = _text(issue, "body")
     return _Item(
         ref=ref,
@@ -361,7 +180,7 @@ def _event(
         merged=item.merged if kind is WorkKind.CLOSED and item.is_pr else None,
         labels=item.labels,
         label=_added_label(d) if kind is WorkKind.LABELED else None,
-        excerpt=payload_excerpt(d.payload, _EXCERPTS[d.name]),
+        excerpt=payload_excerpt(d.payload, EXCERPTS[d.name]),
     )
 
 
@@ -463,7 +282,7 @@ def _build_ci(
         own_is_pull_request=own_is_pr,
         url=url,
         conclusion=conclusion,
-        excerpt=payload_excerpt(d.payload, _EXCERPTS[d.name]),
+        excerpt=payload_excerpt(d.payload, EXCERPTS[d.name]),
     )
 
 
@@ -477,8 +296,8 @@ def _ci_items(
         found = [
             ref for pr, head in prs for ref in (branch_issue(head, d.owner, d.repo, d.host), pr)
         ]
-        return _unique(found), prs[0][0], True
-    items = _unique(branch_issue(b, d.owner, d.repo, d.host) for b in branches)
+        return unique_refs(found), prs[0][0], True
+    items = unique_refs(branch_issue(b, d.owner, d.repo, d.host) for b in branches)
     return items, (items[0] if items else None), False
 
 
@@ -492,19 +311,19 @@ def _ci_pull_requests(d: _Delivery, value: object) -> list[tuple[WorkItemRef, st
         raise BadInput(f"{d.name}: pull_requests is not a list")
     out: list[tuple[WorkItemRef, str | None]] = []
     for entry in value:
-        if not isinstance(entry, Mapping) or not _same_repo(d, entry):
+        if not is_mapping(entry) or not _same_repo(d, entry):
             continue
         number = entry.get("number")
-        if _positive_int(number):
+        if positive_int(number):
             out.append((d.ref(number), _text(entry.get("head"), "ref")))
     return out
 
 
 def _same_repo(d: _Delivery, entry: Payload) -> bool:
     base = entry.get("base")
-    base_repo = base.get("repo") if isinstance(base, Mapping) else None
+    base_repo = base.get("repo") if is_mapping(base) else None
     repository = d.payload.get("repository")
-    if not isinstance(base_repo, Mapping) or not isinstance(repository, Mapping):
+    if not is_mapping(base_repo) or not is_mapping(repository):
         return True
     base_id, repo_id = base_repo.get("id"), repository.get("id")
     if isinstance(base_id, int) and isinstance(repo_id, int):
@@ -530,7 +349,7 @@ def _unsupported(name: str, payload: Payload, delivery_id: str, host: str) -> Wo
     """A well-formed delivery of a type that cannot name a work item: nothing is required."""
     actor, is_bot = _sender(name, payload, required=False)
     repository = payload.get("repository")
-    full_name = repository.get("full_name") if isinstance(repository, Mapping) else None
+    full_name = repository.get("full_name") if is_mapping(repository) else None
     action = payload.get("action")
     return WorkEvent(
         kind=WorkKind.UNSUPPORTED,
@@ -547,73 +366,6 @@ def _unsupported(name: str, payload: Payload, delivery_id: str, host: str) -> Wo
 
 
 # --- links ----------------------------------------------------------------------------------
-
-
-def _closing_match_ref(
-    match: re.Match[str], owner: str, repo: str, host: str
-) -> WorkItemRef | None:
-    if match.group("num") is not None:
-        other_owner, other_repo = match.group("owner"), match.group("repo")
-        if other_owner is None or other_repo is None:
-            return _ref_or_none(owner, repo, int(match.group("num")), host)
-        return _ref_or_none(
-            *_canonical(other_owner, other_repo, owner, repo), int(match.group("num")), host
-        )
-    if match.group("host").lower() != host:
-        return None
-    return _ref_or_none(
-        *_canonical(match.group("url_owner"), match.group("url_repo"), owner, repo),
-        int(match.group("url_num")),
-        host,
-    )
-
-
-def _closing_references(value: object, pr: WorkItemRef) -> list[WorkItemRef | None]:
-    """``closingIssuesReferences``: ``{"nodes": [...]}`` or a list of ``{number, repository}``
-    nodes (``repository.nameWithOwner`` or ``full_name``; the pull request's own when absent)."""
-    nodes = value.get("nodes") if isinstance(value, Mapping) else value
-    if not isinstance(nodes, list):
-        return []
-    out: list[WorkItemRef | None] = []
-    for node in nodes:
-        number = node.get("number") if isinstance(node, Mapping) else None
-        if isinstance(node, Mapping) and _positive_int(number):
-            owner, repo = _node_repository(node.get("repository"), pr)
-            out.append(_ref_or_none(owner, repo, number, pr.host))
-    return out
-
-
-def _node_repository(repository: object, pr: WorkItemRef) -> tuple[str, str]:
-    if isinstance(repository, Mapping):
-        name = repository.get("nameWithOwner", repository.get("full_name"))
-        if isinstance(name, str) and "/" in name:
-            owner, _, repo = name.partition("/")
-            return _canonical(owner, repo, pr.owner, pr.repo)
-    return pr.owner, pr.repo
-
-
-def _canonical(owner: str, repo: str, home_owner: str, home_repo: str) -> tuple[str, str]:
-    """OWNER/REPO spelled as the home repository when they name it (GitHub ignores case)."""
-    if owner.lower() == home_owner.lower() and repo.lower() == home_repo.lower():
-        return home_owner, home_repo
-    return owner, repo
-
-
-def _ref_or_none(owner: str, repo: str, number: int, host: str) -> WorkItemRef | None:
-    try:
-        return WorkItemRef(owner, repo, number, host)
-    except BadInput:
-        return None
-
-
-def _unique(
-    refs: Iterable[WorkItemRef | None], exclude: WorkItemRef | None = None
-) -> tuple[WorkItemRef, ...]:
-    out: list[WorkItemRef] = []
-    for ref in refs:
-        if ref is not None and ref != exclude and ref not in out:
-            out.append(ref)
-    return tuple(out)
 
 
 # --- small readers --------------------------------------------------------------------------
@@ -644,7 +396,7 @@ def _host(value: object) -> str:
 
 def _repository(name: str, payload: Payload) -> tuple[str, str]:
     repository = payload.get("repository")
-    full_name = repository.get("full_name") if isinstance(repository, Mapping) else None
+    full_name = repository.get("full_name") if is_mapping(repository) else None
     if not isinstance(full_name, str):
         raise BadInput(f"{name}: payload.repository.full_name is missing: cannot name a work item")
     try:
@@ -656,58 +408,46 @@ def _repository(name: str, payload: Payload) -> tuple[str, str]:
 def _sender(name: str, payload: Payload, *, required: bool) -> tuple[str, bool]:
     """(login, is a bot) of ``sender``; ``("", False)`` when absent and not REQUIRED."""
     sender = payload.get("sender")
-    login = sender.get("login") if isinstance(sender, Mapping) else None
-    if not isinstance(sender, Mapping) or not isinstance(login, str) or not login.strip():
+    login = sender.get("login") if is_mapping(sender) else None
+    if not is_mapping(sender) or not isinstance(login, str) or not login.strip():
         if required:
             raise BadInput(f"{name}: payload.sender.login is missing: cannot tell who acted")
         return "", False
-    return login, sender.get("type") == "Bot" or login.endswith("[bot]")
+    return login, is_bot(login, sender.get("type"))
+
+
+def is_bot(login: str, kind: object) -> bool:
+    """True for a GitHub account of type ``Bot``, or a login ending in ``[bot]``."""
+    return kind == "Bot" or login.endswith("[bot]")
 
 
 def _obj(payload: Payload, key: str, name: str) -> Payload:
     value = payload.get(key)
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise BadInput(f"{name}: payload.{key} is missing or not an object")
     return value
 
 
 def _number(obj: Payload, where: str) -> int:
     number = obj.get("number")
-    if not _positive_int(number):
+    if not positive_int(number):
         raise BadInput(
             f"{where}.number is missing or not a positive integer: cannot name a work item"
         )
     return number
 
 
-def _positive_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
 def _text(obj: object, key: str) -> str | None:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
+    value = obj.get(key) if is_mapping(obj) else None
     return value if isinstance(value, str) else None
 
 
 def _labels(value: object) -> tuple[str, ...]:
     if not isinstance(value, list):
         return ()
-    names = [_text(label, "name") if isinstance(label, Mapping) else label for label in value]
+    names = [_text(label, "name") if is_mapping(label) else label for label in value]
     return tuple(n for n in names if isinstance(n, str))
 
 
 def _added_label(d: _Delivery) -> str | None:
     return _text(d.payload.get("label"), "name")
-
-
-def _dig(payload: Payload, path: str) -> object:
-    node: object = payload
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"

@@ -3,40 +3,35 @@
 Per repository, one conditional listing of the open items that carry ``routing.label``: an
 unchanged listing is answered 304 and costs no rate limit, so an idle cycle is one free request
 per repository. Items whose ``updated_at`` moved are read further (their new comments, and for
-pull requests their reviews and review comments) and become webhook-shaped deliveries with
-synthetic ids (``poll-comment-<id>``, ``poll-review-<id>``, ``poll-review-comment-<id>``), fed
-through the durable inbox exactly like a webhook. The first sight of an item is a baseline: old
-chatter is never delivered, but an authorized start that was never processed is honoured.
-After a complete listing, every live session of the repository whose item left the listing is
-checked with one request; closed or merged produces the close event a webhook would have.
+pull requests their reviews and review comments) and become work events built directly from
+the API objects (``github.poll_events``, synthetic ids ``poll-comment-<id>``,
+``poll-review-<id>``, ``poll-review-comment-<id>``), fed through the durable inbox exactly like
+a webhook (``dispatch.dispatch_work``: same dedupe, same exactly-once processing, in order).
+The first sight of an item is a baseline: old chatter is never delivered, but the newest
+comment the engine would take as an authorized start (``engine.is_start_request``) is
+honoured. After a complete listing, every live session of the repository whose item left the
+listing is checked with one request; closed or merged produces the close event a webhook
+would have.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
 
 from the_loop import dispatch, engine
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.github.api import (
-    Comment,
-    GitHubClient,
-    GitHubUnavailable,
-    Item,
-    RateLimited,
-    Review,
-    ReviewComment,
-)
+from the_loop.github import poll_events
+from the_loop.github.api import GitHubClient, GitHubUnavailable, Item, RateLimited
 from the_loop.github.etag_store import SqliteEtagStore
+from the_loop.github.poll_events import iso as _iso
 from the_loop.refs import WorkItemRef
 from the_loop.store import poll as ledger
 from the_loop.store import sessions as session_store
 from the_loop.store.poll import CycleRecord, SeenItem
+from the_loop.work import WorkEvent
 
 SOURCE = "poller"
 
@@ -62,36 +57,6 @@ class CycleResult:
         return all(r.error is None for r in self.repos)
 
 
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _user(login: str, kind: str = "User") -> dict[str, Any]:
-    return {"login": login, "type": kind}
-
-
-def _repository(repo: str) -> dict[str, Any]:
-    owner, name = repo.split("/", 1)
-    return {"full_name": repo, "name": name, "owner": {"login": owner}}
-
-
-def _issue_json(item: Item) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "number": item.number,
-        "title": item.title,
-        "body": item.body,
-        "state": item.state,
-        "html_url": item.html_url,
-        "user": _user(item.user.login, item.user.type),
-        "labels": [{"name": n} for n in item.label_names],
-        "updated_at": _iso(item.updated_at),
-        "author_association": item.author_association,
-    }
-    if item.is_pull:
-        data["pull_request"] = {"merged_at": None}
-    return data
-
-
 class Poller:
     """One poller per daemon (or per ``poll --once``); keeps its client and its gates."""
 
@@ -101,6 +66,11 @@ class Poller:
         self.client = client or GitHubClient.from_config(
             cfg, etags=SqliteEtagStore(ctx.db), timeout=cfg.timeout_seconds, retries=cfg.retries
         )
+
+    @property
+    def host(self) -> str:
+        """The GitHub host the work events' refs carry."""
+        return dispatch.github_host(self.ctx)
 
     async def cycle(self) -> CycleResult:
         """Poll every configured repository once; never raises for GitHub's failures."""
@@ -154,7 +124,8 @@ class Poller:
         except GitHubUnavailable as exc:
             out.error = str(exc)
             ev.emit(self.ctx.db, "poll.error", source=SOURCE, repo=repo, error=str(exc))
-        except Exception as exc:  # a 4xx or a bug: report, close nothing, poll again later
+        except Exception as exc:  # the poller cycle edge: a 4xx or a bug in one repository is
+            # reported and closes nothing; the other repositories and the next cycle go on
             out.error = str(exc) or repr(exc)
             ev.emit(self.ctx.db, "poll.error", source=SOURCE, repo=repo, error=out.error)
         return out
@@ -196,41 +167,15 @@ class Poller:
         out.calls += 1
         comments = (await self.client.list_item_comments(repo, item.number)).items
         newest = max((c.id for c in comments), default=0)
-        routing = self.ctx.config.routing
-        allowed = {u.lower() for u in routing.authorized_users}
+        config = self.ctx.config
         for comment in reversed(comments):
-            scan = engine.scan_commands(comment.body, routing.keywords)
-            if comment.user.login.lower() in allowed and (
-                engine.Keyword.START in scan.keywords or engine.Keyword.DO in scan.keywords
-            ):
-                await self._dispatch_comment(repo, item, comment, out)
+            if engine.is_start_request(comment.body, comment.user.login, config):
+                await self._send(poll_events.comment_event(repo, item, comment, self.host), out)
                 return newest
-        if not routing.require_start_command:
-            await self._dispatch_labeled(repo, item, out)
+        if not config.routing.require_start_command:
+            labeled = poll_events.labeled_event(repo, item, config.routing.label, self.host)
+            await self._send(labeled, out)
         return newest
-
-    async def _dispatch_labeled(self, repo: str, item: Item, out: RepoResult) -> None:
-        """The item as if just labelled by its author (label arming, SPEC §6 rule 5)."""
-        label = self.ctx.config.routing.label
-        payload: dict[str, Any] = {
-            "action": "labeled",
-            "label": {"name": label},
-            "repository": _repository(repo),
-            "sender": _user(item.user.login, item.user.type),
-        }
-        delivery = f"poll-labeled-{repo}-{item.number}-{_iso(item.updated_at)}"
-        if item.is_pull:
-            payload.update(number=item.number, pull_request=self._pull_json(item))
-            await self._send("pull_request", delivery, payload, out)
-        else:
-            payload["issue"] = _issue_json(item)
-            await self._send("issues", delivery, payload, out)
-
-    def _pull_json(self, item: Item) -> dict[str, Any]:
-        data = _issue_json(item)
-        data.pop("pull_request", None)
-        data.update({"merged": False, "head": {"ref": ""}})
-        return data
 
     async def _new_activity(self, repo: str, item: Item, seen: SeenItem, out: RepoResult) -> None:
         out.calls += 1
@@ -239,7 +184,7 @@ class Poller:
         )
         for comment in comments.items:
             if comment.id > seen.baseline_comment_id:
-                await self._dispatch_comment(repo, item, comment, out)
+                await self._send(poll_events.comment_event(repo, item, comment, self.host), out)
         if item.is_pull:
             await self._reviews(repo, item, seen, out)
 
@@ -248,75 +193,18 @@ class Poller:
         reviews = await self.client.list_reviews(repo, item.number)
         for review in reviews.items:
             if review.submitted_at and _iso(review.submitted_at) >= seen.baseline_at:
-                await self._dispatch_review(repo, item, review, out)
+                await self._send(poll_events.review_event(repo, item, review, self.host), out)
         notes = await self.client.list_repo_review_comments(
             repo, since=seen.updated_at.split("|")[0]
         )
         for note in notes.items:
             if note.number == item.number and _iso(note.created_at) >= seen.baseline_at:
-                await self._dispatch_review_comment(repo, item, note, out)
+                event = poll_events.review_comment_event(repo, item, note, self.host)
+                await self._send(event, out)
 
-    async def _dispatch_comment(
-        self, repo: str, item: Item, comment: Comment, out: RepoResult
-    ) -> None:
-        payload = {
-            "action": "created",
-            "issue": _issue_json(item),
-            "comment": {
-                "id": comment.id,
-                "body": comment.body,
-                "html_url": comment.html_url,
-                "user": _user(comment.user.login, comment.user.type),
-                "author_association": comment.author_association,
-            },
-            "repository": _repository(repo),
-            "sender": _user(comment.user.login, comment.user.type),
-        }
-        await self._send("issue_comment", f"poll-comment-{comment.id}", payload, out)
-
-    async def _dispatch_review(
-        self, repo: str, item: Item, review: Review, out: RepoResult
-    ) -> None:
-        payload = {
-            "action": "submitted",
-            "pull_request": self._pull_json(item),
-            "review": {
-                "id": review.id,
-                "body": review.body,
-                "state": review.state,
-                "html_url": review.html_url,
-                "user": _user(review.user.login, review.user.type),
-            },
-            "repository": _repository(repo),
-            "sender": _user(review.user.login, review.user.type),
-        }
-        await self._send("pull_request_review", f"poll-review-{review.id}", payload, out)
-
-    async def _dispatch_review_comment(
-        self, repo: str, item: Item, note: ReviewComment, out: RepoResult
-    ) -> None:
-        payload = {
-            "action": "created",
-            "pull_request": self._pull_json(item),
-            "comment": {
-                "id": note.id,
-                "body": note.body,
-                "html_url": note.html_url,
-                "path": note.path,
-                "user": _user(note.user.login, note.user.type),
-            },
-            "repository": _repository(repo),
-            "sender": _user(note.user.login, note.user.type),
-        }
-        await self._send(
-            "pull_request_review_comment", f"poll-review-comment-{note.id}", payload, out
-        )
-
-    async def _send(
-        self, event: str, delivery: str, payload: dict[str, Any], out: RepoResult
-    ) -> None:
-        body = json.dumps(payload).encode()
-        result = await asyncio.to_thread(dispatch.dispatch, self.ctx, event, body, delivery, "poll")
+    async def _send(self, event: WorkEvent, out: RepoResult) -> None:
+        """Through the durable inbox and processed now, exactly like a webhook delivery."""
+        result = await asyncio.to_thread(dispatch.dispatch_work, self.ctx, event, "poll")
         if not result.duplicate:
             out.dispatched += 1
 
@@ -350,28 +238,7 @@ class Poller:
         return found
 
     async def _closed(self, repo: str, item: Item, merged: bool, out: RepoResult) -> None:
-        closed_at = _iso(item.closed_at or item.updated_at)
-        delivery = f"poll-close-{repo}-{item.number}-{closed_at}"
-        sender = _user("the-loop-poller", "Bot")
-        if item.is_pull:
-            pull = {**self._pull_json(item), "state": "closed", "merged": merged}
-            payload = {
-                "action": "closed",
-                "number": item.number,
-                "pull_request": pull,
-                "repository": _repository(repo),
-                "sender": sender,
-            }
-            await self._send("pull_request", delivery, payload, out)
-        else:
-            issue = {**_issue_json(item), "state": "closed"}
-            payload = {
-                "action": "closed",
-                "issue": issue,
-                "repository": _repository(repo),
-                "sender": sender,
-            }
-            await self._send("issues", delivery, payload, out)
+        await self._send(poll_events.closed_event(repo, item, merged, self.host), out)
         await asyncio.to_thread(
             ledger.remember,
             self.ctx.db,

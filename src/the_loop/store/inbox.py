@@ -3,6 +3,12 @@
 A delivery is committed here before it is acknowledged. A worker claims ready items, processes
 them and records the outcome; on restart, items left ``processing`` are made ready again.
 Failures retry with backoff and end ``dead`` after ``MAX_ATTEMPTS``.
+
+Each row keeps the raw body as received (for replay and forensics; empty for a poller's
+deliveries, which have none) and, since migration ``0011_inbox_work``, what intake made of it:
+``work``, the delivery decoded once into a typed form (opaque text to this module), and
+``lane``, the key of the worker lane it runs in. Rows accepted before that migration carry
+neither (``None``); their consumer derives both from the body.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -52,6 +58,16 @@ class Accepted(BaseModel):
     status: InboxStatus
 
 
+class Claimed(NamedTuple):
+    """A claimed item: the item, its raw body, and what intake stored (``None`` for rows
+    accepted before ``0011_inbox_work``)."""
+
+    item: InboxItem
+    payload: bytes
+    work: str | None = None
+    lane: str | None = None
+
+
 _COLUMNS = (
     "delivery_id, event, source, status, attempts, received_at, updated_at, next_attempt_at,"
     " last_error, outcome"
@@ -63,8 +79,18 @@ def _item(row: tuple[Any, ...]) -> InboxItem:
     return InboxItem.model_validate(dict(zip(_NAMES, row, strict=True)))
 
 
-def accept(db: Database, delivery_id: str, event: str, payload: bytes, source: str) -> Accepted:
-    """Commit a delivery; a known id is a duplicate unless its processing failed."""
+def accept(
+    db: Database,
+    delivery_id: str,
+    event: str,
+    payload: bytes,
+    source: str,
+    *,
+    work: str | None = None,
+    lane: str | None = None,
+) -> Accepted:
+    """Commit a delivery with what intake made of it (WORK, LANE); a known id is a duplicate
+    unless its processing failed, in which case it is stored afresh and made ready."""
     now = time.time()
     with db.transaction() as tx:
         row = tx.execute(
@@ -72,24 +98,24 @@ def accept(db: Database, delivery_id: str, event: str, payload: bytes, source: s
         ).fetchone()
         if row is None:
             tx.execute(
-                "INSERT INTO inbox (delivery_id, event, source, payload, status, attempts,"
-                " received_at, updated_at, next_attempt_at) VALUES (?, ?, ?, ?, 'pending', 0,"
-                " ?, ?, ?)",
-                (delivery_id, event, source, payload, now, now, now),
+                "INSERT INTO inbox (delivery_id, event, source, payload, work, lane, status,"
+                " attempts, received_at, updated_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?,"
+                " 'pending', 0, ?, ?, ?)",
+                (delivery_id, event, source, payload, work, lane, now, now, now),
             )
             return Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
         status = InboxStatus(row[0])
         if status in (InboxStatus.failed, InboxStatus.dead):
-            _make_ready(tx, delivery_id, now, payload)
+            tx.execute(
+                "UPDATE inbox SET payload = ?, work = ?, lane = ? WHERE delivery_id = ?",
+                (payload, work, lane, delivery_id),
+            )
+            _make_ready(tx, delivery_id, now)
             return Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
         return Accepted(delivery_id=delivery_id, duplicate=True, status=status)
 
 
-def _make_ready(
-    tx: sqlite3.Connection, delivery_id: str, now: float, payload: bytes | None
-) -> None:
-    if payload is not None:
-        tx.execute("UPDATE inbox SET payload = ? WHERE delivery_id = ?", (payload, delivery_id))
+def _make_ready(tx: sqlite3.Connection, delivery_id: str, now: float) -> None:
     tx.execute(
         "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?"
         " WHERE delivery_id = ?",
@@ -97,7 +123,7 @@ def _make_ready(
     )
 
 
-def claim_next(db: Database, now: float | None = None) -> tuple[InboxItem, bytes] | None:
+def claim_next(db: Database, now: float | None = None) -> Claimed | None:
     """Take the oldest ready item (pending, or failed and due) and mark it processing."""
     now = time.time() if now is None else now
     return _claim(
@@ -109,22 +135,22 @@ def claim_next(db: Database, now: float | None = None) -> tuple[InboxItem, bytes
     )
 
 
-def claim(db: Database, delivery_id: str) -> tuple[InboxItem, bytes] | None:
+def claim(db: Database, delivery_id: str) -> Claimed | None:
     """Take one named item if it is ready (used by ``dispatch`` to process synchronously)."""
     return _claim(
         db, "delivery_id = ? AND status IN ('pending', 'failed')", (delivery_id,), time.time()
     )
 
 
-def _claim(
-    db: Database, where: str, args: tuple[Any, ...], now: float
-) -> tuple[InboxItem, bytes] | None:
+def _claim(db: Database, where: str, args: tuple[Any, ...], now: float) -> Claimed | None:
     """In one transaction: select the first item matching WHERE and mark it processing."""
     with db.transaction() as tx:
-        row = tx.execute(f"SELECT {_COLUMNS}, payload FROM inbox WHERE {where}", args).fetchone()
+        row = tx.execute(
+            f"SELECT {_COLUMNS}, payload, work, lane FROM inbox WHERE {where}", args
+        ).fetchone()
         if row is None:
             return None
-        item = _item(row[:-1])
+        item = _item(row[:-3])
         tx.execute(
             "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?"
             " WHERE delivery_id = ?",
@@ -132,7 +158,8 @@ def _claim(
         )
     item.status = InboxStatus.processing
     item.attempts += 1
-    return item, bytes(row[-1])
+    payload, work, lane = row[-3:]
+    return Claimed(item, bytes(payload), work, lane)
 
 
 def succeed(db: Database, delivery_id: str, outcome: str) -> None:
@@ -177,7 +204,7 @@ def replay(db: Database, delivery_id: str) -> InboxItem | None:
         ).fetchone()
         if row is None:
             return None
-        _make_ready(tx, delivery_id, time.time(), None)
+        _make_ready(tx, delivery_id, time.time())
     item = _item(row)
     item.status = InboxStatus.pending
     return item

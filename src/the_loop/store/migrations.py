@@ -186,6 +186,16 @@ MIGRATIONS += [
 
 MIGRATIONS += [
     (
+        "0011_inbox_work",
+        """
+        ALTER TABLE inbox ADD COLUMN work TEXT;
+        ALTER TABLE inbox ADD COLUMN lane TEXT
+        """,
+    ),
+]
+
+MIGRATIONS += [
+    (
         "0012_agent_prompts",
         """
         CREATE TABLE agent_prompts (

@@ -2,7 +2,9 @@
 
 The delivery is committed to the inbox before the 202 is sent; processing happens in the inbox
 worker, so the acknowledgement never waits for an agent. Any well-formed signed delivery of any
-event type is acknowledged; types outside the filter are ignored later, never refused.
+event type is acknowledged; types outside the filter are ignored later, never refused. The body
+is decoded here, once, and parsed into its typed work event (``dispatch.intake``); the inbox
+keeps the raw body next to the typed form, and no later stage decodes it again.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from fastapi.responses import JSONResponse
 from the_loop import dispatch
 from the_loop import events as ev
 from the_loop.context import Ctx
+from the_loop.errors import BadInput
 from the_loop.github.signature import verify_signature
 from the_loop.metrics import METRICS
 
@@ -85,12 +88,13 @@ def github_router(ctx: Ctx) -> APIRouter:
         if not delivery or len(delivery) > _DELIVERY_MAX or not delivery.isprintable():
             return _reject(ctx, 400, "bad_input", "missing or invalid X-GitHub-Delivery", None)
         try:
-            dispatch.decode(body)
-        except Exception:
+            payload = dispatch.decode(body)
+        except BadInput:
             return _reject(ctx, 400, "bad_input", "the payload is not a JSON object", delivery)
         if event == "ping":
             return JSONResponse({"ok": True, "event": "ping"}, status_code=200)
-        accepted = dispatch.accept(ctx, event, delivery, body, SOURCE)
+        intake = dispatch.intake(ctx, event, delivery, payload)
+        accepted = dispatch.accept(ctx, intake, body, SOURCE)
         ctx.inbox_wake.set()
         METRICS.observe_webhook(time.perf_counter() - started)
         return JSONResponse(
