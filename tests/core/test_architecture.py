@@ -349,3 +349,54 @@ def test_the_lazy_check_finds_an_unmarked_import() -> None:
     )
     module = parse("the_loop.planted", SRC / PACKAGE / "planted.py", text)
     assert [v.split(":")[1] for v in unmarked_function_imports(module)] == ["12", "17"]
+
+
+MAX_MODULE_LINES = 600
+BROAD_EXCEPT_PER_1000_LINES = 0.5
+
+
+def oversized(modules: dict[str, Module]) -> list[str]:
+    """Modules longer than ``MAX_MODULE_LINES``."""
+    return [
+        f"{m.name}: {len(m.lines)} lines"
+        for m in modules.values()
+        if len(m.lines) > MAX_MODULE_LINES
+    ]
+
+
+def _reraises(handler: ast.ExceptHandler) -> bool:
+    """True for a clean-up handler that ends by re-raising what it caught."""
+    last = handler.body[-1]
+    return isinstance(last, ast.Raise) and last.exc is None
+
+
+def broad_handlers(modules: dict[str, Module]) -> list[str]:
+    """Every ``except Exception`` (or bare ``except``) in MODULES that swallows what it
+    catches (a clean-up that re-raises is not counted)."""
+    broad = {"Exception", "BaseException"}
+    return [
+        m.where(node)
+        for m in modules.values()
+        for node in ast.walk(m.tree)
+        if isinstance(node, ast.ExceptHandler)
+        and (node.type is None or (isinstance(node.type, ast.Name) and node.type.id in broad))
+        and not _reraises(node)
+    ]
+
+
+def test_modules_fit_in_600_lines() -> None:
+    assert oversized(package_modules()) == []
+
+
+def test_broad_exception_handlers_only_at_process_edges() -> None:
+    modules = package_modules()
+    total = sum(len(m.lines) for m in modules.values())
+    handlers = broad_handlers(modules)
+    assert len(handlers) <= total / 1000 * BROAD_EXCEPT_PER_1000_LINES, handlers
+
+
+def test_the_size_and_handler_checks_find_planted_violations() -> None:
+    text = "x = 1\n" * 601 + "try:\n    pass\nexcept Exception:\n    pass\n"
+    planted = {"the_loop.big": parse("the_loop.big", SRC / "the_loop" / "big.py", text)}
+    assert oversized(planted) == ["the_loop.big: 605 lines"]
+    assert broad_handlers(planted) == ["src/the_loop/big.py:604"]
