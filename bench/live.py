@@ -203,8 +203,7 @@ class Live:
             found = sorted(common.agent_conversations(agent_dir) - before - self.known())
             for conversation in found:
                 log = AgentLog(agent_dir, conversation)
-                start = log.start()
-                if start and f"{self.ref(number)}:" in " ".join(start["argv"]):
+                if f"{self.ref(number)}:" in first_text(log):
                     return conversation
             return None
 
@@ -279,7 +278,7 @@ class Live:
                 prompt = next((r for r in log.records if r.get("kind") == "prompt"), None)
                 if start is None or prompt is None:
                     continue
-                m = pattern.search(" ".join(start["argv"]))
+                m = pattern.search(str(prompt["text"]))
                 if m is None or int(m.group(1)) not in posted:
                     continue
                 number = int(m.group(1))
@@ -396,3 +395,11 @@ def agent_startup_ms(install: Install, samples: int = 15) -> list[float]:
         proc.wait(timeout=10)
         fake_agent.conversation_file(install.agent_dir, conversation).unlink()
     return out
+
+
+def first_text(log: AgentLog) -> str:
+    """The text of the agent's first prompt (the spawn prompt names the work item; it is
+    pasted, never in the argv), or "" before it arrived."""
+    log.poll()
+    first = next((r for r in log.records if r.get("kind") == "prompt"), None)
+    return str(first["text"]) if first else ""

@@ -20,6 +20,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from the_loop.agent.model import Agent, Flushed, Resumed, Started
@@ -178,11 +179,10 @@ def refuse_foreign(ctx: Ctx, agent: Agent) -> None:
 def terminate(ctx: Ctx, agent: Agent) -> TerminateReport:
     """Terminate AGENT's harness (SIGTERM, then SIGKILL after the grace); the pane stays as a
     dead record. A live target that is not AGENT's own is refused (reported, not signalled)."""
-    target = agent.tmux_target
-    tmux = ctx.runners.tmux
-    if owned(ctx, agent) is False and tmux.probe(target) is Probe.LIVE:
-        return TerminateReport(target, Probe.LIVE, refused=foreign_occupant(ctx, agent).message)
-    report = tmux.terminate(target, ctx.config.tmux.harness_kill_grace_seconds)
+    grace = ctx.config.tmux.harness_kill_grace_seconds
+    report = ctx.runners.tmux.terminate(agent.tmux_target, grace, owner=agent.owner)
+    if report.refused and report.probe is Probe.LIVE:
+        report = replace(report, refused=foreign_occupant(ctx, agent).message)
     forget_ready(ctx, agent)
     return report
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from the_loop.errors import BadInput, SpawnFailed
-from the_loop.runner.base import KeyedLock, default_work_dir
+from the_loop.runner.base import KeyedLock, default_work_dir, process_identity
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,13 +123,19 @@ class ProcessRunner:
             raise
 
     def _stop(self, proc: subprocess.Popen[bytes]) -> int:
-        """SIGTERM the run's process group, SIGKILL it after the grace; return the status."""
+        """SIGTERM the run's process group, SIGKILL what is left of it after the grace; return
+        the run's status once the whole group is gone (or the grace ran out twice)."""
+        deadline = time.monotonic() + self.kill_grace
         _signal_group(proc, signal.SIGTERM)
         try:
-            return proc.wait(timeout=self.kill_grace)
+            code = proc.wait(timeout=self.kill_grace)
         except subprocess.TimeoutExpired:
             _signal_group(proc, signal.SIGKILL)
-            return proc.wait()
+            code = proc.wait()
+        if not _group_gone(proc.pid, deadline):
+            _signal_group(proc, signal.SIGKILL)
+            _group_gone(proc.pid, time.monotonic() + 1.0)
+        return code
 
 
 def _check_inputs(argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
@@ -137,6 +143,32 @@ def _check_inputs(argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
         raise SpawnFailed(f"working directory {cwd} does not exist")
     if shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
         raise SpawnFailed(f"harness binary {argv[0]!r} not found or not executable")
+
+
+def _group_gone(pgid: int, deadline: float) -> bool:
+    """Poll until no process of group PGID is left running, or DEADLINE; True when gone."""
+    while True:
+        members = [pid for pid in _group_members(pgid) if process_identity(pid) is not None]
+        if not members:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Pids whose process group is PGID (from /proc; empty where /proc is missing)."""
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid):
+            found.append(int(entry.name))
+    return found
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:

@@ -27,13 +27,11 @@ Facts this module is built around (tmux 3.3a):
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shlex
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -79,6 +77,7 @@ from the_loop.runner.tmux_core import command_size as command_size
 from the_loop.runner.tmux_core import empty_problem as empty_problem
 from the_loop.runner.tmux_core import failure as failure
 from the_loop.runner.tmux_core import kill_group as kill_group
+from the_loop.runner.tmux_core import launcher_command as launcher_command
 from the_loop.runner.tmux_core import parse_panes as parse_panes
 from the_loop.runner.tmux_core import paste_command as paste_command
 from the_loop.runner.tmux_core import secret_env_names as secret_env_names
@@ -375,7 +374,7 @@ class TmuxRunner:
         env_args = [item for key, value in env.items() for item in ("-e", f"{key}={value}")]
         via_launcher = command_size(command) + command_size(env_args) > COMMAND_BUDGET
         if via_launcher:
-            command, env_args = self._launcher_command(command, env), []
+            command, env_args = launcher_command(self.work_dir, command, env), []
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
         size = ["-x", str(self.columns), "-y", str(self.rows)]
         args = [*head, *size, *env_args, "--", *command, *self._session_options(target)]
@@ -397,15 +396,6 @@ class TmuxRunner:
         for name, value in window:
             out += [";", "set-option", "-w", "-t", f"={target}:", name, value]
         return out
-
-    def _launcher_command(self, argv: list[str], env: dict[str, str]) -> list[str]:
-        """Argv of a launcher that reads ARGV and ENV from a private file and ``exec``s."""
-        spool = private_dir(self.work_dir / "spool")
-        path = spool / f"launch-{uuid.uuid4().hex}.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"argv": argv, "env": env}, handle)
-        return [sys.executable, "-I", "-S", "-c", LAUNCHER, str(path)]
 
     # -- deliver -----------------------------------------------------------------------------
 
@@ -540,10 +530,14 @@ class TmuxRunner:
 
     # -- stop --------------------------------------------------------------------------------
 
-    def terminate(self, target: str, grace: float = 5.0) -> TerminateReport:
+    def terminate(
+        self, target: str, grace: float = 5.0, *, owner: str | None = None
+    ) -> TerminateReport:
         """Terminate the harness in TARGET; returns what was signalled; never raises.
 
-        Only targets matching ``^loop-[A-Za-z0-9._-]+$``. Re-asserts ``remain-on-exit`` so the
+        Only targets matching ``^loop-[A-Za-z0-9._-]+$``; with OWNER, only a target whose live
+        panes carry that ownership mark (read in the same ``list-panes``; anything else is
+        ``refused``, untouched). Re-asserts ``remain-on-exit`` so the
         pane stays as a dead record, sends SIGTERM to every live pane pid of exactly TARGET
         (pids <= 1 dropped), waits up to GRACE seconds in small steps, then SIGKILLs the
         survivors that are still the same processes.
@@ -554,15 +548,18 @@ class TmuxRunner:
             )
         try:
             with self._locks.hold(target):
-                return self._terminate(target, grace)
+                return self._terminate(target, grace, owner)
         except (OSError, LoopError) as exc:  # the lock directory: a report, never an exception
             return TerminateReport(target, Probe.UNKNOWN, error=f"terminate failed: {exc}")
 
-    def _terminate(self, target: str, grace: float) -> TerminateReport:
-        self.run("set-option", "-w", "-t", f"={target}:", "remain-on-exit", "on")
+    def _terminate(self, target: str, grace: float, owner: str | None) -> TerminateReport:
         status = self.pane_status(target)
         if status.probe is Probe.UNKNOWN:
             return TerminateReport(target, status.probe, error=status.detail or "tmux unknown")
+        foreign = [p for p in status.panes if not p.dead and p.owner != owner]
+        if owner is not None and status.probe is Probe.LIVE and foreign:
+            return TerminateReport(target, status.probe, refused=self.occupied_message(target))
+        self.run("set-option", "-w", "-t", f"={target}:", "remain-on-exit", "on")
         found = [process_identity(pid) for pid in signalable_pids(status.panes, target)]
         victims = [ident for ident in found if ident is not None]
         signalled = [i for i in victims if send(i, signal.SIGTERM)]

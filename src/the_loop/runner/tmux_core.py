@@ -5,12 +5,15 @@ answers, paste commands, input checks, the client environment, signalling by ide
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from the_loop.config import Config
 from the_loop.refs import is_loop_target
-from the_loop.runner.base import ProcessIdentity, still_running
+from the_loop.runner.base import ProcessIdentity, private_dir, still_running
 from the_loop.runner.outcomes import Answer, Probe, SpawnResult
 
 _ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -33,10 +36,13 @@ _NOT_FOUND_MARKERS = (
     "no current target",  # the server is up but has no session at all
 )
 _CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
-PANE_FORMAT = "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
 DEAD_MARKER = "the-loop:pane-dead"
 OWNER_VAR = "THE_LOOP_OWNER"
 OWNER_OPTION = "@the_loop_owner"
+PANE_FORMAT = (
+    "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
+    f"\t#{{{OWNER_OPTION}}}"
+)
 STAGE_FORMAT = f"#{{pane_dead}}\t#{{{OWNER_OPTION}}}"
 COMMAND_BUDGET = 12_000
 LAUNCHER = (
@@ -107,6 +113,7 @@ class PaneInfo:
     dead: bool
     dead_status: int | None
     dead_signal: int | None
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +154,7 @@ def parse_panes(output: str, target: str) -> tuple[PaneInfo, ...]:
     panes: list[PaneInfo] = []
     for line in output.splitlines():
         fields = line.split("\t")
-        if len(fields) != 5 or fields[0] != target:
+        if len(fields) not in (5, 6) or fields[0] != target:
             continue
         try:
             pid = int(fields[1])
@@ -155,7 +162,8 @@ def parse_panes(output: str, target: str) -> tuple[PaneInfo, ...]:
             continue
         status = int(fields[3]) if fields[3].lstrip("-").isdigit() else None
         sig = int(fields[4]) if fields[4].isdigit() else None
-        panes.append(PaneInfo(fields[0], pid, fields[2] == "1", status, sig))
+        owner = fields[5] or None if len(fields) == 6 else None
+        panes.append(PaneInfo(fields[0], pid, fields[2] == "1", status, sig, owner))
     return tuple(panes)
 
 
@@ -301,3 +309,13 @@ def wait_gone(identities: Sequence[ProcessIdentity], grace: float) -> list[Proce
         time.sleep(0.02)
         alive = [i for i in alive if still_running(i)]
     return alive
+
+
+def launcher_command(work_dir: Path, argv: list[str], env: dict[str, str]) -> list[str]:
+    """Argv of a launcher that reads ARGV and ENV from a private file and ``exec``s."""
+    spool = private_dir(work_dir / "spool")
+    path = spool / f"launch-{uuid.uuid4().hex}.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"argv": argv, "env": env}, handle)
+    return [sys.executable, "-I", "-S", "-c", LAUNCHER, str(path)]
