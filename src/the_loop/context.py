@@ -3,7 +3,6 @@ shared services of this process, each a typed field built once."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,6 +12,8 @@ from the_loop.config import Config, LoadedConfig, load_config
 from the_loop.store import Database, open_database
 
 if TYPE_CHECKING:
+    import asyncio
+
     from the_loop.runner import Runners
 
 
@@ -24,8 +25,8 @@ class Ctx:
     loaded: LoadedConfig
     db: Database
     ready: set[str] = field(default_factory=set)
-    inbox_wake: asyncio.Event = field(default_factory=asyncio.Event)
-    outbox_wake: asyncio.Event = field(default_factory=asyncio.Event)
+    inbox_wake: asyncio.Event = field(default_factory=lambda: _event())
+    outbox_wake: asyncio.Event = field(default_factory=lambda: _event())
 
     @property
     def config(self) -> Config:
@@ -42,6 +43,12 @@ class Ctx:
         from the_loop.runner import Runners
 
         return Runners.from_config(self.config)
+
+
+def _event() -> asyncio.Event:
+    import asyncio  # lazy: start-up (asyncio costs ~20 ms; most CLI commands never wait)
+
+    return asyncio.Event()
 
 
 def open_ctx(config_path: Path | None = None, loaded: LoadedConfig | None = None) -> Ctx:
