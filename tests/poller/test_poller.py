@@ -142,3 +142,34 @@ def test_rate_limit_waits_for_the_reset(work: Work, gh: FakeGitHub) -> None:
     assert asyncio.run(two_cycles()) == 0
     limited = work.events("poll.rate_limited")
     assert limited and limited[-1]["payload"]["resetAt"]
+
+
+def test_a_failed_closure_check_is_retried_on_a_304_cycle(work: Work, gh: FakeGitHub) -> None:
+    started(work, gh)
+    poll(work)  # settles what the-loop's own write-backs changed
+    gh.close_issue(REPO, 1)
+    gh.fail_next(2, status=502, path="/repos/octo/repo/issues/1")  # the check and its retry
+    poll(work, expect=1)
+    assert work.session_json(REF)["status"] == "active"
+    assert not work.events("poll.closure_detected")
+    gh.reset_log()
+    poll(work)  # a new process: the listing is unchanged (304), the check is still owed
+    listings = gh.requests(method="GET", path="/repos/octo/repo/issues")
+    assert listings and all(r.status == 304 for r in listings)
+    shown = work.session_json(REF)
+    assert shown["status"] == "closed" and shown["closeReason"] == "issue-closed"
+    assert len(work.events("poll.closure_detected")) == 1
+    gh.reset_log()
+    poll(work)  # answered: owed no more
+    assert not gh.requests(path="/repos/octo/repo/issues/1")
+
+
+def test_an_answered_closure_check_is_not_repeated(work: Work, gh: FakeGitHub) -> None:
+    started(work, gh)
+    gh.remove_label(REPO, 1, "the-loop")
+    poll(work)
+    assert gh.requests(method="GET", path="/repos/octo/repo/issues/1")
+    gh.reset_log()
+    poll(work)
+    assert not gh.requests(path="/repos/octo/repo/issues/1")
+    assert work.session_json(REF)["status"] == "active"
