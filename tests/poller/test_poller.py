@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.fake_github import FakeGitHub
+from tests.helpers import wait_until
 from tests.work import Work
 
 REPO = "octo/repo"
@@ -173,3 +174,33 @@ def test_an_answered_closure_check_is_not_repeated(work: Work, gh: FakeGitHub) -
     poll(work)
     assert not gh.requests(path="/repos/octo/repo/issues/1")
     assert work.session_json(REF)["status"] == "active"
+
+
+def test_a_rate_limit_seen_by_one_process_is_honoured_by_the_next(
+    work: Work, gh: FakeGitHub
+) -> None:
+    sid = started(work, gh)
+    poll(work)  # settles what the-loop's own write-backs changed
+    gh.add_comment(REPO, 1, "while limited")
+    gh.exhaust_rate_limit(reset_in=3600)
+    first = work.env.run("poll", "--once")
+    assert first.exit_code == 1, first.stdout + first.stderr
+    assert gh.requests(status=403), "the first process met the limit"
+    gh.reset_log()
+    second = work.env.run("poll", "--once")  # another process, before the reset
+    assert second.exit_code == 1 and "rate limited" in second.stdout, second.stdout
+    assert gh.requests() == []
+    limited = work.events("poll.rate_limited")
+    assert (
+        len(limited) == 2 and limited[0]["payload"]["resetAt"] == limited[1]["payload"]["resetAt"]
+    )
+    assert len(work.prompts(sid)) == 1
+
+
+def test_polling_resumes_after_a_persisted_reset(work: Work, gh: FakeGitHub) -> None:
+    sid = started(work, gh)
+    gh.add_comment(REPO, 1, "after the reset")
+    gh.exhaust_rate_limit(reset_in=2)
+    poll(work, expect=1)
+    wait_until(lambda: work.cli("poll", "--once").exit_code == 0, timeout=20, what="a reset")
+    assert "after the reset" in work.wait_prompts(sid, 2)[1]

@@ -34,6 +34,7 @@ from the_loop.github.api import (
 )
 from the_loop.github.etag_store import SqliteEtagStore
 from the_loop.github.poll_events import iso as _iso
+from the_loop.github.rate_gates import SqliteRateGates
 from the_loop.refs import WorkItemRef
 from the_loop.store import poll as ledger
 from the_loop.store import sessions as session_store
@@ -71,7 +72,11 @@ class Poller:
         self.ctx = ctx
         cfg = ctx.config.github
         self.client = client or GitHubClient.from_config(
-            cfg, etags=SqliteEtagStore(ctx.db), timeout=cfg.timeout_seconds, retries=cfg.retries
+            cfg,
+            etags=SqliteEtagStore(ctx.db),
+            gates=SqliteRateGates(ctx.db),
+            timeout=cfg.timeout_seconds,
+            retries=cfg.retries,
         )
 
     @property
