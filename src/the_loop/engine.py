@@ -238,6 +238,12 @@ class Decision:
         """True when some action changes a session (spawn, deliver, close, pause, resume)."""
         return any(isinstance(a, Spawn | Deliver | Close | Pause | Resume) for a in self.actions)
 
+    @property
+    def queues_prompt(self) -> bool:
+        """True when a spawn or a delivery queues the event's prompt (the caller records the
+        event's authored object as processed in that same transaction)."""
+        return any(isinstance(a, Spawn | Deliver) for a in self.actions)
+
 
 # --- keywords -------------------------------------------------------------------------------
 

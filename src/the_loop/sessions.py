@@ -62,7 +62,7 @@ def handle_event(
         outcome = Outcome(reasons=list(decision.reasons))
         for action in decision.actions:
             outcome.done.append(_execute(ctx, event, action))
-        if state.seen_by is None and event.replay_key is not None:
+        if state.seen_by is None and event.replay_key and not decision.queues_prompt:
             with ctx.db.transaction() as tx:
                 github_state.record(tx, event.replay_key, event.delivery_id, event.own)
     if any(isinstance(a, engine.Close) for a in decision.actions):

@@ -10,6 +10,7 @@ already processed, as a replay).
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any
 
 Json = dict[str, Any]
@@ -18,7 +19,7 @@ REPO = "octo/repo"
 REPO_ID = 1296269
 API = "https://api.github.com"
 WEB = "https://github.com"
-_IDS = itertools.count(10_000)
+_IDS = itertools.count(10_000 + os.getpid() * 1_000_000)  # unique across live processes too
 
 
 def fresh_id(given: int | None = None) -> int:
