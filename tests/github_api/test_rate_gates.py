@@ -14,6 +14,7 @@ from the_loop.github.rate_gates import SqliteRateGates
 from the_loop.store import open_database
 
 MakeClient = Callable[..., GitHubClient]
+pytestmark = pytest.mark.reliability
 
 
 async def test_a_limit_one_client_met_stops_the_next_one(

@@ -145,6 +145,7 @@ def test_rate_limit_waits_for_the_reset(work: Work, gh: FakeGitHub) -> None:
     assert limited and limited[-1]["payload"]["resetAt"]
 
 
+@pytest.mark.reliability
 def test_a_failed_closure_check_is_retried_on_a_304_cycle(work: Work, gh: FakeGitHub) -> None:
     started(work, gh)
     poll(work)  # settles what the-loop's own write-backs changed
@@ -176,6 +177,7 @@ def test_an_answered_closure_check_is_not_repeated(work: Work, gh: FakeGitHub) -
     assert work.session_json(REF)["status"] == "active"
 
 
+@pytest.mark.reliability
 def test_a_rate_limit_seen_by_one_process_is_honoured_by_the_next(
     work: Work, gh: FakeGitHub
 ) -> None:
@@ -197,6 +199,7 @@ def test_a_rate_limit_seen_by_one_process_is_honoured_by_the_next(
     assert len(work.prompts(sid)) == 1
 
 
+@pytest.mark.reliability
 def test_polling_resumes_after_a_persisted_reset(work: Work, gh: FakeGitHub) -> None:
     sid = started(work, gh)
     gh.add_comment(REPO, 1, "after the reset")

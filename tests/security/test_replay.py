@@ -15,6 +15,8 @@ from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import wait_until
 from tests.work import Work
 
+pytestmark = pytest.mark.security
+
 REF = "github:octo/repo#15"
 PR_REF = "github:octo/repo#20"
 
