@@ -6,7 +6,9 @@ the returned actions out. The rules of SPEC §6 "Decisions" apply in order; the 
 decides ends the evaluation:
 
 1. An event type outside ``github.webhook.events`` is ignored; a delivery already processed
-   successfully is a duplicate; one whose earlier processing failed is decided afresh. A type
+   successfully is a duplicate; one whose earlier processing failed is decided afresh; a
+   comment, review or review comment another delivery already processed (a replayed delivery,
+   or the poller and a webhook seeing one comment) is ignored (``already-processed``). A type
    that cannot name a work item, an action nothing routes, a repository outside a non-empty
    ``github.repos`` and a CI run that concerns no item are ignored too.
 2. A comment, review or opened item carrying the self-marker, or any non-close, non-CI event by
@@ -97,6 +99,7 @@ class IgnoreReason(StrEnum):
     NOT_PAUSED = "not-paused"
     CI_CONCLUSION_NOT_ROUTED = "ci-conclusion-not-routed"
     CONFLICTING_KEYWORDS = "conflicting-keywords"
+    ALREADY_PROCESSED = "already-processed"
 
 
 # --- state in -------------------------------------------------------------------------------
@@ -113,10 +116,13 @@ class LiveSession:
 @dataclass(frozen=True, slots=True)
 class RouteState:
     """What the rules need to know besides the event: the live sessions of (at least) the
-    event's items, and what became of earlier processing of this delivery id."""
+    event's items, what became of earlier processing of this delivery id, and ``seen_by``: the
+    other delivery id under which the object the event authored (``WorkEvent.source_id``) was
+    already processed, None when no other delivery processed it."""
 
     live: Mapping[WorkItemRef, LiveSession] = field(default_factory=dict)
     prior: PriorDelivery = PriorDelivery.NONE
+    seen_by: str | None = None
 
 
 # --- actions out ----------------------------------------------------------------------------
@@ -231,6 +237,12 @@ class Decision:
     def acts(self) -> bool:
         """True when some action changes a session (spawn, deliver, close, pause, resume)."""
         return any(isinstance(a, Spawn | Deliver | Close | Pause | Resume) for a in self.actions)
+
+    @property
+    def queues_prompt(self) -> bool:
+        """True when a spawn or a delivery queues the event's prompt (the caller records the
+        event's authored object as processed in that same transaction)."""
+        return any(isinstance(a, Spawn | Deliver) for a in self.actions)
 
 
 # --- keywords -------------------------------------------------------------------------------
@@ -356,6 +368,11 @@ def _intake(event: WorkEvent, state: RouteState, config: Config) -> Decision | N
         return Decision(
             (Duplicate(event.delivery_id),),
             (f"delivery {event.delivery_id} was already processed",),
+        )
+    if state.seen_by is not None and state.seen_by != event.delivery_id:
+        return _ignore(
+            IgnoreReason.ALREADY_PROCESSED,
+            f"{event.source_id or 'its object'} was already processed (delivery {state.seen_by})",
         )
     if event.kind is WorkKind.UNSUPPORTED:
         return _ignore(

@@ -26,6 +26,7 @@ from the_loop.errors import BadInput, Conflict, LoopError, NotFound, NotRunning
 from the_loop.prompts import event_context, render_event, render_spawn, spawn_context
 from the_loop.refs import WorkItemRef, new_session_id
 from the_loop.runner.outcomes import Probe
+from the_loop.store import github_state
 from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -52,7 +53,8 @@ class Outcome:
 def handle_event(
     ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery = engine.PriorDelivery.NONE
 ) -> Outcome:
-    """Decide and act on EVENT with its work items locked; then start queued sessions."""
+    """Decide and act on EVENT with its work items locked; then start queued sessions. The
+    object EVENT authored is remembered as processed (with the prompt queued for it, if any)."""
     keys = [item.slug for item in event.items] or ["no-item"]
     with layer.hold(ctx, keys):
         state = _route_state(ctx, event, prior)
@@ -60,6 +62,9 @@ def handle_event(
         outcome = Outcome(reasons=list(decision.reasons))
         for action in decision.actions:
             outcome.done.append(_execute(ctx, event, action))
+        if state.seen_by is None and event.replay_key and not decision.queues_prompt:
+            with ctx.db.transaction() as tx:
+                github_state.record(tx, event.replay_key, event.delivery_id, event.own)
     if any(isinstance(a, engine.Close) for a in decision.actions):
         start_queued(ctx)
     return outcome
@@ -77,7 +82,8 @@ def _route_state(ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery) -> eng
                 else engine.LiveStatus.ACTIVE
             )
             live[item] = engine.LiveSession(rec.id, status)
-    return engine.RouteState(live=live, prior=prior)
+    seen_by = github_state.seen_by(conn, event.replay_key, other_than=event.delivery_id)
+    return engine.RouteState(live=live, prior=prior, seen_by=seen_by)
 
 
 def _emit(ctx: Ctx, type_: str, event: WorkEvent | None = None, **kw: Any) -> None:
@@ -170,6 +176,7 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
         store.add_prompt(tx, rec.id, prompt, event.delivery_id)
+        github_state.record(tx, event.replay_key, event.delivery_id, event.own)
         if queued:
             writebacks.queue_pickup(tx, ctx.config, ref, event)
     if queued:
@@ -362,6 +369,8 @@ def deliver(
     """
     with ctx.db.transaction() as tx:
         seq = queue.add(tx, rec.id, prompt, delivery_id)
+        if event is not None:  # its comment or review is processed with its prompt queued
+            github_state.record(tx, event.replay_key, event.delivery_id, event.own)
     if seq is None:
         _emit(ctx, "webhook.duplicate", event, work_item=rec.work_item, session_id=rec.id)
     if rec.status is SessionStatus.queued:

@@ -65,6 +65,10 @@ class WorkEvent:
       only once the run completed (commit status ``error`` reads as ``failure``).
     - ``excerpt`` holds allow-listed payload fields (dotted paths) for prompts, size-limited;
       it is untrusted input and must be framed as such.
+    - ``source_id`` names the object a comment, review or review comment event authored, by
+      the provider's id (``comment-<id>``, ``review-<id>``, ``review-comment-<id>``); ``None``
+      for every other event. The same object under two delivery ids (a replayed delivery, a
+      webhook and a poll) has the same ``source_id``.
     """
 
     kind: WorkKind
@@ -89,6 +93,7 @@ class WorkEvent:
     label: str | None = None
     conclusion: str | None = None
     excerpt: Mapping[str, ExcerptValue] = field(default_factory=dict)
+    source_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.own is not None and self.own not in self.items:
@@ -100,6 +105,12 @@ class WorkEvent:
     def linked(self) -> tuple[WorkItemRef, ...]:
         """The items this event reaches only through a link (every item but ``own``)."""
         return tuple(item for item in self.items if item != self.own)
+
+    @property
+    def replay_key(self) -> str | None:
+        """The key under which this event's authored object is remembered once processed
+        (``<host>/<source_id>``), or None when the event authored no such object."""
+        return None if self.source_id is None else f"{self.host}/{self.source_id}"
 
     @property
     def has_self_marker(self) -> bool:
@@ -118,6 +129,7 @@ class WorkEvent:
             "own": None if self.own is None else _ref_json(self.own),
             "labels": list(self.labels),
             "excerpt": dict(self.excerpt),
+            "source_id": self.source_id,
         }
         return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
 
@@ -161,6 +173,8 @@ class WorkEvent:
             label=f.optional_text("label"),
             conclusion=f.optional_text("conclusion"),
             excerpt=_excerpt_of(f.get("excerpt")),
+            # absent from events stored before it existed
+            source_id=f.optional_text("source_id") if "source_id" in data else None,
         )
 
 

@@ -102,6 +102,25 @@ def test_a_delivery_whose_processing_failed_is_processed_again() -> None:
     assert "failed before" in decision.reasons[0]
 
 
+def test_an_object_another_delivery_processed_is_ignored_as_a_replay() -> None:
+    stop = comment("the-loop stop", comment_id=7)
+    assert stop.source_id == "comment-7" and stop.replay_key == "github.com/comment-7"
+    replayed = RouteState({ISSUE: ISSUE_SESSION}, seen_by="d-0")
+    decision = decide(stop, replayed, CONFIG)
+    assert ignored(decision) is IgnoreReason.ALREADY_PROCESSED
+    assert "comment-7" in decision.reasons[0] and "d-0" in decision.reasons[0]
+    own = RouteState({ISSUE: ISSUE_SESSION}, PriorDelivery.FAILED, seen_by="d-1")
+    assert only(decide(stop, own, CONFIG)) == Close(ISSUE, "s-15", CloseReason.STOPPED)
+
+
+def test_reviews_and_review_comments_carry_their_github_ids() -> None:
+    review = event("pull_request_review", p.review_event("ok", review_id=80))
+    note = event("pull_request_review_comment", p.review_comment_event("hm", note_id=175))
+    edited = comment("the-loop start", action="edited", comment_id=9)
+    assert (review.source_id, note.source_id) == ("review-80", "review-comment-175")
+    assert edited.source_id is None and event("issues", p.issues_event()).source_id is None
+
+
 def test_a_configured_type_that_cannot_name_an_item_is_ignored() -> None:
     cfg = config(github={"webhook": {"events": ["issues", "pull_request", "push"]}})
     decision = decide(event("push", p.ping_event()), state(), cfg)

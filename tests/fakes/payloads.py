@@ -2,11 +2,15 @@
 
 Each builder returns a fresh ``dict`` as GitHub would send it for one event type (the fields
 the-loop reads and a realistic set around them). Defaults describe ``octo/repo`` on github.com,
-an issue #15 and a pull request #20 by ``alice``.
+an issue #15 and a pull request #20 by ``alice``. Every comment, review and review comment
+gets a fresh GitHub id unless one is given (GitHub never reuses one; the-loop ignores an id it
+already processed, as a replay).
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 from typing import Any
 
 Json = dict[str, Any]
@@ -15,6 +19,12 @@ REPO = "octo/repo"
 REPO_ID = 1296269
 API = "https://api.github.com"
 WEB = "https://github.com"
+_IDS = itertools.count(10_000 + os.getpid() * 1_000_000)  # unique across live processes too
+
+
+def fresh_id(given: int | None = None) -> int:
+    """GIVEN, or an id no other payload of this process carries."""
+    return next(_IDS) if given is None else given
 
 
 def user(login: str = "alice", kind: str = "User", user_id: int = 583231) -> Json:
@@ -132,7 +142,10 @@ def pull_request(
     }
 
 
-def comment(body: str, *, author: str = "alice", comment_id: int = 1, number: int = 15) -> Json:
+def comment(
+    body: str, *, author: str = "alice", comment_id: int | None = None, number: int = 15
+) -> Json:
+    comment_id = fresh_id(comment_id)
     return {
         "url": f"{API}/repos/{REPO}/issues/comments/{comment_id}",
         "html_url": f"{WEB}/{REPO}/issues/{number}#issuecomment-{comment_id}",
@@ -176,6 +189,7 @@ def issue_comment_event(
     issue_body: str | None = None,
     repo: str = REPO,
     state: str = "open",
+    comment_id: int | None = None,
 ) -> Json:
     target = issue(
         number,
@@ -190,7 +204,11 @@ def issue_comment_event(
     )
     who = sender_json or user(sender)
     return _envelope(
-        action, who, repo, issue=target, comment=comment(body, author=who["login"], number=number)
+        action,
+        who,
+        repo,
+        issue=target,
+        comment=comment(body, author=who["login"], number=number, comment_id=comment_id),
     )
 
 
@@ -216,15 +234,17 @@ def review_event(
     state: str = "changes_requested",
     action: str = "submitted",
     sender: str = "alice",
+    review_id: int | None = None,
     **pr_args: Any,
 ) -> Json:
     pr = pull_request(**pr_args)
+    review_id = fresh_id(review_id)
     review = {
-        "id": 80,
+        "id": review_id,
         "user": user(sender),
         "body": body,
         "state": state,
-        "html_url": f"{pr['html_url']}#pullrequestreview-80",
+        "html_url": f"{pr['html_url']}#pullrequestreview-{review_id}",
         "submitted_at": "2026-11-01T13:00:00Z",
         "commit_id": pr["head"]["sha"],
         "author_association": "MEMBER",
@@ -233,11 +253,17 @@ def review_event(
 
 
 def review_comment_event(
-    body: str, *, action: str = "created", sender: str = "alice", **pr_args: Any
+    body: str,
+    *,
+    action: str = "created",
+    sender: str = "alice",
+    note_id: int | None = None,
+    **pr_args: Any,
 ) -> Json:
     pr = pull_request(**pr_args)
+    note_id = fresh_id(note_id)
     note = {
-        "id": 175,
+        "id": note_id,
         "pull_request_review_id": 80,
         "diff_hunk": "@@ -16,33 +16,40 @@ public class Connection : IConnection...",
         "path": "src/scheduler.py",
@@ -246,7 +272,7 @@ def review_comment_event(
         "commit_id": pr["head"]["sha"],
         "user": user(sender),
         "body": body,
-        "html_url": f"{pr['html_url']}#discussion_r175",
+        "html_url": f"{pr['html_url']}#discussion_r{note_id}",
         "author_association": "MEMBER",
     }
     return _envelope(action, user(sender), pull_request=pr, comment=note)

@@ -86,7 +86,7 @@ def test_closed_issue_is_not_a_merge_and_reads_as_closed() -> None:
 
 
 def test_issue_comment_carries_the_comment_body_and_link() -> None:
-    event = parse("issue_comment", p.issue_comment_event("the-loop start"))
+    event = parse("issue_comment", p.issue_comment_event("the-loop start", comment_id=1))
     assert event.kind is WorkKind.COMMENT
     assert event.body == "the-loop start"
     assert event.url == "https://github.com/octo/repo/issues/15#issuecomment-1"
@@ -138,7 +138,7 @@ def test_other_pull_request_actions_are_not_routed_kinds(action: str) -> None:
 
 
 def test_review_carries_its_body_state_and_link() -> None:
-    event = parse("pull_request_review", p.review_event("Please add a test."))
+    event = parse("pull_request_review", p.review_event("Please add a test.", review_id=80))
     assert event.kind is WorkKind.REVIEW
     assert event.body == "Please add a test."
     assert event.url == "https://github.com/octo/repo/pull/20#pullrequestreview-80"

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.fake_github import FakeGitHub
+from tests.helpers import wait_until
 from tests.work import Work
 
 REPO = "octo/repo"
@@ -142,3 +143,67 @@ def test_rate_limit_waits_for_the_reset(work: Work, gh: FakeGitHub) -> None:
     assert asyncio.run(two_cycles()) == 0
     limited = work.events("poll.rate_limited")
     assert limited and limited[-1]["payload"]["resetAt"]
+
+
+@pytest.mark.reliability
+def test_a_failed_closure_check_is_retried_on_a_304_cycle(work: Work, gh: FakeGitHub) -> None:
+    started(work, gh)
+    poll(work)  # settles what the-loop's own write-backs changed
+    gh.close_issue(REPO, 1)
+    gh.fail_next(2, status=502, path="/repos/octo/repo/issues/1")  # the check and its retry
+    poll(work, expect=1)
+    assert work.session_json(REF)["status"] == "active"
+    assert not work.events("poll.closure_detected")
+    gh.reset_log()
+    poll(work)  # a new process: the listing is unchanged (304), the check is still owed
+    listings = gh.requests(method="GET", path="/repos/octo/repo/issues")
+    assert listings and all(r.status == 304 for r in listings)
+    shown = work.session_json(REF)
+    assert shown["status"] == "closed" and shown["closeReason"] == "issue-closed"
+    assert len(work.events("poll.closure_detected")) == 1
+    gh.reset_log()
+    poll(work)  # answered: owed no more
+    assert not gh.requests(path="/repos/octo/repo/issues/1")
+
+
+def test_an_answered_closure_check_is_not_repeated(work: Work, gh: FakeGitHub) -> None:
+    started(work, gh)
+    gh.remove_label(REPO, 1, "the-loop")
+    poll(work)
+    assert gh.requests(method="GET", path="/repos/octo/repo/issues/1")
+    gh.reset_log()
+    poll(work)
+    assert not gh.requests(path="/repos/octo/repo/issues/1")
+    assert work.session_json(REF)["status"] == "active"
+
+
+@pytest.mark.reliability
+def test_a_rate_limit_seen_by_one_process_is_honoured_by_the_next(
+    work: Work, gh: FakeGitHub
+) -> None:
+    sid = started(work, gh)
+    poll(work)  # settles what the-loop's own write-backs changed
+    gh.add_comment(REPO, 1, "while limited")
+    gh.exhaust_rate_limit(reset_in=3600)
+    first = work.env.run("poll", "--once")
+    assert first.exit_code == 1, first.stdout + first.stderr
+    assert gh.requests(status=403), "the first process met the limit"
+    gh.reset_log()
+    second = work.env.run("poll", "--once")  # another process, before the reset
+    assert second.exit_code == 1 and "rate limited" in second.stdout, second.stdout
+    assert gh.requests() == []
+    limited = work.events("poll.rate_limited")
+    assert (
+        len(limited) == 2 and limited[0]["payload"]["resetAt"] == limited[1]["payload"]["resetAt"]
+    )
+    assert len(work.prompts(sid)) == 1
+
+
+@pytest.mark.reliability
+def test_polling_resumes_after_a_persisted_reset(work: Work, gh: FakeGitHub) -> None:
+    sid = started(work, gh)
+    gh.add_comment(REPO, 1, "after the reset")
+    gh.exhaust_rate_limit(reset_in=2)
+    poll(work, expect=1)
+    wait_until(lambda: work.cli("poll", "--once").exit_code == 0, timeout=20, what="a reset")
+    assert "after the reset" in work.wait_prompts(sid, 2)[1]

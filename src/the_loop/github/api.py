@@ -21,8 +21,11 @@ Contracts:
 - **Rate limits**: ``X-RateLimit-*`` headers are recorded (``rate_state``). A response with
   ``remaining: 0`` closes a client-side gate until the reset: any request before then raises
   ``RateLimited`` without being sent. A primary limit (403/429 with ``remaining: 0``) or a
-  secondary one (``Retry-After`` or GitHub's "secondary rate limit" message) raises
-  ``RateLimited`` carrying ``reset_at``; it is never retried inside the client.
+  secondary one (``Retry-After`` or GitHub's "secondary rate limit" message) closes the gate
+  too and raises ``RateLimited`` carrying ``reset_at``; it is never retried inside the client.
+  Given a ``RateGates`` store (``github.rate_gates``), every gate closed is saved there and the
+  store's gates are honoured before each request, so a limit outlives the client and the
+  process that met it.
 - **Transient failures** (5xx, timeouts, connection errors) are retried ``retries`` times
   with exponential backoff, then raise ``GitHubUnavailable``. Reads and idempotent writes
   (reactions) retry on all of them; creating a comment retries only when the request
@@ -77,7 +80,9 @@ from the_loop.github.models import (
     ReviewComment,
     User,
 )
+from the_loop.github.rate_gates import Gates, RateGates
 from the_loop.github.responses import (
+    gates_closed_by,
     json_of,
     loads,
     parse_model,
@@ -175,7 +180,8 @@ class GitHubClient:
 
     ``token`` is the token or a function returning it (called once, in a worker thread, at
     the first request). ``retries``/``backoff``/``max_backoff`` bound the retries of
-    transient failures; ``clock`` (epoch seconds) drives the rate-limit gate.
+    transient failures; ``clock`` (epoch seconds) drives the rate-limit gate; ``gates`` shares
+    the gates beyond this client (in memory only when None).
     """
 
     def __init__(
@@ -191,6 +197,7 @@ class GitHubClient:
         max_pages: int = 50,
         clock: Callable[[], float] = time.time,
         token_source: str = "the configured token",
+        gates: RateGates | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
         self.graphql_url = _graphql_url(self.api_url)
@@ -205,7 +212,7 @@ class GitHubClient:
         self._token_or_source = token
         self._token: str | None = token if isinstance(token, str) else None
         self._http: httpx.AsyncClient | None = None
-        self._gates: dict[str, RateLimited] = {}
+        self.gates = Gates(self.api_url, gates)
         self._rates: dict[str, RateState] = {}
 
     @classmethod
@@ -430,7 +437,7 @@ class GitHubClient:
         sending while the gate is closed, ``GitHubUnavailable`` when retries are exhausted.
         """
         if gate:
-            self._check_gate(resource)
+            await self.gates.check(resource, self.clock())
         http = await self._client()
         headers = {"If-None-Match": etag} if etag else {}
         what = f"{method} {_path_of(url)}"
@@ -438,7 +445,7 @@ class GitHubClient:
         while True:
             outcome = await self._attempt(http, method, url, json_body, headers, what, idempotent)
             if not isinstance(outcome, _Failed):
-                self._observe(outcome)
+                await self.gates.save(self._observe(outcome, what))
                 return outcome
             if attempt >= self.retries or not outcome.retryable:
                 raise outcome.error
@@ -470,7 +477,7 @@ class GitHubClient:
         except httpx.TransportError as exc:
             return _transient(f"talking to GitHub failed ({what}): {exc}", idempotent)
         if response.status_code >= 500:
-            self._observe(response)
+            self._observe(response, what)
             msg = f"GitHub answered {response.status_code} to {what}"
             return _transient(msg, idempotent)
         return response
@@ -509,32 +516,15 @@ class GitHubClient:
             self._token = await asyncio.to_thread(source)
         return self._token
 
-    def _check_gate(self, resource: str) -> None:
-        """Raise the remembered ``RateLimited`` while RESOURCE (or everything) is limited."""
-        now = self.clock()
-        for key in (resource, "*"):
-            limited = self._gates.get(key)
-            if limited is not None and limited.reset_at > now:
-                raise RateLimited(
-                    f"{limited.message} (not sending until the reset, "
-                    f"{limited.retry_after(now):.0f}s from now)",
-                    reset_at=limited.reset_at,
-                    secondary=limited.secondary,
-                    resource=limited.resource,
-                )
-
-    def _observe(self, response: httpx.Response) -> None:
-        """Record the rate-limit headers; close the gate when nothing remains."""
+    def _observe(self, response: httpx.Response, what: str) -> list[RateLimited]:
+        """Record the rate-limit headers; close (in memory) and return the gates RESPONSE
+        closes (``responses.gates_closed_by``)."""
         state = rate_from_headers(response.headers)
-        if state is None:
-            return
-        self._rates[state.resource] = state
-        if state.remaining <= 0 and state.reset > self.clock():
-            self._gates[state.resource] = RateLimited(
-                f"GitHub's {state.resource} rate limit is used up",
-                reset_at=float(state.reset),
-                resource=state.resource,
-            )
+        if state is not None:
+            self._rates[state.resource] = state
+        closed = gates_closed_by(response, state, what, self.clock())
+        self.gates.close(closed)
+        return closed
 
     def _raise_for_status(self, response: httpx.Response, what: str) -> None:
         """Raise the typed error for a 4xx answer (rate limits first); pass anything else."""
@@ -544,7 +534,7 @@ class GitHubClient:
         if status in (403, 429):
             limited = rate_limit_error(response, what, self.clock())
             if limited is not None:
-                self._gates[limited.resource] = limited
+                self.gates.close([limited])
                 raise limited
         raise permanent_error(response, what, self.token_source)
 

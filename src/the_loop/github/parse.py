@@ -157,8 +157,11 @@ def _event(
     *,
     body: str | None = None,
     url: str | None = None,
+    source: tuple[str, Payload] | None = None,
 ) -> WorkEvent:
-    """The work event about ITEM: its linked issues first, then ITEM itself."""
+    """The work event about ITEM: its linked issues first, then ITEM itself. SOURCE is the
+    kind and the object of an authored comment or review: its GitHub id, when the object has
+    a positive integer one, becomes the event's ``source_id`` (``<kind>-<id>``)."""
     return WorkEvent(
         kind=kind,
         event_name=d.name,
@@ -181,7 +184,21 @@ def _event(
         labels=item.labels,
         label=_added_label(d) if kind is WorkKind.LABELED else None,
         excerpt=payload_excerpt(d.payload, EXCERPTS[d.name]),
+        source_id=_source_id(source) if kind in _AUTHORED_OBJECTS else None,
     )
+
+
+_AUTHORED_OBJECTS = frozenset({WorkKind.COMMENT, WorkKind.REVIEW, WorkKind.REVIEW_COMMENT})
+
+
+def _source_id(source: tuple[str, Payload] | None) -> str | None:
+    if source is None:
+        return None
+    kind, obj = source
+    ident = obj.get("id")
+    if type(ident) is not int or ident <= 0:
+        return None
+    return f"{kind}-{ident}"
 
 
 # --- one parser per event type --------------------------------------------------------------
@@ -197,7 +214,14 @@ def _parse_issue_comment(d: _Delivery) -> WorkEvent:
     item = _issue_item(d, _obj(d.payload, "issue", d.name))
     comment = _obj(d.payload, "comment", d.name)
     kind = WorkKind.COMMENT if d.action == "created" else WorkKind.OTHER
-    return _event(d, kind, item, body=_text(comment, "body"), url=_text(comment, "html_url"))
+    return _event(
+        d,
+        kind,
+        item,
+        body=_text(comment, "body"),
+        url=_text(comment, "html_url"),
+        source=("comment", comment),
+    )
 
 
 def _parse_pull_request(d: _Delivery) -> WorkEvent:
@@ -210,14 +234,28 @@ def _parse_review(d: _Delivery) -> WorkEvent:
     item = _pr_item(d, _obj(d.payload, "pull_request", d.name))
     review = _obj(d.payload, "review", d.name)
     kind = WorkKind.REVIEW if d.action == "submitted" else WorkKind.OTHER
-    return _event(d, kind, item, body=_text(review, "body"), url=_text(review, "html_url"))
+    return _event(
+        d,
+        kind,
+        item,
+        body=_text(review, "body"),
+        url=_text(review, "html_url"),
+        source=("review", review),
+    )
 
 
 def _parse_review_comment(d: _Delivery) -> WorkEvent:
     item = _pr_item(d, _obj(d.payload, "pull_request", d.name))
     comment = _obj(d.payload, "comment", d.name)
     kind = WorkKind.REVIEW_COMMENT if d.action == "created" else WorkKind.OTHER
-    return _event(d, kind, item, body=_text(comment, "body"), url=_text(comment, "html_url"))
+    return _event(
+        d,
+        kind,
+        item,
+        body=_text(comment, "body"),
+        url=_text(comment, "html_url"),
+        source=("review-comment", comment),
+    )
 
 
 def _parse_workflow_run(d: _Delivery) -> WorkEvent:

@@ -10,7 +10,9 @@ diff comment's line, side and hunk.
 
 Delivery ids are synthetic and stable, so the inbox dedupes a poll that sees the same activity
 twice: ``poll-comment-<id>``, ``poll-review-<id>``, ``poll-review-comment-<id>``,
-``poll-labeled-<repo>-<n>-<updated>`` and ``poll-close-<repo>-<n>-<closed>``.
+``poll-labeled-<repo>-<n>-<updated>`` and ``poll-close-<repo>-<n>-<closed>``. A comment,
+review or review comment carries the same ``source_id`` its webhook delivery would, so the one
+object seen by both is processed once (``WorkEvent.replay_key``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def comment_event(repo: str, item: Item, comment: Comment, host: str) -> WorkEve
         name="issue_comment",
         action="created",
         delivery=f"poll-comment-{comment.id}",
+        source_id=f"comment-{comment.id}",
         actor=comment.user,
         body=comment.body,
         url=comment.html_url,
@@ -74,6 +77,7 @@ def review_event(repo: str, pull: Item, review: Review, host: str) -> WorkEvent:
         name="pull_request_review",
         action="submitted",
         delivery=f"poll-review-{review.id}",
+        source_id=f"review-{review.id}",
         actor=review.user,
         body=review.body,
         url=review.html_url,
@@ -98,6 +102,7 @@ def review_comment_event(repo: str, pull: Item, note: ReviewComment, host: str) 
         name="pull_request_review_comment",
         action="created",
         delivery=f"poll-review-comment-{note.id}",
+        source_id=f"review-comment-{note.id}",
         actor=note.user,
         body=note.body,
         url=note.html_url,
@@ -184,6 +189,7 @@ def _event(
     label: str | None = None,
     closed: bool | None = None,
     merged: bool | None = None,
+    source_id: str | None = None,
 ) -> WorkEvent:
     """The event about ITEM of REPO: its linked issues (closing keywords in its body) first,
     then ITEM itself; the excerpt is FIELDS in the order and under the limits of
@@ -213,4 +219,5 @@ def _event(
         labels=tuple(item.label_names),
         label=label,
         excerpt=clip_excerpt((path, fields.get(path)) for path in EXCERPTS[name]),
+        source_id=source_id,
     )

@@ -10,8 +10,9 @@ a webhook (``dispatch.dispatch_work``: same dedupe, same exactly-once processing
 The first sight of an item is a baseline: old chatter is never delivered, but the newest
 comment the engine would take as an authorized start (``engine.is_start_request``) is
 honoured. After a complete listing, every live session of the repository whose item left the
-listing is checked with one request; closed or merged produces the close event a webhook
-would have.
+listing is owed a closure check (``store.poll``: persisted), answered with one request in that
+cycle and, when GitHub does not answer, again in every later cycle (a 304 one too) until it
+does; closed or merged produces the close event a webhook would have.
 """
 
 from __future__ import annotations
@@ -24,9 +25,16 @@ from the_loop import dispatch, engine
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.github import poll_events
-from the_loop.github.api import GitHubClient, GitHubUnavailable, Item, RateLimited
+from the_loop.github.api import (
+    GitHubClient,
+    GitHubNotFound,
+    GitHubUnavailable,
+    Item,
+    RateLimited,
+)
 from the_loop.github.etag_store import SqliteEtagStore
 from the_loop.github.poll_events import iso as _iso
+from the_loop.github.rate_gates import SqliteRateGates
 from the_loop.refs import WorkItemRef
 from the_loop.store import poll as ledger
 from the_loop.store import sessions as session_store
@@ -64,7 +72,11 @@ class Poller:
         self.ctx = ctx
         cfg = ctx.config.github
         self.client = client or GitHubClient.from_config(
-            cfg, etags=SqliteEtagStore(ctx.db), timeout=cfg.timeout_seconds, retries=cfg.retries
+            cfg,
+            etags=SqliteEtagStore(ctx.db),
+            gates=SqliteRateGates(ctx.db),
+            timeout=cfg.timeout_seconds,
+            retries=cfg.retries,
         )
 
     @property
@@ -135,13 +147,14 @@ class Poller:
         listing = await self.client.list_open_items(repo, self.ctx.config.routing.label)
         if listing.not_modified:
             out.not_modified += 1
-            return
-        known = await asyncio.to_thread(ledger.seen, self.ctx.db.connect(), repo)
-        listed = {item.number: item for item in listing.items}
-        for item in listing.items:
-            await self._item(repo, item, known.get(item.number), out)
-        if listing.complete:
-            await self._reconcile(repo, set(listed), out)
+        else:
+            known = await asyncio.to_thread(lambda: ledger.seen(self.ctx.db.connect(), repo))
+            for item in listing.items:
+                await self._item(repo, item, known.get(item.number), out)
+            if listing.complete:
+                listed = {item.number for item in listing.items}
+                await asyncio.to_thread(self._owe_closure_checks, repo, listed)
+        await self._check_closures(repo, out)
 
     async def _item(self, repo: str, item: Item, seen: SeenItem | None, out: RepoResult) -> None:
         # GitHub's timestamps have one-second resolution: the comment count tells two updates
@@ -208,24 +221,55 @@ class Poller:
         if not result.duplicate:
             out.dispatched += 1
 
-    async def _reconcile(self, repo: str, listed: set[int], out: RepoResult) -> None:
-        """Close the sessions whose items left the listing because they were closed."""
-        for ref, number in await asyncio.to_thread(self._live_items, repo):
-            if number in listed:
-                continue
+    def _owe_closure_checks(self, repo: str, listed: set[int]) -> None:
+        """After a complete listing: every live session of REPO whose item is not LISTED is
+        owed a closure check (persisted, so a failed check is retried, across restarts too)."""
+        checks = [
+            ledger.ClosureCheck(repo, number, work_item)
+            for work_item, number in self._live_items(repo)
+            if number not in listed
+        ]
+        ledger.owe_closure_checks(self.ctx.db, repo, checks)
+
+    async def _check_closures(self, repo: str, out: RepoResult) -> None:
+        """Answer the closure checks owed for REPO (every cycle, a 304 one too): closed or
+        merged produces the close a webhook would have; still open leaves the session alone.
+        A check GitHub does not answer stays owed and ends the repository's cycle (an
+        unreachable API closes nothing); a session closed meanwhile owes nothing."""
+        db = self.ctx.db
+        checks = await asyncio.to_thread(lambda: ledger.closure_checks(db.connect(), repo))
+        if not checks:
+            return
+        live = {number for _, number in await asyncio.to_thread(self._live_items, repo)}
+        for check in checks:
+            if check.number in live:
+                try:
+                    await self._check_closure(repo, check, out)
+                except GitHubNotFound as exc:  # the item is gone: nothing to wait for
+                    ev.emit(db, "poll.error", source=SOURCE, repo=repo, error=str(exc))
+                except GitHubUnavailable as exc:
+                    await asyncio.to_thread(ledger.closure_failed, db, repo, check.number, str(exc))
+                    raise
+            await asyncio.to_thread(ledger.closure_answered, db, repo, check.number)
+
+    async def _check_closure(self, repo: str, check: ledger.ClosureCheck, out: RepoResult) -> None:
+        out.calls += 1
+        issue = await self.client.get_issue(repo, check.number)
+        if issue.state != "closed":
+            return
+        merged = False
+        if issue.is_pull:
             out.calls += 1
-            issue = await self.client.get_issue(repo, number)
-            if issue.state != "closed":
-                continue
-            merged = False
-            if issue.is_pull:
-                out.calls += 1
-                merged = (await self.client.get_pull(repo, number)).merged
-            await self._closed(repo, issue, merged, out)
-            ev.emit(
-                self.ctx.db, "poll.closure_detected", source=SOURCE, work_item=ref, merged=merged
-            )
-            out.closures += 1
+            merged = (await self.client.get_pull(repo, check.number)).merged
+        await self._closed(repo, issue, merged, out)
+        ev.emit(
+            self.ctx.db,
+            "poll.closure_detected",
+            source=SOURCE,
+            work_item=check.work_item,
+            merged=merged,
+        )
+        out.closures += 1
 
     def _live_items(self, repo: str) -> list[tuple[str, int]]:
         found = []

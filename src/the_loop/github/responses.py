@@ -99,6 +99,27 @@ def rate_limit_error(response: httpx.Response, what: str, now: float) -> RateLim
     return None
 
 
+def gates_closed_by(
+    response: httpx.Response, state: RateState | None, what: str, now: float
+) -> list[RateLimited]:
+    """The rate-limit gates RESPONSE (to WHAT, its headers read as STATE) closes at NOW: its
+    resource once nothing remains before a reset ahead, and the limit a 403/429 stands for."""
+    closed: list[RateLimited] = []
+    if state is not None and state.remaining <= 0 and state.reset > now:
+        closed.append(
+            RateLimited(
+                f"GitHub's {state.resource} rate limit is used up",
+                reset_at=float(state.reset),
+                resource=state.resource,
+            )
+        )
+    if response.status_code in (403, 429):
+        limited = rate_limit_error(response, what, now)
+        if limited is not None:
+            closed.append(limited)
+    return closed
+
+
 def _seconds(value: str | None, default: float) -> float:
     try:
         return max(0.0, float(value)) if value is not None else default

@@ -220,3 +220,35 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0013_seen_github_ids",
+        """
+        CREATE TABLE github_seen (
+            key TEXT PRIMARY KEY,
+            delivery_id TEXT NOT NULL,
+            work_item TEXT,
+            seen_at REAL NOT NULL
+        );
+        CREATE TABLE poll_closure_checks (
+            repo TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            work_item TEXT NOT NULL,
+            since REAL NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            PRIMARY KEY (repo, number)
+        );
+        CREATE TABLE github_rate_limits (
+            api_url TEXT NOT NULL,
+            resource TEXT NOT NULL,
+            reset_at REAL NOT NULL,
+            secondary INTEGER NOT NULL,
+            message TEXT NOT NULL,
+            recorded_at REAL NOT NULL,
+            PRIMARY KEY (api_url, resource)
+        )
+        """,
+    ),
+]

@@ -1,4 +1,6 @@
-"""The poller's ledger: what it has seen of each labelled item, and its cycles."""
+"""The poller's ledger: what it has seen of each labelled item, its cycles, and the closure
+checks still owed (table ``poll_closure_checks``: a live session whose item left the last
+complete listing, checked again every cycle until GitHub answers; kept across restarts)."""
 
 from __future__ import annotations
 
@@ -108,3 +110,62 @@ def last_cycle(db: Database) -> CycleRecord | None:
         ok=bool(row[5]),
         error=row[6],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ClosureCheck:
+    """A closure check still owed: is item NUMBER of REPO (session of WORK_ITEM) closed?"""
+
+    repo: str
+    number: int
+    work_item: str
+    attempts: int = 0
+    last_error: str | None = None
+
+
+def owe_closure_checks(db: Database, repo: str, checks: list[ClosureCheck]) -> None:
+    """After a complete listing of REPO: the checks owed are exactly CHECKS (the live sessions
+    whose items are not listed); those already owed keep their attempts, the others go."""
+    now = time.time()
+    with db.transaction() as tx:
+        wanted = {check.number for check in checks}
+        for (number,) in tx.execute(
+            "SELECT number FROM poll_closure_checks WHERE repo = ?", (repo,)
+        ).fetchall():
+            if int(number) not in wanted:
+                tx.execute(
+                    "DELETE FROM poll_closure_checks WHERE repo = ? AND number = ?", (repo, number)
+                )
+        for check in checks:
+            tx.execute(
+                "INSERT INTO poll_closure_checks (repo, number, work_item, since)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (repo, number) DO UPDATE SET"
+                " work_item = excluded.work_item",
+                (repo, check.number, check.work_item, now),
+            )
+
+
+def closure_checks(conn: sqlite3.Connection, repo: str) -> list[ClosureCheck]:
+    """The closure checks owed for REPO, oldest first."""
+    rows = conn.execute(
+        "SELECT repo, number, work_item, attempts, last_error FROM poll_closure_checks"
+        " WHERE repo = ? ORDER BY since, number",
+        (repo,),
+    )
+    return [ClosureCheck(r[0], int(r[1]), r[2], int(r[3]), r[4]) for r in rows]
+
+
+def closure_answered(db: Database, repo: str, number: int) -> None:
+    """GitHub answered the closure check of item NUMBER of REPO: it is owed no more."""
+    with db.transaction() as tx:
+        tx.execute("DELETE FROM poll_closure_checks WHERE repo = ? AND number = ?", (repo, number))
+
+
+def closure_failed(db: Database, repo: str, number: int, error: str) -> None:
+    """The closure check of item NUMBER of REPO failed with ERROR; it stays owed."""
+    with db.transaction() as tx:
+        tx.execute(
+            "UPDATE poll_closure_checks SET attempts = attempts + 1, last_error = ?"
+            " WHERE repo = ? AND number = ?",
+            (error[:500], repo, number),
+        )
