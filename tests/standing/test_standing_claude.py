@@ -34,6 +34,12 @@ def answered(api: FakeAnthropic, text: str) -> bool:
     return any(text in (r.prompt or "") for r in api.conversation_requests())
 
 
+def screen_after(st: Standing, text: str) -> str:
+    """The agent's screen after the last line that shows TEXT ("" before it shows)."""
+    shown = st.tmux("capture-pane", "-p", "-J", "-t", "=loop-standing-probe:").stdout
+    return shown.rsplit(text, 1)[1] if text in shown else ""
+
+
 def test_claude_standing_session_resumes_its_conversation(st: Standing, api: FakeAnthropic) -> None:
     home = st.env.root / "home"
     env = {**api.claude_env(st.env.root / "claude-config"), "HOME": str(home)}
@@ -49,6 +55,9 @@ def test_claude_standing_session_resumes_its_conversation(st: Standing, api: Fak
 
     st.ok("standing", "say", "probe", "--text", "first message", "--actor", "alice")
     wait_until(lambda: answered(api, "first message"), 90, what="the first message")
+    wait_until(  # the turn is over (its reply is on the screen) before the agent is stopped
+        lambda: "FAKE-REPLY-" in screen_after(st, "first message"), 90, what="the reply"
+    )
     st.ok("standing", "stop", "probe")
     assert not st.has_session("loop-standing-probe")
 
