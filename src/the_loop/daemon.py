@@ -73,7 +73,9 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     import uvicorn
 
     from the_loop.web.app import create_app
+    from the_loop.web.auth import check_bind
 
+    check_bind(ctx)
     lock = acquire_lock(ctx.state_dir)
     cfg = ctx.config.server
     sock = bind_socket(cfg.host, cfg.port)
@@ -193,6 +195,10 @@ def start_detached(
     ctx: Ctx, timeout: float = 30.0, on_wait: Callable[[], None] | None = None
 ) -> DaemonStatus:
     """Start ``the-loop serve`` in the background and wait until it reports healthy."""
+    # lazy: start-up (the token module loads only when a daemon is started)
+    from the_loop.web.auth import check_bind
+
+    check_bind(ctx)
     state_dir = ctx.state_dir
     if daemon_running(state_dir):
         info = read_info(state_dir)
