@@ -91,6 +91,9 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         started_at=time.time(),
         config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
     )
+    from the_loop.store.intake_writer import writer_for
+    from the_loop.web import limits
+
     app = create_app(ctx, daemon=info, background=run_background)
     server = uvicorn.Server(
         uvicorn.Config(
@@ -100,6 +103,9 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
             timeout_graceful_shutdown=3,
             access_log=False,
             server_header=False,
+            # request heads bounded (SPEC §11): limits.py for httptools, this for h11
+            http=limits.LimitedHttpToolsProtocol,
+            h11_max_incomplete_event_size=limits.h11_limit,
         )
     )
 
@@ -120,6 +126,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     try:
         server.run(sockets=[sock])
     finally:
+        writer_for(ctx.db).close()  # the sampled rejections still queued
         ev.emit(ctx.db, "daemon.stopped", source=SOURCE, pid=info.pid)
         (ctx.state_dir / INFO_NAME).unlink(missing_ok=True)
         lock.release()

@@ -64,9 +64,7 @@ def test_long_tokens_off_loopback_pass_the_check(
         check_bind(ctx)
 
 
-def test_short_token_on_loopback_is_allowed(
-    loop_env: Env, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_short_token_on_loopback_is_allowed(loop_env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     loop_env.write_config(server={"host": "127.0.0.1", "port": 0})
     monkeypatch.setenv("THE_LOOP_TOKEN", "x")
     check_bind(open_ctx(loop_env.config_path))
