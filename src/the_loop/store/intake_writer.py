@@ -14,6 +14,7 @@ connection closes with it); ``close`` drains what is queued and stops it.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ class CommitFigures:
     events: int = 0
     failed_commits: int = 0
     largest_batch: int = 0
+    commit_seconds: float = 0.0
+    """Time spent in the commits (their sync included), summed."""
 
 
 @dataclass
@@ -109,6 +112,7 @@ class IntakeWriter:
             self.db.close()
 
     def _commit(self, jobs: list[_Job], queued: list[NewEvent]) -> None:
+        started = time.perf_counter()
         try:
             # this thread's connection only: every other connection keeps NORMAL
             self.db.connect().execute("PRAGMA synchronous = FULL")
@@ -122,6 +126,7 @@ class IntakeWriter:
                 job.future.set_exception(exc)
             return
         figures = self.figures
+        figures.commit_seconds += time.perf_counter() - started
         figures.commits += 1
         figures.acceptances += len(jobs)
         figures.events += len(queued)
