@@ -71,6 +71,24 @@ def inbox_count(install: Install) -> int:
         conn.close()
 
 
+def drained(install: Install) -> None:
+    """Wait until the inbox worker has processed every delivery sent so far, so that the next
+    run measures intake alone (not intake beside the worker draining the last run)."""
+
+    def idle() -> bool:
+        conn = sqlite3.connect(install.state_dir / "the-loop.db", timeout=30)
+        try:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM inbox WHERE status IN ('pending', 'processing')"
+            ).fetchone()
+        finally:
+            conn.close()
+        return int(row[0]) == 0
+
+    with common.step("waiting for the inbox worker to drain"):
+        common.wait_until(idle, timeout=600, interval=0.2, what="the inbox drained")
+
+
 def paced(daemon: Daemon, count: int, rate: float, warmup: int) -> tuple[list[float], int]:
     """One at a time at RATE/s; returns latencies (ms) and how many sends started late."""
     conn = HttpConn(daemon.host, daemon.port)
@@ -260,12 +278,14 @@ def new_connection_runs(report: Report, daemon: Daemon, install: Install, count:
     )
     report.plot(path)
 
+    drained(install)
     reqs = one_shot_requests(daemon, count, "nc-rej-seq", accepted=False)
     with common.step(f"{count} rejected deliveries, one at a time, a new connection each"):
         lat = sequential_new(daemon, reqs, 401, warmup=0)
     report.distribution("new.seq.rejected", "rejected, new connection each, one at a time", lat)
 
     for clients, total in ((8, 4 * count), (32, 4 * count)):
+        drained(install)
         before = inbox_count(install)
         reqs = one_shot_requests(daemon, total, f"nc-{clients}", accepted=True)
         with common.step(f"{total} accepted deliveries from {clients} clients, new connections"):
@@ -312,6 +332,7 @@ def new_connection_runs(report: Report, daemon: Daemon, install: Install, count:
             )
             report.plot(path)
 
+        drained(install)
         reqs = one_shot_requests(daemon, total, f"nc-rej-{clients}", accepted=False)
         with common.step(f"{total} rejected deliveries from {clients} clients, new connections"):
             lat, elapsed = concurrent_new(daemon, reqs, clients, 401)
@@ -350,6 +371,7 @@ def main() -> None:
             Figure("rss.idle.ack", "daemon RSS, started and idle", daemon.rss_mb(), "MB", 100)
         )
         new_connection_runs(report, daemon, install, args.count)
+        drained(install)
         with common.step(f"{args.count} deliveries one at a time at {args.rate:g}/s, keep-alive"):
             lat, late = paced(daemon, args.count, args.rate, warmup=200)
         s = report.distribution("paced", "ack latency, one at a time, keep-alive", lat)
@@ -370,6 +392,7 @@ def main() -> None:
         )
         report.plot(path)
 
+        drained(install)
         before = inbox_count(install)
         with common.step(f"{args.total} deliveries over {args.connections} keep-alive conns"):
             lat2, elapsed = concurrent(daemon, args.total, args.connections)

@@ -72,6 +72,8 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     # lazy: start-up (commands that only talk to the daemon do not load the web stack)
     import uvicorn
 
+    from the_loop.store.intake_writer import writer_for
+    from the_loop.web import limits
     from the_loop.web.app import create_app
     from the_loop.web.auth import check_bind
 
@@ -91,9 +93,6 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         started_at=time.time(),
         config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
     )
-    from the_loop.store.intake_writer import writer_for
-    from the_loop.web import limits
-
     app = create_app(ctx, daemon=info, background=run_background)
     server = uvicorn.Server(
         uvicorn.Config(
