@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import sqlite3
 import time
 import uuid
+from pathlib import Path
 
 import common
 from common import AsyncHttpConn, Daemon, Figure, HttpConn, Install, Report
@@ -69,6 +71,28 @@ def inbox_count(install: Install) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM inbox").fetchone()[0])
     finally:
         conn.close()
+
+
+def disk_sync_note(directory: Path, count: int = 300) -> str:
+    """The floor of a durable acknowledgement on this disk right now: a 4 KB overwrite and
+    its ``fdatasync``, COUNT times, in the state dir."""
+    probe = directory / "fsync-probe"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT, 0o600)
+    took = []
+    try:
+        for i in range(count):
+            os.pwrite(fd, b"x" * 4096, (i % 16) * 4096)
+            t0 = time.perf_counter()
+            os.fdatasync(fd)
+            took.append((time.perf_counter() - t0) * 1000)
+    finally:
+        os.close(fd)
+        probe.unlink()
+    s = common.summarize(took)
+    return (
+        f"this disk's bare fdatasync (4 KB overwrite) at the start: p50 {s.p50:.3f} ms, "
+        f"p99 {s.p99:.3f} ms (the floor of a durable acknowledgement)"
+    )
 
 
 def drained(install: Install) -> None:
@@ -370,6 +394,7 @@ def main() -> None:
         report.figure(
             Figure("rss.idle.ack", "daemon RSS, started and idle", daemon.rss_mb(), "MB", 100)
         )
+        report.note(disk_sync_note(install.state_dir))
         new_connection_runs(report, daemon, install, args.count)
         drained(install)
         with common.step(f"{args.count} deliveries one at a time at {args.rate:g}/s, keep-alive"):
@@ -460,10 +485,12 @@ def _intake_commits(daemon: Daemon) -> str:
     accepted = float(found.get("the_loop_intake_acceptances_total", "0"))
     if not commits:
         return ""
+    seconds = float(found.get("the_loop_intake_commit_seconds_total", "0"))
     return (
         f"group commit: {accepted:,.0f} acceptances in {commits:,.0f} fully-synced commits "
         f"({accepted / commits:.2f} per sync; largest batch "
-        f"{found.get('the_loop_intake_largest_batch', '?').strip()})"
+        f"{found.get('the_loop_intake_largest_batch', '?').strip()}; mean commit, its sync "
+        f"included, {seconds / commits * 1000:.2f} ms)"
     )
 
 

@@ -156,6 +156,8 @@ def prometheus_text(ctx: Ctx) -> str:
         f"the_loop_intake_commits_total {commits.commits}",
         "# TYPE the_loop_intake_acceptances_total counter",
         f"the_loop_intake_acceptances_total {commits.acceptances}",
+        "# TYPE the_loop_intake_commit_seconds_total counter",
+        f"the_loop_intake_commit_seconds_total {commits.commit_seconds:.6f}",
         "# TYPE the_loop_intake_largest_batch gauge",
         f"the_loop_intake_largest_batch {commits.largest_batch}",
     ]
