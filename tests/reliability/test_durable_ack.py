@@ -34,9 +34,18 @@ pytestmark = [
 CLIENTS = 8
 PER_CLIENT = 25
 _SYNC = re.compile(
-    r"^\d+\s+(?P<start>\d+\.\d+) (?:fsync|fdatasync)\(\d+<(?P<path>[^>]*)>\)"
+    r"^(?P<pid>\d+)\s+(?P<start>\d+\.\d+) (?:fsync|fdatasync)\(\d+<(?P<path>[^>]*)>\)"
     r" = 0 <(?P<took>\d+\.\d+)>$"
 )
+_UNFINISHED = re.compile(
+    r"^(?P<pid>\d+)\s+(?P<start>\d+\.\d+) (?:fsync|fdatasync)\(\d+<(?P<path>[^>]*)>"
+    r" <unfinished \.\.\.>$"
+)
+_RESUMED = re.compile(
+    r"^(?P<pid>\d+)\s+\d+\.\d+ <\.\.\. (?:fsync|fdatasync) resumed>\) = 0"
+    r" <(?P<took>\d+\.\d+)>$"
+)
+"""strace -f -ttt -T -y lines: a whole call, or one split by another thread's output."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +62,21 @@ class Sync:
 
 
 def _syncs(trace: Path, wal: Path) -> list[Sync]:
+    """The completed syncs of WAL, with wall-clock start and end (split calls joined)."""
     found = []
+    pending: dict[str, tuple[float, str]] = {}
     for line in trace.read_text().splitlines():
-        m = _SYNC.match(line)
-        if m and Path(m.group("path")) == wal:
-            start = float(m.group("start"))
-            found.append(Sync(start, start + float(m.group("took"))))
+        if m := _SYNC.match(line):
+            start, path, took = float(m["start"]), m["path"], float(m["took"])
+        elif m := _UNFINISHED.match(line):
+            pending[m["pid"]] = (float(m["start"]), m["path"])
+            continue
+        elif (m := _RESUMED.match(line)) and m["pid"] in pending:
+            (start, path), took = pending.pop(m["pid"]), float(m["took"])
+        else:
+            continue
+        if Path(path) == wal:
+            found.append(Sync(start, start + took))
     return found
 
 
