@@ -552,9 +552,19 @@ class Daemon:
 
 
 def webhook_request(
-    host: str, port: int, event: str, delivery: str, body: bytes, path: str = "/webhooks/github"
+    host: str,
+    port: int,
+    event: str,
+    delivery: str,
+    body: bytes,
+    path: str = "/webhooks/github",
+    *,
+    close: bool = False,
+    secret: str = SECRET,
 ) -> bytes:
-    """The bytes of a signed GitHub delivery (HTTP/1.1, keep-alive), ready to send."""
+    """The bytes of a signed GitHub delivery (HTTP/1.1), ready to send: keep-alive, or with
+    ``Connection: close`` when CLOSE (one connection per delivery, as GitHub sends them);
+    signed with SECRET (another secret makes a bad-signature delivery)."""
     from the_loop.github.signature import sign
 
     head = (
@@ -564,9 +574,8 @@ def webhook_request(
         "Content-Type: application/json\r\n"
         f"X-GitHub-Event: {event}\r\n"
         f"X-GitHub-Delivery: {delivery}\r\n"
-        f"X-Hub-Signature-256: {sign(SECRET.encode(), body)}\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "\r\n"
+        f"X-Hub-Signature-256: {sign(secret.encode(), body)}\r\n"
+        f"Content-Length: {len(body)}\r\n" + ("Connection: close\r\n" if close else "") + "\r\n"
     )
     return head.encode("ascii") + body
 

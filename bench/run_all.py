@@ -32,6 +32,14 @@ SCRIPTS = [
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [
+    "ack.new.p50",
+    "ack.new.p99",
+    "ack.new.rate32",
+    "ack.new.p99_32",
+    "ack.new.rate8",
+    "ack.new.p99_8",
+    "reject.new.rate8",
+    "reject.new.rate32",
     "ack.p50",
     "ack.p99",
     "ack.rate",

@@ -8,6 +8,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 command -v ps >/dev/null 2>&1 || need+=(procps)
+command -v strace >/dev/null 2>&1 || need+=(strace)  # the durable-acknowledgement test
 if [ "${THE_LOOP_SKIP_BROWSER:-0}" != "1" ] && [ -f tests/browser_required ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi

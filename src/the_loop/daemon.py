@@ -72,8 +72,12 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     # lazy: start-up (commands that only talk to the daemon do not load the web stack)
     import uvicorn
 
+    from the_loop.store.intake_writer import writer_for
+    from the_loop.web import limits
     from the_loop.web.app import create_app
+    from the_loop.web.auth import check_bind
 
+    check_bind(ctx)
     lock = acquire_lock(ctx.state_dir)
     cfg = ctx.config.server
     sock = bind_socket(cfg.host, cfg.port)
@@ -98,6 +102,9 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
             timeout_graceful_shutdown=3,
             access_log=False,
             server_header=False,
+            # request heads bounded (SPEC §11): limits.py for httptools, this for h11
+            http=limits.LimitedHttpToolsProtocol,
+            h11_max_incomplete_event_size=limits.h11_limit,
         )
     )
 
@@ -118,6 +125,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     try:
         server.run(sockets=[sock])
     finally:
+        writer_for(ctx.db).close()  # the sampled rejections still queued
         ev.emit(ctx.db, "daemon.stopped", source=SOURCE, pid=info.pid)
         (ctx.state_dir / INFO_NAME).unlink(missing_ok=True)
         lock.release()
@@ -193,6 +201,10 @@ def start_detached(
     ctx: Ctx, timeout: float = 30.0, on_wait: Callable[[], None] | None = None
 ) -> DaemonStatus:
     """Start ``the-loop serve`` in the background and wait until it reports healthy."""
+    # lazy: start-up (the token module loads only when a daemon is started)
+    from the_loop.web.auth import check_bind
+
+    check_bind(ctx)
     state_dir = ctx.state_dir
     if daemon_running(state_dir):
         info = read_info(state_dir)

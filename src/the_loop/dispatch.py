@@ -20,6 +20,7 @@ the body: ``stored_intake`` derives their intake from it when they are claimed.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import uuid
@@ -33,7 +34,9 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError, Unavailable
 from the_loop.github.parse import parse_webhook
 from the_loop.store import inbox
+from the_loop.store.events import NewEvent
 from the_loop.store.inbox import Accepted, Claimed, InboxStatus
+from the_loop.store.intake_writer import writer_for
 from the_loop.work import WorkEvent, WorkKind
 
 SOURCE = "dispatch"
@@ -158,31 +161,42 @@ def lane(ctx: Ctx, claimed: Claimed) -> str:
 
 
 def accept(ctx: Ctx, delivery: Intake, body: bytes, source: str) -> Accepted:
-    """Commit a delivery (its raw BODY and its intake) to the inbox before it is
-    acknowledged; emits the intake event."""
+    """Commit a delivery (its raw BODY and its intake) to the inbox, with the intake event
+    (``webhook.received`` or ``webhook.duplicate``) in the same transaction; blocking, with
+    the database's ordinary durability (the CLI's and the poller's path)."""
+    return inbox.accept_in_transaction(ctx.db, acceptance(delivery, body, source))
+
+
+async def accept_durably(ctx: Ctx, delivery: Intake, body: bytes, source: str) -> Accepted:
+    """``accept`` for an acknowledgement: returns once the acceptance and its event are on
+    stable storage (a fully-synced commit shared with every acceptance queued meanwhile, see
+    ``store.intake_writer``); never blocks the event loop. Raises ``StateError`` (or the
+    ``sqlite3.Error``) the commit raised."""
+    future = writer_for(ctx.db).submit(acceptance(delivery, body, source))
+    return await asyncio.wrap_future(future)
+
+
+def acceptance(delivery: Intake, body: bytes, source: str) -> inbox.Acceptance:
+    """What the inbox commits for DELIVERY: the body, the stored intake, its lane, and the
+    intake event recording the outcome."""
     event, delivery_id = delivery.event_name, delivery.delivery_id
-    accepted = inbox.accept(
-        ctx.db, delivery_id, event, body, source, work=delivery.stored(), lane=delivery.lane
+
+    def record(accepted: Accepted) -> NewEvent:
+        if accepted.duplicate:
+            return ev.build(
+                "webhook.duplicate",
+                source=SOURCE,
+                delivery_id=delivery_id,
+                event=event,
+                status=accepted.status.value,
+            )
+        return ev.build(
+            "webhook.received", source=SOURCE, delivery_id=delivery_id, event=event, via=source
+        )
+
+    return inbox.Acceptance(
+        delivery_id, event, body, source, delivery.stored(), delivery.lane, record
     )
-    if accepted.duplicate:
-        ev.emit(
-            ctx.db,
-            "webhook.duplicate",
-            source=SOURCE,
-            delivery_id=delivery_id,
-            event=event,
-            status=accepted.status.value,
-        )
-    else:
-        ev.emit(
-            ctx.db,
-            "webhook.received",
-            source=SOURCE,
-            delivery_id=delivery_id,
-            event=event,
-            via=source,
-        )
-    return accepted
 
 
 def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:

@@ -29,6 +29,7 @@ __all__ = [
     "EventFilter",
     "EventSpec",
     "Level",
+    "build",
     "emit",
     "follow",
     "last_id",
@@ -166,6 +167,34 @@ def emit(
     **payload: Any,
 ) -> int:
     """Append one event of a catalogued TYPE; returns its id. Payload is validated."""
+    return store.append(
+        db,
+        build(
+            type,
+            source=source,
+            level=level,
+            work_item=work_item,
+            standing=standing,
+            session_id=session_id,
+            delivery_id=delivery_id,
+            **payload,
+        ),
+    )
+
+
+def build(
+    type: str,
+    *,
+    source: str,
+    level: Level | None = None,
+    work_item: str | None = None,
+    standing: str | None = None,
+    session_id: str | None = None,
+    delivery_id: str | None = None,
+    **payload: Any,
+) -> NewEvent:
+    """The row ``emit`` would append, validated but not written (for a caller that writes it
+    inside a transaction of its own, e.g. with the inbox acceptance it records)."""
     spec = CATALOGUE.get(type)
     if spec is None:
         raise ValueError(f"event type {type!r} is not in the catalogue")
@@ -173,7 +202,7 @@ def emit(
         body = spec.payload.model_validate(payload).model_dump(mode="json", by_alias=True)
     except ValidationError as exc:
         raise ValueError(f"bad payload for {type}: {exc}") from None
-    new = NewEvent(
+    return NewEvent(
         ts=time.time(),
         type=type,
         level=int(level or spec.level),
@@ -184,7 +213,6 @@ def emit(
         delivery_id=delivery_id,
         payload_json=json.dumps(body, separators=(",", ":")),
     )
-    return store.append(db, new)
 
 
 def parse_filter(

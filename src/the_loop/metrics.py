@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from the_loop.context import Ctx
 from the_loop.store import events, inbox
 from the_loop.store.inbox import InboxStatus
+from the_loop.store.intake_writer import writer_for
 from the_loop.store.sessions import SessionStatus, counts_by_status, delivered_total
 
 WEBHOOK_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -44,21 +45,61 @@ class Histogram:
 
 
 class Metrics:
-    """Histograms kept in memory by this process (reset on restart)."""
+    """Histograms and counters kept in memory by this process (reset on restart).
+
+    Every refused request is counted here, including those the event log only samples:
+    ``webhook_rejections`` by (HTTP status, reason code), ``refused_requests`` (heads refused
+    by the server's limits, by status) and ``client_disconnects`` (bodies cut short)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.webhook_latency = Histogram(WEBHOOK_BUCKETS)
+        self.webhook_rejections: dict[tuple[int, str], int] = {}
+        self.refused_requests: dict[int, int] = {}
+        self.client_disconnects = 0
 
     def observe_webhook(self, seconds: float) -> None:
         with self._lock:
             self.webhook_latency.observe(seconds)
+
+    def count_rejection(self, status: int, code: str) -> None:
+        with self._lock:
+            key = (status, code)
+            self.webhook_rejections[key] = self.webhook_rejections.get(key, 0) + 1
+
+    def count_refused_request(self, status: int) -> None:
+        with self._lock:
+            self.refused_requests[status] = self.refused_requests.get(status, 0) + 1
+
+    def count_disconnect(self) -> None:
+        with self._lock:
+            self.client_disconnects += 1
 
     def render_process(self) -> list[str]:
         with self._lock:
             lines = self.webhook_latency.render(
                 "the_loop_webhook_ack_seconds", "Time from request to webhook acknowledgement."
             )
+            lines += [
+                "# HELP the_loop_webhook_rejections_total Webhooks refused, by status and reason.",
+                "# TYPE the_loop_webhook_rejections_total counter",
+            ]
+            lines += [
+                f'the_loop_webhook_rejections_total{{status="{s}",reason="{c}"}} {n}'
+                for (s, c), n in sorted(self.webhook_rejections.items())
+            ]
+            lines += [
+                "# HELP the_loop_http_refused_total Requests refused by the server's limits.",
+                "# TYPE the_loop_http_refused_total counter",
+            ]
+            lines += [
+                f'the_loop_http_refused_total{{status="{s}"}} {n}'
+                for s, n in sorted(self.refused_requests.items())
+            ]
+            lines += [
+                "# TYPE the_loop_client_disconnects_total counter",
+                f"the_loop_client_disconnects_total {self.client_disconnects}",
+            ]
         return lines
 
 
@@ -108,4 +149,16 @@ def prometheus_text(ctx: Ctx) -> str:
         f"the_loop_poll_cycles_total {found.poll_cycles}",
     ]
     lines += METRICS.render_process()
+    commits = writer_for(ctx.db).figures
+    lines += [
+        "# HELP the_loop_intake_commits_total Fully-synced group commits of acceptances.",
+        "# TYPE the_loop_intake_commits_total counter",
+        f"the_loop_intake_commits_total {commits.commits}",
+        "# TYPE the_loop_intake_acceptances_total counter",
+        f"the_loop_intake_acceptances_total {commits.acceptances}",
+        "# TYPE the_loop_intake_commit_seconds_total counter",
+        f"the_loop_intake_commit_seconds_total {commits.commit_seconds:.6f}",
+        "# TYPE the_loop_intake_largest_batch gauge",
+        f"the_loop_intake_largest_batch {commits.largest_batch}",
+    ]
     return "\n".join(lines) + "\n"

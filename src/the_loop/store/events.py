@@ -7,6 +7,7 @@ stores rows and turns them into ``Event`` models.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -86,6 +87,12 @@ class NewEvent:
 
 def append(db: Database, event: NewEvent) -> int:
     """Append EVENT in its own transaction; returns its id."""
+    with db.transaction() as tx:
+        return insert(tx, event)
+
+
+def insert(tx: sqlite3.Connection, event: NewEvent) -> int:
+    """Append EVENT within the caller's open transaction TX; returns its id."""
     row = (
         event.ts,
         event.type,
@@ -97,13 +104,12 @@ def append(db: Database, event: NewEvent) -> int:
         event.delivery_id,
         event.payload_json,
     )
-    with db.transaction() as tx:
-        cur = tx.execute(
-            "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
-            " delivery_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
-        )
-        return int(cur.lastrowid or 0)
+    cur = tx.execute(
+        "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
+        " delivery_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        row,
+    )
+    return int(cur.lastrowid or 0)
 
 
 def _where(f: EventFilter) -> tuple[str, list[Any]]:

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from the_loop.store import events
 from the_loop.store.db import Database
+from the_loop.store.events import NewEvent
 
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = (1.0, 5.0, 30.0, 120.0)
@@ -91,28 +95,57 @@ def accept(
 ) -> Accepted:
     """Commit a delivery with what intake made of it (WORK, LANE); a known id is a duplicate
     unless its processing failed, in which case it is stored afresh and made ready."""
-    now = time.time()
+    return accept_in_transaction(db, Acceptance(delivery_id, event, payload, source, work, lane))
+
+
+def accept_in_transaction(db: Database, job: Acceptance) -> Accepted:
+    """``accept_in`` in a transaction of its own (the connection's ordinary durability)."""
     with db.transaction() as tx:
-        row = tx.execute(
-            "SELECT status FROM inbox WHERE delivery_id = ?", (delivery_id,)
-        ).fetchone()
-        if row is None:
-            tx.execute(
-                "INSERT INTO inbox (delivery_id, event, source, payload, work, lane, status,"
-                " attempts, received_at, updated_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?,"
-                " 'pending', 0, ?, ?, ?)",
-                (delivery_id, event, source, payload, work, lane, now, now, now),
-            )
-            return Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
-        status = InboxStatus(row[0])
-        if status in (InboxStatus.failed, InboxStatus.dead):
-            tx.execute(
-                "UPDATE inbox SET payload = ?, work = ?, lane = ? WHERE delivery_id = ?",
-                (payload, work, lane, delivery_id),
-            )
-            _make_ready(tx, delivery_id, now)
-            return Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
-        return Accepted(delivery_id=delivery_id, duplicate=True, status=status)
+        return accept_in(tx, job)
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    """One delivery to commit (see ``accept``); RECORD returns the event that records the
+    outcome, written in the same transaction (None: no event)."""
+
+    delivery_id: str
+    event: str
+    payload: bytes
+    source: str
+    work: str | None = None
+    lane: str | None = None
+    record: Callable[[Accepted], NewEvent | None] | None = None
+
+
+def accept_in(tx: sqlite3.Connection, job: Acceptance) -> Accepted:
+    """``accept`` within the caller's open write transaction TX (group commit: several
+    acceptances share one commit, and so one sync)."""
+    now = time.time()
+    delivery_id = job.delivery_id
+    row = tx.execute("SELECT status FROM inbox WHERE delivery_id = ?", (delivery_id,)).fetchone()
+    if row is None:
+        tx.execute(
+            "INSERT INTO inbox (delivery_id, event, source, payload, work, lane, status,"
+            " attempts, received_at, updated_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?,"
+            " 'pending', 0, ?, ?, ?)",
+            (delivery_id, job.event, job.source, job.payload, job.work, job.lane, now, now, now),
+        )
+        accepted = Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
+    elif InboxStatus(row[0]) in (InboxStatus.failed, InboxStatus.dead):
+        tx.execute(
+            "UPDATE inbox SET payload = ?, work = ?, lane = ? WHERE delivery_id = ?",
+            (job.payload, job.work, job.lane, delivery_id),
+        )
+        _make_ready(tx, delivery_id, now)
+        accepted = Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
+    else:
+        accepted = Accepted(delivery_id=delivery_id, duplicate=True, status=InboxStatus(row[0]))
+    if job.record is not None:
+        recorded = job.record(accepted)
+        if recorded is not None:
+            events.insert(tx, recorded)
+    return accepted
 
 
 def _make_ready(tx: sqlite3.Connection, delivery_id: str, now: float) -> None:

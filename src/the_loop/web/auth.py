@@ -2,8 +2,9 @@
 
 Every non-webhook endpoint needs ``Authorization: Bearer <token>``. The read-only token may only
 read (GET). On a loopback bind with no token configured, the daemon generates one into
-``<stateDir>/api-token`` (mode 0600), which the CLI uses. A non-loopback bind without a token is
-refused at start.
+``<stateDir>/api-token`` (mode 0600), which the CLI uses. A non-loopback bind without a token, or
+with any configured token shorter than ``MIN_TOKEN_LENGTH`` characters, is refused at start.
+Only real loopback addresses count as loopback: ``""`` and ``0.0.0.0`` bind every interface.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, Forbidden, Unauthorized
 
 TOKEN_FILE = "api-token"
+MIN_TOKEN_LENGTH = 32
+"""Off loopback every configured token (full and read-only) must be at least this long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +33,10 @@ class Tokens:
 
 
 def is_loopback(host: str) -> bool:
-    if host in {"localhost", ""}:
+    """True only for a real loopback address: ``localhost``, 127.0.0.0/8 or ``::1``.
+
+    ``""``, ``0.0.0.0`` and ``::`` bind every interface and are not loopback."""
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -42,16 +48,34 @@ def token_file(state_dir: Path) -> Path:
     return state_dir / TOKEN_FILE
 
 
+def check_bind(ctx: Ctx) -> None:
+    """Refuse (``BadInput``) a bind off loopback without a full token, or with any configured
+    token (full or read-only) shorter than ``MIN_TOKEN_LENGTH``; on loopback, nothing."""
+    server = ctx.config.server
+    if is_loopback(server.host):
+        return
+    where = f"{server.host!r}" if server.host else "'' (every interface)"
+    full = os.environ.get(server.token_env) or None
+    if full is None:
+        raise BadInput(f"refusing to listen on {where} without a token: set ${server.token_env}")
+    read_only = os.environ.get(server.read_only_token_env) or None
+    for env, value in ((server.token_env, full), (server.read_only_token_env, read_only)):
+        if value is not None and len(value) < MIN_TOKEN_LENGTH:
+            raise BadInput(
+                f"refusing to listen on {where}: ${env} is {len(value)} characters; off "
+                f"loopback every token must be at least {MIN_TOKEN_LENGTH}"
+            )
+
+
 def ensure_tokens(ctx: Ctx) -> Tokens:
-    """The tokens the server accepts; generates the loopback token file when needed."""
+    """The tokens the server accepts; generates the loopback token file when needed.
+
+    Raises ``BadInput`` when ``check_bind`` refuses the bind."""
+    check_bind(ctx)
     server = ctx.config.server
     full = os.environ.get(server.token_env) or None
     read_only = os.environ.get(server.read_only_token_env) or None
     if full is None:
-        if not is_loopback(server.host):
-            raise BadInput(
-                f"refusing to listen on {server.host} without a token: set ${server.token_env}"
-            )
         full = _generated_token(ctx.state_dir)
     return Tokens(full, read_only)
 

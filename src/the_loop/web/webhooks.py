@@ -1,19 +1,34 @@
 """``POST <github.webhook.path>``: signed GitHub deliveries into the durable inbox.
 
-The delivery is committed to the inbox before the 202 is sent; processing happens in the inbox
-worker, so the acknowledgement never waits for an agent. Any well-formed signed delivery of any
-event type is acknowledged; types outside the filter are ignored later, never refused. The body
-is decoded here, once, and parsed into its typed work event (``dispatch.intake``); the inbox
-keeps the raw body next to the typed form, and no later stage decodes it again.
+The 202 is sent only after the delivery is on stable storage: it is committed to the inbox,
+with its ``webhook.received`` event, in a fully-synced group commit shared with every delivery
+accepted meanwhile (``dispatch.accept_durably``, ``store.intake_writer``), off the event loop.
+Processing happens in the inbox worker, so the acknowledgement never waits for an agent. Any
+well-formed signed delivery of any event type is acknowledged; types outside the filter are
+ignored later, never refused. The body is decoded here, once, and parsed into its typed work
+event (``dispatch.intake``); the inbox keeps the raw body next to the typed form, and no later
+stage decodes it again. A delivery id already stored is answered ``duplicate`` and not
+processed again.
+
+A refused request costs no synchronous write and a bounded amount of storage: every refusal
+is counted in metrics, but at most one ``webhook.rejected`` event per (status, reason) is
+written per ``REJECTION_WINDOW_SECONDS``, carrying how many were suppressed since the last one,
+with the delivery id only when it has the shape of one (else none). The body must arrive
+within ``BODY_SECONDS`` (else ``408``); a client that goes away mid-body is logged in one line.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+import re
+import threading
 import time
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.requests import ClientDisconnect
 
 from the_loop import dispatch
 from the_loop import events as ev
@@ -21,21 +36,67 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput
 from the_loop.github.signature import verify_signature
 from the_loop.metrics import METRICS
+from the_loop.store.intake_writer import writer_for
 
 MAX_BODY = 25 * 1024 * 1024
+BODY_SECONDS = 10.0
+"""The whole body must be read within this (GitHub itself gives up on a delivery after 10 s)."""
+REJECTION_WINDOW_SECONDS = 60.0
 SOURCE = "webhook"
 _DELIVERY_MAX = 200
+_STORED_DELIVERY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+_log = logging.getLogger("the_loop.webhooks")
 
 
-def _reject(ctx: Ctx, status: int, code: str, message: str, delivery: str | None) -> JSONResponse:
-    ev.emit(
-        ctx.db,
-        "webhook.rejected",
-        source=SOURCE,
-        delivery_id=delivery,
-        reason=message,
-        status=status,
-    )
+class RejectionSampler:
+    """At most one recorded rejection per key per WINDOW seconds; counts the rest."""
+
+    def __init__(self, window: float = REJECTION_WINDOW_SECONDS) -> None:
+        self.window = window
+        self._lock = threading.Lock()
+        self._last: dict[tuple[int, str], float] = {}
+        self._suppressed: dict[tuple[int, str], int] = {}
+
+    def admit(self, key: tuple[int, str], now: float) -> int | None:
+        """None when this rejection is only counted; else how many of KEY were suppressed
+        since the last recorded one (the caller records this one with that count)."""
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.window:
+                self._suppressed[key] = self._suppressed.get(key, 0) + 1
+                return None
+            self._last[key] = now
+            return self._suppressed.pop(key, 0)
+
+
+def _stored_delivery(delivery: str | None) -> str | None:
+    """DELIVERY as it may be stored for a rejection: only a short id of GitHub's shape."""
+    if delivery is not None and _STORED_DELIVERY.fullmatch(delivery):
+        return delivery
+    return None
+
+
+def _reject(
+    ctx: Ctx,
+    sampler: RejectionSampler,
+    status: int,
+    code: str,
+    message: str,
+    delivery: str | None,
+) -> JSONResponse:
+    METRICS.count_rejection(status, code)
+    suppressed = sampler.admit((status, message), time.monotonic())
+    if suppressed is not None:
+        writer_for(ctx.db).record(
+            ev.build(
+                "webhook.rejected",
+                source=SOURCE,
+                delivery_id=_stored_delivery(delivery),
+                reason=message,
+                status=status,
+                suppressed=suppressed,
+            )
+        )
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
@@ -71,30 +132,43 @@ def _signature_problem(ctx: Ctx, body: bytes, header: str | None) -> str | None:
 def github_router(ctx: Ctx) -> APIRouter:
     """The webhook route, mounted at ``github.webhook.path``."""
     router = APIRouter()
+    sampler = RejectionSampler()
+
+    def reject(status: int, code: str, message: str, delivery: str | None) -> JSONResponse:
+        return _reject(ctx, sampler, status, code, message, delivery)
 
     @router.post(ctx.config.github.webhook.path, include_in_schema=False)
     async def github_webhook(request: Request) -> JSONResponse:
         started = time.perf_counter()
         delivery = request.headers.get("x-github-delivery")
-        body = await _read_body(request)
+        try:
+            async with asyncio.timeout(BODY_SECONDS):
+                body = await _read_body(request)
+        except TimeoutError:
+            return reject(408, "timeout", f"body not received within {BODY_SECONDS:g} s", None)
+        except ClientDisconnect:
+            METRICS.count_disconnect()
+            client = request.client.host if request.client else "?"
+            _log.warning("webhook: the client %s disconnected before sending the body", client)
+            return JSONResponse({"error": {"code": "disconnected"}}, status_code=400)
         if body is None:
-            return _reject(ctx, 413, "payload_too_large", "body over 25 MB", delivery)
+            return reject(413, "payload_too_large", "body over 25 MB", delivery)
         problem = _signature_problem(ctx, body, request.headers.get("x-hub-signature-256"))
         if problem is not None:
-            return _reject(ctx, 401, "unauthorized", problem, delivery)
+            return reject(401, "unauthorized", problem, delivery)
         event = request.headers.get("x-github-event", "")
         if not event or len(event) > 100 or not event.replace("_", "").isalnum():
-            return _reject(ctx, 400, "bad_input", "missing or invalid X-GitHub-Event", delivery)
+            return reject(400, "bad_input", "missing or invalid X-GitHub-Event", delivery)
         if not delivery or len(delivery) > _DELIVERY_MAX or not delivery.isprintable():
-            return _reject(ctx, 400, "bad_input", "missing or invalid X-GitHub-Delivery", None)
+            return reject(400, "bad_input", "missing or invalid X-GitHub-Delivery", None)
         try:
             payload = dispatch.decode(body)
         except BadInput:
-            return _reject(ctx, 400, "bad_input", "the payload is not a JSON object", delivery)
+            return reject(400, "bad_input", "the payload is not a JSON object", delivery)
         if event == "ping":
             return JSONResponse({"ok": True, "event": "ping"}, status_code=200)
         intake = dispatch.intake(ctx, event, delivery, payload)
-        accepted = dispatch.accept(ctx, intake, body, SOURCE)
+        accepted = await dispatch.accept_durably(ctx, intake, body, SOURCE)
         ctx.inbox_wake.set()
         METRICS.observe_webhook(time.perf_counter() - started)
         return JSONResponse(
