@@ -45,7 +45,7 @@ from pydantic.alias_generators import to_camel
 
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.errors import Conflict, LoopError, NotFound, StateError, Unavailable
+from the_loop.errors import Conflict, LoopError, NotFound, Unavailable
 from the_loop.refs import WorkItemRef
 from the_loop.store import outbox as store
 from the_loop.store.outbox import (
@@ -56,6 +56,7 @@ from the_loop.store.outbox import (
     OutboxStatus,
     ReactionPayload,
 )
+from the_loop.supervise import TRANSIENT, monitor
 
 if TYPE_CHECKING:
     from the_loop.config import GitHubConfig
@@ -322,18 +323,22 @@ def _client_key(config: GitHubConfig) -> tuple[str, str, float, int]:
 async def outbox_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's drain task: recover rows a dead process left ``sending`` (at start and
     every ``RECOVER_EVERY_SECONDS``), then post what is due until STOP, sleeping until the next
-    row is due, a ``wake`` or ``IDLE_POLL_SECONDS``. Database errors are retried with backoff;
-    the event loop never waits on SQLite."""
+    row is due, a ``wake`` or ``IDLE_POLL_SECONDS``. Database errors are retried with backoff
+    while the task reports itself stalled (``the_loop.supervise``); the event loop never waits
+    on SQLite."""
     _LOOPS[ctx.outbox_wake] = asyncio.get_running_loop()
     drain = _Drainer(ctx)
+    watch = monitor(ctx, "outbox")
     failures = 0
     try:
         while not stop.is_set():
             try:
                 delay = await drain.step()
                 failures = 0
-            except (StateError, sqlite3.Error):
+                watch.progressed()
+            except TRANSIENT as exc:
                 failures += 1
+                watch.failed(exc)
                 delay = min(MAX_BACKOFF_SECONDS, backoff(failures))
             if delay > 0:
                 await _sleep(ctx, stop, delay)
