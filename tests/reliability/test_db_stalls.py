@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -204,5 +205,37 @@ def test_intake_resumes_after_the_disk_was_full(work: Work, small_state: Path) -
             acked.add(str(m))
         _settled(work, acked)
         assert work.events("task.stalled"), "no stall was recorded"
+    finally:
+        daemon.stop()
+
+
+def test_a_damaged_table_is_reported_unhealthy(work: Work) -> None:
+    work.configure(github={"enabled": True})
+    assert work.env.run("events").exit_code == 0  # creates the database
+    db = work.env.state_dir / "the-loop.db"
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        root = int(
+            conn.execute(
+                "SELECT rootpage FROM sqlite_master WHERE name = 'github_etags'"
+            ).fetchone()[0]
+        )
+    finally:
+        conn.close()
+    with db.open("r+b") as f:  # a table's root page overwritten: its b-tree is damaged
+        f.seek((root - 1) * page_size)
+        f.write(b"\xa5" * page_size)
+    daemon = Daemon(work)
+    daemon.start()
+    try:
+
+        def damaged() -> list[str]:
+            code, body = _status(work)
+            return [p for p in body["problems"] if "damaged" in p] if code == 1 else []
+
+        found = wait_until(damaged, timeout=30, interval=0.2, what="the damage reported")
+        assert "the state database is damaged" in found[0]
     finally:
         daemon.stop()
