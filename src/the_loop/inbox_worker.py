@@ -9,9 +9,10 @@ items come back when their backoff expires; the worker also notices items anothe
 
 Faults never end the worker (SPEC §12): a database step that fails (locked past the busy
 timeout, read-only, full) is retried with backoff while the worker reports itself stalled
-through its ``TaskMonitor`` (``the_loop.supervise``), and it resumes by itself. An item whose
-processing could not record its outcome stays claimed and is processed again in its lane, as
-a retry, once the database answers.
+through its ``TaskMonitor`` (``the_loop.supervise``; ``inbox`` for claiming, ``inbox-lanes``
+for processing), and it resumes by itself. An item whose processing could not record its
+outcome stays claimed and is processed again in its lane, as a retry, once the database
+answers.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class InboxWorker:
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.slots = asyncio.Semaphore(max_lanes)
         self.monitor: TaskMonitor = monitor(ctx, name)
+        self.lanes_monitor: TaskMonitor = monitor(ctx, f"{name}-lanes")
         self.stop: asyncio.Event | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -111,11 +113,12 @@ class InboxWorker:
             try:
                 await asyncio.to_thread(dispatch.process, self.ctx, claimed)
             except TRANSIENT as exc:
-                if await _pause(self.stop, self.monitor.failed(exc)):
+                if await _pause(self.stop, self.lanes_monitor.failed(exc)):
                     return
                 item = claimed.item.model_copy(update={"attempts": claimed.item.attempts + 1})
                 claimed = claimed._replace(item=item)
                 continue
+            self.lanes_monitor.progressed()
             return
 
     async def _drain(self) -> None:

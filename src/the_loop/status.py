@@ -81,8 +81,14 @@ HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
 
 
 def _tasks_health(ctx: Ctx) -> tuple[list[str], Any]:
+    """The problems of this process's background tasks, and the state of each task that has
+    one (healthy tasks are left out: a healthy answer reads the same from every process)."""
     board = board_for(ctx.db)
-    states = {s.name: s.model_dump(by_alias=True, exclude={"name"}) for s in board.snapshot()}
+    states = {
+        s.name: s.model_dump(by_alias=True, exclude={"name"})
+        for s in board.snapshot()
+        if s.state in ("stalled", "crashed")
+    }
     return board.problems(), states
 
 
