@@ -132,12 +132,14 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
 
 
 async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[None]]:
-    """Start every background task; they end when STOP is set."""
+    """Start every background task, each supervised (``the_loop.supervise``: restarted with
+    backoff after a fault or a bug, reported by health meanwhile); they end when STOP is set."""
     # lazy: start-up (`status`, `stop` and `doctor` import this module, not the workers)
     from the_loop import housekeeping
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
     from the_loop.outbox import outbox_loop
+    from the_loop.supervise import supervised
 
     builtin: list[tuple[str, BackgroundTask]] = [
         ("checkpoint", housekeeping.checkpoint_loop),
@@ -148,9 +150,11 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
         ("poller", poll_loop),
         ("standing-autostart", housekeeping.standing_autostart),
         ("reconciler", housekeeping.reconcile_loop),
+        ("integrity", housekeeping.integrity_loop),
     ]
     return [
-        asyncio.create_task(fn(ctx, stop), name=name) for name, fn in [*builtin, *BACKGROUND_TASKS]
+        asyncio.create_task(supervised(name, fn, ctx, stop), name=name)
+        for name, fn in [*builtin, *BACKGROUND_TASKS]
     ]
 
 

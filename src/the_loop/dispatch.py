@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 from the_loop import engine, sessions
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, LoopError, Unavailable
+from the_loop.errors import BadInput, LoopError, StateError, Unavailable
 from the_loop.github.parse import parse_webhook
 from the_loop.store import inbox
 from the_loop.store.events import NewEvent
@@ -209,7 +209,8 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
             raise BadInput(delivery.refusal or "the delivery names no work event")
         outcome = sessions.handle_event(ctx, delivery.work, prior)
     except LoopError as exc:
-        return _failed(ctx, claimed, exc, transient=isinstance(exc, Unavailable))
+        transient = isinstance(exc, Unavailable | StateError)  # the state may come back
+        return _failed(ctx, claimed, exc, transient=transient)
     except Exception as exc:  # the inbox processing edge: a bug must not wedge the inbox
         return _failed(ctx, claimed, exc, transient=True)
     inbox.succeed(ctx.db, item.delivery_id, outcome.summary)

@@ -73,6 +73,12 @@ class Message(Payload):
     message: str
 
 
+class TaskFault(Payload):
+    task: str
+    error: str
+    retry_in: float
+
+
 @dataclass(frozen=True, slots=True)
 class EventSpec:
     """One entry of the catalogue: its name, default level, meaning and payload model."""
@@ -150,6 +156,9 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("config.warning", _W, "A setting is accepted but risky.", Message),
         _spec("daemon.started", _I, "The daemon started serving."),
         _spec("daemon.stopped", _I, "The daemon stopped."),
+        _spec("task.stalled", _E, "A background task cannot make progress; it retries.", TaskFault),
+        _spec("task.recovered", _I, "A stalled or crashed background task makes progress again."),
+        _spec("task.crashed", _E, "A background task failed on a bug; it is restarted.", TaskFault),
     ]
 }
 

@@ -1,4 +1,9 @@
-"""Daemon background work that belongs to no feature: config reload and event pruning."""
+"""Daemon background work that belongs to no feature: config reload, event pruning, WAL
+checkpoints, standing auto-start, the reconciler and the integrity check.
+
+Each runs supervised (``the_loop.supervise``): a fault raised out of a loop restarts it after a
+backoff, and every completed pass reports progress, so a stalled loop shows in health until it
+works again."""
 
 from __future__ import annotations
 
@@ -11,7 +16,9 @@ from the_loop import sessions, standing
 from the_loop.config import LoadedConfig, load_config
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
+from the_loop.store.integrity import quick_check
 from the_loop.store.sessions import SessionStatus
+from the_loop.supervise import board_for, monitor
 
 SOURCE = "daemon"
 RESTART_ONLY = {"stateDir": "state_dir", "server": "server", "tmux.socket": "tmux"}
@@ -28,8 +35,10 @@ async def _wait(stop: asyncio.Event, seconds: float) -> bool:
 
 async def prune_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Prune events older than ``events.retentionDays`` at start and every hour."""
+    watch = monitor(ctx, "prune-events")
     while True:
         await asyncio.to_thread(ev.prune, ctx.db, ctx.config.events.retention_days)
+        watch.progressed()
         if await _wait(stop, PRUNE_EVERY_SECONDS):
             return
 
@@ -41,8 +50,10 @@ async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Checkpoint the database's WAL every ``CHECKPOINT_SECONDS`` in a worker thread, so that
     no commit on the daemon's request path waits for a checkpoint's copy and fsync."""
     ctx.db.defer_checkpoints()
+    watch = monitor(ctx, "checkpoint")
     while not await _wait(stop, CHECKPOINT_SECONDS):
         await asyncio.to_thread(ctx.db.checkpoint)
+        watch.progressed()
     await asyncio.to_thread(ctx.db.checkpoint)
 
 
@@ -57,12 +68,13 @@ def _mtime(ctx: Ctx) -> float | None:
 async def reload_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Reload the config file when it changes; an invalid edit keeps the old config."""
     seen = _mtime(ctx)
+    watch = monitor(ctx, "reload-config")
     while not await _wait(stop, RELOAD_POLL_SECONDS):
         current = _mtime(ctx)
-        if current is None or current == seen:
-            continue
-        seen = current
-        await asyncio.to_thread(reload_config, ctx)
+        if current is not None and current != seen:
+            seen = current
+            await asyncio.to_thread(reload_config, ctx)
+        watch.progressed()
 
 
 def restart_needed(old: LoadedConfig, new: LoadedConfig) -> list[str]:
@@ -106,8 +118,10 @@ RECONCILE_SECONDS = 10.0
 async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Report live sessions whose tmux target vanished or whose agent exited (once each)."""
     reported: set[str] = set()
+    watch = monitor(ctx, "reconciler")
     while not await _wait(stop, RECONCILE_SECONDS):
         await asyncio.to_thread(reconcile_once, ctx, reported)
+        watch.progressed()
 
 
 def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
@@ -132,3 +146,17 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
             elif pane == "live":
                 reported.discard(rec.id)
     return found
+
+
+INTEGRITY_EVERY_SECONDS = 6 * 3600.0
+
+
+async def integrity_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """``PRAGMA quick_check`` at start and every ``INTEGRITY_EVERY_SECONDS``; what it finds
+    is reported by health until a later check finds the database whole."""
+    board = board_for(ctx.db)
+    while True:
+        board.integrity = await asyncio.to_thread(quick_check, ctx.db)
+        monitor(ctx, "integrity").progressed()
+        if await _wait(stop, INTEGRITY_EVERY_SECONDS):
+            return

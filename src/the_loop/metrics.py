@@ -13,6 +13,7 @@ from the_loop.store import events, inbox
 from the_loop.store.inbox import InboxStatus
 from the_loop.store.intake_writer import writer_for
 from the_loop.store.sessions import SessionStatus, counts_by_status, delivered_total
+from the_loop.supervise import board_for, task_metric_lines
 
 WEBHOOK_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
@@ -148,6 +149,7 @@ def prometheus_text(ctx: Ctx) -> str:
         "# TYPE the_loop_poll_cycles_total counter",
         f"the_loop_poll_cycles_total {found.poll_cycles}",
     ]
+    lines += task_metric_lines(board_for(ctx.db).snapshot())
     lines += METRICS.render_process()
     commits = writer_for(ctx.db).figures
     lines += [

@@ -45,7 +45,7 @@ from pydantic.alias_generators import to_camel
 
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.errors import Conflict, LoopError, NotFound, StateError, Unavailable
+from the_loop.errors import Conflict, LoopError, NotFound, Unavailable
 from the_loop.refs import WorkItemRef
 from the_loop.store import outbox as store
 from the_loop.store.outbox import (
@@ -56,10 +56,12 @@ from the_loop.store.outbox import (
     OutboxStatus,
     ReactionPayload,
 )
+from the_loop.supervise import TRANSIENT, monitor
 
 if TYPE_CHECKING:
     from the_loop.config import GitHubConfig
     from the_loop.github.api import GitHubClient
+    from the_loop.store import Database
 
 SOURCE = "outbox"
 GITHUB = "github"
@@ -308,11 +310,18 @@ async def _post(client: GitHubClient, config: GitHubConfig, item: OutboxItem) ->
     return f"comment {comment.id} {comment.html_url}"
 
 
-def github_client(config: GitHubConfig) -> GitHubClient:
-    """The client the drain posts with (per-request timeout and retries from CONFIG)."""
+def github_client(config: GitHubConfig, db: Database | None = None) -> GitHubClient:
+    """The client the drain posts with (per-request timeout and retries from CONFIG), honouring
+    the rate limits any process of this state recorded (in DB)."""
     from the_loop.github.api import GitHubClient  # lazy: start-up (httpx, the GitHub client)
+    from the_loop.github.rate_gates import SqliteRateGates  # lazy: start-up
 
-    return GitHubClient.from_config(config, retries=config.retries, timeout=config.timeout_seconds)
+    return GitHubClient.from_config(
+        config,
+        retries=config.retries,
+        timeout=config.timeout_seconds,
+        gates=SqliteRateGates(db) if db is not None else None,
+    )
 
 
 def _client_key(config: GitHubConfig) -> tuple[str, str, float, int]:
@@ -322,18 +331,22 @@ def _client_key(config: GitHubConfig) -> tuple[str, str, float, int]:
 async def outbox_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's drain task: recover rows a dead process left ``sending`` (at start and
     every ``RECOVER_EVERY_SECONDS``), then post what is due until STOP, sleeping until the next
-    row is due, a ``wake`` or ``IDLE_POLL_SECONDS``. Database errors are retried with backoff;
-    the event loop never waits on SQLite."""
+    row is due, a ``wake`` or ``IDLE_POLL_SECONDS``. Database errors are retried with backoff
+    while the task reports itself stalled (``the_loop.supervise``); the event loop never waits
+    on SQLite."""
     _LOOPS[ctx.outbox_wake] = asyncio.get_running_loop()
     drain = _Drainer(ctx)
+    watch = monitor(ctx, "outbox")
     failures = 0
     try:
         while not stop.is_set():
             try:
                 delay = await drain.step()
                 failures = 0
-            except (StateError, sqlite3.Error):
+                watch.progressed()
+            except TRANSIENT as exc:
                 failures += 1
+                watch.failed(exc)
                 delay = min(MAX_BACKOFF_SECONDS, backoff(failures))
             if delay > 0:
                 await _sleep(ctx, stop, delay)
@@ -371,7 +384,7 @@ class _Drainer:
         config = self.ctx.config.github
         if self.client is None or self.key != _client_key(config):
             await self.close()
-            self.client, self.key = github_client(config), _client_key(config)
+            self.client, self.key = github_client(config, self.ctx.db), _client_key(config)
         return self.client
 
     async def close(self) -> None:
@@ -400,7 +413,7 @@ def drain_pending(ctx: Ctx, *, since: float | None = None) -> DrainReport:
 
     async def run() -> DrainReport:
         total = DrainReport()
-        async with github_client(ctx.config.github) as client:
+        async with github_client(ctx.config.github, ctx.db) as client:
             started = time.time()
             while total.claimed < CLI_PASS_LIMIT:
                 report = await drain_once(ctx, client, now=started)
@@ -461,7 +474,7 @@ def send_now(ctx: Ctx, item_id: int) -> OutboxItem | None:
     claimed = item
 
     async def run() -> None:
-        async with github_client(ctx.config.github) as client:
+        async with github_client(ctx.config.github, ctx.db) as client:
             await send(ctx, client, claimed, owner)
 
     asyncio.run(run())

@@ -1,13 +1,24 @@
 """The daemon's health and the status summary, as every surface reports them.
 
-``health`` runs the health checks (standing sessions, poller, inbox) into the one ``Health``
-model (``the_loop.health``); ``status_summary`` adds the sessions by status and the inbox
-depth.
+``health`` runs the health checks (background tasks, standing sessions, poller, inbox,
+outbox) into the one ``Health`` model (``the_loop.health``); ``status_summary`` adds the
+sessions by status and the inbox depth.
+
+``health_now`` is what the daemon's endpoints answer: it never waits for the database longer
+than ``DB_ANSWER_SECONDS``. The background tasks' states come from memory (``TaskBoard``); the
+checks that read the database run in a thread of their own (never the shared pool, which a
+stalled database can fill), and when they do not answer in time the answer is unhealthy,
+saying so, with the task states it has. A check that fails on a database error is a problem,
+not an exception.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -15,10 +26,14 @@ from pydantic.alias_generators import to_camel
 
 from the_loop import __version__, outbox, standing
 from the_loop.context import Ctx
+from the_loop.errors import StateError
 from the_loop.health import Health
 from the_loop.store import inbox
 from the_loop.store.poll import last_cycle
 from the_loop.store.sessions import counts_by_status
+from the_loop.supervise import board_for
+
+DB_ANSWER_SECONDS = 0.08
 
 
 class Camel(BaseModel):
@@ -65,21 +80,75 @@ HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
 """Each check returns (problems, figures); empty figures are left out of ``detail``."""
 
 
+def _tasks_health(ctx: Ctx) -> tuple[list[str], Any]:
+    """The problems of this process's background tasks, and the state of each task that has
+    one (healthy tasks are left out: a healthy answer reads the same from every process)."""
+    board = board_for(ctx.db)
+    states = {
+        s.name: s.model_dump(by_alias=True, exclude={"name"})
+        for s in board.snapshot()
+        if s.state in ("stalled", "crashed")
+    }
+    return board.problems(), states
+
+
 def health(ctx: Ctx) -> Health:
-    """The health of the installation CTX serves: ok unless a check reports a problem."""
+    """The health of the installation CTX serves: ok unless a check reports a problem (a
+    check the database fails is a problem naming the error). Blocking: it reads the database."""
+    problems, detail = _run(ctx, [("tasks", _tasks_health), *HEALTH_CHECKS])
+    return _verdict(problems, detail)
+
+
+def _run(ctx: Ctx, checks: list[tuple[str, HealthCheck]]) -> tuple[list[str], dict[str, Any]]:
     problems: list[str] = []
     detail: dict[str, Any] = {}
-    for name, check in HEALTH_CHECKS:
-        found, info = check(ctx)
+    for name, check in checks:
+        try:
+            found, info = check(ctx)
+        except (StateError, sqlite3.Error) as exc:
+            found, info = [f"{name}: the state database fails: {exc}"], None
         problems += found
         if info:
             detail[name] = info
+    return problems, detail
+
+
+def _verdict(problems: list[str], detail: dict[str, Any]) -> Health:
     return Health(
         status="ok" if not problems else "unhealthy",
         version=__version__,
         problems=problems,
         detail=detail,
     )
+
+
+_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="health")
+_INFLIGHT: dict[int, Future[tuple[list[str], dict[str, Any]]]] = {}
+_INFLIGHT_LOCK = threading.Lock()
+
+
+async def health_now(ctx: Ctx, wait: float = DB_ANSWER_SECONDS) -> Health:
+    """``health`` for the endpoints: answers within about WAIT seconds whatever the database
+    does (see the module docstring). Concurrent callers share one database read."""
+    problems, detail = _tasks_health(ctx)
+    key = id(ctx.db)
+    with _INFLIGHT_LOCK:
+        future = _INFLIGHT.get(key)
+        if future is None:
+            future = _INFLIGHT[key] = _EXECUTOR.submit(_run, ctx, HEALTH_CHECKS)
+            future.add_done_callback(lambda _: _forget(key))
+    try:
+        found, info = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait)
+    except TimeoutError:
+        problems.append(f"the state database did not answer within {wait * 1000:.0f} ms")
+        return _verdict(problems, {"tasks": detail} if detail else {})
+    merged = {"tasks": detail, **info} if detail else info
+    return _verdict(problems + found, merged)
+
+
+def _forget(key: int) -> None:
+    with _INFLIGHT_LOCK:
+        _INFLIGHT.pop(key, None)
 
 
 def status_summary(ctx: Ctx) -> StatusSummary:

@@ -39,6 +39,7 @@ from the_loop.refs import WorkItemRef
 from the_loop.store import poll as ledger
 from the_loop.store import sessions as session_store
 from the_loop.store.poll import CycleRecord, SeenItem
+from the_loop.supervise import monitor
 from the_loop.work import WorkEvent
 
 SOURCE = "poller"
@@ -308,19 +309,24 @@ def next_wait(interval: float, failures: int) -> float:
 
 async def poll_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's poller: one cycle every ``github.poller.intervalSeconds`` (reloadable),
-    backing off while cycles fail (GitHub down, timing out, rate limiting)."""
+    backing off while cycles fail (GitHub down, timing out, rate limiting). A database fault
+    raised by a cycle ends this run; the supervisor (``the_loop.supervise``) restarts it."""
+    watch = monitor(ctx, "poller")
     poller: Poller | None = None
     failures = 0
-    while not stop.is_set():
-        cfg = ctx.config.github
-        if cfg.enabled and cfg.poller.enabled:
-            poller = poller or Poller(ctx)
-            result = await poller.cycle()
-            failures = 0 if result.ok else failures + 1
-        wait = next_wait(ctx.config.github.poller.interval_seconds, failures)
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=wait)
-        except TimeoutError:
-            continue
-    if poller is not None:
-        await poller.client.aclose()
+    try:
+        while not stop.is_set():
+            cfg = ctx.config.github
+            if cfg.enabled and cfg.poller.enabled:
+                poller = poller or Poller(ctx)
+                result = await poller.cycle()
+                failures = 0 if result.ok else failures + 1
+            watch.progressed()
+            wait = next_wait(ctx.config.github.poller.interval_seconds, failures)
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=wait)
+            except TimeoutError:
+                continue
+    finally:
+        if poller is not None:
+            await poller.client.aclose()

@@ -16,7 +16,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from the_loop import __version__
 from the_loop.context import Ctx
 from the_loop.errors import LoopError
+from the_loop.health import Health
 from the_loop.instance import DaemonInfo
+from the_loop.status import health_now
 from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
@@ -81,6 +83,10 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     read, write = token_guards(lambda: tokens)
     app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
+
+    @app.get("/health", include_in_schema=False, dependencies=read)
+    async def root_health() -> Health:
+        return await health_now(ctx)
 
     @app.get("/metrics", include_in_schema=False, dependencies=read)
     async def metrics() -> PlainTextResponse:
