@@ -22,10 +22,13 @@ from the_loop import engine, outbox, workspace, writebacks
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Conflict, LoopError, NotFound, NotRunning
+from the_loop.errors import BadInput, Conflict, LoopError, NotRunning
 from the_loop.prompts import event_context, render_event, render_spawn, spawn_context
 from the_loop.refs import WorkItemRef, new_session_id
 from the_loop.runner.outcomes import Probe
+from the_loop.session_records import get as _get
+from the_loop.session_records import list_sessions as list_sessions
+from the_loop.session_records import resolve as resolve
 from the_loop.store import github_state
 from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
@@ -530,34 +533,6 @@ def set_paused(ctx: Ctx, session_id: str, paused: bool, event: WorkEvent | None 
 
 
 # --- operator verbs (CLI, API) --------------------------------------------------------------
-
-
-def _get(ctx: Ctx, session_id: str) -> SessionRecord:
-    rec = store.get(ctx.db.connect(), session_id)
-    if rec is None:
-        raise NotFound(f"no session {session_id}")
-    return rec
-
-
-def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
-    """A session by work item ref (its live one, else its latest) or by session id."""
-    conn = ctx.db.connect()
-    if "#" in ref_or_id:
-        ref = WorkItemRef.parse(ref_or_id)
-        rec = store.latest_for(conn, str(ref))
-        if rec is None:
-            raise NotFound(f"no session for {ref}")
-        return rec
-    rec = store.get(conn, ref_or_id)
-    if rec is None:
-        raise NotFound(f"no session {ref_or_id!r} (give github:OWNER/REPO#N or a session id)")
-    return rec
-
-
-def list_sessions(
-    ctx: Ctx, status: SessionStatus | None = None, limit: int | None = None
-) -> list[SessionRecord]:
-    return store.list_sessions(ctx.db.connect(), status, limit)
 
 
 def say(ctx: Ctx, ref_or_id: str, text: str, actor: str | None = None) -> str:

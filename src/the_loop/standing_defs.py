@@ -19,10 +19,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from the_loop.agent import adapter_for
 from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound, ValidationFailed
+from the_loop.harness import configured_adapter
 from the_loop.refs import standing_target, validate_standing_name
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
@@ -268,7 +268,7 @@ def _harness_problems(ctx: Ctx, harness: str, args: list[str] | None, prefix: st
     if harness not in known:
         return [f"{prefix}harness: {harness!r} is not a known harness ({', '.join(sorted(known))})"]
     try:
-        adapter_for(ctx, harness, args).check_runner("tmux")
+        configured_adapter(ctx.config, harness, args).check_runner("tmux")
     except BadInput as exc:
         return [f"{prefix}harness: {exc.message}"]
     return []

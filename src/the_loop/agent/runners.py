@@ -19,7 +19,7 @@ from the_loop import events as ev
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.errors import NotRunning, Refused, Unavailable
 from the_loop.faults import crash_point
-from the_loop.harness import HarnessAdapter, LaunchSpec, RunnerKind, build_adapter
+from the_loop.harness import HarnessAdapter, LaunchSpec, RunnerKind, configured_adapter
 from the_loop.runner.outcomes import Answer, Probe
 from the_loop.store import prompts as queue
 from the_loop.store.prompts import PromptStatus, QueuedPrompt
@@ -61,10 +61,7 @@ class AgentRunner(Protocol):
 
 def adapter_for(ctx: Ctx, harness: str, args: list[str] | None = None) -> HarnessAdapter:
     """The adapter of HARNESS; ARGS, when given, replace the configured extra argv."""
-    config = ctx.config.harness(harness)
-    if args is not None:
-        config = config.model_copy(update={"args": list(args)})
-    return build_adapter(harness, config)
+    return configured_adapter(ctx.config, harness, args)
 
 
 def transcript_path(ctx: Ctx, agent: Agent) -> Path:

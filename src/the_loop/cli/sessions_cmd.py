@@ -30,15 +30,14 @@ def list_(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List sessions (newest first): work item, status, harness, runner, target, age."""
-    # lazy: start-up
-    from the_loop import sessions
-    from the_loop.store.sessions import SessionStatus
+    from the_loop.session_records import list_sessions  # lazy: start-up
+    from the_loop.store.sessions import SessionStatus  # lazy: start-up
 
     try:
         wanted = SessionStatus(status) if status else None
     except ValueError:
         raise BadInput(f"invalid --status {status!r}: queued, active, paused or closed") from None
-    rows = sessions.list_sessions(common.ctx(), wanted, limit)
+    rows = list_sessions(common.ctx(), wanted, limit)
     if fmt is common.Format.json:
         common.print_json([r.model_dump(mode="json", by_alias=True) for r in rows])
         return

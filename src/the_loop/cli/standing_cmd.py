@@ -37,10 +37,9 @@ def _ago(when: datetime | None) -> str:
 @app.command("list")
 def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) -> None:
     """List declared and created standing sessions with their status."""
-    # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing_views import list_standing  # lazy: start-up
 
-    views = standing.list_standing(common.ctx())
+    views = list_standing(common.ctx())
     if fmt is common.Format.json:
         common.print_json([v.model_dump(mode="json", by_alias=True) for v in views])
         return

@@ -6,6 +6,8 @@ Importing this package registers the built-in adapters (``claude``, ``codex``, `
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from the_loop.harness import claude, codex, command, cursor, gemini
 from the_loop.harness.base import (
     HarnessAdapter,
@@ -20,6 +22,20 @@ from the_loop.harness.base import (
 )
 from the_loop.harness.claude_prep import prepare_claude_config
 
+if TYPE_CHECKING:
+    from the_loop.config import Config
+
+
+def configured_adapter(
+    config: Config, harness: str, args: list[str] | None = None
+) -> HarnessAdapter:
+    """The adapter of HARNESS under CONFIG; ARGS, when given, replace the configured extra argv."""
+    harness_config = config.harness(harness)
+    if args is not None:
+        harness_config = harness_config.model_copy(update={"args": list(args)})
+    return build_adapter(harness, harness_config)
+
+
 __all__ = [
     "HarnessAdapter",
     "Launch",
@@ -30,6 +46,7 @@ __all__ = [
     "claude",
     "codex",
     "command",
+    "configured_adapter",
     "cursor",
     "gemini",
     "get_adapter",
