@@ -138,6 +138,10 @@ class TaskMonitor:
         return found
 
 
+BACKLOG = 100
+"""Events kept for a later write while the database cannot take them (oldest dropped first)."""
+
+
 class TaskBoard:
     """The monitors of one database's background tasks, and its best-effort event writer."""
 
@@ -147,6 +151,8 @@ class TaskBoard:
         self.integrity: list[str] = []
         self._pending: set[asyncio.Task[None]] = set()
         self._lock = threading.Lock()
+        self._unwritten: list[tuple[str, dict[str, Any]]] = []
+        self._write_lock = threading.Lock()
 
     def monitor(self, name: str) -> TaskMonitor:
         """The monitor of task NAME (created on first use)."""
@@ -174,9 +180,12 @@ class TaskBoard:
         """Write event TYPE from a worker thread; a failure to write it is swallowed (the
         database may be the very thing that is down). Outside an event loop: synchronous."""
 
+        with self._lock:
+            self._unwritten.append((type, {**payload, "occurredAt": round(time.time(), 3)}))
+            del self._unwritten[:-BACKLOG]
+
         def write() -> None:
-            with contextlib.suppress(*TRANSIENT):
-                ev.emit(self.db, type, source=SOURCE, **payload)
+            self._write_backlog()
 
         try:
             loop = asyncio.get_running_loop()
@@ -186,6 +195,23 @@ class TaskBoard:
         task = loop.create_task(asyncio.to_thread(write))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    def _write_backlog(self) -> None:
+        """Write the events not yet written, oldest first; stop (keeping the rest for the next
+        try) at the first that cannot be written."""
+        with self._write_lock:
+            while True:
+                with self._lock:
+                    if not self._unwritten:
+                        return
+                    item = self._unwritten[0]
+                try:
+                    ev.emit(self.db, item[0], source=SOURCE, **item[1])
+                except TRANSIENT:
+                    return
+                with self._lock:
+                    if self._unwritten and self._unwritten[0] is item:
+                        self._unwritten.pop(0)
 
 
 def task_metric_lines(states: list[TaskState]) -> list[str]:
