@@ -38,7 +38,7 @@ import uuid
 import weakref
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -245,18 +245,7 @@ async def send(ctx: Ctx, client: GitHubClient, item: OutboxItem, owner: str) -> 
         again = time.time() + backoff(item.attempts)
         return await _wait(ctx, item, owner, repr(exc), again, True)
     await asyncio.to_thread(store.mark_done, ctx.db, item.id, result)
-    await asyncio.to_thread(
-        ev.emit,
-        ctx.db,
-        "writeback.posted",
-        source=SOURCE,
-        work_item=item.work_item,
-        what=item.what,
-        kind=item.kind.value,
-        outboxId=item.id,
-        attempts=item.attempts,
-        result=result,
-    )
+    await _emit_item(ctx, "writeback.posted", item, result=result)
     return DrainReport(posted=1)
 
 
@@ -269,19 +258,24 @@ async def _wait(
 
 async def _refused(ctx: Ctx, item: OutboxItem, owner: str, error: str) -> DrainReport:
     if await asyncio.to_thread(store.mark_failed, ctx.db, item.id, owner, error):
-        await asyncio.to_thread(
-            ev.emit,
-            ctx.db,
-            "writeback.failed",
-            source=SOURCE,
-            work_item=item.work_item,
-            what=item.what,
-            kind=item.kind.value,
-            outboxId=item.id,
-            attempts=item.attempts,
-            error=error,
-        )
+        await _emit_item(ctx, "writeback.failed", item, error=error)
     return DrainReport(failed=1)
+
+
+async def _emit_item(ctx: Ctx, type_: str, item: OutboxItem, **extra: Any) -> None:
+    """Record event TYPE_ about outbox ITEM (off the event loop)."""
+    await asyncio.to_thread(
+        ev.emit,
+        ctx.db,
+        type_,
+        source=SOURCE,
+        work_item=item.work_item,
+        what=item.what,
+        kind=item.kind.value,
+        outboxId=item.id,
+        attempts=item.attempts,
+        **extra,
+    )
 
 
 async def _post(client: GitHubClient, config: GitHubConfig, item: OutboxItem) -> str:
