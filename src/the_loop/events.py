@@ -22,14 +22,17 @@ from the_loop.refs import WorkItemRef, validate_standing_name
 from the_loop.store import Database
 from the_loop.store import events as store
 from the_loop.store.events import Event, EventFilter, Level, NewEvent
+from the_loop.wire import Wire
 
 __all__ = [
     "CATALOGUE",
     "Event",
     "EventFilter",
     "EventSpec",
+    "EventType",
     "Level",
     "build",
+    "catalogue",
     "emit",
     "follow",
     "last_id",
@@ -77,6 +80,29 @@ class TaskFault(Payload):
     task: str
     error: str
     retry_in: float
+
+
+class EventType(Wire):
+    """One entry of the event catalogue as the surfaces show it; ``payload`` names the fields
+    every event of the type carries."""
+
+    type: str
+    level: str
+    description: str
+    payload: list[str]
+
+
+def catalogue() -> list[EventType]:
+    """The event catalogue, by type (``events --types``, ``GET /api/v1/events/types``)."""
+    return [
+        EventType(
+            type=s.name,
+            level=s.level.name,
+            description=s.description,
+            payload=sorted(f.alias or n for n, f in s.payload.model_fields.items()),
+        )
+        for s in sorted(CATALOGUE.values(), key=lambda s: s.name)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,19 @@
-"""The one health model: what ``GET /api/v1/health`` answers, what ``GET /api/v1/status``
-embeds and what ``the-loop status`` reads back from the daemon. ``the_loop.status`` computes
-it; this module stays light so that clients can parse it without loading the services."""
+"""The one health model and the one status model.
+
+``Health`` is what ``GET /api/v1/health`` answers; ``StatusReport`` is what both
+``GET /api/v1/status`` and ``the-loop status --format json`` answer (the CLI asks the daemon for
+it, see ``the_loop.status_client``). ``the_loop.status`` computes them; this module stays light
+so that clients can parse them without loading the services."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from the_loop.wire import Timestamp, Wire
 
 
-class Health(BaseModel):
+class Health(Wire):
     """``ok`` unless a check found a problem; ``detail`` holds each check's figures by name."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     status: str
     version: str
@@ -23,3 +23,24 @@ class Health(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status == "ok" and not self.problems
+
+
+class StatusReport(Wire):
+    """Whether the daemon of the state dir runs (its pid, url, version and start time), its
+    health, and the sessions and inbox items by status. ``healthy`` is ``running`` and a
+    healthy ``health``; ``problems`` are those of ``health`` (or why the daemon cannot be
+    asked)."""
+
+    running: bool
+    healthy: bool
+    pid: int | None = None
+    url: str | None = None
+    version: str | None = None
+    started_at: Timestamp | None = None
+    health: Health
+    sessions: dict[str, int] = {}
+    inbox: dict[str, int] = {}
+
+    @property
+    def problems(self) -> list[str]:
+        return self.health.problems

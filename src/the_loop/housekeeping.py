@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 
 from the_loop import events as ev
 from the_loop import sessions, standing
@@ -19,6 +18,7 @@ from the_loop.errors import ConfigInvalid
 from the_loop.store.integrity import quick_check
 from the_loop.store.sessions import SessionStatus
 from the_loop.supervise import board_for, monitor
+from the_loop.wire import iso_now
 
 SOURCE = "daemon"
 RESTART_ONLY = {"stateDir": "state_dir", "server": "server", "tmux.socket": "tmux"}
@@ -101,7 +101,7 @@ def reload_config(ctx: Ctx) -> bool:
         return False
     pending = restart_needed(ctx.loaded, new)
     ctx.loaded = new
-    ev.emit(ctx.db, "config.reloaded", source=SOURCE, at=time.time(), restartNeeded=pending)
+    ev.emit(ctx.db, "config.reloaded", source=SOURCE, at=iso_now(), restartNeeded=pending)
     for warning in new.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
     return True

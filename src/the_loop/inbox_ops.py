@@ -8,21 +8,18 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from the_loop import dispatch
 from the_loop.context import Ctx
 from the_loop.errors import NotFound
 from the_loop.instance import daemon_running
 from the_loop.store import inbox
 from the_loop.store.inbox import InboxItem, InboxStatus
+from the_loop.wire import Wire
 
 
-class InboxPage(BaseModel):
-    """How many items have each status, and the newest items asked for."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+class InboxPage(Wire):
+    """How many items have each status, and the newest items asked for (what ``GET
+    /api/v1/inbox`` and ``the-loop inbox list --format json`` answer)."""
 
     counts: dict[str, int]
     items: list[InboxItem]
@@ -42,10 +39,8 @@ class ReplayOutcome(StrEnum):
     """Processed here; ``status``, ``summary`` and ``error`` say how it went."""
 
 
-class Replayed(BaseModel):
+class Replayed(Wire):
     """What ``replay`` did with one delivery."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     delivery_id: str
     outcome: ReplayOutcome

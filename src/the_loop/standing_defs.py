@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
 from the_loop.context import Ctx
@@ -26,6 +22,7 @@ from the_loop.harness import configured_adapter
 from the_loop.refs import standing_target, validate_standing_name
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
+from the_loop.wire import UtcDatetime, Wire
 
 
 class StartKind(StrEnum):
@@ -50,10 +47,8 @@ class ViewStatus(StrEnum):
     absent = "absent"
 
 
-class Result(BaseModel):
-    """Base of the service's results: camelCase in JSON."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+class Result(Wire):
+    """Base of the service's results: camelCase, ISO times in JSON."""
 
 
 class Definition(Result):
@@ -136,8 +131,8 @@ class StandingView(Result):
     description: str
     auto_start: bool
     conversation_id: str | None = None
-    started_at: datetime | None = None
-    last_message_at: datetime | None = None
+    started_at: UtcDatetime | None = None
+    last_message_at: UtcDatetime | None = None
     problems: list[str] = []
     note: str | None = None
 

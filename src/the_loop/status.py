@@ -1,8 +1,9 @@
 """The daemon's health and the status summary, as every surface reports them.
 
 ``health`` runs the health checks (background tasks, standing sessions, poller, inbox,
-outbox) into the one ``Health`` model (``the_loop.health``); ``status_summary`` adds the
-sessions by status and the inbox depth.
+outbox) into the one ``Health`` model (``the_loop.health``); ``status_now`` wraps it in the
+one ``StatusReport`` with the daemon's identity, the sessions by status and the inbox depth.
+Figures in ``detail`` are already in the output contract (``the_loop.wire``).
 
 ``health_now`` is what the daemon's endpoints answer: it never waits for the database longer
 than ``DB_ANSWER_SECONDS``. The background tasks' states come from memory (``TaskBoard``); the
@@ -21,31 +22,17 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from the_loop import __version__, outbox, standing
 from the_loop.context import Ctx
 from the_loop.errors import StateError
-from the_loop.health import Health
+from the_loop.health import Health, StatusReport
+from the_loop.instance import DaemonInfo, daemon_running, read_info
 from the_loop.store import inbox
 from the_loop.store.poll import last_cycle
 from the_loop.store.sessions import counts_by_status
 from the_loop.supervise import board_for
 
 DB_ANSWER_SECONDS = 0.08
-
-
-class Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class StatusSummary(Camel):
-    """The health, sessions by status and inbox items by status."""
-
-    health: Health
-    sessions: dict[str, int]
-    inbox: dict[str, int]
 
 
 HealthCheck = Callable[[Ctx], tuple[list[str], Any]]
@@ -60,7 +47,7 @@ def _poller_health(ctx: Ctx) -> tuple[list[str], Any]:
     if not (ctx.config.github.enabled and ctx.config.github.poller.enabled):
         return [], None
     cycle = last_cycle(ctx.db)
-    return [], cycle.model_dump(by_alias=True) if cycle else {"lastCycle": None}
+    return [], cycle.model_dump(mode="json", by_alias=True) if cycle else {"lastCycle": None}
 
 
 def _inbox_health(ctx: Ctx) -> tuple[list[str], Any]:
@@ -68,7 +55,7 @@ def _inbox_health(ctx: Ctx) -> tuple[list[str], Any]:
 
 
 def _outbox_health(ctx: Ctx) -> tuple[list[str], Any]:
-    return [], outbox.summary(ctx).model_dump(by_alias=True)
+    return [], outbox.summary(ctx).model_dump(mode="json", by_alias=True)
 
 
 HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
@@ -85,7 +72,7 @@ def _tasks_health(ctx: Ctx) -> tuple[list[str], Any]:
     one (healthy tasks are left out: a healthy answer reads the same from every process)."""
     board = board_for(ctx.db)
     states = {
-        s.name: s.model_dump(by_alias=True, exclude={"name"})
+        s.name: s.model_dump(mode="json", by_alias=True, exclude={"name"})
         for s in board.snapshot()
         if s.state in ("stalled", "crashed")
     }
@@ -151,10 +138,27 @@ def _forget(key: int) -> None:
         _INFLIGHT.pop(key, None)
 
 
-def status_summary(ctx: Ctx) -> StatusSummary:
-    """Health, sessions by status and inbox depth (what ``GET /api/v1/status`` answers)."""
-    return StatusSummary(
-        health=health(ctx),
-        sessions=counts_by_status(ctx.db.connect()),
-        inbox=inbox.counts(ctx.db),
+async def status_now(ctx: Ctx) -> StatusReport:
+    """What ``GET /api/v1/status`` answers (and so ``the-loop status``): the daemon of CTX's
+    state dir (the serving process itself, or none when CTX is mounted in a caller's app and
+    no daemon runs), ``health_now``, sessions by status and inbox depth."""
+    found = await health_now(ctx)
+    sessions, in_inbox, info = await asyncio.to_thread(_read, ctx)
+    return StatusReport(
+        running=info is not None,
+        healthy=info is not None and found.ok,
+        pid=info.pid if info else None,
+        url=info.url if info else None,
+        version=info.version if info else None,
+        started_at=info.started_at if info else None,
+        health=found,
+        sessions=sessions,
+        inbox=in_inbox,
     )
+
+
+def _read(ctx: Ctx) -> tuple[dict[str, int], dict[str, int], DaemonInfo | None]:
+    """Sessions and inbox by status, and the running daemon's info (None: none runs)."""
+    info = read_info(ctx.state_dir)
+    running = info if info is not None and daemon_running(ctx.state_dir) else None
+    return counts_by_status(ctx.db.connect()), inbox.counts(ctx.db), running

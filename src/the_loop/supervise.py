@@ -37,13 +37,11 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import StateError
 from the_loop.store import Database
+from the_loop.wire import Timestamp, Wire, iso_now
 
 SOURCE = "daemon"
 BACKOFF_BASE_SECONDS = 0.5
@@ -58,14 +56,12 @@ TaskFn = Callable[[Ctx, asyncio.Event], Coroutine[Any, Any, None]]
 State = Literal["running", "stalled", "crashed", "finished"]
 
 
-class TaskState(BaseModel):
+class TaskState(Wire):
     """What health reports for one task: its state, since when, and the last error."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     name: str
     state: State = "running"
-    since: float = 0.0
+    since: Timestamp = 0.0
     error: str | None = None
     failures: int = 0
     restarts: int = 0
@@ -181,7 +177,7 @@ class TaskBoard:
         database may be the very thing that is down). Outside an event loop: synchronous."""
 
         with self._lock:
-            self._unwritten.append((type, {**payload, "occurredAt": round(time.time(), 3)}))
+            self._unwritten.append((type, {**payload, "occurredAt": iso_now()}))
             del self._unwritten[:-BACKLOG]
 
         def write() -> None:

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from the_loop import sessions, standing
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound
@@ -21,6 +18,7 @@ from the_loop.refs import validate_standing_name
 from the_loop.runner import AttachCommand
 from the_loop.standing import StandingView
 from the_loop.store.sessions import SessionRecord, delivered_count
+from the_loop.wire import Wire
 
 
 class SessionView(SessionRecord):
@@ -31,10 +29,8 @@ class SessionView(SessionRecord):
     deliveries: int
 
 
-class Screen(BaseModel):
+class Screen(Wire):
     """The last ``lines`` lines of session ``session_id``'s screen."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     session_id: str
     lines: int
@@ -46,7 +42,7 @@ def session_view(ctx: Ctx, ref_or_id: str) -> SessionView:
     else its latest), probed; ``NotFound`` when there is none, ``BadInput`` for a bad ref."""
     rec = sessions.resolve(ctx, ref_or_id)
     return SessionView(
-        **rec.model_dump(),
+        **rec.model_dump(by_alias=False),
         pane=sessions.probe(ctx, rec),
         deliveries=delivered_count(ctx.db.connect(), rec.id),
     )

@@ -3,6 +3,7 @@ and the SDK; status and metrics figures from the core; inbox replay from the cor
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -17,7 +18,7 @@ from the_loop import TheLoop, inbox_ops, metrics, views
 from the_loop.context import open_ctx
 from the_loop.errors import BadInput, NotFound
 from the_loop.inbox_ops import ReplayOutcome
-from the_loop.status import status_summary
+from the_loop.status import status_now
 
 REF = "github:octo/repo#15"
 
@@ -47,13 +48,14 @@ async def test_a_session_view_is_one_object_on_cli_rest_mcp_and_core(daemon: Dae
     assert sdk.sessions.screen(REF) == views.session_screen(ctx, REF).text
 
 
-def test_status_summary_and_metrics_figures_are_what_the_api_serves(daemon: Daemon) -> None:
+def test_status_report_and_metrics_figures_are_what_the_api_serves(daemon: Daemon) -> None:
     sid = _started(daemon)
     daemon.work.wait_prompts(sid, 1)
     ctx = open_ctx(daemon.work.env.config_path)
-    summary = status_summary(ctx)
+    summary = asyncio.run(status_now(ctx))
     assert daemon.api("GET", "/status").json() == summary.model_dump(mode="json", by_alias=True)
-    assert summary.sessions == {"active": 1} and summary.health.ok
+    assert summary.sessions == {"active": 1} and summary.health.ok and summary.healthy
+    assert summary.pid == daemon.proc.pid if daemon.proc else False
     found = metrics.figures(ctx)
     assert found.sessions == {"queued": 0, "active": 1, "paused": 0, "closed": 0}
     assert found.deliveries == 1 and found.inbox["succeeded"] == 1

@@ -68,7 +68,7 @@ def test_502_twice_with_the_daemon_restarted_between_tries(
         "hooray",
     ]
     status = daemon.work.env.run("status", "--format", "json")
-    outbox = json.loads(status.stdout)["detail"]["outbox"]
+    outbox = json.loads(status.stdout)["health"]["detail"]["outbox"]
     assert outbox["done"] == 3 and outbox["pending"] == 0 and outbox["failed"] == 0
     assert "outbox:" in daemon.work.env.run("status").stdout
     api = daemon.api("GET", "/status").json()

@@ -64,7 +64,7 @@ def test_outages_close_nothing_and_the_daemon_keeps_serving(
     assert daemon.api("GET", "/health").status_code == 200
     status = daemon.work.env.run("status", "--format", "json")
     assert status.exit_code == 0, status.stdout
-    last = json.loads(status.stdout)["detail"]["poller"]
+    last = json.loads(status.stdout)["health"]["detail"]["poller"]
     assert last["ok"] is False and "502" in (last["error"] or "")
     assert "poller:" in daemon.work.env.run("status").stdout
     assert daemon.api("GET", "/sessions").json()[0]["status"] == "active"

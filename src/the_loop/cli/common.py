@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from the_loop.config import LoadedConfig, load_config
 from the_loop.context import Ctx, open_ctx
+from the_loop.wire import dumps
 
 
 class Format(StrEnum):
@@ -61,7 +62,22 @@ def print_error(message: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """DATA (a model, a list of them, a dataclass, plain values) in the output contract: the
+    same JSON the API answers for the same object (``the_loop.wire``)."""
+    sys.stdout.write(dumps(data) + "\n")
+
+
+def ago(when: float | datetime | None, now: float | None = None) -> str:
+    """How long ago WHEN (epoch seconds or a datetime) was, for people: ``45s ago``, ``3m ago``,
+    ``2h ago``, ``4d ago``; ``-`` for None. Tables show this; JSON keeps the ISO time."""
+    if when is None:
+        return "-"
+    moment = when.timestamp() if isinstance(when, datetime) else when
+    seconds = max(0.0, (time.time() if now is None else now) - moment)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:

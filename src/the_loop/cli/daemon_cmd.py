@@ -99,25 +99,25 @@ def status(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
     """Report whether the daemon runs and is healthy; exit 0 when healthy, 1 otherwise."""
-    # lazy: start-up
-    from the_loop.daemon import probe_health
+    from the_loop.status_client import status_report  # lazy: start-up
 
-    health = probe_health(common.ctx())
+    report = status_report(common.ctx())
     if fmt is common.Format.json:
-        common.print_json(health.model_dump(mode="json"))
+        common.print_json(report)
     else:
-        state = "healthy" if health.healthy else ("unhealthy" if health.running else "stopped")
+        state = "healthy" if report.healthy else ("unhealthy" if report.running else "stopped")
         print(f"the-loop: {state}")
-        if health.running:
+        if report.running:
+            up = common.ago(report.started_at).removesuffix(" ago")
             print(
-                f"  url:     {health.url}\n  pid:     {health.pid}\n"
-                f"  version: {health.version}\n  uptime:  {health.uptime_seconds}s"
+                f"  url:     {report.url}\n  pid:     {report.pid}\n"
+                f"  version: {report.version}\n  uptime:  {up}"
             )
-        for part, detail in health.detail.items():
+        for part, detail in [*report.health.detail.items(), ("sessions", report.sessions)]:
             print(f"  {part + ':':<9}{_describe(detail)}")
-        for problem in health.problems:
+        for problem in report.problems:
             print(f"  problem: {problem}")
-    raise typer.Exit(0 if health.healthy else 1)
+    raise typer.Exit(0 if report.healthy else 1)
 
 
 def _describe(detail: object) -> str:

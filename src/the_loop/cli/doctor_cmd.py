@@ -18,7 +18,7 @@ def doctor(
 
     report = run_doctor(common.loaded_config().config)
     if fmt is common.Format.json:
-        common.print_json(report.model_dump(mode="json"))
+        common.print_json(report)
     else:
         for check in report.checks:
             optional = "" if check.required else " (optional)"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import StrEnum
 
@@ -10,6 +9,7 @@ import typer
 
 from the_loop import events as ev
 from the_loop.cli import common
+from the_loop.wire import dumps
 
 
 class EventFormat(StrEnum):
@@ -37,7 +37,7 @@ def events(
     db = common.ctx().db
     rows = ev.query(db, flt)
     if fmt is EventFormat.json and not follow:
-        common.print_json([e.model_dump(mode="json", by_alias=True) for e in rows])
+        common.print_json(rows)
         return
     for event in rows:
         _print_one(event, fmt)
@@ -57,28 +57,19 @@ def _print_one(event: ev.Event, fmt: EventFormat) -> None:
         )
         print(line.rstrip())
     else:
-        print(json.dumps(event.model_dump(mode="json", by_alias=True), separators=(",", ":")))
+        print(dumps(event, indent=None))
     sys.stdout.flush()
 
 
 def _print_catalogue(fmt: EventFormat) -> None:
-    specs = sorted(ev.CATALOGUE.values(), key=lambda s: s.name)
+    types = ev.catalogue()
     if fmt is EventFormat.table:
-        width = max(len(s.name) for s in specs)
-        for spec in specs:
-            print(f"{spec.name:<{width}}  {spec.level.name:<7}  {spec.description}")
+        width = max(len(t.type) for t in types)
+        for t in types:
+            print(f"{t.type:<{width}}  {t.level:<7}  {t.description}")
         return
-    data = [
-        {
-            "type": s.name,
-            "level": s.level.name,
-            "description": s.description,
-            "payload": sorted(s.payload.model_fields),
-        }
-        for s in specs
-    ]
     if fmt is EventFormat.json:
-        common.print_json(data)
+        common.print_json(types)
     else:
-        for item in data:
-            print(json.dumps(item))
+        for t in types:
+            print(dumps(t, indent=None))

@@ -24,7 +24,7 @@ def list_(
 ) -> None:
     """List inbox items, newest first."""
     # lazy: start-up
-    from the_loop.store import inbox
+    from the_loop.inbox_ops import inbox_page
     from the_loop.store.inbox import InboxStatus
 
     try:
@@ -33,9 +33,9 @@ def list_(
         raise BadInput(
             f"invalid --status {status!r}: {', '.join(s.value for s in InboxStatus)}"
         ) from None
-    items = inbox.list_items(common.ctx().db, wanted, limit)
+    page = inbox_page(common.ctx(), wanted, limit)
     if fmt is common.Format.json:
-        common.print_json([i.model_dump(mode="json", by_alias=True) for i in items])
+        common.print_json(page)
         return
     now = time.time()
     common.print_table(
@@ -46,10 +46,10 @@ def list_(
                 i.event,
                 i.status.value,
                 i.attempts,
-                f"{int(now - i.received_at)}s ago",
+                common.ago(i.received_at, now),
                 (i.last_error or i.outcome or "")[:80],
             )
-            for i in items
+            for i in page.items
         ],
     )
 

@@ -33,7 +33,7 @@ def list_(
         ) from None
     items = outbox.list_items(common.ctx(), wanted, limit)
     if fmt is common.Format.json:
-        common.print_json([i.model_dump(mode="json", by_alias=True) for i in items])
+        common.print_json(items)
         return
     now = time.time()
     common.print_table(
@@ -46,7 +46,7 @@ def list_(
                 i.work_item or "",
                 i.status.value,
                 i.attempts,
-                f"{int(now - i.created_at.timestamp())}s ago",
+                common.ago(i.created_at, now),
                 (i.last_error or i.result or "")[:80],
             )
             for i in items

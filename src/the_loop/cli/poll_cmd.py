@@ -35,7 +35,7 @@ def poll(
     common.drain_outbox()
     repos = result.repos
     if fmt is common.Format.json:
-        common.print_json([r.__dict__ for r in repos])
+        common.print_json(repos)
     else:
         common.print_table(
             ["REPO", "CALLS", "304", "DISPATCHED", "CLOSURES", "ERROR"],

@@ -15,14 +15,6 @@ from the_loop.errors import BadInput
 app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", no_args_is_help=True)
 
 
-def _age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
-
-
 @app.command("list")
 def list_(
     status: str | None = typer.Option(None, "--status", help="queued|active|paused|closed"),
@@ -39,11 +31,11 @@ def list_(
         raise BadInput(f"invalid --status {status!r}: queued, active, paused or closed") from None
     rows = list_sessions(common.ctx(), wanted, limit)
     if fmt is common.Format.json:
-        common.print_json([r.model_dump(mode="json", by_alias=True) for r in rows])
+        common.print_json(rows)
         return
     now = time.time()
     common.print_table(
-        ["WORK ITEM", "STATUS", "HARNESS", "RUNNER", "TMUX TARGET", "AGE", "LAST EVENT"],
+        ["WORK ITEM", "STATUS", "HARNESS", "RUNNER", "TMUX TARGET", "CREATED", "LAST EVENT"],
         [
             (
                 r.work_item,
@@ -51,8 +43,8 @@ def list_(
                 r.harness,
                 r.runner,
                 r.tmux_target or "-",
-                _age(now - r.created_at),
-                f"{_age(now - r.last_event_at)} ago",
+                common.ago(r.created_at, now),
+                common.ago(r.last_event_at, now),
             )
             for r in rows
         ],
@@ -67,12 +59,16 @@ def show(
     """Show one session (the live one of a work item, else its latest)."""
     from the_loop.views import session_view  # lazy: start-up
 
-    data = session_view(common.ctx(), ref).model_dump(mode="json", by_alias=True)
+    view = session_view(common.ctx(), ref)
     if fmt is common.Format.json:
-        common.print_json(data)
+        common.print_json(view)
         return
-    width = max(len(k) for k in data)
-    for key, value in data.items():
+    shown = view.model_dump(mode="json")
+    width = max(len(k) for k in shown)
+    for name, key in zip(type(view).model_fields, shown, strict=True):
+        value = shown[key]
+        if key.endswith("At") and value is not None:
+            value = f"{common.ago(getattr(view, name))} ({value})"
         print(f"{key:<{width}}  {'-' if value is None else value}")
 
 
@@ -169,7 +165,7 @@ def dispatch(
     result = run_dispatch(common.ctx(), event, body, delivery)
     common.drain_outbox()
     if fmt is common.Format.json:
-        common.print_json(result.__dict__)
+        common.print_json(result)
         raise typer.Exit(result.exit_code)
     print(f"delivery {result.delivery_id} ({result.event}): {result.status}")
     for reason in result.reasons:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,16 +22,6 @@ app = typer.Typer(
 NAME_HELP = "Standing session name (lowercase letters, digits and '-')."
 
 
-def _ago(when: datetime | None) -> str:
-    if when is None:
-        return "-"
-    seconds = max(0.0, time.time() - when.timestamp())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
-
-
 @app.command("list")
 def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) -> None:
     """List declared and created standing sessions with their status."""
@@ -41,7 +29,7 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
 
     views = list_standing(common.ctx())
     if fmt is common.Format.json:
-        common.print_json([v.model_dump(mode="json", by_alias=True) for v in views])
+        common.print_json(views)
         return
     common.print_table(
         ["NAME", "SOURCE", "STATUS", "HARNESS", "CWD", "TMUX TARGET", "STARTED", "LAST MESSAGE"],
@@ -53,8 +41,8 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
                 v.harness,
                 v.cwd,
                 v.target,
-                _ago(v.started_at),
-                _ago(v.last_message_at),
+                common.ago(v.started_at),
+                common.ago(v.last_message_at),
             )
             for v in views
         ],
@@ -123,7 +111,7 @@ def start(
 
     outcomes = standing.start(common.ctx(), name)
     if fmt is common.Format.json:
-        common.print_json([o.model_dump(mode="json", by_alias=True) for o in outcomes])
+        common.print_json(outcomes)
     else:
         _print_starts(outcomes)
     if any(o.error for o in outcomes):
@@ -152,7 +140,7 @@ def stop(
 
     outcomes = standing.stop(common.ctx(), name)
     if fmt is common.Format.json:
-        common.print_json([o.model_dump(mode="json", by_alias=True) for o in outcomes])
+        common.print_json(outcomes)
     else:
         _print_stops(outcomes)
     if any(o.error for o in outcomes):

@@ -40,6 +40,7 @@ from the_loop.store import poll as ledger
 from the_loop.store import sessions as session_store
 from the_loop.store.poll import CycleRecord, SeenItem
 from the_loop.supervise import monitor
+from the_loop.wire import iso
 from the_loop.work import WorkEvent
 
 SOURCE = "poller"
@@ -125,13 +126,13 @@ class Poller:
         try:
             await self._poll_repo(repo, out)
         except RateLimited as exc:
-            out.error = f"rate limited until {exc.reset_at}"
+            out.error = f"rate limited until {iso(exc.reset_at)}"
             ev.emit(
                 self.ctx.db,
                 "poll.rate_limited",
                 source=SOURCE,
                 repo=repo,
-                resetAt=exc.reset_at,
+                resetAt=iso(exc.reset_at),
                 secondary=exc.secondary,
             )
         except GitHubUnavailable as exc:

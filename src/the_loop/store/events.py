@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from the_loop.errors import BadInput
 from the_loop.store.db import Database
+from the_loop.wire import UtcDatetime, Wire
 
 
 class Level(IntEnum):
@@ -34,13 +34,11 @@ class Level(IntEnum):
             raise BadInput(f"invalid level {text!r}: one of debug, info, warning, error") from None
 
 
-class Event(BaseModel):
-    """One row of the event log as the surfaces show it (camelCase in JSON)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+class Event(Wire):
+    """One row of the event log as the surfaces show it (camelCase, ISO times in JSON)."""
 
     id: int
-    ts: datetime
+    ts: UtcDatetime
     type: str
     level: str
     source: str

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel
 
 from the_loop.store import events
 from the_loop.store.db import Database
 from the_loop.store.events import NewEvent
+from the_loop.wire import Timestamp, Wire
 
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = (1.0, 5.0, 30.0, 120.0)
@@ -39,17 +39,17 @@ class InboxStatus(StrEnum):
     dead = "dead"
 
 
-class InboxItem(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+class InboxItem(Wire):
+    """One delivery in the inbox, as the surfaces show it."""
 
     delivery_id: str
     event: str
     source: str
     status: InboxStatus
     attempts: int
-    received_at: float
-    updated_at: float
-    next_attempt_at: float
+    received_at: Timestamp
+    updated_at: Timestamp
+    next_attempt_at: Timestamp
     last_error: str | None = None
     outcome: str | None = None
 

@@ -15,7 +15,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
 from the_loop.store.db import Database
+from the_loop.wire import UtcDatetime, Wire
 
 
 class OutboxStatus(StrEnum):
@@ -72,7 +72,7 @@ class NewWrite(BaseModel):
     payload: OutboxPayload
 
 
-class OutboxItem(_Camel):
+class OutboxItem(Wire):
     """One stored write-back, as the surfaces show it (camelCase, ISO times in JSON)."""
 
     id: int
@@ -85,12 +85,12 @@ class OutboxItem(_Camel):
     status: OutboxStatus
     attempts: int
     verify: bool
-    next_attempt_at: datetime
+    next_attempt_at: UtcDatetime
     claimed_by: str | None = None
     last_error: str | None = None
     result: str | None = None
-    created_at: datetime
-    updated_at: datetime
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
 
 
 class Enqueued(BaseModel):

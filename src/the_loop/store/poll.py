@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from the_loop.store.db import Database
+from the_loop.wire import Timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class SeenItem:
 class CycleRecord(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
-    started_at: float
+    started_at: Timestamp
     seconds: float
     repos: int
     requests: int

@@ -7,12 +7,10 @@ import time
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from the_loop.config import RunnerKind
 from the_loop.errors import Conflict
 from the_loop.store import prompts
+from the_loop.wire import Timestamp, Wire
 
 LIVE = ("queued", "active", "paused")
 
@@ -24,10 +22,8 @@ class SessionStatus(StrEnum):
     closed = "closed"
 
 
-class SessionRecord(BaseModel):
-    """One agent session of a work item, as stored."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+class SessionRecord(Wire):
+    """One agent session of a work item, as stored (and as the surfaces show it)."""
 
     id: str
     work_item: str
@@ -39,10 +35,10 @@ class SessionRecord(BaseModel):
     status: SessionStatus
     title: str = ""
     url: str = ""
-    created_at: float
-    started_at: float | None = None
-    last_event_at: float
-    closed_at: float | None = None
+    created_at: Timestamp
+    started_at: Timestamp | None = None
+    last_event_at: Timestamp
+    closed_at: Timestamp | None = None
     close_reason: str | None = None
 
     @property
@@ -63,7 +59,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
 
 def insert(tx: sqlite3.Connection, rec: SessionRecord) -> None:
     """Insert REC; raise ``Conflict`` when the work item already has a live session."""
-    values = rec.model_dump()
+    values = rec.model_dump(by_alias=False)
     names = [c.strip() for c in _COLUMNS.split(",")]
     try:
         tx.execute(

@@ -1,60 +1,51 @@
 """REST API ``/api/v1``: thin routes over the same service functions the CLI calls.
 
-Every route parses its input, calls one core function and renders the result. Errors come from
-the one exception tree and are rendered once by the app as ``{"error": {"code", "message"}}``.
+Every route parses its input, calls one core function and renders the result in the output
+contract (``the_loop.wire``: camelCase keys, ISO 8601 UTC times; the CLI's ``--format json`` of
+the same object is equal). Errors come from the one exception tree and are rendered once by the
+app as ``{"error": {"code", "message"}}``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from the_loop import doctor, metrics, sessions, standing, views
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
-from the_loop.health import Health
+from the_loop.health import Health, StatusReport
 from the_loop.inbox_ops import InboxPage, inbox_page
-from the_loop.status import StatusSummary, health_now, status_summary
+from the_loop.status import health_now, status_now
 from the_loop.store.inbox import InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.views import Screen, SessionView
 from the_loop.web import auth
+from the_loop.wire import Wire, dumps
 
 Guard = Callable[..., Any]
 
 
-class Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class MessageIn(Camel):
+class MessageIn(Wire):
     text: str = Field(..., description="The message to deliver.")
     actor: str | None = Field(None, description="Who speaks (default: api).")
 
 
-class CloseIn(Camel):
+class CloseIn(Wire):
     kill_tmux: bool | None = Field(None, description="Kill the tmux session (default: config).")
 
 
-class Done(Camel):
+class Done(Wire):
     ok: bool = True
     detail: str = ""
-
-
-class EventType(Camel):
-    type: str
-    level: str
-    description: str
 
 
 def build_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]) -> APIRouter:
@@ -75,9 +66,10 @@ def _status_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any
         return await health_now(get_ctx())
 
     @router.get("/status", tags=["status"], dependencies=read)
-    async def get_status() -> StatusSummary:
-        """Sessions by status, inbox depth, and the daemon's health."""
-        return await asyncio.to_thread(status_summary, get_ctx())
+    async def get_status() -> StatusReport:
+        """Whether the daemon runs (pid, url, version, start time), its health, sessions by
+        status and inbox depth: what ``the-loop status --format json`` prints."""
+        return await status_now(get_ctx())
 
     @router.get("/doctor", tags=["status"], dependencies=read)
     async def get_doctor() -> DoctorReport:
@@ -138,7 +130,7 @@ def _session_routes(
         return await asyncio.to_thread(sessions.pause_by_operator, get_ctx(), session_id, False)
 
 
-class StandingIn(Camel):
+class StandingIn(Wire):
     name: str = Field(..., description="lowercase letters, digits and '-', at most 40")
     harness: str | None = None
     args: list[str] | None = Field(None, description="Omitted inherits; [] means none.")
@@ -222,12 +214,9 @@ def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]
         return ev.query(get_ctx().db, flt)
 
     @router.get("/events/types", tags=["events"], dependencies=read)
-    async def get_event_types() -> list[EventType]:
-        """The event catalogue."""
-        return [
-            EventType(type=s.name, level=s.level.name, description=s.description)
-            for s in sorted(ev.CATALOGUE.values(), key=lambda s: s.name)
-        ]
+    async def get_event_types() -> list[ev.EventType]:
+        """The event catalogue: type, level, description and payload fields."""
+        return ev.catalogue()
 
     @router.get(
         "/events/stream", tags=["events"], dependencies=read, response_class=StreamingResponse
@@ -266,7 +255,7 @@ async def _sse(ctx: Ctx, flt: ev.EventFilter, request: Request) -> AsyncIterator
         batch = await asyncio.to_thread(ev.read_after, ctx.db, flt.following(after))
         for event in batch:
             after = event.id
-            data = json.dumps(event.model_dump(mode="json", by_alias=True))
+            data = dumps(event, indent=None)
             yield f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n"
         if batch:
             idle = 0.0

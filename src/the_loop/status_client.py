@@ -1,0 +1,50 @@
+"""``the-loop status`` as a client: the daemon's own ``GET /api/v1/status`` when it runs, so the
+CLI's JSON is the API's; otherwise a report built here saying it does not run, with the
+sessions and inbox counts read from the state database.
+
+Light on purpose (the HTTP client loads only when a daemon runs): ``status`` is a fast command.
+"""
+
+from __future__ import annotations
+
+from the_loop import __version__
+from the_loop.context import Ctx
+from the_loop.health import Health, StatusReport
+from the_loop.instance import daemon_running, read_info
+from the_loop.store import inbox
+from the_loop.store.sessions import counts_by_status
+
+
+def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:
+    """The status of CTX's installation; never raises for a daemon that does not answer."""
+    info = read_info(ctx.state_dir)
+    if info is None or not daemon_running(ctx.state_dir):
+        return _local(ctx, running=False, problem="the-loop is not running")
+    # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
+    import httpx
+
+    from the_loop.web.auth import client_token
+
+    token = client_token(ctx)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        resp = httpx.get(f"{info.url}/api/v1/status", timeout=timeout, headers=headers)
+        if resp.status_code == 200:
+            return StatusReport.model_validate_json(resp.content)
+        problem = f"the daemon's status endpoint answered HTTP {resp.status_code}"
+    except (httpx.HTTPError, ValueError) as exc:
+        problem = f"the daemon does not answer at {info.url}: {exc}"
+    report = _local(ctx, running=True, problem=problem)
+    report.pid, report.url, report.version = info.pid, info.url, info.version
+    report.started_at = info.started_at
+    return report
+
+
+def _local(ctx: Ctx, *, running: bool, problem: str) -> StatusReport:
+    return StatusReport(
+        running=running,
+        healthy=False,
+        health=Health(status="unhealthy", version=__version__, problems=[problem]),
+        sessions=counts_by_status(ctx.db.connect()),
+        inbox=inbox.counts(ctx.db),
+    )
