@@ -1,4 +1,4 @@
-"""The durable inbox for operators: a page of items with the counts, and replay.
+"""The durable inbox for operators: the newest items, and replay.
 
 ``replay`` makes an item ready again; when no daemon serves the state dir it is processed at
 once, in this process, through the same path a live delivery takes (``dispatch.process``).
@@ -17,17 +17,10 @@ from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.wire import Wire
 
 
-class InboxPage(Wire):
-    """How many items have each status, and the newest items asked for (what ``GET
-    /api/v1/inbox`` and ``the-loop inbox list --format json`` answer)."""
-
-    counts: dict[str, int]
-    items: list[InboxItem]
-
-
-def inbox_page(ctx: Ctx, status: InboxStatus | None = None, limit: int = 100) -> InboxPage:
-    """The counts by status and the LIMIT newest items (of STATUS, when given)."""
-    return InboxPage(counts=inbox.counts(ctx.db), items=inbox.list_items(ctx.db, status, limit))
+def inbox_items(ctx: Ctx, status: InboxStatus | None = None, limit: int = 100) -> list[InboxItem]:
+    """The LIMIT newest items (of STATUS, when given): what ``GET /api/v1/inbox`` and ``the-loop
+    inbox list --format json`` answer. The counts by status are in the status report."""
+    return inbox.list_items(ctx.db, status, limit)
 
 
 class ReplayOutcome(StrEnum):

@@ -55,9 +55,10 @@ class Sessions:
             raise BadInput(f"invalid status {status!r}: queued, active, paused or closed") from None
         return sessions_service.list_sessions(self._ctx, wanted, limit)
 
-    def get(self, session: str) -> SessionRecord:
-        """One session; ``NotFound`` when there is none."""
-        return sessions_service.resolve(self._ctx, session)
+    def get(self, session: str) -> views.SessionView:
+        """One session with its pane state and delivered-prompt count, as ``GET
+        /sessions/{id}`` answers it; ``NotFound`` when there is none."""
+        return views.session_view(self._ctx, session)
 
     def say(self, session: str, text: str, actor: str | None = None) -> str:
         """Deliver TEXT into the live session; returns what happened (``NotRunning`` when it is

@@ -26,7 +26,7 @@ REF = "github:octo/repo#15"
 def _started(daemon: Daemon) -> str:
     r = daemon.post("issue_comment", P.issue_comment_event("the-loop do fix it"), "views-1")
     assert r.status_code == 202
-    wait_until(lambda: daemon.api("GET", "/inbox").json()["counts"].get("succeeded"), timeout=20)
+    wait_until(lambda: daemon.api("GET", "/status").json()["inbox"].get("succeeded"), timeout=20)
     return str(daemon.api("GET", "/sessions").json()[0]["id"])
 
 

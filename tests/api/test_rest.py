@@ -18,7 +18,7 @@ REF = "github:octo/repo#15"
 def started(daemon: Daemon) -> str:
     r = daemon.post("issue_comment", P.issue_comment_event("the-loop do fix it"), "api-1")
     assert r.status_code == 202
-    wait_until(lambda: daemon.api("GET", "/inbox").json()["counts"].get("succeeded"), timeout=20)
+    wait_until(lambda: daemon.api("GET", "/status").json()["inbox"].get("succeeded"), timeout=20)
     return str(daemon.api("GET", "/sessions").json()[0]["id"])
 
 
@@ -108,7 +108,7 @@ def test_status_doctor_inbox_events_metrics(daemon: Daemon) -> None:
     assert status["sessions"] == {"active": 1} and status["inbox"]["succeeded"] == 1
     assert "checks" in daemon.api("GET", "/doctor").json()
     inbox = daemon.api("GET", "/inbox").json()
-    assert inbox["items"][0]["deliveryId"] == "api-1"
+    assert inbox[0]["deliveryId"] == "api-1"
     events = daemon.api("GET", "/events", params={"type": "session.*"}).json()
     assert events[0]["type"] == "session.spawned" and events[0]["workItem"] == REF
     types = daemon.api("GET", "/events/types").json()

@@ -113,7 +113,7 @@ async def test_http_sessions_tools_reach_the_agent(daemon: Daemon) -> None:
     r = daemon.post("issue_comment", P.issue_comment_event("the-loop do fix it"), "mcp-1")
     assert r.status_code == 202
     wait_until(
-        lambda: daemon.api("GET", "/inbox").json()["counts"].get("succeeded"),
+        lambda: daemon.api("GET", "/status").json()["inbox"].get("succeeded"),
         timeout=20,
         what="the spawn",
     )

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.reliability
 
 
 def _drained(daemon: Daemon, total: int) -> bool:
-    counts = daemon.api("GET", "/inbox").json()["counts"]
+    counts = daemon.api("GET", "/status").json()["inbox"]
     return counts.get("succeeded", 0) + counts.get("dead", 0) >= total and not (
         counts.get("pending") or counts.get("processing")
     )

@@ -38,7 +38,7 @@ names = st.text(max_size=60)
 
 
 def _state(daemon: Daemon) -> tuple[Any, Any]:
-    return (daemon.api("GET", "/sessions").json(), daemon.api("GET", "/inbox").json()["counts"])
+    return (daemon.api("GET", "/sessions").json(), daemon.api("GET", "/status").json()["inbox"])
 
 
 @FUZZ

@@ -26,6 +26,10 @@ from tests.helpers import wait_until
 from tests.work import Work, fake_harness
 from the_loop import TheLoop
 from the_loop.errors import BadInput, ConfigInvalid, NotFound, NotRunning
+from the_loop.health import StatusReport
+from the_loop.store.sessions import SessionRecord
+from the_loop.views import SessionView
+from the_loop.wire import to_wire
 
 REF = "github:octo/repo#15"
 
@@ -185,6 +189,15 @@ async def test_mount_serves_rest_and_mcp_behind_the_callers_dependency(work: Wor
         missing = httpx.get(f"{url}/loop/api/v1/sessions/nope", headers=key)
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
         sid = listed.json()[0]["id"]
+        loop = TheLoop(work.env.config_path)
+        answered = httpx.get(f"{url}/loop/api/v1/sessions/{sid}", headers=key).json()
+        parsed = SessionView.model_validate(answered)
+        assert to_wire(parsed) == answered == to_wire(loop.sessions.get(sid))
+        assert abs(parsed.created_at - loop.sessions.get(sid).created_at) < 0.001
+        assert [to_wire(SessionRecord.model_validate(r)) for r in listed.json()] == listed.json()
+        status = httpx.get(f"{url}/loop/api/v1/status", headers=key).json()
+        assert status["running"] is False and status["pid"] is None
+        assert StatusReport.model_validate(status).sessions == {"active": 1}
         posted = httpx.post(f"{url}/loop/api/v1/sessions/{sid}/messages", json={"text": "x"})
         assert posted.status_code == 403
         assert httpx.post(f"{url}/loop/mcp", json={}).status_code == 403

@@ -21,7 +21,9 @@ def test_start_autostarts_stop_stops_status_reports(st: Standing) -> None:
         assert st.wait_prompts(conversation, 1)[0].rstrip().endswith("watch the queue")
         status = st.env.run("status", "--format", "json")
         assert status.exit_code == 0, status.stdout
-        assert json.loads(status.stdout)["health"]["detail"]["standing"] == {"supervisor": "running"}
+        assert json.loads(status.stdout)["health"]["detail"]["standing"] == {
+            "supervisor": "running"
+        }
 
         assert st.ok("standing", "stop", "supervisor")
         down = st.env.run("status")

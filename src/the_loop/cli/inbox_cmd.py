@@ -24,7 +24,7 @@ def list_(
 ) -> None:
     """List inbox items, newest first."""
     # lazy: start-up
-    from the_loop.inbox_ops import inbox_page
+    from the_loop.inbox_ops import inbox_items
     from the_loop.store.inbox import InboxStatus
 
     try:
@@ -33,9 +33,9 @@ def list_(
         raise BadInput(
             f"invalid --status {status!r}: {', '.join(s.value for s in InboxStatus)}"
         ) from None
-    page = inbox_page(common.ctx(), wanted, limit)
+    items = inbox_items(common.ctx(), wanted, limit)
     if fmt is common.Format.json:
-        common.print_json(page)
+        common.print_json(items)
         return
     now = time.time()
     common.print_table(
@@ -49,7 +49,7 @@ def list_(
                 common.ago(i.received_at, now),
                 (i.last_error or i.outcome or "")[:80],
             )
-            for i in page.items
+            for i in items
         ],
     )
 

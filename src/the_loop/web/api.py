@@ -23,9 +23,9 @@ from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
 from the_loop.health import Health, StatusReport
-from the_loop.inbox_ops import InboxPage, inbox_page
+from the_loop.inbox_ops import inbox_items
 from the_loop.status import health_now, status_now
-from the_loop.store.inbox import InboxStatus
+from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.views import Screen, SessionView
 from the_loop.web import auth
@@ -79,9 +79,10 @@ def _status_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any
     @router.get("/inbox", tags=["inbox"], dependencies=read)
     async def get_inbox(
         status: InboxStatus | None = None, limit: int = Query(100, ge=1, le=10_000)
-    ) -> InboxPage:
-        """Inbox items (pending, failed, dead-lettered, …), newest first."""
-        return await asyncio.to_thread(inbox_page, get_ctx(), status, limit)
+    ) -> list[InboxItem]:
+        """Inbox items (pending, failed, dead-lettered, …), newest first (the counts by status
+        are in ``GET /status``)."""
+        return await asyncio.to_thread(inbox_items, get_ctx(), status, limit)
 
 
 def _session_routes(
