@@ -161,4 +161,14 @@ def _read(ctx: Ctx) -> tuple[dict[str, int], dict[str, int], DaemonInfo | None]:
     """Sessions and inbox by status, and the running daemon's info (None: none runs)."""
     info = read_info(ctx.state_dir)
     running = info if info is not None and daemon_running(ctx.state_dir) else None
-    return counts_by_status(ctx.db.connect()), inbox.counts(ctx.db), running
+    sessions, in_inbox = counts(ctx)
+    return sessions, in_inbox, running
+
+
+def counts(ctx: Ctx) -> tuple[dict[str, int], dict[str, int]]:
+    """Sessions and inbox items by status; empty when the database fails (the health's
+    checks say why)."""
+    try:
+        return counts_by_status(ctx.db.connect()), inbox.counts(ctx.db)
+    except (StateError, sqlite3.Error):
+        return {}, {}

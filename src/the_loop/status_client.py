@@ -7,8 +7,11 @@ Light on purpose (the HTTP client loads only when a daemon runs): ``status`` is 
 
 from __future__ import annotations
 
+import sqlite3
+
 from the_loop import __version__
 from the_loop.context import Ctx
+from the_loop.errors import StateError
 from the_loop.health import Health, StatusReport
 from the_loop.instance import daemon_running, read_info
 from the_loop.store import inbox
@@ -41,10 +44,16 @@ def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:
 
 
 def _local(ctx: Ctx, *, running: bool, problem: str) -> StatusReport:
+    problems = [problem]
+    try:
+        sessions, in_inbox = counts_by_status(ctx.db.connect()), inbox.counts(ctx.db)
+    except (StateError, sqlite3.Error) as exc:
+        sessions, in_inbox = {}, {}
+        problems.append(f"the state database fails: {exc}")
     return StatusReport(
         running=running,
         healthy=False,
-        health=Health(status="unhealthy", version=__version__, problems=[problem]),
-        sessions=counts_by_status(ctx.db.connect()),
-        inbox=inbox.counts(ctx.db),
+        health=Health(status="unhealthy", version=__version__, problems=problems),
+        sessions=sessions,
+        inbox=in_inbox,
     )

@@ -64,7 +64,7 @@ def _status(work: Work) -> tuple[int, dict[str, Any]]:
 
 
 def _inbox_task(body: dict[str, Any]) -> dict[str, Any]:
-    return dict(body.get("detail", {}).get("tasks", {}).get("inbox", {}))
+    return dict(body["health"].get("detail", {}).get("tasks", {}).get("inbox", {}))
 
 
 def _health_ms(daemon: Daemon, client: httpx.Client) -> tuple[float, dict[str, Any]]:
@@ -240,7 +240,7 @@ def test_a_damaged_table_is_reported_unhealthy(work: Work) -> None:
 
         def damaged() -> list[str]:
             code, body = _status(work)
-            return [p for p in body["problems"] if "damaged" in p] if code == 1 else []
+            return [p for p in body["health"]["problems"] if "damaged" in p] if code == 1 else []
 
         found = wait_until(damaged, timeout=30, interval=0.2, what="the damage reported")
         assert "the state database is damaged" in found[0]

@@ -113,8 +113,9 @@ def status(
                 f"  url:     {report.url}\n  pid:     {report.pid}\n"
                 f"  version: {report.version}\n  uptime:  {up}"
             )
-        for part, detail in [*report.health.detail.items(), ("sessions", report.sessions)]:
+        for part, detail in report.health.detail.items():
             print(f"  {part + ':':<9}{_describe(detail)}")
+        print(f"  sessions: {_describe(report.sessions) if report.sessions else 'none'}")
         for problem in report.problems:
             print(f"  problem: {problem}")
     raise typer.Exit(0 if report.healthy else 1)
