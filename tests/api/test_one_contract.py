@@ -17,6 +17,8 @@ from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.mcp.test_mcp import over_http
 from the_loop import wire
+from the_loop.dispatch import DispatchResult
+from the_loop.github.poller import RepoResult
 
 REF = "github:octo/repo#15"
 CAMEL = re.compile(r"\A[a-z][a-zA-Z0-9]*\Z")
@@ -123,6 +125,7 @@ def test_every_json_output_has_camel_case_keys_and_iso_utc_times(daemon: Daemon)
         ("outbox", "list"),
         ("doctor",),
         ("status",),
+        ("standing", "stop", "probe"),
     ]
     for args in cli_outputs:
         seen += check_contract(_cli_json(daemon, *args), " ".join(args))
@@ -218,6 +221,11 @@ def test_the_wire_forms_of_times_and_values() -> None:
     assert abs(back.created_at - thing.created_at) < 0.001 and back.seen_at is not None
     assert thing.model_dump(by_alias=False)["created_at"] == moment.timestamp()
     assert "createdAt" in thing.model_dump()
+    # the CLI-only results that are dataclasses (`poll`, `dispatch`) are camelCase too
+    repo = wire.to_wire([RepoResult("octo/repo", calls=2, not_modified=1)])
+    assert repo[0]["notModified"] == 1 and check_contract(repo) == 0
+    found = wire.to_wire(DispatchResult("d-1", "ping", False, "succeeded", reasons=("x",)))
+    assert found["deliveryId"] == "d-1" and found["exitCode"] == 0 and found["reasons"] == ["x"]
 
 
 def test_the_contract_check_refuses_snake_keys_epoch_floats_and_local_times() -> None:
