@@ -122,9 +122,9 @@ def cli_md() -> str:
         "",
     ]
 
-    def walk(cmd: click.Command, path: list[str]) -> None:
+    def walk(cmd: click.Command, path: list[str], parent: click.Context | None = None) -> None:
         ctx = click.Context(
-            cmd, info_name=" ".join(path), terminal_width=100, max_content_width=100
+            cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
         )
         lines.extend(
             [
@@ -140,7 +140,7 @@ def cli_md() -> str:
             for name in sorted(cmd.list_commands(ctx)):
                 sub = cmd.get_command(ctx, name)
                 if sub is not None and not sub.hidden:
-                    walk(sub, [*path, name])
+                    walk(sub, [*path, name], ctx)
 
     walk(root, ["the-loop"])
     return "\n".join(lines).rstrip() + "\n"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from the_loop.config import LoadedConfig, load_config
 from the_loop.context import Ctx, open_ctx
@@ -57,7 +59,78 @@ def drain_outbox() -> None:
 
 
 def print_error(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"{paint('error:', 'red', sys.stderr)} {message}", file=sys.stderr)
+
+
+def print_warning(message: str, stream: TextIO | None = None) -> None:
+    """``warning: MESSAGE`` on STREAM (default stderr), the label yellow on a terminal."""
+    out = stream or sys.stderr
+    print(f"{paint('warning:', 'yellow', out)} {message}", file=out, flush=True)
+
+
+_SGR = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
+
+STATUS_COLOURS: dict[str, str] = {
+    "ok": "green",
+    "healthy": "green",
+    "running": "green",
+    "active": "green",
+    "started": "green",
+    "resumed": "green",
+    "stopped": "dim",
+    "closed": "dim",
+    "absent": "dim",
+    "warn": "yellow",
+    "paused": "yellow",
+    "queued": "yellow",
+    "already-running": "yellow",
+    "unhealthy": "red",
+    "failed": "red",
+    "MISSING": "red",
+    "FAILED": "red",
+}
+"""The colour a status word gets on a terminal (``status_word``)."""
+
+
+def colour_enabled(stream: TextIO) -> bool:
+    """Colour only on a terminal, never when NO_COLOR is set (https://no-color.org) or the
+    terminal is dumb; pipes and files always get plain text."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def paint(text: str, colour: str | None, stream: TextIO | None = None) -> str:
+    """TEXT in COLOUR (a key of ``_SGR``) when STREAM (default stdout) shows colour."""
+    if colour is None or not colour_enabled(stream or sys.stdout):
+        return text
+    return f"\x1b[{_SGR[colour]}m{text}\x1b[0m"
+
+
+def status_word(word: str, stream: TextIO | None = None, width: int = 0) -> str:
+    """A status word padded to WIDTH, coloured by ``STATUS_COLOURS`` on a terminal."""
+    return paint(word.ljust(width), STATUS_COLOURS.get(word.strip()), stream)
+
+
+@contextlib.contextmanager
+def waiting(message: str) -> Iterator[None]:
+    """A spinner with MESSAGE on stderr while the block runs, only when stderr is a terminal
+    (scripts and pipes see nothing)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console  # lazy: start-up (Rich loads only for a terminal)
+
+    with Console(stderr=True).status(message):
+        yield
+
+
+def print_empty(what: str, hint: str) -> None:
+    """What an empty table says instead: ``no WHAT`` and how to get one."""
+    print(f"no {what}; {hint}")
 
 
 def print_json(data: Any) -> None:
@@ -75,10 +148,11 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
     # lazy: start-up (Rich loads only for a table on a terminal)
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title or None, box=None, pad_edge=False, header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in cells:
-        table.add_row(*row)
+        table.add_row(*(Text.from_ansi(c) for c in row))
     Console(soft_wrap=True).print(table)

@@ -18,7 +18,10 @@ def register(app: typer.Typer) -> None:
 
 
 def serve() -> None:
-    """Run the daemon in the foreground (for systemd, containers and `make run`)."""
+    """Run the daemon in the foreground.
+
+    For systemd, containers and `make run`; Ctrl-C or SIGTERM stops it.
+    """
     # lazy: start-up
     from the_loop.daemon import serve as run_serve
 
@@ -98,7 +101,10 @@ def stop(
 def status(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
-    """Report whether the daemon runs and is healthy; exit 0 when healthy, 1 otherwise."""
+    """Report whether the daemon runs and is healthy.
+
+    Exits 0 when healthy, 1 otherwise.
+    """
     # lazy: start-up
     from the_loop.daemon import probe_health
 

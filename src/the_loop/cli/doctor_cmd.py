@@ -13,7 +13,11 @@ _MARK = {"ok": "ok", "warning": "warn", "missing": "MISSING", "failed": "FAILED"
 def doctor(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
-    """Check tmux, git, the harness binaries, the state dir and the port; exit 1 if any fail."""
+    """Check that everything the-loop needs is here.
+
+    tmux, git, the harness binaries, the state dir and the port; exits 1 when a
+    required piece is missing or broken.
+    """
     from the_loop.doctor import run_doctor  # lazy: start-up
 
     report = run_doctor(common.loaded_config().config)

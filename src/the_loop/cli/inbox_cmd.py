@@ -58,7 +58,10 @@ def list_(
 def replay(
     delivery_id: str = typer.Argument(..., help="The delivery id to process again."),
 ) -> None:
-    """Process a delivery again (a failed or dead-lettered one, or any other on purpose)."""
+    """Process a delivery again.
+
+    A failed or dead-lettered one, or any other on purpose.
+    """
     from the_loop.inbox_ops import ReplayOutcome, replay  # lazy: start-up
 
     result = replay(common.ctx(), delivery_id)

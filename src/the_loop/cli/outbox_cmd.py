@@ -10,7 +10,8 @@ from the_loop.cli import common
 from the_loop.errors import BadInput
 
 app = typer.Typer(
-    help="The outbox: write-backs to GitHub (reactions, comments) and their state.",
+    help="The outbox: write-backs to GitHub and their state.\n\n"
+    "Reactions and comments the-loop posts, queued durably until GitHub takes them.",
     no_args_is_help=True,
 )
 
@@ -56,7 +57,10 @@ def list_(
 
 @app.command("replay")
 def replay(item_id: int = typer.Argument(..., help="The outbox id to post again.")) -> None:
-    """Make a failed (or waiting) write-back due now; without a daemon, post it at once."""
+    """Make a failed (or waiting) write-back due now.
+
+    Without a daemon, it is posted at once.
+    """
     from the_loop import outbox  # lazy: start-up
     from the_loop.daemon import daemon_running
 

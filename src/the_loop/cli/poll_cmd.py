@@ -12,7 +12,10 @@ def poll(
     once: bool = typer.Option(True, "--once", help="Run one cycle and exit (the only mode)."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Poll GitHub once: new labelled items, comments, reviews, and closures."""
+    """Poll GitHub once.
+
+    Looks for new labelled items, comments, reviews and closures.
+    """
     # lazy: start-up
     import asyncio
 

@@ -29,7 +29,10 @@ def list_(
     limit: int = typer.Option(100, "--limit", min=1, help="At most this many, newest first."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """List sessions (newest first): work item, status, harness, runner, target, age."""
+    """List sessions, newest first.
+
+    Shows work item, status, harness, runner, tmux target and age.
+    """
     from the_loop.session_records import list_sessions  # lazy: start-up
     from the_loop.store.sessions import SessionStatus  # lazy: start-up
 
@@ -81,7 +84,11 @@ def attach(
     ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
     read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
 ) -> None:
-    """Attach this terminal to the session's tmux pane (closed sessions: read-only)."""
+    """Attach this terminal to the session's tmux pane.
+
+    A closed session is attached read-only. Detach with the tmux prefix, then d
+    (C-b d unless the prefix was changed); the agent keeps running.
+    """
     from the_loop.views import attach_plan  # lazy: start-up
 
     plan = attach_plan(common.ctx(), ref, read_only)
@@ -110,7 +117,10 @@ def close(
     keep_tmux: bool = typer.Option(False, "--keep-tmux", help="Keep the dead pane as a record."),
     kill_tmux: bool = typer.Option(False, "--kill-tmux", help="Kill the tmux session too."),
 ) -> None:
-    """Close a session: stop its agent; the screen is kept unless --kill-tmux."""
+    """Close a session: stop its agent.
+
+    The screen is kept unless --kill-tmux.
+    """
     # lazy: start-up
     from the_loop import sessions
 
@@ -123,7 +133,11 @@ def close(
 
 @app.command("pause")
 def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
-    """Stop delivering events to a session (they are dropped, not queued)."""
+    """Stop delivering GitHub events to a session.
+
+    Events that arrive meanwhile are dropped, not queued. Operator messages
+    (`sessions say`) are still delivered.
+    """
     # lazy: start-up
     from the_loop import sessions
 
@@ -146,7 +160,10 @@ def logs(
     ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
     lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
 ) -> None:
-    """Print the last lines of the session's screen (or headless transcript)."""
+    """Print the last lines of the session's screen.
+
+    A headless session's transcript instead.
+    """
     from the_loop.views import session_screen  # lazy: start-up
 
     sys.stdout.write(session_screen(common.ctx(), ref, lines).text.rstrip("\n") + "\n")
@@ -158,7 +175,10 @@ def dispatch(
     delivery: str | None = typer.Option(None, "--delivery", "-d", help="X-GitHub-Delivery id."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Feed a payload through the webhook path (no signature) and print what was decided."""
+    """Run a webhook payload through the-loop (no signature).
+
+    The payload takes exactly the path a webhook takes; prints what was decided.
+    """
     # lazy: start-up
     from the_loop.dispatch import dispatch as run_dispatch
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from the_loop.standing import StartOutcome, StopOutcome
 
 app = typer.Typer(
-    help="Standing sessions: named agents that own no ticket (declared or created).",
+    help="Standing sessions: named agents that own no ticket.\n\n"
+    "Declared in the config (standing.sessions) or created at runtime.",
     no_args_is_help=True,
 )
 
@@ -104,7 +105,10 @@ def create(
 
 @app.command("delete")
 def delete(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
-    """Stop and remove a created standing session (declared ones live in the config)."""
+    """Stop and remove a created standing session.
+
+    Declared ones live in the config: remove them there.
+    """
     # lazy: start-up
     from the_loop import standing
 
@@ -117,7 +121,10 @@ def start(
     name: str | None = typer.Argument(None, help="Default: every declared and created one."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Start (or resume) a standing session; a running one is left alone."""
+    """Start (or resume) a standing session.
+
+    A running one is left alone.
+    """
     # lazy: start-up
     from the_loop import standing
 
@@ -168,7 +175,10 @@ def _print_stops(outcomes: Sequence[StopOutcome]) -> None:
 
 @app.command("restart")
 def restart(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
-    """Stop, then start a standing session again (resuming its conversation)."""
+    """Stop, then start a standing session again.
+
+    It resumes its conversation.
+    """
     # lazy: start-up
     from the_loop import standing
 
@@ -181,7 +191,10 @@ def say(
     text: str = typer.Option(..., "--text", "-t", help="The message."),
     actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
 ) -> None:
-    """Send a message into a running standing session (never starts one)."""
+    """Send a message into a running standing session.
+
+    Never starts one.
+    """
     # lazy: start-up
     from the_loop import standing
 
