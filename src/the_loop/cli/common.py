@@ -11,10 +11,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from the_loop.config import LoadedConfig, load_config
 from the_loop.context import Ctx, open_ctx
+from the_loop.errors import BadInput
+
+if TYPE_CHECKING:
+    from the_loop.runner import AttachCommand
 
 
 class Format(StrEnum):
@@ -135,6 +139,31 @@ def print_empty(what: str, hint: str) -> None:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def require_terminal(what: str, instead: str) -> None:
+    """``BadInput`` in one line unless stdin and stdout are a terminal (WHAT needs one;
+    INSTEAD says what to run without one)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput(f"{what} needs a terminal (stdin and stdout are not a tty); {instead}")
+
+
+def tmux_prefix(context: Ctx) -> str:
+    """The prefix key of the-loop's tmux server (``C-b`` when it does not say)."""
+    answer = context.runners.tmux.ask("show-options", "-gv", "prefix")
+    return (answer.stdout.strip() if answer.ok else "") or "C-b"
+
+
+def exec_attach(command: AttachCommand, prefix: str, read_only: bool) -> None:
+    """Say how to detach, then replace this process with the tmux client of COMMAND."""
+    mode = "read-only (what you type is not sent); " if read_only else ""
+    print(
+        f"attaching {mode}detach with {prefix} d (the tmux prefix, then d); "
+        "the agent keeps running",
+        file=sys.stderr,
+        flush=True,
+    )
+    os.execvpe(command.argv[0], list(command.argv), dict(command.env))
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:

@@ -37,6 +37,12 @@ def list_(
     if fmt is common.Format.json:
         common.print_json([i.model_dump(mode="json", by_alias=True) for i in items])
         return
+    if not items:
+        common.print_empty(
+            f"{status} inbox items" if status else "inbox items",
+            "webhook and poller deliveries are recorded here as they arrive",
+        )
+        return
     now = time.time()
     common.print_table(
         ["DELIVERY", "EVENT", "STATUS", "ATTEMPTS", "RECEIVED", "OUTCOME / ERROR"],

@@ -36,6 +36,12 @@ def list_(
     if fmt is common.Format.json:
         common.print_json([i.model_dump(mode="json", by_alias=True) for i in items])
         return
+    if not items:
+        common.print_empty(
+            f"{status} write-backs" if status else "write-backs",
+            "reactions and comments for GitHub are queued here as sessions act",
+        )
+        return
     now = time.time()
     common.print_table(
         ["ID", "WHAT", "KIND", "WORK ITEM", "STATUS", "ATTEMPTS", "CREATED", "RESULT / ERROR"],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -44,13 +43,20 @@ def list_(
     if fmt is common.Format.json:
         common.print_json([r.model_dump(mode="json", by_alias=True) for r in rows])
         return
+    if not rows:
+        common.print_empty(
+            f"{status} sessions" if status else "sessions",
+            "one starts when an authorized user comments `the-loop start` on an issue "
+            "(or try `the-loop dispatch`, see docs/sessions.md)",
+        )
+        return
     now = time.time()
     common.print_table(
         ["WORK ITEM", "STATUS", "HARNESS", "RUNNER", "TMUX TARGET", "AGE", "LAST EVENT"],
         [
             (
                 r.work_item,
-                r.status.value,
+                common.status_word(r.status.value),
                 r.harness,
                 r.runner,
                 r.tmux_target or "-",
@@ -91,11 +97,11 @@ def attach(
     """
     from the_loop.views import attach_plan  # lazy: start-up
 
+    common.require_terminal("attach", f"read the screen with `the-loop sessions logs {ref}`")
     plan = attach_plan(common.ctx(), ref, read_only)
     if plan.note:
         print(f"note: {plan.note}", file=sys.stderr, flush=True)
-    command = plan.command
-    os.execvpe(command.argv[0], list(command.argv), dict(command.env))
+    common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)
 
 
 @app.command("say")
@@ -104,11 +110,21 @@ def say(
     text: str = typer.Option(..., "--text", "-t", help="The message."),
     actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
 ) -> None:
-    """Send a message into a live session."""
+    """Send a message into a live session.
+
+    A paused session gets it too: pausing holds back GitHub events, not the operator.
+    """
     # lazy: start-up
     from the_loop import sessions
+    from the_loop.store.sessions import SessionStatus
 
     print(sessions.say(common.ctx(), ref, text, actor))
+    if sessions.resolve(common.ctx(), ref).status is SessionStatus.paused:
+        print(
+            "note: the session is paused: your message was delivered, GitHub events are not "
+            f"(`the-loop sessions resume {ref}` delivers them again)",
+            file=sys.stderr,
+        )
 
 
 @app.command("close")
