@@ -127,12 +127,12 @@ def stop(
         return
     if not result.exited:
         raise Unavailable(
-            f"the daemon (pid {result.pid}) did not exit within {timeout:.0f}s, "
+            f"the daemon (pid {result.pid}) did not exit within {timeout:g}s, "
             "not even after SIGKILL"
         )
     if result.killed:
         common.print_warning(
-            f"the daemon (pid {result.pid}) did not stop within {timeout:.0f}s; killed it"
+            f"the daemon (pid {result.pid}) did not stop within {timeout:g}s; killed it"
         )
         raise typer.Exit(1)
     still = " (another daemon has taken the state dir)" if daemon_running(ctx.state_dir) else ""
