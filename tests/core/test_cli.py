@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import pty
-import select
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +13,7 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from tests.conftest import Env
+from tests.helpers import run_in_terminal
 from the_loop.cli.app import app
 
 
@@ -147,30 +144,9 @@ def test_empty_tables_say_what_is_missing_and_how_to_get_one(loop_env: Env) -> N
     )
 
 
-def _in_a_terminal(args: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str]:
-    """Run the installed CLI with stdin, stdout and stderr on a pseudo-terminal; its exit code
-    and everything it wrote."""
-    primary, secondary = pty.openpty()
-    proc = subprocess.Popen(
-        [CLI, *args], stdin=secondary, stdout=secondary, stderr=secondary, env=env
-    )
-    os.close(secondary)
-    out = bytearray()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([primary], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the other side closed
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(primary)
-    return proc.wait(timeout=10), out.decode("utf-8", "replace")
+def _in_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """The installed CLI on a pseudo-terminal: its exit code and everything it wrote."""
+    return run_in_terminal([CLI, *args], env)
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(loop_env: Env) -> None:
