@@ -123,8 +123,14 @@ def cli_md() -> str:
     ]
 
     def walk(cmd: click.Command, path: list[str], parent: click.Context | None = None) -> None:
+        settings = cmd.context_settings if parent is None else {}  # children inherit (-h)
         ctx = click.Context(
-            cmd, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
+            cmd,
+            info_name=path[-1],
+            parent=parent,
+            terminal_width=100,
+            max_content_width=100,
+            **settings,
         )
         lines.extend(
             [
