@@ -66,6 +66,7 @@ def start(
     """
     # lazy: start-up
     from the_loop.daemon import daemon_running, read_info, start_detached
+    from the_loop.web.auth import check_bind
 
     ctx = common.ctx()
     if daemon_running(ctx.state_dir):
@@ -73,6 +74,7 @@ def start(
         where = f" at {info.url} (pid {info.pid})" if info else ""
         print(f"the-loop is already running{where}")
         return
+    check_bind(ctx)  # a refused bind is the one message, before any warning
     for warning in ctx.config.warnings():
         common.print_warning(warning)
     with common.waiting("starting the-loop…"):
