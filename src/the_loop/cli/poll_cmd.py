@@ -34,7 +34,8 @@ def poll(
         finally:
             await poller.client.aclose()
 
-    result = asyncio.run(one())
+    with common.waiting("polling GitHub (a spawn may clone a repository)…"):
+        result = asyncio.run(one())
     common.drain_outbox()
     repos = result.repos
     if fmt is common.Format.json:

@@ -143,7 +143,8 @@ def close(
     if keep_tmux and kill_tmux:
         raise BadInput("give --keep-tmux or --kill-tmux, not both")
     choice = True if kill_tmux else (False if keep_tmux else None)
-    rec = sessions.close_by_operator(common.ctx(), ref, kill_tmux=choice)
+    with common.waiting(f"closing {ref} (the agent gets a grace period)…"):
+        rec = sessions.close_by_operator(common.ctx(), ref, kill_tmux=choice)
     print(f"closed {rec.work_item} (session {rec.id})")
 
 
@@ -202,7 +203,8 @@ def dispatch(
         body = sys.stdin.buffer.read() if str(payload) == "-" else payload.read_bytes()
     except OSError as exc:
         raise BadInput(f"cannot read {payload}: {exc.strerror}") from None
-    result = run_dispatch(common.ctx(), event, body, delivery)
+    with common.waiting("dispatching (a spawn may clone a repository)…"):
+        result = run_dispatch(common.ctx(), event, body, delivery)
     common.drain_outbox()
     if fmt is common.Format.json:
         common.print_json(result.__dict__)
