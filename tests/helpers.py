@@ -46,3 +46,38 @@ def threading_wait(seconds: float) -> None:
     import threading
 
     threading.Event().wait(seconds)
+
+
+def run_in_terminal(
+    argv: list[str], env: dict[str, str], timeout: float = 60.0, cwd: str | None = None
+) -> tuple[int, str]:
+    """Run ARGV with stdin, stdout and stderr on a new pseudo-terminal (what a person's shell
+    gives it); its exit code and everything it wrote, read until it exits."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        argv, stdin=secondary, stdout=secondary, stderr=secondary, env=env, cwd=cwd
+    )
+    os.close(secondary)
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:  # the terminal closed: the process has exited
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+    finally:
+        os.close(primary)
+    return proc.wait(timeout=10), out.decode("utf-8", "replace")

@@ -402,6 +402,25 @@ class Config(Model):
             )
         if self.routing.enabled and not self.routing.authorized_users:
             out.append("routing.authorizedUsers is empty: nobody can start an agent (fail closed)")
+        hook = self.github.webhook
+        signed_or_allowed = hook.allow_unsigned or os.environ.get(hook.secret_env)
+        if self.github.enabled and hook.enabled and not signed_or_allowed:
+            out.append(
+                f"github.webhook is enabled but ${hook.secret_env} is unset: every webhook "
+                "delivery is refused until it is set (or set github.webhook.enabled: false "
+                "and rely on the poller)"
+            )
+        slack = [s.name for s in self.standing.sessions if s.slack.enabled]
+        if self.slack.enabled or slack:
+            where = (
+                "slack.enabled"
+                if self.slack.enabled
+                else f"slack.enabled of standing session {', '.join(slack)}"
+            )
+            out.append(
+                f"{where}: this version has no Slack integration yet; nothing is received "
+                "from or posted to Slack (docs/decisions/0019-lifecycle-verbs.md)"
+            )
         return out
 
 

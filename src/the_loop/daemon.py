@@ -8,6 +8,7 @@ per state dir is enforced by an ``flock`` on ``daemon.lock``, not by a pid file 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -256,19 +257,62 @@ def _tail(path: Path, lines: int = 15) -> str:
         return ""
 
 
-def stop_daemon(state_dir: Path, timeout: float = 10.0) -> bool:
-    """SIGTERM the daemon of STATE_DIR and wait for its lock to go; False if none ran."""
+class StopResult(BaseModel):
+    """What ``stop_daemon`` did: whether a daemon ran (its pid), whether its process has
+    exited, whether it had to be killed after the grace period, and how long it took."""
+
+    running: bool
+    pid: int | None = None
+    exited: bool = False
+    killed: bool = False
+    seconds: float = 0.0
+
+
+def stop_daemon(state_dir: Path, timeout: float = 10.0, kill_wait: float = 5.0) -> StopResult:
+    """SIGTERM the daemon of STATE_DIR and wait until its process has exited (not only its
+    lock: the lock goes before the interpreter has finished); after TIMEOUT seconds SIGKILL
+    it and wait up to KILL_WAIT more. ``running`` is false when no daemon ran."""
     info = read_info(state_dir)
     if not daemon_running(state_dir) or info is None:
-        return False
+        return StopResult(running=False)
+    t0 = time.monotonic()
     try:
         os.kill(info.pid, signal.SIGTERM)
     except ProcessLookupError:
-        return False
+        return StopResult(running=False)
+    result = StopResult(running=True, pid=info.pid)
+    if not wait_process_gone(info.pid, timeout):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info.pid, signal.SIGKILL)
+        result.killed = True
+        if not wait_process_gone(info.pid, kill_wait):
+            result.seconds = round(time.monotonic() - t0, 2)
+            return result
+    result.exited = True
+    result.seconds = round(time.monotonic() - t0, 2)
+    return result
+
+
+def wait_process_gone(pid: int, timeout: float) -> bool:
+    """Poll until process PID has exited (a zombie counts as exited); False after TIMEOUT."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not daemon_running(state_dir):
-            return True
-        time.sleep(0.05)
-    os.kill(info.pid, signal.SIGKILL)
+    while not process_gone(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
     return True
+
+
+def process_gone(pid: int) -> bool:
+    """True when no process PID runs any more (exited, or a zombie waiting to be reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text("utf-8")
+    except OSError:
+        return False  # no procfs (macOS): the signal reached it, so it runs
+    return stat.rpartition(")")[2].split()[0] == "Z"

@@ -127,9 +127,15 @@ def cli_md() -> str:
         "",
     ]
 
-    def walk(cmd: click.Command, path: list[str]) -> None:
+    def walk(cmd: click.Command, path: list[str], parent: click.Context | None = None) -> None:
+        settings = cmd.context_settings if parent is None else {}  # children inherit (-h)
         ctx = click.Context(
-            cmd, info_name=" ".join(path), terminal_width=100, max_content_width=100
+            cmd,
+            info_name=path[-1],
+            parent=parent,
+            terminal_width=100,
+            max_content_width=100,
+            **settings,
         )
         lines.extend(
             [
@@ -145,7 +151,7 @@ def cli_md() -> str:
             for name in sorted(cmd.list_commands(ctx)):
                 sub = cmd.get_command(ctx, name)
                 if sub is not None and not sub.hidden:
-                    walk(sub, [*path, name])
+                    walk(sub, [*path, name], ctx)
 
     walk(root, ["the-loop"])
     return "\n".join(lines).rstrip() + "\n"

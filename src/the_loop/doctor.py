@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from the_loop.config import Config
-from the_loop.instance import daemon_running
+from the_loop.instance import DaemonInfo, daemon_running, read_info
 from the_loop.runner.tmux import TmuxRunner
 
 MIN_TMUX = (3, 2)
@@ -53,21 +53,27 @@ class DoctorReport(BaseModel):
 def run_doctor(
     config: Config, daemon_port_in_use_ok: bool | None = None, tmux: TmuxRunner | None = None
 ) -> DoctorReport:
-    """Run every check against CONFIG; ``ok`` is false when anything required fails. A busy
-    port is only a warning with DAEMON_PORT_IN_USE_OK, i.e. while the daemon of CONFIG's state
-    dir serves it (None: ask its lock). TMUX is the doorway asked for the version (default: one
-    made from CONFIG)."""
+    """Run every check against CONFIG; ``ok`` is false when anything required fails. The port
+    the daemon of CONFIG's state dir serves is reported as in use by the-loop (its pid); another
+    busy port is only a warning with DAEMON_PORT_IN_USE_OK (the daemon asking about itself).
+    Accepted-but-risky settings (``Config.warnings``) are warnings. TMUX is the doorway asked
+    for the version (default: one made from CONFIG)."""
+    own = own_daemon(config.state_path)
     if daemon_port_in_use_ok is None:
-        daemon_port_in_use_ok = daemon_running(config.state_path)
+        daemon_port_in_use_ok = False
     checks = [
         check_tmux(tmux or TmuxRunner.from_config(config)),
         check_binary("git", "git"),
         *check_harnesses(config),
         check_state_dir(config.state_path),
-        check_port(config.server.host, config.server.port, daemon_port_in_use_ok),
+        check_port(config.server.host, config.server.port, daemon_port_in_use_ok, own),
     ]
     if config.github.enabled:
         checks.append(check_github_token(config.github.token_env))
+    checks += [
+        Check(name="config", status=CheckStatus.warning, detail=w, required=False)
+        for w in config.warnings()
+    ]
     good = (CheckStatus.ok, CheckStatus.warning)
     return DoctorReport(ok=all(c.status in good or not c.required for c in checks), checks=checks)
 
@@ -175,7 +181,25 @@ def check_state_dir(path: Path) -> Check:
     return Check(name="state dir", status=CheckStatus.ok, detail=str(path))
 
 
-def check_port(host: str, port: int, in_use_ok: bool) -> Check:
+def own_daemon(state_dir: Path) -> DaemonInfo | None:
+    """The daemon of STATE_DIR as it recorded itself, while it holds the lock; else None."""
+    info = read_info(state_dir)
+    return info if info is not None and daemon_running(state_dir) else None
+
+
+def is_install_hint(hint: str) -> bool:
+    """Whether HINT says what to install (else it says what to change)."""
+    return hint in INSTALL_HINTS.values() or hint.startswith("install ")
+
+
+def check_port(host: str, port: int, in_use_ok: bool, own: DaemonInfo | None = None) -> Check:
+    """HOST:PORT can be bound, or is already served by the-loop's own daemon OWN."""
+    if own is not None and (port in (0, own.port)) and own.host == host:
+        return Check(
+            name="port",
+            status=CheckStatus.ok,
+            detail=f"{host}:{own.port} in use by the-loop (pid {own.pid})",
+        )
     if port == 0:
         return Check(name="port", status=CheckStatus.ok, detail="0 (a free port is picked)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

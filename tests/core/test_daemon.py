@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
 
@@ -33,8 +36,10 @@ def test_start_status_stop_status(loop_env: Env) -> None:
     assert "the-loop" in httpx.get(f"{info.url}/").text
     t0 = time.monotonic()
     stopped = loop_env.run("stop")
-    assert stopped.exit_code == 0 and "stopped" in stopped.stdout
+    assert stopped.exit_code == 0, stopped.stderr
+    assert stopped.stdout.startswith(f"the-loop stopped (pid {info.pid}, ")
     assert time.monotonic() - t0 < 5
+    assert not alive(info.pid), "stop returned while the daemon process still ran"
     after = loop_env.run("status")
     assert after.exit_code == 1
     assert "stopped" in after.stdout
@@ -71,7 +76,93 @@ def test_sigterm_stops_serve_promptly_and_releases_the_lock(loop_env: Env) -> No
 
 def test_stop_when_not_running_says_so(loop_env: Env) -> None:
     result = loop_env.run("stop")
-    assert result.exit_code == 0 and "not running" in result.stdout
+    assert result.exit_code == 0 and result.stdout == "the-loop daemon is not running\n"
+
+
+def alive(pid: int) -> bool:
+    """True while PID names a running process (a zombie has exited)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_stop_returns_only_once_the_daemon_process_has_exited(loop_env: Env) -> None:
+    """Several rounds: the lock goes before the interpreter has finished, so a stop that
+    waited for the lock alone returned while the process still ran."""
+    for _ in range(3):
+        assert loop_env.run("start").exit_code == 0
+        info = read_info(loop_env.state_dir)
+        assert info is not None and alive(info.pid)
+        stopped = loop_env.run("stop")
+        assert stopped.exit_code == 0, stopped.stderr
+        assert not alive(info.pid), "stop returned while the daemon process still ran"
+        assert read_info(loop_env.state_dir) is None
+
+
+def test_stop_kills_a_daemon_that_ignores_sigterm_and_says_so(loop_env: Env) -> None:
+    """A process holding the lock and ignoring SIGTERM (a wedged daemon) is killed after
+    --timeout; stop reports it and exits 1, once the process is gone."""
+    code = (
+        "import signal, sys, time\n"
+        "from pathlib import Path\n"
+        "from the_loop.instance import DaemonInfo, acquire_lock, write_info\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "state = Path(sys.argv[1])\n"
+        "lock = acquire_lock(state)\n"
+        "import os\n"
+        "write_info(state, DaemonInfo(pid=os.getpid(), url='http://127.0.0.1:9', "
+        "host='127.0.0.1', port=9, version='x', started_at=time.time()))\n"
+        "print('ready', flush=True)\n"
+        "signal.pause()\n"
+    )
+    wedged = subprocess.Popen(
+        [sys.executable, "-c", code, str(loop_env.state_dir)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert wedged.stdout is not None and wedged.stdout.readline() == "ready\n"
+        result = loop_env.run("stop", "--keep-standing", "--timeout", "0.5")
+        assert result.exit_code == 1
+        assert f"the daemon (pid {wedged.pid}) did not stop within 0.5s; killed it" in result.stderr
+        assert wedged.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        wedged.kill()
+        wedged.wait()
+
+
+def test_start_when_already_running_says_so_and_exits_0(loop_env: Env) -> None:
+    assert loop_env.run("start").exit_code == 0
+    try:
+        info = read_info(loop_env.state_dir)
+        assert info is not None
+        again = loop_env.run("start")
+        assert again.exit_code == 0, again.stderr
+        assert again.stdout == f"the-loop is already running at {info.url} (pid {info.pid})\n"
+        assert read_info(loop_env.state_dir) == info
+    finally:
+        assert loop_env.run("stop").exit_code == 0
+
+
+def test_healthz_and_the_first_page_need_no_token_and_say_nothing_else(loop_env: Env) -> None:
+    serve = loop_env.popen("serve")
+    try:
+        info = wait_until(lambda: read_info(loop_env.state_dir), timeout=20, what="daemon")
+        live = httpx.get(f"{info.url}/healthz")
+        assert live.status_code == 200 and live.json() == {"ok": True}
+        page = httpx.get(f"{info.url}/")
+        assert page.status_code == 200
+        assert 'href="/healthz"' in page.text and "Authorization: Bearer" in page.text
+        assert str(loop_env.state_dir) not in page.text and '/api/v1/health"' not in page.text
+        assert httpx.get(f"{info.url}/api/v1/health").status_code == 401
+        assert httpx.get(f"{info.url}/health").status_code == 401
+        assert httpx.get(f"{info.url}/metrics").status_code == 401
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        _, banner = serve.communicate(timeout=10)
+    assert f"  health:    {info.url}/healthz (no token needed)" in banner
+    assert "/api/v1/health" not in banner
+    assert f"Authorization: Bearer $(cat {loop_env.state_dir / 'api-token'})" in banner
 
 
 def test_invalid_config_prevents_start(loop_env: Env) -> None:

@@ -60,6 +60,7 @@ def test_doctor_reports_missing_harness_and_busy_port(loop_env: Env) -> None:
         env = loop_env.process_env()
         env["PATH"] = _path_without(loop_env.root)
         result = loop_env.run("doctor", "--format", "json", env=env)
+        table = loop_env.run("doctor", env=env).stdout
     assert result.exit_code == 1
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["harness claude"]["status"] == "missing"
@@ -67,6 +68,73 @@ def test_doctor_reports_missing_harness_and_busy_port(loop_env: Env) -> None:
     assert checks["port"]["status"] == "failed"
     assert checks["github token"]["status"] == "missing"
     assert os.environ.get("NO_SUCH_TOKEN_VAR") is None
+    assert "install: npm install -g @anthropic-ai/claude-code" in table
+    assert "fix: stop what uses it or set server.port" in table
+    assert "install: stop what uses it" not in table
+    assert "fix: export NO_SUCH_TOKEN_VAR=<token>" in table
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_doctor_recognises_the_port_of_its_own_running_daemon(loop_env: Env) -> None:
+    from the_loop.daemon import read_info
+
+    loop_env.write_config(server={"port": _free_port()})
+    assert loop_env.run("start").exit_code == 0
+    try:
+        info = read_info(loop_env.state_dir)
+        assert info is not None
+        result = loop_env.run("doctor", "--format", "json")
+        port = {c["name"]: c for c in json.loads(result.stdout)["checks"]}["port"]
+        assert port["status"] == "ok", port
+        assert port["detail"] == f"127.0.0.1:{info.port} in use by the-loop (pid {info.pid})"
+        table = loop_env.run("doctor").stdout
+        assert f"in use by the-loop (pid {info.pid})" in table and "unavailable" not in table
+    finally:
+        assert loop_env.run("stop").exit_code == 0
+    after = {
+        c["name"]: c
+        for c in json.loads(loop_env.run("doctor", "--format", "json").stdout)["checks"]
+    }
+    assert after["port"]["status"] == "ok" and after["port"]["detail"].endswith("is free")
+
+
+def test_webhook_without_a_secret_and_slack_are_warned(loop_env: Env) -> None:
+    loop_env.write_config(
+        github={"enabled": True, "webhook": {"secretEnv": "NO_SUCH_SECRET_VAR"}},
+        slack={"enabled": True},
+        routing={"authorizedUsers": ["alice"]},
+    )
+    env = loop_env.process_env()
+    env["PATH"] = _path_without(loop_env.root)
+    env["GITHUB_TOKEN"] = "t"
+    secret = "github.webhook is enabled but $NO_SUCH_SECRET_VAR is unset"
+    slack = "slack.enabled: this version has no Slack integration yet"
+    report = json.loads(loop_env.run("doctor", "--format", "json", env=env).stdout)
+    warned = [c["detail"] for c in report["checks"] if c["name"] == "config"]
+    assert any(w.startswith(secret) for w in warned) and any(w.startswith(slack) for w in warned)
+    assert all(c["status"] == "warning" for c in report["checks"] if c["name"] == "config")
+    validate = loop_env.run("config", "validate", env=env)
+    assert validate.exit_code == 0
+    assert f"warning: {secret}" in validate.stdout + validate.stderr
+    assert f"warning: {slack}" in validate.stdout + validate.stderr
+    started = loop_env.run("start", env=env)
+    try:
+        assert started.exit_code == 0, started.stderr
+        assert f"warning: {secret}" in started.stderr and f"warning: {slack}" in started.stderr
+    finally:
+        loop_env.run("stop")
+    env["NO_SUCH_SECRET_VAR"] = "s3cret"
+    loop_env.write_config(github={"enabled": True, "webhook": {"secretEnv": "NO_SUCH_SECRET_VAR"}})
+    quiet = loop_env.run("config", "validate", env=env)
+    assert "NO_SUCH_SECRET_VAR" not in quiet.stdout + quiet.stderr
+    assert "Slack" not in quiet.stdout + quiet.stderr
 
 
 def _fake_tmux(tmp_path: Path, script: str) -> str:

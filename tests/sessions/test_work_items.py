@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from tests.fakes import payloads as P
-from tests.helpers import wait_until
+from tests.helpers import run_in_terminal, wait_until
 from tests.work import Work
 
 TARGET = "loop-github-octo-repo-15"
@@ -56,11 +56,13 @@ def test_close_terminates_keeps_pane_and_reopen_starts_fresh(work: Work) -> None
     shown = work.session_json(REF)
     assert shown["status"] == "closed" and shown["closeReason"] == "issue-closed"
     assert work.events("session.harness_terminated")
-    attach = work.env.run(
-        "sessions", "attach", REF, env={**work.env.process_env(), "PATH": _fake_tmux_path(work)}
+    code, shown = run_in_terminal(  # attach needs a terminal
+        [sys.executable, "-m", "the_loop", "sessions", "attach", REF],
+        env={**work.env.process_env(), "PATH": _fake_tmux_path(work)},
     )
-    assert "closed; attaching read-only" in attach.stderr
-    assert "attach-session -r -t =loop-github-octo-repo-15" in attach.stdout
+    assert code == 0, shown
+    assert "closed; attaching read-only" in shown
+    assert "attach-session -r -t =loop-github-octo-repo-15" in shown
 
     work.dispatch("issues", P.issues_event("reopened"), "d-reopen")
     work.dispatch("issue_comment", P.issue_comment_event("the-loop start"), "d-restart")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from typer import _click as click
+from typer.core import TyperGroup
 
 from the_loop import __version__
 from the_loop.cli import (
@@ -21,10 +23,26 @@ from the_loop.cli import (
     standing_cmd,
 )
 
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+"""Click context settings of every command (subcommands inherit them): ``-h`` is ``--help``."""
+
+
+class HelpGroup(TyperGroup):
+    """A command group that, given no arguments at all, prints its help and exits 0 (as
+    ``git``, ``gh`` and ``kubectl`` do) instead of a usage error."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            typer.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
     name="the-loop",
     help="the-loop: a control plane for AI coding agents in tmux.",
-    no_args_is_help=True,
+    cls=HelpGroup,
+    context_settings=CONTEXT,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -57,15 +75,15 @@ def main(
     common.STATE.debug = debug
 
 
-app.add_typer(config_cmd.app, name="config")
+app.add_typer(config_cmd.app, name="config", cls=HelpGroup)
 app.command("init")(config_cmd.init)
 app.command("events")(events_cmd.events)
 app.command("doctor")(doctor_cmd.doctor)
-app.add_typer(sessions_cmd.app, name="sessions")
+app.add_typer(sessions_cmd.app, name="sessions", cls=HelpGroup)
 app.command("dispatch")(sessions_cmd.dispatch)
-app.add_typer(inbox_cmd.app, name="inbox")
-app.add_typer(outbox_cmd.app, name="outbox")
+app.add_typer(inbox_cmd.app, name="inbox", cls=HelpGroup)
+app.add_typer(outbox_cmd.app, name="outbox", cls=HelpGroup)
 app.command("poll")(poll_cmd.poll)
-app.add_typer(standing_cmd.app, name="standing")
+app.add_typer(standing_cmd.app, name="standing", cls=HelpGroup)
 daemon_cmd.register(app)
 app.command("mcp")(mcp_cmd.mcp)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from the_loop.config import LoadedConfig, load_config
 from the_loop.context import Ctx, open_ctx
+from the_loop.errors import BadInput
 from the_loop.wire import dumps
+
+if TYPE_CHECKING:
+    from the_loop.runner import AttachCommand
 
 
 class Format(StrEnum):
@@ -58,7 +64,78 @@ def drain_outbox() -> None:
 
 
 def print_error(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"{paint('error:', 'red', sys.stderr)} {message}", file=sys.stderr)
+
+
+def print_warning(message: str, stream: TextIO | None = None) -> None:
+    """``warning: MESSAGE`` on STREAM (default stderr), the label yellow on a terminal."""
+    out = stream or sys.stderr
+    print(f"{paint('warning:', 'yellow', out)} {message}", file=out, flush=True)
+
+
+_SGR = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
+
+STATUS_COLOURS: dict[str, str] = {
+    "ok": "green",
+    "healthy": "green",
+    "running": "green",
+    "active": "green",
+    "started": "green",
+    "resumed": "green",
+    "stopped": "dim",
+    "closed": "dim",
+    "absent": "dim",
+    "warn": "yellow",
+    "paused": "yellow",
+    "queued": "yellow",
+    "already-running": "yellow",
+    "unhealthy": "red",
+    "failed": "red",
+    "MISSING": "red",
+    "FAILED": "red",
+}
+"""The colour a status word gets on a terminal (``status_word``)."""
+
+
+def colour_enabled(stream: TextIO) -> bool:
+    """Colour only on a terminal, never when NO_COLOR is set (https://no-color.org) or the
+    terminal is dumb; pipes and files always get plain text."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def paint(text: str, colour: str | None, stream: TextIO | None = None) -> str:
+    """TEXT in COLOUR (a key of ``_SGR``) when STREAM (default stdout) shows colour."""
+    if colour is None or not colour_enabled(stream or sys.stdout):
+        return text
+    return f"\x1b[{_SGR[colour]}m{text}\x1b[0m"
+
+
+def status_word(word: str, stream: TextIO | None = None, width: int = 0) -> str:
+    """A status word padded to WIDTH, coloured by ``STATUS_COLOURS`` on a terminal."""
+    return paint(word.ljust(width), STATUS_COLOURS.get(word.strip()), stream)
+
+
+@contextlib.contextmanager
+def waiting(message: str) -> Iterator[None]:
+    """A spinner with MESSAGE on stderr while the block runs, only when stderr is a terminal
+    (scripts and pipes see nothing)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console  # lazy: start-up (Rich loads only for a terminal)
+
+    with Console(stderr=True).status(message):
+        yield
+
+
+def print_empty(what: str, hint: str) -> None:
+    """What an empty table says instead: ``no WHAT`` and how to get one."""
+    print(f"no {what}; {hint}")
 
 
 def print_json(data: Any) -> None:
@@ -80,6 +157,32 @@ def ago(when: float | datetime | None, now: float | None = None) -> str:
     return f"{int(seconds)}s ago"
 
 
+def require_terminal(what: str, instead: str) -> None:
+    """``BadInput`` in one line unless stdin and stdout are a terminal (WHAT needs one;
+    INSTEAD says what to run without one)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput(f"{what} needs a terminal (stdin and stdout are not a tty); {instead}")
+
+
+def tmux_prefix(context: Ctx) -> str:
+    """The prefix key of the-loop's tmux server (``C-b`` when it does not say)."""
+    answer = context.runners.tmux.ask("show-options", "-gv", "prefix")
+    prefix = answer.stdout.strip() if answer.ok else ""
+    return prefix if prefix and len(prefix.split()) == 1 else "C-b"
+
+
+def exec_attach(command: AttachCommand, prefix: str, read_only: bool) -> None:
+    """Say how to detach, then replace this process with the tmux client of COMMAND."""
+    mode = "read-only (what you type is not sent); " if read_only else ""
+    print(
+        f"attaching {mode}detach with {prefix} d (the tmux prefix, then d); "
+        "the agent keeps running",
+        file=sys.stderr,
+        flush=True,
+    )
+    os.execvpe(command.argv[0], list(command.argv), dict(command.env))
+
+
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
     """A table for people: Rich on a terminal; plain aligned columns (never wrapped) otherwise."""
     cells = [["" if v is None else str(v) for v in row] for row in rows]
@@ -91,10 +194,11 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
     # lazy: start-up (Rich loads only for a table on a terminal)
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title or None, box=None, pad_edge=False, header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in cells:
-        table.add_row(*row)
+        table.add_row(*(Text.from_ansi(c) for c in row))
     Console(soft_wrap=True).print(table)

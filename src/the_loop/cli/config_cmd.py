@@ -19,7 +19,10 @@ app = typer.Typer(help="Validate, inspect and explain the configuration.", no_ar
 def validate(
     path: Path | None = typer.Argument(None, help="File to check (default: the resolved one)."),
 ) -> None:
-    """Check a config file; exit 2 listing every problem as `key.path: message`."""
+    """Check a config file and list every problem.
+
+    Exits 2 listing each problem as `key.path: message`.
+    """
     loaded = load_config(path or common.STATE.config_path)
     where = str(loaded.path) if loaded.path else "no config file (all defaults)"
     print(f"ok: {where} is valid")
@@ -29,7 +32,10 @@ def validate(
 
 @app.command("schema")
 def schema() -> None:
-    """Print the JSON Schema of the config file (generated from the model)."""
+    """Print the JSON Schema of the config file.
+
+    It is generated from the config model.
+    """
     common.print_json(config_schema())
 
 
@@ -59,7 +65,10 @@ def starter_config() -> str:
 def init(
     path: Path = typer.Argument(Path("the-loop.yaml"), help="Where to write the starter config."),
 ) -> None:
-    """Write a commented starter config; refuses to overwrite an existing file."""
+    """Write a commented starter config.
+
+    Refuses to overwrite an existing file.
+    """
     if path.exists():
         raise Conflict(f"{path} already exists; not overwriting it")
     try:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
 from the_loop.cli import common
+from the_loop.errors import Unavailable
+
+if TYPE_CHECKING:
+    from the_loop.context import Ctx
 
 
 def register(app: typer.Typer) -> None:
@@ -18,7 +23,10 @@ def register(app: typer.Typer) -> None:
 
 
 def serve() -> None:
-    """Run the daemon in the foreground (for systemd, containers and `make run`)."""
+    """Run the daemon in the foreground.
+
+    For systemd, containers and `make run`; Ctrl-C or SIGTERM stops it.
+    """
     # lazy: start-up
     from the_loop.daemon import serve as run_serve
 
@@ -27,8 +35,8 @@ def serve() -> None:
     def banner(url: str) -> None:
         print(
             f"the-loop is serving on {url}\n"
-            f"  dashboard: {url}/\n"
-            f"  health:    {url}/api/v1/health\n"
+            f"  health:    {url}/healthz (no token needed)\n"
+            f"  api:       {url}/api/v1 ({_token_hint(ctx)})\n"
             f"  state:     {ctx.state_dir}\n"
             f"  events:    the-loop events --follow\n"
             "press Ctrl-C to stop",
@@ -36,26 +44,40 @@ def serve() -> None:
             flush=True,
         )
         for warning in ctx.config.warnings():
-            print(f"warning: {warning}", file=sys.stderr, flush=True)
+            common.print_warning(warning)
 
     run_serve(ctx, banner=banner)
+
+
+def _token_hint(ctx: Ctx) -> str:
+    """Where a client finds the API token: its environment variable, else the generated file."""
+    token_env = ctx.config.server.token_env
+    if os.environ.get(token_env):
+        return f"Authorization: Bearer ${token_env}"
+    return f"Authorization: Bearer $(cat {ctx.state_dir / 'api-token'})"
 
 
 def start(
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for health."),
 ) -> None:
-    """Start the daemon in the background and wait until it is healthy."""
+    """Start the daemon in the background and wait until it is healthy.
+
+    Exits 0 with "already running" when the daemon of this state dir runs.
+    """
     # lazy: start-up
-    from the_loop.daemon import start_detached
+    from the_loop.daemon import daemon_running, read_info, start_detached
+    from the_loop.web.auth import check_bind
 
     ctx = common.ctx()
-    if sys.stderr.isatty():
-        # lazy: start-up
-        from rich.console import Console
-
-        with Console(stderr=True).status("starting the-loop…"):
-            health = start_detached(ctx, timeout=timeout)
-    else:
+    if daemon_running(ctx.state_dir):
+        info = read_info(ctx.state_dir)
+        where = f" at {info.url} (pid {info.pid})" if info else ""
+        print(f"the-loop is already running{where}")
+        return
+    check_bind(ctx)  # a refused bind is the one message, before any warning
+    for warning in ctx.config.warnings():
+        common.print_warning(warning)
+    with common.waiting("starting the-loop…"):
         health = start_detached(ctx, timeout=timeout)
     print(f"the-loop is running at {health.url} (pid {health.pid})")
     for part, detail in health.detail.items():
@@ -66,39 +88,66 @@ def start(
     if client_token(ctx) and not os.environ.get(ctx.config.server.token_env):
         print(f"  token:   {ctx.state_dir / 'api-token'} (Authorization: Bearer …)")
     for problem in health.problems:
-        print(f"warning: {problem}")
+        common.print_warning(problem, sys.stdout)
 
 
 def stop(
     keep_standing: bool = typer.Option(
-        False, "--keep-standing", help="Leave standing sessions running."
+        False, "--keep-standing", help="Leave the standing sessions running."
     ),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds to wait for shutdown."),
+    timeout: float = typer.Option(
+        10.0, "--timeout", help="Seconds to wait for a graceful exit before SIGKILL."
+    ),
 ) -> None:
-    """Stop the daemon gracefully; agents in tmux keep running."""
+    """Stop the daemon and the standing sessions.
+
+    Standing sessions are stopped first (also when no daemon runs), unless --keep-standing;
+    then the daemon finishes in-flight work and exits. Work-item agents in tmux keep running:
+    they outlive the daemon. Returns once the daemon process has exited; exits 0 when nothing
+    was running, 1 when the daemon had to be killed or would not exit.
+    """
     # lazy: start-up
-    from the_loop.daemon import stop_daemon
+    from the_loop.daemon import daemon_running, stop_daemon
 
     ctx = common.ctx()
     if not keep_standing:
         # lazy: start-up
         from the_loop import standing
 
-        for outcome in standing.stop_all(ctx):
+        with common.waiting("stopping the standing sessions…"):
+            outcomes = standing.stop_all(ctx)
+        for outcome in outcomes:
+            word = common.status_word(outcome.outcome.value)
             print(
-                f"standing {outcome.name}: {outcome.outcome.value}"
-                f"{f' ({outcome.error})' if outcome.error else ''}"
+                f"standing {outcome.name}: {word}"
+                + (f" ({outcome.error})" if outcome.error else "")
             )
-    if stop_daemon(ctx.state_dir, timeout=timeout):
-        print("the-loop stopped")
-    else:
-        print("the-loop is not running")
+    with common.waiting("stopping the-loop…"):
+        result = stop_daemon(ctx.state_dir, timeout=timeout)
+    if not result.running:
+        print("the-loop daemon is not running")
+        return
+    if not result.exited:
+        raise Unavailable(
+            f"the daemon (pid {result.pid}) did not exit within {timeout:g}s, "
+            "not even after SIGKILL"
+        )
+    if result.killed:
+        common.print_warning(
+            f"the daemon (pid {result.pid}) did not stop within {timeout:g}s; killed it"
+        )
+        raise typer.Exit(1)
+    still = " (another daemon has taken the state dir)" if daemon_running(ctx.state_dir) else ""
+    print(f"the-loop stopped (pid {result.pid}, {result.seconds:.1f}s){still}")
 
 
 def status(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
-    """Report whether the daemon runs and is healthy; exit 0 when healthy, 1 otherwise."""
+    """Report whether the daemon runs and is healthy.
+
+    Exits 0 when healthy, 1 otherwise.
+    """
     from the_loop.status_client import status_report  # lazy: start-up
 
     report = status_report(common.ctx())
@@ -106,7 +155,7 @@ def status(
         common.print_json(report)
     else:
         state = "healthy" if report.healthy else ("unhealthy" if report.running else "stopped")
-        print(f"the-loop: {state}")
+        print(f"the-loop: {common.status_word(state)}")
         if report.running:
             up = common.ago(report.started_at).removesuffix(" ago")
             print(

@@ -13,17 +13,23 @@ _MARK = {"ok": "ok", "warning": "warn", "missing": "MISSING", "failed": "FAILED"
 def doctor(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
-    """Check tmux, git, the harness binaries, the state dir and the port; exit 1 if any fail."""
-    from the_loop.doctor import run_doctor  # lazy: start-up
+    """Check that everything the-loop needs is here.
+
+    tmux, git, the harness binaries, the state dir and the port; exits 1 when a
+    required piece is missing or broken.
+    """
+    from the_loop.doctor import is_install_hint, run_doctor  # lazy: start-up
 
     report = run_doctor(common.loaded_config().config)
     if fmt is common.Format.json:
         common.print_json(report)
     else:
         for check in report.checks:
-            optional = "" if check.required else " (optional)"
-            print(f"{_MARK[check.status]:<8} {check.name:<18} {check.detail}{optional}")
+            optional = "" if check.required or check.status == "warning" else " (optional)"
+            mark = common.status_word(_MARK[check.status], width=8)
+            print(f"{mark} {check.name:<18} {check.detail}{optional}")
             if check.hint and check.status != "ok":
-                print(f"{'':<8} {'':<18} install: {check.hint}")
+                label = "install:" if is_install_hint(check.hint) else "fix:"
+                print(f"{'':<8} {'':<18} {label} {check.hint}")
         print("all good" if report.ok else "some required pieces are missing")
     raise typer.Exit(0 if report.ok else 1)

@@ -39,6 +39,8 @@ def events(
     if fmt is EventFormat.json and not follow:
         common.print_json(rows)
         return
+    if not rows and not follow and fmt is EventFormat.table:
+        common.print_empty("events match", "drop a filter, or watch new ones with --follow")
     for event in rows:
         _print_one(event, fmt)
     if follow:

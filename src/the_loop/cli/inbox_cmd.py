@@ -37,6 +37,12 @@ def list_(
     if fmt is common.Format.json:
         common.print_json(items)
         return
+    if not items:
+        common.print_empty(
+            f"{status} inbox items" if status else "inbox items",
+            "webhook and poller deliveries are recorded here as they arrive",
+        )
+        return
     now = time.time()
     common.print_table(
         ["DELIVERY", "EVENT", "STATUS", "ATTEMPTS", "RECEIVED", "OUTCOME / ERROR"],
@@ -58,7 +64,10 @@ def list_(
 def replay(
     delivery_id: str = typer.Argument(..., help="The delivery id to process again."),
 ) -> None:
-    """Process a delivery again (a failed or dead-lettered one, or any other on purpose)."""
+    """Process a delivery again.
+
+    A failed or dead-lettered one, or any other on purpose.
+    """
     from the_loop.inbox_ops import ReplayOutcome, replay  # lazy: start-up
 
     result = replay(common.ctx(), delivery_id)

@@ -22,14 +22,29 @@ def _dispatch(args: list[str]) -> int:
     # lazy: start-up (`--version` answers before the CLI loads)
     import sqlite3
 
+    import typer
+    from typer._click import exceptions as click
+
     from the_loop.cli import common
     from the_loop.cli.app import app
     from the_loop.errors import LoopError, ValidationFailed
 
     try:
-        app(args=args, prog_name="the-loop", standalone_mode=True)
+        code = app(args=args, prog_name="the-loop", standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except click.UsageError as exc:
+        common.print_error(usage_message(exc))
+        if exc.ctx is not None:
+            print(f"try '{exc.ctx.command_path} -h' for help", file=sys.stderr)
+        return exc.exit_code
+    except click.ClickException as exc:
+        common.print_error(exc.format_message())
+        return exc.exit_code
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("aborted", file=sys.stderr)
         return 130
@@ -52,3 +67,20 @@ def _dispatch(args: list[str]) -> int:
         common.print_error(f"internal error: {exc!r} (run with --debug for the traceback)")
         return 1
     return 0
+
+
+def usage_message(exc: Exception) -> str:
+    """A usage error in plain words: a value outside a fixed set says which values it may
+    take (``--format must be table or json``); anything else keeps click's own message."""
+    # lazy: start-up (`--version` answers before the CLI loads)
+    from typer._click import exceptions as click
+
+    if isinstance(exc, click.BadParameter) and exc.param is not None:
+        choices = getattr(getattr(exc.param, "type_descriptor", None), "choices", None)
+        if choices:
+            names = [str(getattr(c, "value", c)) for c in choices]
+            allowed = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+            return f"{max(exc.param.opts, key=len)} must be {allowed}"
+    if isinstance(exc, click.ClickException):
+        return exc.format_message()
+    return str(exc)

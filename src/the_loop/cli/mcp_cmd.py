@@ -6,9 +6,10 @@ from the_loop.cli import common
 
 
 def mcp() -> None:
-    """Serve MCP over stdio (e.g. `claude mcp add the-loop -- the-loop mcp`).
+    """Serve MCP over stdio, for agent CLIs that launch it.
 
-    The tools act on the installation the config names, like every other command; the
+    For example: `claude mcp add the-loop -- the-loop mcp`. The tools act on the
+    installation the config names, like every other command; the
     daemon need not run. Runs until stdin closes.
     """
     # lazy: start-up

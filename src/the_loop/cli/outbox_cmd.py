@@ -10,7 +10,8 @@ from the_loop.cli import common
 from the_loop.errors import BadInput
 
 app = typer.Typer(
-    help="The outbox: write-backs to GitHub (reactions, comments) and their state.",
+    help="The outbox: write-backs to GitHub and their state.\n\n"
+    "Reactions and comments the-loop posts, queued durably until GitHub takes them.",
     no_args_is_help=True,
 )
 
@@ -35,6 +36,12 @@ def list_(
     if fmt is common.Format.json:
         common.print_json(items)
         return
+    if not items:
+        common.print_empty(
+            f"{status} write-backs" if status else "write-backs",
+            "reactions and comments for GitHub are queued here as sessions act",
+        )
+        return
     now = time.time()
     common.print_table(
         ["ID", "WHAT", "KIND", "WORK ITEM", "STATUS", "ATTEMPTS", "CREATED", "RESULT / ERROR"],
@@ -56,7 +63,10 @@ def list_(
 
 @app.command("replay")
 def replay(item_id: int = typer.Argument(..., help="The outbox id to post again.")) -> None:
-    """Make a failed (or waiting) write-back due now; without a daemon, post it at once."""
+    """Make a failed (or waiting) write-back due now.
+
+    Without a daemon, it is posted at once.
+    """
     from the_loop import outbox  # lazy: start-up
     from the_loop.daemon import daemon_running
 

@@ -12,7 +12,10 @@ def poll(
     once: bool = typer.Option(True, "--once", help="Run one cycle and exit (the only mode)."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Poll GitHub once: new labelled items, comments, reviews, and closures."""
+    """Poll GitHub once.
+
+    Looks for new labelled items, comments, reviews and closures.
+    """
     # lazy: start-up
     import asyncio
 
@@ -31,7 +34,8 @@ def poll(
         finally:
             await poller.client.aclose()
 
-    result = asyncio.run(one())
+    with common.waiting("polling GitHub (a spawn may clone a repository)…"):
+        result = asyncio.run(one())
     common.drain_outbox()
     repos = result.repos
     if fmt is common.Format.json:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,10 @@ def list_(
     limit: int = typer.Option(100, "--limit", min=1, help="At most this many, newest first."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """List sessions (newest first): work item, status, harness, runner, target, age."""
+    """List sessions, newest first.
+
+    Shows work item, status, harness, runner, tmux target and age.
+    """
     from the_loop.session_records import list_sessions  # lazy: start-up
     from the_loop.store.sessions import SessionStatus  # lazy: start-up
 
@@ -33,13 +35,20 @@ def list_(
     if fmt is common.Format.json:
         common.print_json(rows)
         return
+    if not rows:
+        common.print_empty(
+            f"{status} sessions" if status else "sessions",
+            "one starts when an authorized user comments `the-loop start` on an issue "
+            "(or try `the-loop dispatch`, see docs/sessions.md)",
+        )
+        return
     now = time.time()
     common.print_table(
         ["WORK ITEM", "STATUS", "HARNESS", "RUNNER", "TMUX TARGET", "CREATED", "LAST EVENT"],
         [
             (
                 r.work_item,
-                r.status.value,
+                common.status_word(r.status.value),
                 r.harness,
                 r.runner,
                 r.tmux_target or "-",
@@ -77,14 +86,18 @@ def attach(
     ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
     read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
 ) -> None:
-    """Attach this terminal to the session's tmux pane (closed sessions: read-only)."""
+    """Attach this terminal to the session's tmux pane.
+
+    A closed session is attached read-only. Detach with the tmux prefix, then d
+    (C-b d unless the prefix was changed); the agent keeps running.
+    """
     from the_loop.views import attach_plan  # lazy: start-up
 
+    common.require_terminal("attach", f"read the screen with `the-loop sessions logs {ref}`")
     plan = attach_plan(common.ctx(), ref, read_only)
     if plan.note:
         print(f"note: {plan.note}", file=sys.stderr, flush=True)
-    command = plan.command
-    os.execvpe(command.argv[0], list(command.argv), dict(command.env))
+    common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)
 
 
 @app.command("say")
@@ -93,11 +106,21 @@ def say(
     text: str = typer.Option(..., "--text", "-t", help="The message."),
     actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
 ) -> None:
-    """Send a message into a live session."""
+    """Send a message into a live session.
+
+    A paused session gets it too: pausing holds back GitHub events, not the operator.
+    """
     # lazy: start-up
     from the_loop import sessions
+    from the_loop.store.sessions import SessionStatus
 
     print(sessions.say(common.ctx(), ref, text, actor))
+    if sessions.resolve(common.ctx(), ref).status is SessionStatus.paused:
+        print(
+            "note: the session is paused: your message was delivered, GitHub events are not "
+            f"(`the-loop sessions resume {ref}` delivers them again)",
+            file=sys.stderr,
+        )
 
 
 @app.command("close")
@@ -106,20 +129,28 @@ def close(
     keep_tmux: bool = typer.Option(False, "--keep-tmux", help="Keep the dead pane as a record."),
     kill_tmux: bool = typer.Option(False, "--kill-tmux", help="Kill the tmux session too."),
 ) -> None:
-    """Close a session: stop its agent; the screen is kept unless --kill-tmux."""
+    """Close a session: stop its agent.
+
+    The screen is kept unless --kill-tmux.
+    """
     # lazy: start-up
     from the_loop import sessions
 
     if keep_tmux and kill_tmux:
         raise BadInput("give --keep-tmux or --kill-tmux, not both")
     choice = True if kill_tmux else (False if keep_tmux else None)
-    rec = sessions.close_by_operator(common.ctx(), ref, kill_tmux=choice)
+    with common.waiting(f"closing {ref} (the agent gets a grace period)…"):
+        rec = sessions.close_by_operator(common.ctx(), ref, kill_tmux=choice)
     print(f"closed {rec.work_item} (session {rec.id})")
 
 
 @app.command("pause")
 def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
-    """Stop delivering events to a session (they are dropped, not queued)."""
+    """Stop delivering GitHub events to a session.
+
+    Events that arrive meanwhile are dropped, not queued. Operator messages
+    (`sessions say`) are still delivered.
+    """
     # lazy: start-up
     from the_loop import sessions
 
@@ -142,7 +173,10 @@ def logs(
     ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
     lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
 ) -> None:
-    """Print the last lines of the session's screen (or headless transcript)."""
+    """Print the last lines of the session's screen.
+
+    A headless session's transcript instead.
+    """
     from the_loop.views import session_screen  # lazy: start-up
 
     sys.stdout.write(session_screen(common.ctx(), ref, lines).text.rstrip("\n") + "\n")
@@ -154,7 +188,10 @@ def dispatch(
     delivery: str | None = typer.Option(None, "--delivery", "-d", help="X-GitHub-Delivery id."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Feed a payload through the webhook path (no signature) and print what was decided."""
+    """Run a webhook payload through the-loop (no signature).
+
+    The payload takes exactly the path a webhook takes; prints what was decided.
+    """
     # lazy: start-up
     from the_loop.dispatch import dispatch as run_dispatch
 
@@ -162,7 +199,8 @@ def dispatch(
         body = sys.stdin.buffer.read() if str(payload) == "-" else payload.read_bytes()
     except OSError as exc:
         raise BadInput(f"cannot read {payload}: {exc.strerror}") from None
-    result = run_dispatch(common.ctx(), event, body, delivery)
+    with common.waiting("dispatching (a spawn may clone a repository)…"):
+        result = run_dispatch(common.ctx(), event, body, delivery)
     common.drain_outbox()
     if fmt is common.Format.json:
         common.print_json(result)

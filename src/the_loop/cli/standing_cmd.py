@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
     from the_loop.standing import StartOutcome, StopOutcome
 
 app = typer.Typer(
-    help="Standing sessions: named agents that own no ticket (declared or created).",
+    help="Standing sessions: named agents that own no ticket.\n\n"
+    "Declared in the config (standing.sessions) or created at runtime.",
     no_args_is_help=True,
 )
 
@@ -31,13 +33,20 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
     if fmt is common.Format.json:
         common.print_json(views)
         return
+    if not views:
+        common.print_empty(
+            "standing sessions",
+            "declare one under standing.sessions in the config or run "
+            "`the-loop standing create NAME --prompt BRIEF`",
+        )
+        return
     common.print_table(
         ["NAME", "SOURCE", "STATUS", "HARNESS", "CWD", "TMUX TARGET", "STARTED", "LAST MESSAGE"],
         [
             (
                 v.name,
                 v.source.value,
-                v.status.value + (" (!)" if v.problems or v.note else ""),
+                common.status_word(v.status.value) + (" (!)" if v.problems or v.note else ""),
                 v.harness,
                 v.cwd,
                 v.target,
@@ -73,18 +82,19 @@ def create(
 
     if arg and no_args:
         raise BadInput("give --arg or --no-args, not both")
-    result = standing.create(
-        common.ctx(),
-        name,
-        harness=harness,
-        args=[] if no_args else (list(arg) if arg else None),
-        cwd=cwd,
-        prompt=prompt,
-        prompt_file=prompt_file,
-        description=description,
-        auto_start=not no_auto_start,
-        start_now=not no_start,
-    )
+    with common.waiting(f"creating {name}…"):
+        result = standing.create(
+            common.ctx(),
+            name,
+            harness=harness,
+            args=[] if no_args else (list(arg) if arg else None),
+            cwd=cwd,
+            prompt=prompt,
+            prompt_file=prompt_file,
+            description=description,
+            auto_start=not no_auto_start,
+            start_now=not no_start,
+        )
     print(f"created {name} ({result.definition.harness}, cwd {result.definition.cwd})")
     if result.start is not None:
         _print_starts([result.start])
@@ -92,11 +102,15 @@ def create(
 
 @app.command("delete")
 def delete(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
-    """Stop and remove a created standing session (declared ones live in the config)."""
+    """Stop and remove a created standing session.
+
+    Declared ones live in the config: remove them there.
+    """
     # lazy: start-up
     from the_loop import standing
 
-    result = standing.delete(common.ctx(), name)
+    with common.waiting(f"stopping {name}…"):
+        result = standing.delete(common.ctx(), name)
     print(f"deleted {result.name} ({result.stop.outcome.value})")
 
 
@@ -105,11 +119,15 @@ def start(
     name: str | None = typer.Argument(None, help="Default: every declared and created one."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Start (or resume) a standing session; a running one is left alone."""
+    """Start (or resume) a standing session.
+
+    A running one is left alone.
+    """
     # lazy: start-up
     from the_loop import standing
 
-    outcomes = standing.start(common.ctx(), name)
+    with common.waiting(f"starting {name or 'the standing sessions'}…"):
+        outcomes = standing.start(common.ctx(), name)
     if fmt is common.Format.json:
         common.print_json(outcomes)
     else:
@@ -123,10 +141,10 @@ def _print_starts(outcomes: Sequence[StartOutcome]) -> None:
         print("no standing sessions are declared or created")
     for o in outcomes:
         if o.error:
-            print(f"{o.name}: {o.outcome.value}: {o.error}")
+            print(f"{o.name}: {common.status_word(o.outcome.value)}: {o.error}")
         else:
             conversation = f", conversation {o.conversation_id}" if o.conversation_id else ""
-            print(f"{o.name}: {o.outcome.value} in {o.target}{conversation}")
+            print(f"{o.name}: {common.status_word(o.outcome.value)} in {o.target}{conversation}")
 
 
 @app.command("stop")
@@ -138,7 +156,8 @@ def stop(
     # lazy: start-up
     from the_loop import standing
 
-    outcomes = standing.stop(common.ctx(), name)
+    with common.waiting(f"stopping {name or 'the standing sessions'}…"):
+        outcomes = standing.stop(common.ctx(), name)
     if fmt is common.Format.json:
         common.print_json(outcomes)
     else:
@@ -151,16 +170,22 @@ def _print_stops(outcomes: Sequence[StopOutcome]) -> None:
     if not outcomes:
         print("no standing sessions are recorded")
     for o in outcomes:
-        print(f"{o.name}: {o.outcome.value}" + (f": {o.error}" if o.error else ""))
+        word = common.status_word(o.outcome.value)
+        print(f"{o.name}: {word}" + (f": {o.error}" if o.error else ""))
 
 
 @app.command("restart")
 def restart(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
-    """Stop, then start a standing session again (resuming its conversation)."""
+    """Stop, then start a standing session again.
+
+    It resumes its conversation.
+    """
     # lazy: start-up
     from the_loop import standing
 
-    _print_starts([standing.restart(common.ctx(), name)])
+    with common.waiting(f"restarting {name}…"):
+        outcome = standing.restart(common.ctx(), name)
+    _print_starts([outcome])
 
 
 @app.command("say")
@@ -169,9 +194,40 @@ def say(
     text: str = typer.Option(..., "--text", "-t", help="The message."),
     actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
 ) -> None:
-    """Send a message into a running standing session (never starts one)."""
+    """Send a message into a running standing session.
+
+    Never starts one.
+    """
     # lazy: start-up
     from the_loop import standing
 
     result = standing.say(common.ctx(), name, text, actor)
     print(f"delivered to {result.name} ({result.chars} chars)")
+
+
+@app.command("attach")
+def attach(
+    name: str = typer.Argument(..., help=NAME_HELP),
+    read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
+) -> None:
+    """Attach this terminal to a running standing session's tmux pane.
+
+    Detach with the tmux prefix, then d (C-b d unless the prefix was changed); the agent keeps
+    running. Needs a terminal; without one, read the screen with `standing logs NAME`.
+    """
+    from the_loop.standing_terminal import attach_plan  # lazy: start-up
+
+    common.require_terminal("attach", f"read the screen with `the-loop standing logs {name}`")
+    plan = attach_plan(common.ctx(), name, read_only)
+    common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)
+
+
+@app.command("logs")
+def logs(
+    name: str = typer.Argument(..., help=NAME_HELP),
+    lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
+) -> None:
+    """Print the last lines of a running standing session's screen."""
+    from the_loop.standing_terminal import screen  # lazy: start-up
+
+    sys.stdout.write(screen(common.ctx(), name, lines).rstrip("\n") + "\n")

@@ -71,9 +71,16 @@ def create_app(
 
     _mount_api(app, ctx, mcp)
 
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, bool]:
+        """Liveness without a token: the process answers HTTP, and nothing else is said."""
+        return {"ok": True}
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> str:
-        return _PLACEHOLDER.replace("{version}", __version__)
+        """A placeholder until the dashboard arrives: no token needed, nothing about the state
+        is shown, and it says how to authenticate against the API."""
+        return _PLACEHOLDER
 
     return app
 
@@ -119,9 +126,14 @@ _PLACEHOLDER = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>the-loop</title>
 <style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;color:#222}
 code{background:#f3f3f3;padding:.1rem .3rem;border-radius:3px}</style></head>
-<body><h1>the-loop {version}</h1>
+<body><h1>the-loop</h1>
 <p>The daemon is running. The dashboard arrives in a later release; until then use the CLI:</p>
 <ul><li><code>the-loop status</code></li><li><code>the-loop events --follow</code></li>
 <li><code>the-loop doctor</code></li></ul>
-<p>Health: <a href="/api/v1/health">/api/v1/health</a></p></body></html>
+<p>Liveness (no token): <a href="/healthz">/healthz</a>.</p>
+<p>Everything under <code>/api/v1</code> needs a token:
+<code>Authorization: Bearer &lt;token&gt;</code>, with the token from the environment variable
+<code>server.tokenEnv</code> names, else from the file <code>api-token</code> in the state dir
+(<code>the-loop start</code> prints where). The API is described at
+<code>/api/v1/openapi.json</code>.</p></body></html>
 """
