@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import httpx
 
-from tests.daemon import Daemon
+from tests.daemon import SECRET, Daemon
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.mcp.test_mcp import over_http
@@ -53,7 +53,9 @@ def check_contract(value: Any, where: str = "$") -> int:
 
 
 def _cli_json(daemon: Daemon, *args: str) -> Any:
-    result = daemon.work.env.run(*args, "--format", "json")
+    # the CLI runs in the daemon's environment: doctor's warnings depend on it (the secret)
+    env = {**daemon.work.env.process_env(), "THE_LOOP_WEBHOOK_SECRET": SECRET}
+    result = daemon.work.env.run(*args, "--format", "json", env=env)
     assert result.exit_code in (0, 1), result.stderr
     return json.loads(result.stdout)
 
