@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from the_loop import __version__
 from the_loop import events as ev
+from the_loop.config import record_running
 from the_loop.context import Ctx
 from the_loop.errors import AlreadyRunning, Unavailable
 from the_loop.health import Health
@@ -77,8 +78,10 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     from the_loop.web.app import create_app
     from the_loop.web.auth import check_bind
 
+    ctx.loaded.require_valid_file()
     check_bind(ctx)
     lock = acquire_lock(ctx.state_dir)
+    ctx.started_with = ctx.loaded
     cfg = ctx.config.server
     sock = bind_socket(cfg.host, cfg.port)
     port = int(sock.getsockname()[1])
@@ -117,6 +120,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     signal.signal(signal.SIGTERM, request_exit)
     signal.signal(signal.SIGINT, request_exit)
     write_info(ctx.state_dir, info)
+    record_running(ctx.state_dir, ctx.loaded, info.pid)
     ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)
     for warning in ctx.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
@@ -208,6 +212,7 @@ def start_detached(
     # lazy: start-up (the token module loads only when a daemon is started)
     from the_loop.web.auth import check_bind
 
+    ctx.loaded.require_valid_file()
     check_bind(ctx)
     state_dir = ctx.state_dir
     if daemon_running(state_dir):

@@ -24,11 +24,11 @@ ERROR_CASES = [
     ),
     (
         "standing:\n  sessions:\n  - name: a\n    prompt: x\n    promptFile: y\n",
-        "standing.sessions[0]: give prompt or promptFile, not both",
+        "standing.sessions[0].promptFile: give prompt or promptFile, not both (line 5)",
     ),
     ("github:\n  repos: [not-a-repo]\n", "github.repos[0]: 'not-a-repo' is not OWNER/REPO"),
     ("server:\n  tokenEnv: 'has space'\n", "server.tokenEnv: 'has space' is not an environment"),
-    ("routing:\n  defaultHarness: nope\n", "routing.defaultHarness 'nope' is not a known harness"),
+    ("routing:\n  defaultHarness: nope\n", "routing.defaultHarness: 'nope' is not a known harness"),
     ("harnesses:\n  aider: {}\n", "harnesses: Value error" if False else "set adapter"),
     ("version: 2\n", "version: Input should be 1"),
     ("routing: [\n", "(yaml): "),
@@ -119,10 +119,41 @@ def test_show_never_prints_a_secret(loop_env: Env) -> None:
         result = loop_env.run("config", "show", "--format", fmt, env=env)
         assert result.exit_code == 0, result.stderr
         assert secret not in result.stdout + result.stderr
-        assert "MY_LOOP_TOKEN (set)" in result.stdout
         assert "visible" in result.stdout
-    data = json.loads(loop_env.run("config", "show", "--format", "json", env=env).stdout)
-    assert data["harnesses"]["claude"]["env"]["ANTHROPIC_API_KEY"] == "<redacted>"
+        assert "(set)" not in result.stdout
+    table = loop_env.run("config", "show", env=env).stdout
+    assert "  tokenEnv: MY_LOOP_TOKEN  # set" in table
+    assert "  readOnlyTokenEnv: THE_LOOP_READONLY_TOKEN  # unset" in table
+    assert "ANTHROPIC_API_KEY:\n        redacted: true" in table
+
+
+def test_show_json_prints_the_real_values_with_camel_case_keys(loop_env: Env) -> None:
+    secret = "s3cr3t-value-9f8e7d"
+    loop_env.write_config(
+        server={"tokenEnv": "MY_LOOP_TOKEN"},
+        harnesses={"claude": {"env": {"ANTHROPIC_API_KEY": secret, "PLAIN": "visible"}}},
+        routing={"authorizedUsers": ["alice"], "maxConcurrentSessions": 3},
+    )
+    env = loop_env.process_env()
+    env["MY_LOOP_TOKEN"] = secret
+    result = loop_env.run("config", "show", "--format", "json", env=env)
+    assert result.exit_code == 0, result.stderr
+    assert secret not in result.stdout
+    data = json.loads(result.stdout)
+    assert data["server"]["tokenEnv"] == "MY_LOOP_TOKEN"
+    assert data["server"]["readOnlyTokenEnv"] == "THE_LOOP_READONLY_TOKEN"
+    assert data["github"]["webhook"]["secretEnv"] == "THE_LOOP_WEBHOOK_SECRET"
+    assert data["harnesses"]["claude"]["env"] == {
+        "ANTHROPIC_API_KEY": {"redacted": True},
+        "PLAIN": "visible",
+    }
+    assert data["routing"]["authorizedUsers"] == ["alice"]
+    assert data["routing"]["maxConcurrentSessions"] == 3
+    assert data["stateDir"] == str(loop_env.state_dir)
+    assert data["tmux"]["windowSize"] == "200x50"
+    # what it prints is the config itself: it validates as one
+    data["harnesses"]["claude"]["env"]["ANTHROPIC_API_KEY"] = "x"
+    assert Config.model_validate(data).routing.max_concurrent_sessions == 3
 
 
 def test_init_writes_a_valid_starter_and_refuses_to_overwrite(cli, loop_env: Env) -> None:
