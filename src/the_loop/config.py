@@ -29,7 +29,6 @@ from pydantic.alias_generators import to_camel
 from the_loop import __version__, config_cache
 from the_loop.config_errors import (
     AtPath,
-    format_problem,
     problems_word,
     validation_problems,
     yaml_problem,
@@ -573,11 +572,6 @@ def parse_config_text(text: str, source: str = "<config>") -> Config:
         raise ConfigInvalid(
             f"{source} is invalid ({problems_word(len(problems))})", problems
         ) from None
-
-
-def _format_error(err: Any, root: Any) -> str:
-    """One pydantic error of a ``Config`` validation as ``key.path: message (line N)``."""
-    return format_problem(err, root, Config)[0]
 
 
 def config_schema() -> dict[str, Any]:

@@ -76,15 +76,6 @@ def _data_loc(loc: Sequence[Any], data: Any) -> list[Any]:
     return kept
 
 
-def format_problem(
-    err: Any, root: yaml.Node | None, model: type[BaseModel] | None = None
-) -> tuple[str, int | None]:
-    """One pydantic error as ``key.path: message (line N)`` and that line."""
-    path, message, line = _parts(err, root, model, None)
-    where = f" (line {line})" if line else ""
-    return f"{path}: {message}{where}", line
-
-
 def _parts(
     err: Any, root: yaml.Node | None, model: type[BaseModel] | None, loc: list[Any] | None
 ) -> tuple[str, str, int | None]:

@@ -31,8 +31,6 @@ class Ctx:
     """Restart-only settings whose value in the loaded config differs from ``started_with``."""
     config_rejected: str | None = None
     """The digest of the last config file a reload refused (reported once per content)."""
-    inbox_wake: asyncio.Event = field(default_factory=lambda: _event())
-    outbox_wake: asyncio.Event = field(default_factory=lambda: _event())
 
     @property
     def config(self) -> Config:
@@ -42,6 +40,16 @@ class Ctx:
     def state_dir(self) -> Path:
         """The state dir in use: a daemon keeps the one it started on until it restarts."""
         return (self.started_with or self.loaded).config.state_path
+
+    @cached_property
+    def inbox_wake(self) -> asyncio.Event:
+        """Set when the inbox has new work (built on first use: most commands never wait)."""
+        return _event()
+
+    @cached_property
+    def outbox_wake(self) -> asyncio.Event:
+        """Set when the outbox has new work (built on first use)."""
+        return _event()
 
     @cached_property
     def runners(self) -> Runners:

@@ -180,3 +180,79 @@ def test_schema_is_generated_and_committed(cli) -> None:
     )
     assert committed == served, "docs/config.schema.json is stale: run `make docs`"
     assert "routing" in served["properties"]
+
+
+def test_unknown_keys_get_the_closest_known_key() -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text("server:\n  prot: 1\nstatedir: /x\ngithub:\n  webhook:\n    evnts: []\n")
+    assert info.value.message == "<config> is invalid (3 problems)"
+    assert info.value.problems == [
+        "server.prot: unknown key; did you mean 'port'? (line 2)",
+        "statedir: unknown key; did you mean 'stateDir'? (line 3)",
+        "github.webhook.evnts: unknown key; did you mean 'events'? (line 6)",
+    ]
+
+
+def test_one_problem_is_one_problem() -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text("server:\n  port: x\n")
+    assert info.value.message == "<config> is invalid (1 problem)"
+    assert len(info.value.problems) == 1
+
+
+SEMANTIC_LINES = [
+    (
+        "server:\n  port: 1\nrouting:\n  label: x\n  defaultHarness: nope\n",
+        "routing.defaultHarness: 'nope' is not a known harness",
+        5,
+    ),
+    (
+        "standing:\n  sessions:\n  - name: a\n  - name: b\n    harness: zz\n",
+        "standing.sessions[1].harness: 'zz' is not a known harness",
+        5,
+    ),
+    (
+        "standing:\n  sessions:\n  - name: a\n  - name: b\n  - name: a\n",
+        "standing.sessions[2].name: duplicate standing session name 'a'",
+        5,
+    ),
+    ("routing:\n  keywords:\n    start: go\n    stop: go\n", "routing.keywords.stop:", 4),
+    ("server: {}\nharnesses:\n  claude: {}\n  aider: {}\n", "harnesses.aider:", 4),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "line"), SEMANTIC_LINES)
+def test_a_semantic_error_points_at_its_own_line(text: str, expected: str, line: int) -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text(text)
+    [problem] = info.value.problems
+    assert problem.startswith(expected), problem
+    assert problem.endswith(f"(line {line})"), problem
+
+
+def test_a_value_that_fits_no_branch_of_a_union_is_one_problem() -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text("workspaces:\n  repos:\n    5: [1]\n")
+    assert len(info.value.problems) == 1, info.value.problems
+
+
+def test_an_unterminated_quote_is_reported_where_it_opens() -> None:
+    text = "server:\n  port: 1\nrouting:\n  label: x\n  botLogin: y\n  enabled: true\n"
+    text += "  defaultHarness: 'claude\n"
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text(text)
+    [problem] = info.value.problems
+    assert "quoted scalar" in problem and "(line 7;" in problem, problem
+
+
+def test_validate_cli_names_the_yaml_line_where_the_construct_starts(loop_env: Env) -> None:
+    bad = loop_env.root / "bad.yaml"
+    bad.write_text("a: 1\nb: 2\nc: 3\nd: 4\ne: 5\nf: 6\ng: 'open\n", encoding="utf-8")
+    result = loop_env.run("config", "validate", str(bad))
+    assert result.exit_code == 2
+    assert "(line 7;" in result.stderr, result.stderr
+    flow = loop_env.root / "flow.yaml"
+    flow.write_text("server:\n  port: 1\n  host: [unclosed\nrouting: {}\n", encoding="utf-8")
+    result = loop_env.run("config", "validate", str(flow))
+    assert result.exit_code == 2
+    assert "flow sequence" in result.stderr and "(line 3;" in result.stderr, result.stderr

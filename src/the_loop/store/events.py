@@ -37,7 +37,7 @@ class Level(IntEnum):
 class Event(BaseModel):
     """One row of the event log as the surfaces show it (camelCase in JSON)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     id: int
     ts: datetime
