@@ -1,7 +1,9 @@
 """CLI and API read latency over large state: wall time of the real ``the-loop`` process.
 
-- the floors of this machine, in fresh processes of the same interpreter: ``python -c pass``
-  and ``python -c "import pydantic, typer"`` (what any command of this design imports);
+- the floors of this machine, in fresh processes of the same interpreter: ``python -c pass``,
+  ``import typer``, and ``import typer`` plus one pydantic model defined and validated (what
+  every command of this design does at least: its CLI is typer, its records are pydantic
+  models);
 - ``the-loop --version``;
 - ``the-loop sessions list`` (its default: the 100 newest, as a table) with 1,000 and 10,000
   sessions recorded;
@@ -69,7 +71,13 @@ def floors(install: Install, report: Report, runs: int) -> None:
     """What a fresh process of this interpreter costs before the-loop's own code runs."""
     for key, label, code in (
         ("floor_python", "python -c pass", "pass"),
-        ("floor_imports", "python -c 'import pydantic, typer'", "import pydantic, typer"),
+        ("floor_typer", "python -c 'import typer'", "import typer"),
+        (
+            "floor_imports",
+            "typer + one pydantic model validated",
+            "import typer\nfrom pydantic import BaseModel\n"
+            "class M(BaseModel):\n    x: int = 0\nM(x=1)",
+        ),
     ):
         lat = cli_ms(install, [], runs, argv=[common.PYTHON, "-c", code])
         s = report.distribution(key, label, lat)

@@ -10,7 +10,6 @@ a flow collection, a key without ``:``), and where the parser gave up when that 
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Sequence
@@ -167,6 +166,8 @@ def _did_you_mean(model: type[BaseModel] | None, loc: Sequence[Any]) -> str | No
     same = [n for n in names if n.lower() == wanted]
     if same:
         return same[0]
+    import difflib  # lazy: start-up (only an unknown key needs it)
+
     close = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.6)
     return close[0] if close else None
 
