@@ -3,6 +3,7 @@ restart-only setting clears ``restartNeeded``; a touch without a change reloads 
 
 from __future__ import annotations
 
+import json
 import os
 
 from tests.conftest import Env
@@ -23,6 +24,10 @@ def test_each_edit_reloads_once_and_a_revert_clears_restart_needed(loop_env: Env
         loop_env.write_config(server={"port": 1})
         first = wait_until(lambda: reloads(), timeout=15, what="the first reload")
         assert first[0].payload["restartNeeded"] == ["server.host/port"]
+        status = loop_env.run("status", "--format", "json")
+        assert json.loads(status.stdout)["detail"]["config"] == {
+            "restartNeeded": ["server.host/port"]
+        }
 
         # the same bytes again, and a touch: no new content, no reload
         loop_env.write_config(server={"port": 1})
@@ -31,6 +36,8 @@ def test_each_edit_reloads_once_and_a_revert_clears_restart_needed(loop_env: Env
         loop_env.config_path.write_text(original)
         second = wait_until(lambda: len(reloads()) >= 2 and reloads(), timeout=15)
         assert second[1].payload["restartNeeded"] == []
+        status = loop_env.run("status", "--format", "json")
+        assert "config" not in json.loads(status.stdout)["detail"]
 
         loop_env.write_config(routing={"authorizedUsers": ["alice"]})
         third = wait_until(lambda: len(reloads()) >= 3 and reloads(), timeout=15)
