@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
+import pydantic
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -25,6 +26,13 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from the_loop import __version__, config_cache
+from the_loop.config_errors import (
+    AtPath,
+    problems_word,
+    validation_problems,
+    yaml_problem,
+)
 from the_loop.errors import ConfigInvalid
 from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
 
@@ -44,7 +52,7 @@ DEFAULT_WEBHOOK_EVENTS = [
 _HARNESS_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,39}\Z")
 _ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _WINDOW_RE = re.compile(r"\A[1-9][0-9]{1,3}x[1-9][0-9]{0,3}\Z")
-_SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+SECRETISH = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
 
 RunnerKind = Literal["tmux", "process"]
@@ -59,6 +67,7 @@ class Model(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_default=True,
+        defer_build=True,
     )
 
 
@@ -177,11 +186,16 @@ class KeywordsConfig(Model):
 
     @model_validator(mode="after")
     def _distinct(self) -> KeywordsConfig:
-        values = [self.start, self.do, self.stop, self.pause, self.resume]
-        if any(not v.strip() for v in values):
-            raise ValueError("keywords must not be blank")
-        if len({v.strip().lower() for v in values}) != len(values):
-            raise ValueError("keywords must be different from each other")
+        seen: dict[str, str] = {}
+        for name in ("start", "do", "stop", "pause", "resume"):
+            value = str(getattr(self, name)).strip().lower()
+            if not value:
+                raise AtPath([name], "keywords must not be blank")
+            if value in seen:
+                raise AtPath(
+                    [name], f"keywords must be different from each other (same as {seen[value]})"
+                )
+            seen[value] = name
         return self
 
 
@@ -291,7 +305,7 @@ class StandingSessionConfig(Model):
     @model_validator(mode="after")
     def _prompt_xor(self) -> StandingSessionConfig:
         if self.prompt is not None and self.prompt_file is not None:
-            raise ValueError("give prompt or promptFile, not both")
+            raise AtPath(["promptFile"], "give prompt or promptFile, not both")
         return self
 
 
@@ -304,9 +318,10 @@ class StandingConfig(Model):
         seen: dict[str, int] = {}
         for index, session in enumerate(self.sessions):
             if session.name in seen:
-                raise ValueError(
+                raise AtPath(
+                    ["sessions", index, "name"],
                     f"duplicate standing session name {session.name!r} at "
-                    f"sessions[{seen[session.name]}] and sessions[{index}]"
+                    f"sessions[{seen[session.name]}] and sessions[{index}]",
                 )
             seen[session.name] = index
         return self
@@ -350,14 +365,17 @@ class Config(Model):
     def _harness_names(cls, value: dict[str, HarnessConfig]) -> dict[str, HarnessConfig]:
         for name, harness in value.items():
             if not _HARNESS_NAME_RE.match(name):
-                raise ValueError(f"invalid harness name {name!r}")
+                raise AtPath([name], f"invalid harness name {name!r}")
             if name not in BUILTIN_HARNESSES and harness.adapter is None:
-                raise ValueError(f"harness {name!r} is not built in: set adapter (e.g. command)")
+                raise AtPath(
+                    [name], f"harness {name!r} is not built in: set adapter (e.g. command)"
+                )
             if (harness.adapter or name) == "command" and not (
                 harness.interactive or harness.headless
             ):
-                raise ValueError(
-                    f"harness {name!r}: the command adapter needs interactive or headless argv"
+                raise AtPath(
+                    [name],
+                    f"harness {name!r}: the command adapter needs interactive or headless argv",
                 )
         return value
 
@@ -365,14 +383,16 @@ class Config(Model):
     def _harness_refs(self) -> Config:
         known = set(BUILTIN_HARNESSES) | set(self.harnesses)
         if self.routing.default_harness not in known:
-            raise ValueError(
-                f"routing.defaultHarness {self.routing.default_harness!r} "
-                f"is not a known harness ({', '.join(sorted(known))})"
+            raise AtPath(
+                ["routing", "defaultHarness"],
+                f"{self.routing.default_harness!r} is not a known harness "
+                f"({', '.join(sorted(known))})",
             )
         for index, session in enumerate(self.standing.sessions):
             if session.harness is not None and session.harness not in known:
-                raise ValueError(
-                    f"standing.sessions[{index}].harness {session.harness!r} is not a known harness"
+                raise AtPath(
+                    ["standing", "sessions", index, "harness"],
+                    f"{session.harness!r} is not a known harness ({', '.join(sorted(known))})",
                 )
         return self
 
@@ -426,10 +446,29 @@ class Config(Model):
 
 @dataclass(frozen=True, slots=True)
 class LoadedConfig:
-    """A validated config and the file it came from (None when all defaults)."""
+    """A validated config and the file it came from (None when all defaults).
+
+    ``digest`` identifies the file's bytes (None for all defaults). When the file on disk is
+    invalid and a daemon recorded the config it runs on, commands that only read state or
+    reach the daemon get that recorded config: ``invalid`` then holds the file's problems and
+    ``recorded_by`` the recording daemon's pid.
+    """
 
     config: Config
     path: Path | None
+    digest: str | None = None
+    invalid: ConfigInvalid | None = None
+    recorded_by: int | None = None
+
+    def require_valid_file(self) -> None:
+        """Raise the file's problems if this config is the recorded one, not the file's."""
+        if self.invalid is not None:
+            raise self.invalid
+
+
+VALIDATION_ENV: tuple[str, ...] = ()
+"""Environment variables validation reads (none: ``*Env`` keys only name variables, read when
+used). Their values are part of the validated-config cache's key."""
 
 
 def resolve_config_path(explicit: Path | None = None) -> Path | None:
@@ -446,115 +485,112 @@ def resolve_config_path(explicit: Path | None = None) -> Path | None:
 
 
 def load_config(explicit: Path | None = None) -> LoadedConfig:
-    """Resolve, read and validate the config; raise ``ConfigInvalid`` listing every error."""
+    """Resolve, read and validate the config; raise ``ConfigInvalid`` listing every error.
+
+    A file whose exact bytes validated before (same the-loop, same models) is served from the
+    validated-config cache (``the_loop.config_cache``) instead of being validated again."""
     path = resolve_config_path(explicit)
-    if path is None:
-        return LoadedConfig(Config(), None)
+    return config_from_bytes(path, b"" if path is None else read_config_bytes(path))
+
+
+def config_from_bytes(path: Path | None, raw: bytes) -> LoadedConfig:
+    """Validate RAW, the bytes of the config file PATH (None: all defaults), or take the
+    validated config from the cache; raise ``ConfigInvalid`` listing every error."""
+    key = _cache_key(raw, path is None)
+    config = config_cache.load_validated(key, Config)
+    if config is None:
+        if path is None:
+            config = Config()
+        else:
+            config = parse_config_text(_decode(raw, path), source=str(path))
+        config_cache.store_validated(key, config)
+    return LoadedConfig(config, path, None if path is None else config_cache.digest(raw))
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """The config file's bytes; ``ConfigInvalid`` when it is missing or unreadable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise ConfigInvalid(
             f"config file {path} does not exist", [f"(file): {path} does not exist"]
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ConfigInvalid(
-            f"cannot read config file {path}: {exc}", [f"(file): cannot read {path}: {exc}"]
+            f"cannot read config file {path}: {exc.strerror}",
+            [f"(file): cannot read {path}: {exc.strerror}"],
         ) from None
-    return LoadedConfig(parse_config_text(text, source=str(path)), path)
+
+
+def _decode(raw: bytes, path: Path) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigInvalid(
+            f"cannot read config file {path}: {exc}", [f"(file): {path} is not UTF-8: {exc}"]
+        ) from None
+
+
+def _cache_key(raw: bytes, defaults: bool) -> str:
+    """Everything a validated config depends on: see ``the_loop.config_cache``."""
+    sources = b"".join(config_cache.model_sources(Config))
+    env = "\0".join(f"{k}={os.environ.get(k, '')}" for k in VALIDATION_ENV)
+    return config_cache.digest(
+        f"the-loop {__version__}; python {sys.version}; pydantic {pydantic.VERSION}".encode(),
+        sources,
+        env.encode(),
+        b"defaults" if defaults else b"file",
+        raw,
+    )
+
+
+def load_recorded(path: Path, invalid: ConfigInvalid) -> LoadedConfig | None:
+    """The config a daemon recorded for the config file PATH (now INVALID), or None."""
+    found = config_cache.recorded(path)
+    if found is None:
+        return None
+    state_dir, body = found
+    try:
+        config = Config.model_validate(body["config"])
+    except ValidationError:
+        return None  # recorded by a version whose models differ: nothing safe to fall back on
+    if config.state_path != state_dir:
+        return None
+    pid = body.get("pid")
+    return LoadedConfig(
+        config, path, None, invalid=invalid, recorded_by=pid if isinstance(pid, int) else None
+    )
+
+
+def record_running(state_dir: Path, loaded: LoadedConfig, pid: int) -> None:
+    """Record LOADED as what the daemon PID serving STATE_DIR runs on (see ``load_recorded``)."""
+    data = loaded.config.model_dump(mode="json", by_alias=True)
+    data["stateDir"] = str(state_dir)
+    config_cache.record_running(state_dir, loaded.path, data, pid)
 
 
 def parse_config_text(text: str, source: str = "<config>") -> Config:
     """Validate YAML TEXT into a ``Config``; raise ``ConfigInvalid`` listing every error."""
+    import yaml  # lazy: start-up (a config served from the cache is never parsed)
+
     try:
         data = yaml.safe_load(text)
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigInvalid(f"{source} is not valid YAML", [f"(yaml): {problem}{where}"]) from None
+        raise ConfigInvalid(f"{source} is not valid YAML", [yaml_problem(exc)]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigInvalid(
-            f"{source} is invalid", ["(root): the config must be a mapping of keys"]
+            f"{source} is invalid (1 problem)", ["(root): the config must be a mapping of keys"]
         )
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        problems = [_format_error(err, root) for err in exc.errors()]
-        raise ConfigInvalid(f"{source} is invalid ({len(problems)} problems)", problems) from None
-
-
-def _format_error(err: Any, root: yaml.Node | None) -> str:
-    loc = [part for part in err["loc"] if not (isinstance(part, str) and "[" in part)]
-    path = _loc_to_path(loc)
-    message = str(err["msg"]).removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        message = "unknown key"
-    line = _line_of(root, loc)
-    where = f" (line {line})" if line else ""
-    return f"{path or '(root)'}: {message}{where}"
-
-
-def _loc_to_path(loc: list[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
-    """The 1-based line of the YAML node at LOC, as far down as the file goes."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
-            key = next((k for k, v in node.value if getattr(k, "value", None) == part), None)
-            if match is None:
-                return line
-            line = key.start_mark.line + 1 if key is not None else line
-            node = match
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                return line
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def redacted_dump(config: Config) -> dict[str, Any]:
-    """The effective config as plain data with anything secret-looking redacted.
-
-    ``*Env`` keys only name variables, so they are shown with whether the variable is set;
-    harness ``env`` values whose names look like secrets are replaced by ``<redacted>``.
-    """
-    data = config.model_dump(mode="json", by_alias=True)
-    data["stateDir"] = str(config.state_path)
-    _redact(data)
-    return data
-
-
-def _redact(node: Any) -> None:
-    if isinstance(node, dict):
-        for key, value in list(node.items()):
-            if key == "env" and isinstance(value, dict):
-                node[key] = {
-                    k: ("<redacted>" if _SECRETISH.search(k) else v) for k, v in value.items()
-                }
-            elif isinstance(key, str) and key.endswith("Env") and isinstance(value, str):
-                state = "set" if os.environ.get(value) else "unset"
-                node[key] = f"{value} ({state})"
-            else:
-                _redact(value)
-    elif isinstance(node, list):
-        for item in node:
-            _redact(item)
+        problems = validation_problems(exc, root, Config, data)
+        raise ConfigInvalid(
+            f"{source} is invalid ({problems_word(len(problems))})", problems
+        ) from None
 
 
 def config_schema() -> dict[str, Any]:

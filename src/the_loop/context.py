@@ -25,8 +25,12 @@ class Ctx:
     loaded: LoadedConfig
     db: Database
     ready: set[str] = field(default_factory=set)
-    inbox_wake: asyncio.Event = field(default_factory=lambda: _event())
-    outbox_wake: asyncio.Event = field(default_factory=lambda: _event())
+    started_with: LoadedConfig | None = None
+    """The config a daemon started on (restart-only settings keep its values until a restart)."""
+    restart_needed: list[str] = field(default_factory=list)
+    """Restart-only settings whose value in the loaded config differs from ``started_with``."""
+    config_rejected: str | None = None
+    """The digest of the last config file a reload refused (reported once per content)."""
 
     @property
     def config(self) -> Config:
@@ -34,7 +38,18 @@ class Ctx:
 
     @property
     def state_dir(self) -> Path:
-        return self.config.state_path
+        """The state dir in use: a daemon keeps the one it started on until it restarts."""
+        return (self.started_with or self.loaded).config.state_path
+
+    @cached_property
+    def inbox_wake(self) -> asyncio.Event:
+        """Set when the inbox has new work (built on first use: most commands never wait)."""
+        return _event()
+
+    @cached_property
+    def outbox_wake(self) -> asyncio.Event:
+        """Set when the outbox has new work (built on first use)."""
+        return _event()
 
     @cached_property
     def runners(self) -> Runners:

@@ -7,7 +7,6 @@ per state dir is enforced by an ``flock`` on ``daemon.lock``, not by a pid file 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -17,18 +16,22 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from the_loop import __version__
 from the_loop import events as ev
+from the_loop.config import record_running
 from the_loop.context import Ctx
 from the_loop.errors import AlreadyRunning, Unavailable
 from the_loop.health import Health
 from the_loop.instance import INFO_NAME, DaemonInfo, acquire_lock, write_info
 from the_loop.instance import daemon_running as daemon_running
 from the_loop.instance import read_info as read_info
+
+if TYPE_CHECKING:
+    import asyncio
 
 LOG_NAME = "daemon.log"
 SOURCE = "daemon"
@@ -54,7 +57,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-BackgroundTask = Callable[[Ctx, asyncio.Event], Coroutine[Any, Any, None]]
+BackgroundTask = Callable[[Ctx, "asyncio.Event"], Coroutine[Any, Any, None]]
 BACKGROUND_TASKS: list[tuple[str, BackgroundTask]] = []
 
 
@@ -78,8 +81,10 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     from the_loop.web.app import create_app
     from the_loop.web.auth import check_bind
 
+    ctx.loaded.require_valid_file()
     check_bind(ctx)
     lock = acquire_lock(ctx.state_dir)
+    ctx.started_with = ctx.loaded
     cfg = ctx.config.server
     sock = bind_socket(cfg.host, cfg.port)
     port = int(sock.getsockname()[1])
@@ -118,6 +123,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     signal.signal(signal.SIGTERM, request_exit)
     signal.signal(signal.SIGINT, request_exit)
     write_info(ctx.state_dir, info)
+    record_running(ctx.state_dir, ctx.loaded, info.pid)
     ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)
     for warning in ctx.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
@@ -136,6 +142,8 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     """Start every background task, each supervised (``the_loop.supervise``: restarted with
     backoff after a fault or a bug, reported by health meanwhile); they end when STOP is set."""
     # lazy: start-up (`status`, `stop` and `doctor` import this module, not the workers)
+    import asyncio
+
     from the_loop import housekeeping
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
@@ -174,9 +182,13 @@ class DaemonStatus(BaseModel):
 
 
 def probe_health(ctx: Ctx, timeout: float = 2.0) -> DaemonStatus:
-    """Ask the daemon of CTX's state dir for its health; never raises."""
+    """Ask the daemon of CTX's state dir for its health; never raises.
+
+    One GET on loopback with the standard library's client: ``status`` does not load an HTTP
+    client library (or the web stack) to ask one question."""
     # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
-    import httpx
+    import http.client
+    from urllib.parse import urlsplit
 
     from the_loop.web.auth import client_token
 
@@ -187,16 +199,22 @@ def probe_health(ctx: Ctx, timeout: float = 2.0) -> DaemonStatus:
     token = client_token(ctx)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     found = DaemonStatus(healthy=False, running=True, pid=info.pid, url=info.url)
+    url = urlsplit(info.url)
+    conn = http.client.HTTPConnection(url.hostname or info.host, url.port, timeout=timeout)
     try:
-        resp = httpx.get(f"{info.url}/api/v1/health", timeout=timeout, headers=headers)
-        health = Health.model_validate_json(resp.content) if resp.status_code == 200 else None
-    except (httpx.HTTPError, ValueError) as exc:
+        conn.request("GET", "/api/v1/health", headers=headers)
+        resp = conn.getresponse()
+        body = resp.read()
+        health = Health.model_validate_json(body) if resp.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         found.problems = [f"the daemon does not answer at {info.url}: {exc}"]
         return found
+    finally:
+        conn.close()
     found.version = info.version
     found.uptime_seconds = round(time.time() - info.started_at, 1)
     if health is None:
-        found.problems = [f"the daemon's health endpoint answered HTTP {resp.status_code}"]
+        found.problems = [f"the daemon's health endpoint answered HTTP {resp.status}"]
         return found
     found.healthy, found.detail, found.problems = health.ok, health.detail, health.problems
     return found
@@ -209,6 +227,7 @@ def start_detached(
     # lazy: start-up (the token module loads only when a daemon is started)
     from the_loop.web.auth import check_bind
 
+    ctx.loaded.require_valid_file()
     check_bind(ctx)
     state_dir = ctx.state_dir
     if daemon_running(state_dir):

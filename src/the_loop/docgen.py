@@ -89,6 +89,35 @@ def _nested_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+CONFIG_NOTES = [
+    "**Problems.** Each problem is one line, `key.path: message (line N)`, at the line of its "
+    "own key; an unknown key names the closest known one (`server.prot: unknown key; did you "
+    "mean 'port'?`); a YAML syntax error names the line where the broken construct starts "
+    "(the opening quote, the `[`).",
+    "",
+    "**`config show`** prints the effective config with its real values and camelCase keys; "
+    "a harness `env` value whose name looks like a secret is shown as `{redacted: true}`. "
+    "`*Env` keys show the variable's name, and the YAML view notes `# set` or `# unset`.",
+    "",
+    "**Reloads.** Editing the file while the daemon runs reloads it once per new content "
+    "(`config.reloaded`, or `config.reload_failed` keeping the old config); `restartNeeded` "
+    "lists the restart-only settings (`stateDir`, `server.host/port`, `tmux.socket`) that "
+    "differ from what the daemon started on (`the-loop status` and `/api/v1/health` show them "
+    "as `config: restartNeeded=…` until a restart), so reverting one clears it.",
+    "",
+    "**A broken file does not lock you out.** The daemon records the config it runs on. While "
+    "the file is invalid, commands that read state or reach the daemon (`status`, `stop`, "
+    "`events`, `sessions`, `standing`, `doctor`, …) use that record and warn on stderr; `start`, "
+    "`serve`, `config validate` and `config show` refuse the file with exit 2 "
+    "([decision 0017](decisions/0017-bad-config-fallback.md)).",
+    "",
+    "**Start-up.** A file that validated is kept, validated, in `$XDG_CACHE_HOME/the-loop/config` "
+    "(else `~/.cache/the-loop/config`), keyed by its bytes, the-loop's version and the models' "
+    "source: the next command with the same file skips parsing and validation; one changed "
+    "byte validates again, and an invalid file is never kept.",
+]
+
+
 def configuration_md() -> str:
     lines = [
         "# Configuration reference",
@@ -101,6 +130,8 @@ def configuration_md() -> str:
         "hold secrets. `the-loop config validate` lists every problem as `key.path: message`; "
         "`the-loop config schema` prints the JSON Schema (a copy is in "
         "[config.schema.json](config.schema.json)).",
+        "",
+        *CONFIG_NOTES,
         "",
         "| key | type | default | meaning |",
         "| --- | --- | --- | --- |",

@@ -47,7 +47,9 @@ __all__ = [
 class Payload(BaseModel):
     """Base of event payloads: declared fields are required, extra detail is allowed."""
 
-    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="allow", alias_generator=to_camel, populate_by_name=True, defer_build=True
+    )
 
 
 class Reason(Payload):

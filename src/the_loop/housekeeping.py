@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 
+from the_loop import config_cache, sessions, standing
 from the_loop import events as ev
-from the_loop import sessions, standing
-from the_loop.config import LoadedConfig, load_config
+from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
 from the_loop.store.integrity import quick_check
@@ -57,29 +58,41 @@ async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     await asyncio.to_thread(ctx.db.checkpoint)
 
 
-def _mtime(ctx: Ctx) -> float | None:
+RELOAD_SETTLE_SECONDS = 0.1
+
+
+def _stamp(ctx: Ctx) -> tuple[int, int] | None:
     path = ctx.loaded.path
     try:
-        return path.stat().st_mtime_ns / 1e9 if path is not None else None
+        info = path.stat() if path is not None else None
     except OSError:
         return None
+    return (info.st_mtime_ns, info.st_size) if info is not None else None
 
 
 async def reload_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """Reload the config file when it changes; an invalid edit keeps the old config."""
-    seen = _mtime(ctx)
+    """Reload the config file when it changes; an invalid edit keeps the old config.
+
+    A change is read once the file has stayed the same for ``RELOAD_SETTLE_SECONDS`` (an
+    editor that truncates and then writes is not read half-written), and only new content is
+    reloaded (``reload_config``): one edit, one ``config.reloaded``."""
+    seen = _stamp(ctx)
     watch = monitor(ctx, "reload-config")
     while not await _wait(stop, RELOAD_POLL_SECONDS):
-        current = _mtime(ctx)
+        current = _stamp(ctx)
         if current is not None and current != seen:
+            if await _wait(stop, RELOAD_SETTLE_SECONDS):
+                return
+            if _stamp(ctx) != current:
+                continue  # still being written: look again on the next poll
             seen = current
             await asyncio.to_thread(reload_config, ctx)
         watch.progressed()
 
 
-def restart_needed(old: LoadedConfig, new: LoadedConfig) -> list[str]:
-    """Keys whose change only takes effect after a restart."""
-    a, b = old.config, new.config
+def restart_needed(running: LoadedConfig, new: LoadedConfig) -> list[str]:
+    """Restart-only keys whose value in NEW differs from what the daemon RUNNING uses."""
+    a, b = running.config, new.config
     changed = []
     if a.state_path != b.state_path:
         changed.append("stateDir")
@@ -91,20 +104,44 @@ def restart_needed(old: LoadedConfig, new: LoadedConfig) -> list[str]:
 
 
 def reload_config(ctx: Ctx) -> bool:
-    """Re-read the config file into CTX; emits ``config.reloaded`` or ``config.reload_failed``."""
-    try:
-        new = load_config(ctx.loaded.path)
-    except ConfigInvalid as exc:
-        ev.emit(
-            ctx.db, "config.reload_failed", source=SOURCE, error=exc.message, problems=exc.problems
-        )
+    """Re-read the config file into CTX if its content changed since it was loaded (or last
+    refused): exactly one ``config.reloaded`` or ``config.reload_failed`` per new content.
+    ``restartNeeded`` compares with the config the daemon started on, so reverting a
+    restart-only setting clears it. True when a new config was taken."""
+    path = ctx.loaded.path
+    if path is None:
         return False
-    pending = restart_needed(ctx.loaded, new)
+    try:
+        raw = read_config_bytes(path)
+    except ConfigInvalid as exc:
+        return _refused(ctx, None, exc)
+    digest = config_cache.digest(raw)
+    if digest in (ctx.loaded.digest, ctx.config_rejected):
+        return False
+    try:
+        new = config_from_bytes(path, raw)
+    except ConfigInvalid as exc:
+        return _refused(ctx, digest, exc)
+    ctx.config_rejected = None
+    ctx.restart_needed = restart_needed(ctx.started_with or ctx.loaded, new)
     ctx.loaded = new
-    ev.emit(ctx.db, "config.reloaded", source=SOURCE, at=iso_now(), restartNeeded=pending)
+    record_running(ctx.state_dir, new, os.getpid())
+    ev.emit(
+        ctx.db,
+        "config.reloaded",
+        source=SOURCE,
+        at=iso_now(),
+        restartNeeded=list(ctx.restart_needed),
+    )
     for warning in new.config.warnings():
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
     return True
+
+
+def _refused(ctx: Ctx, digest: str | None, exc: ConfigInvalid) -> bool:
+    ctx.config_rejected = digest
+    ev.emit(ctx.db, "config.reload_failed", source=SOURCE, error=exc.message, problems=exc.problems)
+    return False
 
 
 async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:

@@ -23,7 +23,8 @@ from the_loop import doctor, views
 from the_loop import events as ev
 from the_loop import sessions as sessions_service
 from the_loop import standing as standing_service
-from the_loop.config import Config, LoadedConfig, _format_error, load_config
+from the_loop.config import Config, LoadedConfig, load_config
+from the_loop.config_errors import problems_word, validation_problems
 from the_loop.context import Ctx, open_ctx
 from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput, ConfigInvalid, LoopError
@@ -250,8 +251,10 @@ def _loaded(
     try:
         return LoadedConfig(Config.model_validate(dict(config)), None)
     except ValidationError as exc:
-        problems = [_format_error(err, None) for err in exc.errors()]
-        raise ConfigInvalid(f"the config is invalid ({len(problems)} problems)", problems) from None
+        problems = validation_problems(exc, None, Config, dict(config))
+        raise ConfigInvalid(
+            f"the config is invalid ({problems_word(len(problems))})", problems
+        ) from None
 
 
 def _prefix(prefix: str) -> str:

@@ -58,7 +58,13 @@ def _outbox_health(ctx: Ctx) -> tuple[list[str], Any]:
     return [], outbox.summary(ctx).model_dump(mode="json", by_alias=True)
 
 
+def _config_health(ctx: Ctx) -> tuple[list[str], Any]:
+    """The restart-only settings the loaded config changed (a note, not a problem)."""
+    return [], {"restartNeeded": list(ctx.restart_needed)} if ctx.restart_needed else None
+
+
 HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
+    ("config", _config_health),
     ("standing", _standing_health),
     ("poller", _poller_health),
     ("inbox", _inbox_health),

@@ -23,20 +23,28 @@ def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:
     info = read_info(ctx.state_dir)
     if info is None or not daemon_running(ctx.state_dir):
         return _local(ctx, running=False, problem="the-loop is not running")
-    # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
-    import httpx
+    # lazy: start-up (the HTTP client and the token module load only when a daemon runs; the
+    # standard library's client: one question on loopback needs no HTTP client library)
+    import http.client
+    from urllib.parse import urlsplit
 
     from the_loop.web.auth import client_token
 
     token = client_token(ctx)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    url = urlsplit(info.url)
+    conn = http.client.HTTPConnection(url.hostname or info.host, url.port, timeout=timeout)
     try:
-        resp = httpx.get(f"{info.url}/api/v1/status", timeout=timeout, headers=headers)
-        if resp.status_code == 200:
-            return StatusReport.model_validate_json(resp.content)
-        problem = f"the daemon's status endpoint answered HTTP {resp.status_code}"
-    except (httpx.HTTPError, ValueError) as exc:
+        conn.request("GET", "/api/v1/status", headers=headers)
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status == 200:
+            return StatusReport.model_validate_json(body)
+        problem = f"the daemon's status endpoint answered HTTP {resp.status}"
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         problem = f"the daemon does not answer at {info.url}: {exc}"
+    finally:
+        conn.close()
     report = _local(ctx, running=True, problem=problem)
     report.pid, report.url, report.version = info.pid, info.url, info.version
     report.started_at = info.started_at

@@ -24,11 +24,11 @@ ERROR_CASES = [
     ),
     (
         "standing:\n  sessions:\n  - name: a\n    prompt: x\n    promptFile: y\n",
-        "standing.sessions[0]: give prompt or promptFile, not both",
+        "standing.sessions[0].promptFile: give prompt or promptFile, not both (line 5)",
     ),
     ("github:\n  repos: [not-a-repo]\n", "github.repos[0]: 'not-a-repo' is not OWNER/REPO"),
     ("server:\n  tokenEnv: 'has space'\n", "server.tokenEnv: 'has space' is not an environment"),
-    ("routing:\n  defaultHarness: nope\n", "routing.defaultHarness 'nope' is not a known harness"),
+    ("routing:\n  defaultHarness: nope\n", "routing.defaultHarness: 'nope' is not a known harness"),
     ("harnesses:\n  aider: {}\n", "harnesses: Value error" if False else "set adapter"),
     ("version: 2\n", "version: Input should be 1"),
     ("routing: [\n", "(yaml): "),
@@ -119,10 +119,41 @@ def test_show_never_prints_a_secret(loop_env: Env) -> None:
         result = loop_env.run("config", "show", "--format", fmt, env=env)
         assert result.exit_code == 0, result.stderr
         assert secret not in result.stdout + result.stderr
-        assert "MY_LOOP_TOKEN (set)" in result.stdout
         assert "visible" in result.stdout
-    data = json.loads(loop_env.run("config", "show", "--format", "json", env=env).stdout)
-    assert data["harnesses"]["claude"]["env"]["ANTHROPIC_API_KEY"] == "<redacted>"
+        assert "(set)" not in result.stdout
+    table = loop_env.run("config", "show", env=env).stdout
+    assert "  tokenEnv: MY_LOOP_TOKEN  # set" in table
+    assert "  readOnlyTokenEnv: THE_LOOP_READONLY_TOKEN  # unset" in table
+    assert "ANTHROPIC_API_KEY:\n        redacted: true" in table
+
+
+def test_show_json_prints_the_real_values_with_camel_case_keys(loop_env: Env) -> None:
+    secret = "s3cr3t-value-9f8e7d"
+    loop_env.write_config(
+        server={"tokenEnv": "MY_LOOP_TOKEN"},
+        harnesses={"claude": {"env": {"ANTHROPIC_API_KEY": secret, "PLAIN": "visible"}}},
+        routing={"authorizedUsers": ["alice"], "maxConcurrentSessions": 3},
+    )
+    env = loop_env.process_env()
+    env["MY_LOOP_TOKEN"] = secret
+    result = loop_env.run("config", "show", "--format", "json", env=env)
+    assert result.exit_code == 0, result.stderr
+    assert secret not in result.stdout
+    data = json.loads(result.stdout)
+    assert data["server"]["tokenEnv"] == "MY_LOOP_TOKEN"
+    assert data["server"]["readOnlyTokenEnv"] == "THE_LOOP_READONLY_TOKEN"
+    assert data["github"]["webhook"]["secretEnv"] == "THE_LOOP_WEBHOOK_SECRET"
+    assert data["harnesses"]["claude"]["env"] == {
+        "ANTHROPIC_API_KEY": {"redacted": True},
+        "PLAIN": "visible",
+    }
+    assert data["routing"]["authorizedUsers"] == ["alice"]
+    assert data["routing"]["maxConcurrentSessions"] == 3
+    assert data["stateDir"] == str(loop_env.state_dir)
+    assert data["tmux"]["windowSize"] == "200x50"
+    # what it prints is the config itself: it validates as one
+    data["harnesses"]["claude"]["env"]["ANTHROPIC_API_KEY"] = "x"
+    assert Config.model_validate(data).routing.max_concurrent_sessions == 3
 
 
 def test_init_writes_a_valid_starter_and_refuses_to_overwrite(cli, loop_env: Env) -> None:
@@ -149,3 +180,79 @@ def test_schema_is_generated_and_committed(cli) -> None:
     )
     assert committed == served, "docs/config.schema.json is stale: run `make docs`"
     assert "routing" in served["properties"]
+
+
+def test_unknown_keys_get_the_closest_known_key() -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text("server:\n  prot: 1\nstatedir: /x\ngithub:\n  webhook:\n    evnts: []\n")
+    assert info.value.message == "<config> is invalid (3 problems)"
+    assert info.value.problems == [
+        "server.prot: unknown key; did you mean 'port'? (line 2)",
+        "statedir: unknown key; did you mean 'stateDir'? (line 3)",
+        "github.webhook.evnts: unknown key; did you mean 'events'? (line 6)",
+    ]
+
+
+def test_one_problem_is_one_problem() -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text("server:\n  port: x\n")
+    assert info.value.message == "<config> is invalid (1 problem)"
+    assert len(info.value.problems) == 1
+
+
+SEMANTIC_LINES = [
+    (
+        "server:\n  port: 1\nrouting:\n  label: x\n  defaultHarness: nope\n",
+        "routing.defaultHarness: 'nope' is not a known harness",
+        5,
+    ),
+    (
+        "standing:\n  sessions:\n  - name: a\n  - name: b\n    harness: zz\n",
+        "standing.sessions[1].harness: 'zz' is not a known harness",
+        5,
+    ),
+    (
+        "standing:\n  sessions:\n  - name: a\n  - name: b\n  - name: a\n",
+        "standing.sessions[2].name: duplicate standing session name 'a'",
+        5,
+    ),
+    ("routing:\n  keywords:\n    start: go\n    stop: go\n", "routing.keywords.stop:", 4),
+    ("server: {}\nharnesses:\n  claude: {}\n  aider: {}\n", "harnesses.aider:", 4),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "line"), SEMANTIC_LINES)
+def test_a_semantic_error_points_at_its_own_line(text: str, expected: str, line: int) -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text(text)
+    [problem] = info.value.problems
+    assert problem.startswith(expected), problem
+    assert problem.endswith(f"(line {line})"), problem
+
+
+def test_a_value_that_fits_no_branch_of_a_union_is_one_problem() -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text("workspaces:\n  repos:\n    5: [1]\n")
+    assert len(info.value.problems) == 1, info.value.problems
+
+
+def test_an_unterminated_quote_is_reported_where_it_opens() -> None:
+    text = "server:\n  port: 1\nrouting:\n  label: x\n  botLogin: y\n  enabled: true\n"
+    text += "  defaultHarness: 'claude\n"
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text(text)
+    [problem] = info.value.problems
+    assert "quoted scalar" in problem and "(line 7;" in problem, problem
+
+
+def test_validate_cli_names_the_yaml_line_where_the_construct_starts(loop_env: Env) -> None:
+    bad = loop_env.root / "bad.yaml"
+    bad.write_text("a: 1\nb: 2\nc: 3\nd: 4\ne: 5\nf: 6\ng: 'open\n", encoding="utf-8")
+    result = loop_env.run("config", "validate", str(bad))
+    assert result.exit_code == 2
+    assert "(line 7;" in result.stderr, result.stderr
+    flow = loop_env.root / "flow.yaml"
+    flow.write_text("server:\n  port: 1\n  host: [unclosed\nrouting: {}\n", encoding="utf-8")
+    result = loop_env.run("config", "validate", str(flow))
+    assert result.exit_code == 2
+    assert "flow sequence" in result.stderr and "(line 3;" in result.stderr, result.stderr

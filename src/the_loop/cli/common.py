@@ -13,9 +13,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from the_loop.config import LoadedConfig, load_config
+from the_loop.config import LoadedConfig, load_config, load_recorded, resolve_config_path
+from the_loop.config_errors import problems_word
 from the_loop.context import Ctx, open_ctx
-from the_loop.errors import BadInput
+from the_loop.errors import BadInput, ConfigInvalid
 from the_loop.wire import dumps
 
 if TYPE_CHECKING:
@@ -40,10 +41,41 @@ STATE = GlobalState()
 
 
 def loaded_config() -> LoadedConfig:
-    """The config for this invocation, loaded once."""
+    """The config for this invocation, loaded once.
+
+    When the file is invalid but a daemon recorded the config it runs on for this file, that
+    config is used and a warning names the file's problems: reading state and reaching the
+    daemon keep working (docs/decisions/0017). What needs the file itself refuses it still:
+    ``start``/``serve`` (``LoadedConfig.require_valid_file``), ``config validate|show``."""
     if STATE.loaded is None:
-        STATE.loaded = load_config(STATE.config_path)
+        try:
+            STATE.loaded = load_config(STATE.config_path)
+        except ConfigInvalid as exc:
+            path = resolve_config_path(STATE.config_path)
+            fallback = load_recorded(path, exc) if path is not None else None
+            if fallback is None:
+                raise
+            _warn_recorded(fallback, exc)
+            STATE.loaded = fallback
     return STATE.loaded
+
+
+def _warn_recorded(loaded: LoadedConfig, exc: ConfigInvalid) -> None:
+    from the_loop.instance import daemon_running  # lazy: only when the file is invalid
+
+    problems = exc.problems or [exc.message]
+    more = f" (and {problems_word(len(problems) - 1)} more)" if len(problems) > 1 else ""
+    who = (
+        f"the running daemon (pid {loaded.recorded_by}) uses"
+        if daemon_running(loaded.config.state_path)
+        else "the daemon last ran on"
+    )
+    print(
+        f"warning: {loaded.path} is invalid: {problems[0]}{more}\n"
+        f"warning: using the config {who} instead; `the-loop config validate` lists every "
+        "problem, and `the-loop start` refuses the file until it is fixed",
+        file=sys.stderr,
+    )
 
 
 def ctx() -> Ctx:

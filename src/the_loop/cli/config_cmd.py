@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import json
+import os
+import re
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from the_loop.cli import common
-from the_loop.config import config_schema, load_config, redacted_dump
+from the_loop.config import SECRETISH, Config, config_schema, load_config
 from the_loop.errors import Conflict, StateError
+
+REDACTED: dict[str, Any] = {"redacted": True}
+"""What a secret value is shown as (a structure, never a string that looks like a value)."""
+_ENV_LINE = re.compile(r"^(\s*-?\s*)([A-Za-z]+Env): ([A-Za-z_][A-Za-z0-9_]*)$")
 
 app = typer.Typer(help="Validate, inspect and explain the configuration.", no_args_is_help=True)
 
@@ -43,18 +49,55 @@ def schema() -> None:
 def show(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table (YAML) or json"),
 ) -> None:
-    """Print the effective configuration, secrets redacted."""
+    """Print the effective configuration (camelCase keys, real values), secrets redacted.
+
+    `*Env` keys name environment variables: the YAML view notes whether each is set."""
     # lazy: start-up
     import yaml
 
-    loaded = common.loaded_config()
+    loaded = load_config(common.STATE.config_path)
     data = redacted_dump(loaded.config)
     if fmt is common.Format.json:
         common.print_json(data)
         return
     source = str(loaded.path) if loaded.path else "defaults (no config file found)"
     print(f"# effective configuration from {source}")
-    print(yaml.safe_dump(json.loads(json.dumps(data)), sort_keys=False).rstrip())
+    print(_note_env(yaml.safe_dump(data, sort_keys=False).rstrip()))
+
+
+def redacted_dump(config: Config) -> dict[str, Any]:
+    """CONFIG as plain data with camelCase keys and its real values, except that a harness
+    ``env`` value whose name looks like a secret becomes ``{"redacted": true}``. ``*Env`` keys
+    keep their value: the name of a variable, never its content."""
+    data = config.model_dump(mode="json", by_alias=True)
+    data["stateDir"] = str(config.state_path)
+    _redact(data)
+    return data
+
+
+def _redact(node: Any) -> None:
+    if isinstance(node, dict):
+        for key, value in list(node.items()):
+            if key == "env" and isinstance(value, dict):
+                node[key] = {
+                    k: (dict(REDACTED) if SECRETISH.search(k) else v) for k, v in value.items()
+                }
+            else:
+                _redact(value)
+    elif isinstance(node, list):
+        for item in node:
+            _redact(item)
+
+
+def _note_env(text: str) -> str:
+    """YAML TEXT with ``# set`` or ``# unset`` after each ``*Env: NAME`` line."""
+    lines = []
+    for line in text.splitlines():
+        match = _ENV_LINE.match(line)
+        if match:
+            line += "  # set" if os.environ.get(match.group(3)) else "  # unset"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def starter_config() -> str:

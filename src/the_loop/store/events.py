@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from the_loop.errors import BadInput
 from the_loop.store.db import Database
@@ -36,6 +36,8 @@ class Level(IntEnum):
 
 class Event(Wire):
     """One row of the event log as the surfaces show it (camelCase, ISO times in JSON)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: int
     ts: UtcDatetime

@@ -15,11 +15,13 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-
-from fastapi import Request
+from typing import TYPE_CHECKING
 
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Forbidden, Unauthorized
+
+if TYPE_CHECKING:
+    from fastapi import Request  # the CLI asks for its token without loading the web stack
 
 TOKEN_FILE = "api-token"
 MIN_TOKEN_LENGTH = 32
