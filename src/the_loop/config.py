@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from the_loop import __version__, config_cache
+from the_loop import __version__, config_cache, config_warnings
 from the_loop.config_errors import (
     AtPath,
     problems_word,
@@ -412,36 +412,7 @@ class Config(Model):
 
     def warnings(self) -> list[str]:
         """Accepted-but-risky settings, reported at start and on reload."""
-        out: list[str] = []
-        events = self.github.webhook.events
-        missing = [e for e in ("issues", "pull_request") if e not in events]
-        if missing:
-            out.append(
-                f"github.webhook.events lacks {', '.join(missing)}: without them a close "
-                "never reaches the sessions"
-            )
-        if self.routing.enabled and not self.routing.authorized_users:
-            out.append("routing.authorizedUsers is empty: nobody can start an agent (fail closed)")
-        hook = self.github.webhook
-        signed_or_allowed = hook.allow_unsigned or os.environ.get(hook.secret_env)
-        if self.github.enabled and hook.enabled and not signed_or_allowed:
-            out.append(
-                f"github.webhook is enabled but ${hook.secret_env} is unset: every webhook "
-                "delivery is refused until it is set (or set github.webhook.enabled: false "
-                "and rely on the poller)"
-            )
-        slack = [s.name for s in self.standing.sessions if s.slack.enabled]
-        if self.slack.enabled or slack:
-            where = (
-                "slack.enabled"
-                if self.slack.enabled
-                else f"slack.enabled of standing session {', '.join(slack)}"
-            )
-            out.append(
-                f"{where}: this version has no Slack integration yet; nothing is received "
-                "from or posted to Slack (docs/decisions/0019-lifecycle-verbs.md)"
-            )
-        return out
+        return config_warnings.of(self)
 
 
 @dataclass(frozen=True, slots=True)

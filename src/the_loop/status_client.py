@@ -23,8 +23,7 @@ def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:
     info = read_info(ctx.state_dir)
     if info is None or not daemon_running(ctx.state_dir):
         return _local(ctx, running=False, problem="the-loop is not running")
-    # lazy: start-up (the HTTP client and the token module load only when a daemon runs; the
-    # standard library's client: one question on loopback needs no HTTP client library)
+    # lazy: start-up (the standard library's HTTP client and the token module, when a daemon runs)
     import http.client
     from urllib.parse import urlsplit
 

@@ -25,7 +25,7 @@ def test_each_edit_reloads_once_and_a_revert_clears_restart_needed(loop_env: Env
         first = wait_until(lambda: reloads(), timeout=15, what="the first reload")
         assert first[0].payload["restartNeeded"] == ["server.host/port"]
         status = loop_env.run("status", "--format", "json")
-        assert json.loads(status.stdout)["detail"]["config"] == {
+        assert json.loads(status.stdout)["health"]["detail"]["config"] == {
             "restartNeeded": ["server.host/port"]
         }
 
@@ -37,7 +37,7 @@ def test_each_edit_reloads_once_and_a_revert_clears_restart_needed(loop_env: Env
         second = wait_until(lambda: len(reloads()) >= 2 and reloads(), timeout=15)
         assert second[1].payload["restartNeeded"] == []
         status = loop_env.run("status", "--format", "json")
-        assert "config" not in json.loads(status.stdout)["detail"]
+        assert "config" not in json.loads(status.stdout)["health"]["detail"]
 
         loop_env.write_config(routing={"authorizedUsers": ["alice"]})
         third = wait_until(lambda: len(reloads()) >= 3 and reloads(), timeout=15)

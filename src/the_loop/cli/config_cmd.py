@@ -49,9 +49,10 @@ def schema() -> None:
 def show(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table (YAML) or json"),
 ) -> None:
-    """Print the effective configuration (camelCase keys, real values), secrets redacted.
+    """Print the effective configuration, secrets redacted.
 
-    `*Env` keys name environment variables: the YAML view notes whether each is set."""
+    JSON has camelCase keys and real values. `*Env` keys name environment variables: the YAML
+    view notes whether each is set."""
     # lazy: start-up
     import yaml
 

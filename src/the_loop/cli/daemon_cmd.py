@@ -69,6 +69,7 @@ def start(
     from the_loop.web.auth import check_bind
 
     ctx = common.ctx()
+    ctx.loaded.require_valid_file()  # an invalid file is refused even when a daemon runs
     if daemon_running(ctx.state_dir):
         info = read_info(ctx.state_dir)
         where = f" at {info.url} (pid {info.pid})" if info else ""
