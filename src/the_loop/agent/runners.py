@@ -280,15 +280,20 @@ class ProcessAgents:
         self, ctx: Ctx, agent: Agent, prompt: str, session_id: str | None, *, resume: bool
     ) -> str | None:
         adapter = adapter_for(ctx, agent.harness, agent.args)
-        spec = LaunchSpec(cwd=agent.cwd, session_id=session_id, prompt=prompt)
+        spec = _spec(ctx, adapter, agent, session_id, prompt)
         launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
-        result = ctx.runners.process.run(
-            agent.key,
-            launch.argv,
-            cwd=agent.cwd,
-            env=dict(launch.env),
-            transcript=transcript_path(ctx, agent),
-        )
+        try:
+            result = ctx.runners.process.run(
+                agent.key,
+                launch.argv,
+                cwd=agent.cwd,
+                env=dict(launch.env),
+                transcript=transcript_path(ctx, agent),
+                stdin=None if launch.prompt_in_argv else prompt.encode("utf-8"),
+            )
+        finally:
+            if spec.prompt_file is not None:
+                spec.prompt_file.unlink(missing_ok=True)
         ev.emit(
             ctx.db,
             "session.exited",
