@@ -19,7 +19,13 @@ from the_loop import events as ev
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.errors import NotRunning, Refused, Unavailable
 from the_loop.faults import crash_point
-from the_loop.harness import HarnessAdapter, LaunchSpec, RunnerKind, configured_adapter
+from the_loop.harness import (
+    HarnessAdapter,
+    LaunchSpec,
+    RunnerKind,
+    configured_adapter,
+    with_located_binary,
+)
 from the_loop.runner.outcomes import Answer, Probe
 from the_loop.store import prompts as queue
 from the_loop.store.prompts import PromptStatus, QueuedPrompt
@@ -126,6 +132,7 @@ class TmuxAgents:
         adapter.check_runner("tmux")
         spec = _spec(ctx, adapter, agent, session_id, None)
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
+        launch = with_located_binary(launch)
         adapter.prepare(launch)
         tmux = ctx.runners.tmux
         target = agent.tmux_target
@@ -282,6 +289,7 @@ class ProcessAgents:
         adapter = adapter_for(ctx, agent.harness, agent.args)
         spec = _spec(ctx, adapter, agent, session_id, prompt)
         launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
+        launch = with_located_binary(launch)
         try:
             result = ctx.runners.process.run(
                 agent.key,
