@@ -20,6 +20,7 @@ from the_loop.harness import (
     registered_adapters,
 )
 from the_loop.harness.base import options_before_separator
+from the_loop.runner.tmux_core import paste_command
 
 U = str(uuid.UUID(int=42))
 CWD = Path("/work/space")
@@ -312,3 +313,11 @@ def test_explain_says_what_each_template_placeholder_gets() -> None:
         "standard input"
     )
     assert set(command.PLACEHOLDERS) == {"{prompt}", "{session_id}", "{prompt_file}"}
+
+
+def test_only_gemini_waits_between_a_paste_and_its_enter() -> None:
+    gaps = {name: build_adapter(name).submit_gap for name in ("claude", "codex", "gemini")}
+    assert gaps["claude"] == gaps["codex"] == 0 and gaps["gemini"] >= 0.5
+    waits = " ".join(paste_command("loop-x", "b", Path("/p"), gaps["gemini"]))
+    assert "paste-buffer -p -d -b b -t =loop-x: ; run-shell 'sleep 1.000' ; paste-buffer" in waits
+    assert "run-shell" not in " ".join(paste_command("loop-x", "b", Path("/p")))

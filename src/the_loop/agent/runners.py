@@ -145,7 +145,9 @@ class TmuxAgents:
         result.unwrap()
         if prompt is not None and self.ensure_ready(ctx, agent):
             tmux.deliver(
-                target, pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending))
+                target,
+                pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending)),
+                adapter.submit_gap,
             )
         return launch.session_id
 
@@ -171,7 +173,8 @@ class TmuxAgents:
             _mark(ctx, item.seq, PromptStatus.pending)
         self._stage(ctx, agent, item, name, revive)
         crash_point("after-staged")
-        pasted = tmux.paste_staged(agent.tmux_target, name)
+        gap = adapter_for(ctx, agent.harness, agent.args).submit_gap
+        pasted = tmux.paste_staged(agent.tmux_target, name, gap)
         if pasted.answer in (Answer.DEAD, Answer.ABSENT):
             _mark(ctx, item.seq, PromptStatus.pending)
             ctx.ready.discard(agent.tmux_target)

@@ -99,6 +99,8 @@ class HarnessAdapter:
     supports_headless: bool = True
     chooses_session_id: bool = True
     ready_pattern: str | None = None
+    submit_gap: ClassVar[float] = 0.0
+    """Seconds between a paste and the Enter that submits it (0: in the same instant)."""
 
     def __init__(self, harness: str, config: HarnessConfig | None = None) -> None:
         self.harness = harness
