@@ -139,8 +139,27 @@ def check_harnesses(config: Config) -> list[Check]:
         required = name == config.routing.default_harness or any(
             s.harness == name for s in config.standing.sessions
         )
-        checks.append(check_binary(name, binary, required, label=f"harness {name}"))
+        checks.append(check_harness_binary(name, binary, config.harness(name).env, required))
     return checks
+
+
+def check_harness_binary(name: str, binary: str, env: dict[str, str], required: bool) -> Check:
+    """Where harness NAME's BINARY is found (PATH, then the project's node_modules/.bin)."""
+    # lazy: the harness package is only needed by doctor's harness checks
+    from the_loop.harness.binaries import locate
+
+    found = locate(binary, env)
+    title = f"harness {name}"
+    if found is not None:
+        return Check(name=title, status=CheckStatus.ok, detail=found.describe(), required=required)
+    where = "" if "/" in binary else " on PATH or in the project's node_modules/.bin"
+    return Check(
+        name=title,
+        status=CheckStatus.missing,
+        required=required,
+        detail=f"{binary} not found{where}",
+        hint=INSTALL_HINTS.get(Path(binary).name, f"install {binary} and put it on PATH"),
+    )
 
 
 _DEFAULT_BINARIES = {

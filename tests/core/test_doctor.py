@@ -54,8 +54,11 @@ def test_doctor_reports_missing_harness_and_busy_port(loop_env: Env) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        loop_env.write_config(
-            server={"port": port}, github={"enabled": True, "tokenEnv": "NO_SUCH_TOKEN_VAR"}
+        loop_env.write_config(  # a binary that is nowhere (a bare `claude` is also looked
+            # for in the project's node_modules/.bin, where `make setup` installs it)
+            server={"port": port},
+            github={"enabled": True, "tokenEnv": "NO_SUCH_TOKEN_VAR"},
+            harnesses={"claude": {"binary": str(loop_env.root / "nowhere" / "claude")}},
         )
         env = loop_env.process_env()
         env["PATH"] = _path_without(loop_env.root)
@@ -64,6 +67,7 @@ def test_doctor_reports_missing_harness_and_busy_port(loop_env: Env) -> None:
     assert result.exit_code == 1
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["harness claude"]["status"] == "missing"
+    assert checks["harness claude"]["detail"] == f"{loop_env.root}/nowhere/claude not found"
     assert "npm install -g @anthropic-ai/claude-code" in checks["harness claude"]["hint"]
     assert checks["port"]["status"] == "failed"
     assert checks["github token"]["status"] == "missing"

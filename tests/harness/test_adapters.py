@@ -14,11 +14,13 @@ from the_loop.harness import (
     LaunchKind,
     LaunchSpec,
     build_adapter,
+    command,
     get_adapter,
     register_adapter,
     registered_adapters,
 )
 from the_loop.harness.base import options_before_separator
+from the_loop.runner.tmux_core import paste_command
 
 U = str(uuid.UUID(int=42))
 CWD = Path("/work/space")
@@ -256,9 +258,9 @@ def test_command_templates() -> None:
     adapter = build_adapter("aider", config)
     assert adapter.supports_interactive and adapter.wants_prompt_file
     assert adapter.interactive(spec()).prompt_in_argv
-    assert not adapter.launch(
-        LaunchKind.HEADLESS, LaunchSpec(CWD, U, "p", Path("/f"))
-    ).prompt_in_argv
+    assert adapter.launch(LaunchKind.HEADLESS, LaunchSpec(CWD, U, "p", Path("/f"))).prompt_in_argv
+    stdin_only = build_adapter("batch", HarnessConfig(adapter="command", headless=["b", "-q"]))
+    assert not stdin_only.headless(spec(prompt="p")).prompt_in_argv
     tricky = "use {session_id} and {prompt_file} literally"
     assert adapter.interactive(spec(prompt=tricky)).argv == (
         "aider",
@@ -282,3 +284,40 @@ def test_command_without_interactive_template_is_refused_under_tmux() -> None:
     only_tui = build_adapter("tui", HarnessConfig(adapter="command", interactive=["t"]))
     with pytest.raises(UnsupportedRunner, match="tmux runner"):
         only_tui.headless(spec())
+
+
+def test_an_interactive_launch_leaves_out_every_element_holding_a_prompt() -> None:
+    config = HarnessConfig(
+        adapter="command",
+        interactive=["tui", "--id={session_id}", "--message={prompt}", "--in", "{prompt_file}"],
+    )
+    launch = build_adapter("tui", config).interactive(spec(prompt=None))
+    assert launch.argv == ("tui", f"--id={U}", "--in") and not launch.prompt_in_argv
+
+
+def test_explain_says_what_each_template_placeholder_gets() -> None:
+    config = HarnessConfig(
+        adapter="command",
+        interactive=["tui", "--session", "{session_id}", "--message", "{prompt}"],
+        resume=["tui", "--resume", "{session_id}"],
+        headless=["batch", "--quiet"],
+    )
+    lines = command.explain("tui", config)
+    interactive, warning, resume, headless = lines
+    assert interactive.startswith("harnesses.tui.interactive: {session_id} is the id")
+    assert "pasted once the agent takes input" in interactive and "left out" in interactive
+    assert warning.startswith("warning: harnesses.tui.interactive: '--message'")
+    assert resume.startswith("harnesses.tui.resume: {session_id}") and "left out" not in resume
+    assert headless == (
+        "harnesses.tui.headless: no {prompt} or {prompt_file}: the prompt is written to its "
+        "standard input"
+    )
+    assert set(command.PLACEHOLDERS) == {"{prompt}", "{session_id}", "{prompt_file}"}
+
+
+def test_only_gemini_waits_between_a_paste_and_its_enter() -> None:
+    gaps = {name: build_adapter(name).submit_gap for name in ("claude", "codex", "gemini")}
+    assert gaps["claude"] == gaps["codex"] == 0 and gaps["gemini"] >= 0.5
+    waits = " ".join(paste_command("loop-x", "b", Path("/p"), gaps["gemini"]))
+    assert "paste-buffer -p -d -b b -t =loop-x: ; run-shell 'sleep 1.000' ; paste-buffer" in waits
+    assert "run-shell" not in " ".join(paste_command("loop-x", "b", Path("/p")))

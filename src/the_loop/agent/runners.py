@@ -19,7 +19,13 @@ from the_loop import events as ev
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.errors import NotRunning, Refused, Unavailable
 from the_loop.faults import crash_point
-from the_loop.harness import HarnessAdapter, LaunchSpec, RunnerKind, configured_adapter
+from the_loop.harness import (
+    HarnessAdapter,
+    LaunchSpec,
+    RunnerKind,
+    configured_adapter,
+    with_located_binary,
+)
 from the_loop.runner.outcomes import Answer, Probe
 from the_loop.store import prompts as queue
 from the_loop.store.prompts import PromptStatus, QueuedPrompt
@@ -126,6 +132,7 @@ class TmuxAgents:
         adapter.check_runner("tmux")
         spec = _spec(ctx, adapter, agent, session_id, None)
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
+        launch = with_located_binary(launch)
         adapter.prepare(launch)
         tmux = ctx.runners.tmux
         target = agent.tmux_target
@@ -138,7 +145,9 @@ class TmuxAgents:
         result.unwrap()
         if prompt is not None and self.ensure_ready(ctx, agent):
             tmux.deliver(
-                target, pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending))
+                target,
+                pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending)),
+                adapter.submit_gap,
             )
         return launch.session_id
 
@@ -164,7 +173,8 @@ class TmuxAgents:
             _mark(ctx, item.seq, PromptStatus.pending)
         self._stage(ctx, agent, item, name, revive)
         crash_point("after-staged")
-        pasted = tmux.paste_staged(agent.tmux_target, name)
+        gap = adapter_for(ctx, agent.harness, agent.args).submit_gap
+        pasted = tmux.paste_staged(agent.tmux_target, name, gap)
         if pasted.answer in (Answer.DEAD, Answer.ABSENT):
             _mark(ctx, item.seq, PromptStatus.pending)
             ctx.ready.discard(agent.tmux_target)
@@ -280,15 +290,21 @@ class ProcessAgents:
         self, ctx: Ctx, agent: Agent, prompt: str, session_id: str | None, *, resume: bool
     ) -> str | None:
         adapter = adapter_for(ctx, agent.harness, agent.args)
-        spec = LaunchSpec(cwd=agent.cwd, session_id=session_id, prompt=prompt)
+        spec = _spec(ctx, adapter, agent, session_id, prompt)
         launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
-        result = ctx.runners.process.run(
-            agent.key,
-            launch.argv,
-            cwd=agent.cwd,
-            env=dict(launch.env),
-            transcript=transcript_path(ctx, agent),
-        )
+        launch = with_located_binary(launch)
+        try:
+            result = ctx.runners.process.run(
+                agent.key,
+                launch.argv,
+                cwd=agent.cwd,
+                env=dict(launch.env),
+                transcript=transcript_path(ctx, agent),
+                stdin=None if launch.prompt_in_argv else prompt.encode("utf-8"),
+            )
+        finally:
+            if spec.prompt_file is not None:
+                spec.prompt_file.unlink(missing_ok=True)
         ev.emit(
             ctx.db,
             "session.exited",

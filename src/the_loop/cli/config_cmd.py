@@ -34,6 +34,11 @@ def validate(
     print(f"ok: {where} is valid")
     for warning in loaded.config.warnings():
         print(f"warning: {warning}")
+    # lazy: only validate explains command templates; the other commands stay light
+    from the_loop.harness.command import explain_config
+
+    for line in explain_config(loaded.config):
+        print(line)
 
 
 @app.command("schema")

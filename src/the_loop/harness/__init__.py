@@ -20,6 +20,7 @@ from the_loop.harness.base import (
     register_adapter,
     registered_adapters,
 )
+from the_loop.harness.binaries import Located, locate, with_located_binary
 from the_loop.harness.claude_prep import prepare_claude_config
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ __all__ = [
     "Launch",
     "LaunchKind",
     "LaunchSpec",
+    "Located",
     "RunnerKind",
     "build_adapter",
     "claude",
@@ -50,7 +52,9 @@ __all__ = [
     "cursor",
     "gemini",
     "get_adapter",
+    "locate",
     "prepare_claude_config",
     "register_adapter",
     "registered_adapters",
+    "with_located_binary",
 ]

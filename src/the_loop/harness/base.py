@@ -64,8 +64,10 @@ class Launch:
 
     ``session_id`` is the conversation id known at launch (chosen by the-loop, or resumed), or
     None when the harness assigns it (learn it with ``HarnessAdapter.session_id_from_output``).
-    ``prompt_in_argv`` is false when a prompt was given but the argv does not carry it (a
-    ``command`` template without ``{prompt}``): the caller delivers it once the agent is ready.
+    ``prompt_in_argv`` is false when a prompt was given but the argv does not carry it (in an
+    argument or in the ``{prompt_file}`` it names): a headless ``command`` template without
+    either; the process runner then writes the prompt to the program's standard input.
+    Interactive launches are built without a prompt: the tmux runner pastes every prompt.
     ``ready_pattern`` is a regular expression that matches the pane's screen once the agent
     takes input (None: any text on the screen will do).
     """
@@ -97,6 +99,8 @@ class HarnessAdapter:
     supports_headless: bool = True
     chooses_session_id: bool = True
     ready_pattern: str | None = None
+    submit_gap: ClassVar[float] = 0.0
+    """Seconds between a paste and the Enter that submits it (0: in the same instant)."""
 
     def __init__(self, harness: str, config: HarnessConfig | None = None) -> None:
         self.harness = harness

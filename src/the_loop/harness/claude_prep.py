@@ -118,7 +118,7 @@ def prepare_claude_config(
     path = config_dir / CONFIG_FILE
     try:
         config_dir.mkdir(parents=True, exist_ok=True)
-        with _locked(config_dir / f"{CONFIG_FILE}.the-loop.lock"):
+        with locked_file(config_dir / f"{CONFIG_FILE}.the-loop.lock"):
             data = _read(path)
             if merge_settings(data, paths, suffix, bypass):
                 _write_atomic(path, data)
@@ -128,7 +128,7 @@ def prepare_claude_config(
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def locked_file(lock_path: Path) -> Iterator[None]:
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

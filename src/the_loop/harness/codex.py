@@ -8,7 +8,9 @@
 
 ``--no-daemon`` keeps the interactive TUI from starting (and leaving behind) the shared
 background server; ``codex exec`` runs in-process and has no such flag. ``--no-alt-screen``
-keeps the scrollback capturable.
+keeps the scrollback capturable. Before an interactive spawn, ``prepare`` marks the workspace
+trusted in ``$CODEX_HOME/config.toml`` (see ``codex_prep``): the folder-trust question would
+block an unattended start. The composer's footer (``? for shortcuts``) is ``ready_pattern``.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from __future__ import annotations
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
     HarnessAdapter,
+    Launch,
     LaunchKind,
     LaunchSpec,
     first_json_field,
     prompt_tail,
     register_adapter,
 )
+from the_loop.harness.codex_prep import prepare_codex_config
 
 INTERACTIVE_FLAGS = ("--no-alt-screen", "--no-daemon")
 
@@ -32,6 +36,7 @@ class CodexAdapter(HarnessAdapter):
     default_binary = "codex"
     chooses_session_id = False
     headless_output_format = "jsonl"
+    ready_pattern = r"\? for shortcuts"
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
@@ -49,6 +54,11 @@ class CodexAdapter(HarnessAdapter):
             return [self.binary, "exec", "--json", *options, *prompt_tail(prompt)]
         assert session_id is not None
         return [self.binary, "exec", "--json", *options, "resume", "--", session_id, prompt]
+
+    def prepare(self, launch: Launch) -> None:
+        """Mark the workspace trusted for the TUI (interactive launches only)."""
+        if launch.kind.is_interactive:
+            prepare_codex_config(launch.cwd, launch.env)
 
     def session_id_from_output(self, output: str) -> str | None:
         """The ``thread_id`` of the first ``thread.started`` event of ``codex exec --json``."""

@@ -8,7 +8,11 @@
 
 The prompt is glued to its option with ``=``: gemini's parser would read ``-p --version`` as
 the version flag, while ``--prompt=--version`` is always a prompt. ``--skip-trust`` trusts the
-workspace for the session (the folder-trust dialog would block an unattended start).
+workspace for the session (the folder-trust dialog would block an unattended start). The input
+box's placeholder (``Type your message or @path/to/file``) under the idle footer (``? for
+shortcuts``, absent while it still initializes or finishes a turn) is ``ready_pattern``.
+Gemini takes an Enter that comes within 40 ms of a paste as a new line (its paste
+protection), so the Enter that submits a pasted message waits ``submit_gap`` seconds.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ class GeminiAdapter(HarnessAdapter):
     default_binary = "gemini"
     chooses_session_id = True
     headless_output_format = "stream-json"
+    ready_pattern = r"(?s)\? for shortcuts.*Type your message or @path"
+    submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec

@@ -73,9 +73,11 @@ class ProcessRunner:
         transcript: Path,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        stdin: bytes | None = None,
     ) -> ProcessResult:
         """Run ARGV in CWD with ENV added to the process environment; append its stdout to
-        TRANSCRIPT. Runs for one KEY (a session) never overlap. Raises ``SpawnFailed`` when
+        TRANSCRIPT. STDIN, when given, is what the process reads on its standard input (else
+        nothing). Runs for one KEY (a session) never overlap. Raises ``SpawnFailed`` when
         the binary or CWD is missing, ``BadInput`` for an empty argv or a bad key."""
         argv = list(argv)
         if not argv or not argv[0]:
@@ -87,7 +89,7 @@ class ProcessRunner:
             with transcript.open("ab") as out, tempfile.TemporaryFile() as err:
                 offset = out.tell()
                 started = time.monotonic()
-                code, timed_out = self._run(argv, cwd, full_env, out, err, timeout)
+                code, timed_out = self._run(argv, cwd, full_env, out, err, timeout, stdin)
                 duration = time.monotonic() - started
                 size = out.tell() - offset
                 tail = _tail(err, self.stderr_tail_bytes)
@@ -101,13 +103,31 @@ class ProcessRunner:
         out: IO[bytes],
         err: IO[bytes],
         timeout: float | None,
+        stdin: bytes | None = None,
+    ) -> tuple[int, bool]:
+        if stdin is None:
+            return self._start(argv, cwd, env, out, err, timeout, None)
+        with tempfile.TemporaryFile() as source:  # a file, not a pipe: never blocks the writer
+            source.write(stdin)
+            source.seek(0)
+            return self._start(argv, cwd, env, out, err, timeout, source)
+
+    def _start(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        out: IO[bytes],
+        err: IO[bytes],
+        timeout: float | None,
+        source: IO[bytes] | None,
     ) -> tuple[int, bool]:
         try:
             proc = subprocess.Popen(
                 argv,
                 cwd=cwd,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if source is None else source,
                 stdout=out,
                 stderr=err,
                 start_new_session=True,

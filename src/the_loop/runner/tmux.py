@@ -85,6 +85,7 @@ from the_loop.runner.tmux_core import send as send
 from the_loop.runner.tmux_core import signalable_pids as signalable_pids
 from the_loop.runner.tmux_core import spawn_failure as spawn_failure
 from the_loop.runner.tmux_core import spawn_input_problem as spawn_input_problem
+from the_loop.runner.tmux_core import submit_gap
 from the_loop.runner.tmux_core import target_problem as target_problem
 from the_loop.runner.tmux_core import wait_gone as wait_gone
 
@@ -399,8 +400,9 @@ class TmuxRunner:
 
     # -- deliver -----------------------------------------------------------------------------
 
-    def deliver(self, target: str, text: str) -> Delivery:
-        """Paste TEXT into TARGET's pane (bracketed) and submit it with a carriage return.
+    def deliver(self, target: str, text: str, gap: float = 0.0) -> Delivery:
+        """Paste TEXT into TARGET's pane (bracketed) and submit it with a carriage return (GAP
+        seconds later, for programs that take an Enter right after a paste as a new line).
 
         The text goes through a uniquely named tmux buffer loaded from a private file; the
         pane's liveness is checked in the same tmux command run as the paste. Deliveries to one
@@ -414,7 +416,7 @@ class TmuxRunner:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target), self._prompt_file(body) as path:
             name = f"the-loop-{uuid.uuid4().hex}"
-            result = self.run(*paste_command(target, name, path))
+            result = self.run(*paste_command(target, name, path, gap))
             if not result.ok:
                 self.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
         return self._delivery(target, body, result)
@@ -467,15 +469,15 @@ class TmuxRunner:
             return Staged(target=target, answer=Answer.DEAD, detail=detail)
         return Staged(target=target, owner=owner.strip() or None)
 
-    def paste_staged(self, target: str, name: str) -> Delivery:
-        """Paste buffer NAME (bracketed, then its CR) into TARGET if the pane is alive, deleting
-        the buffers. ``absent`` or ``dead`` when nothing can take it (buffers kept). Never
-        raises."""
+    def paste_staged(self, target: str, name: str, gap: float = 0.0) -> Delivery:
+        """Paste buffer NAME (bracketed, then its CR GAP seconds later) into TARGET if the pane
+        is alive, deleting the buffers, in one tmux command. ``absent`` or ``dead`` when nothing
+        can take it (buffers kept). Never raises."""
         problem = target_problem(target) or buffer_problem(name)
         if problem is not None:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         when_alive = (
-            f"paste-buffer -p -d -b {name} -t ={target}: ; "
+            f"paste-buffer -p -d -b {name} -t ={target}: ; {submit_gap(gap)}"
             f"paste-buffer -d -b {name}-cr -t ={target}:"
         )
         with self._locks.hold(target):

@@ -183,14 +183,22 @@ def target_problem(target: str) -> str | None:
     )
 
 
-def paste_command(target: str, name: str, path: Path) -> list[str]:
+def submit_gap(seconds: float) -> str:
+    """The tmux commands that wait SECONDS between a paste and its CR (nothing for 0): a
+    ``run-shell`` holds the rest of the command queue until it ends."""
+    return f"run-shell 'sleep {seconds:.3f}' ; " if seconds > 0 else ""
+
+
+def paste_command(target: str, name: str, path: Path, gap: float = 0.0) -> list[str]:
     """Load PATH into buffer NAME and a CR into NAME-cr; paste both into TARGET only if its
-    pane is not dead, in the same command queue run (pasting into a dead pane crashes tmux)."""
+    pane is not dead, in the same command queue run (pasting into a dead pane crashes tmux),
+    GAP seconds apart."""
     when_dead = (
         f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; display-message -p {DEAD_MARKER}"
     )
     when_alive = (
-        f"paste-buffer -p -d -b {name} -t ={target}: ; paste-buffer -d -b {name}-cr -t ={target}:"
+        f"paste-buffer -p -d -b {name} -t ={target}: ; {submit_gap(gap)}"
+        f"paste-buffer -d -b {name}-cr -t ={target}:"
     )
     return [
         "load-buffer", "-b", name, str(path), ";",

@@ -1,0 +1,81 @@
+"""Codex's own settings, prepared before an unattended interactive spawn.
+
+An interactive Codex asks "Trust this folder?" for a directory it has not seen, and waits: the
+answer it saves is ``[projects."<absolute cwd>"] trust_level = "trusted"`` in
+``$CODEX_HOME/config.toml`` (default ``~/.codex``). Before an interactive spawn that entry is
+added for the workspace when the file has no entry for it; an entry the operator wrote (trusted
+or not) is left as it is, and so is every other line: the table is appended, under a lock file,
+after checking that the result still parses. Headless runs (``codex exec``) need none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from the_loop.errors import SpawnFailed
+from the_loop.harness.claude_prep import locked_file, trusted_paths
+
+CONFIG_FILE = "config.toml"
+
+
+def codex_home(env: Mapping[str, str], base_env: Mapping[str, str] | None = None) -> Path:
+    """``CODEX_HOME`` from ENV, then from the process environment, else ``$HOME/.codex``."""
+    base = os.environ if base_env is None else base_env
+    configured = env.get("CODEX_HOME") or base.get("CODEX_HOME")
+    if configured:
+        return Path(configured).expanduser()
+    home = env.get("HOME") or base.get("HOME")
+    return (Path(home) if home else Path.home()) / ".codex"
+
+
+def prepare_codex_config(
+    cwd: Path, env: Mapping[str, str], base_env: Mapping[str, str] | None = None
+) -> Path:
+    """Mark CWD trusted in Codex's ``config.toml`` unless it has an entry; return the path.
+    Raises ``SpawnFailed`` when the file is not valid TOML or cannot take the entry."""
+    home = codex_home(env, base_env)
+    path = home / CONFIG_FILE
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with locked_file(home / f"{CONFIG_FILE}.the-loop.lock"):
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            addition = _missing_entries(path, text, trusted_paths(cwd))
+            if addition:
+                _append(path, text, addition)
+    except OSError as exc:
+        raise SpawnFailed(f"cannot prepare Codex settings in {path}: {exc}") from None
+    return path
+
+
+def _missing_entries(path: Path, text: str, paths: list[str]) -> str:
+    try:
+        projects = tomllib.loads(text).get("projects")
+    except tomllib.TOMLDecodeError as exc:
+        raise SpawnFailed(f"{path} is not valid TOML ({exc}); fix or remove it") from None
+    known = projects if isinstance(projects, dict) else {}
+    # A TOML basic string takes JSON's escapes for quotes, backslashes and control characters.
+    tables = [
+        f'[projects.{json.dumps(p)}]\ntrust_level = "trusted"\n' for p in paths if p not in known
+    ]
+    return "".join(tables)
+
+
+def _append(path: Path, text: str, addition: str) -> None:
+    glue = "" if not text or text.endswith("\n") else "\n"
+    combined = f"{text}{glue}\n# added by the-loop: the workspace of an agent it started\n"
+    try:
+        tomllib.loads(combined + addition)
+    except tomllib.TOMLDecodeError:
+        raise SpawnFailed(
+            f"cannot add the workspace's trust_level to {path} (its projects table is written "
+            "inline); mark the workspace trusted there yourself"
+        ) from None
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        handle.write(combined[len(text) :] + addition)
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -1,0 +1,147 @@
+"""The real Gemini CLI (pinned in package.json) against the fake Gemini API on loopback
+(``GOOGLE_GEMINI_BASE_URL``): headless through `the-loop dispatch` (spawn with the id the-loop
+minted, follow-up = `gemini --resume <that id>`), and interactive in tmux (spawn past the
+folder-trust question with `--skip-trust`, paste, terminate, `gemini --resume <id>`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import payloads as P
+from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.tmux_server import private_runner
+from tests.harness.agent_clis import REPO
+from tests.helpers import wait_until
+from tests.work import Work
+from the_loop.config import HarnessConfig
+from the_loop.harness import HarnessAdapter, LaunchSpec, build_adapter
+from the_loop.runner.tmux import Probe, TmuxRunner
+
+GEMINI_BIN = REPO / "node_modules" / ".bin" / "gemini"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(
+        not GEMINI_BIN.exists(), reason=f"Gemini CLI not installed at {GEMINI_BIN} (make setup)"
+    ),
+]
+REF = "github:octo/repo#15"
+TARGET = "loop-gemini-e2e"
+
+
+@pytest.fixture
+def api() -> Iterator[FakeGemini]:
+    with FakeGemini() as fake:
+        yield fake
+
+
+def test_gemini_headless_spawn_and_follow_up_through_the_loop(work: Work, api: FakeGemini) -> None:
+    env = api.gemini_env(work.env.root / "gemini-home")
+    work.env.write_config(  # no `binary`: the pinned CLI is found in node_modules/.bin
+        harnesses={"gemini": {"env": env}},
+        routing={"defaultHarness": "gemini", "authorizedUsers": ["alice"], "runner": "process"},
+    )
+    comment = P.issue_comment_event("the-loop do count the stars")
+    first = work.dispatch("issue_comment", comment, "gm-1", subprocess_cli=True)
+    assert first.exit_code == 0 and "spawned" in first.stdout, first.stdout + first.stderr
+    assert any("count the stars" in p for p in api.user_prompts()), api.user_prompts()
+    shown = work.session_json(REF)
+    assert shown["harnessSessionId"] == shown["id"]  # the id the-loop minted, kept by gemini
+
+    comment = P.issue_comment_event("also the planets")
+    follow = work.dispatch("issue_comment", comment, "gm-2", subprocess_cli=True)
+    assert follow.exit_code == 0 and "delivered 1" in follow.stdout, follow.stdout
+    last = api.conversation_turns()[-1].user_texts()
+    assert len(last) == 2 and "count the stars" in last[0] and "also the planets" in last[1]
+    exited = work.events("session.exited")
+    assert [e["payload"]["exitCode"] for e in exited] == [0, 0], exited
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Iterator[TmuxRunner]:
+    with private_runner(tmp_path / "work", columns=160, rows=50) as tmux:
+        yield tmux
+
+
+def start(runner: TmuxRunner, adapter: HarnessAdapter, spec: LaunchSpec, resume: bool) -> None:
+    launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
+    adapter.prepare(launch)
+    runner.spawn(TARGET, launch.argv, cwd=launch.cwd, env=launch.env).unwrap()
+    assert runner.wait_ready(TARGET, launch.ready_pattern, timeout=60), (
+        runner.capture(TARGET).unwrap().text
+    )
+
+
+def say(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:
+    """Paste PROMPT as the-loop does for gemini (the Enter after the adapter's submit gap) and
+    wait until its turn was answered on screen."""
+    before = len(api.conversation_turns())
+    runner.deliver(TARGET, prompt, build_adapter("gemini").submit_gap).unwrap()
+    try:
+        wait_until(lambda: len(api.conversation_turns()) > before, 60, what="the turn")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; screen:\n{runner.capture(TARGET).unwrap().text}") from None
+    reply = f"FAKE-GEMINI-REPLY-{api.conversation_turns()[before].seq}"
+    wait_until(lambda: idle_after(runner, reply), 60, what=f"{reply}, then an idle input box")
+
+
+def say_after_resume(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:
+    """``say``, for the first message after a resume. A resumed Gemini draws its idle input
+    box before it takes input: under load a paste then was lost, or lost its Enter (the known
+    limit in docs/harnesses.md). Once, after 15 s without a turn, the message is pasted again
+    when the box is empty, or submitted when it still holds it; never both."""
+    before = len(api.conversation_turns())
+    runner.deliver(TARGET, prompt, build_adapter("gemini").submit_gap).unwrap()
+    if not poll(lambda: len(api.conversation_turns()) > before, 15):
+        if prompt in runner.capture(TARGET, 10).unwrap().text.split("Shift+Tab", 1)[-1]:
+            runner.run("send-keys", "-t", f"={TARGET}:", "Enter")
+        else:
+            runner.deliver(TARGET, prompt, build_adapter("gemini").submit_gap).unwrap()
+    wait_until(lambda: len(api.conversation_turns()) > before, 60, what="the turn")
+    reply = f"FAKE-GEMINI-REPLY-{api.conversation_turns()[before].seq}"
+    wait_until(lambda: idle_after(runner, reply), 60, what=reply)
+
+
+def poll(condition: Callable[[], bool], timeout: float) -> bool:
+    try:
+        wait_until(condition, timeout)
+    except AssertionError:
+        return False
+    return True
+
+
+def idle_after(runner: TmuxRunner, reply: str) -> bool:
+    """REPLY is on screen and the turn is over (the footer is back): a message pasted while
+    Gemini still finishes a turn can stay in its input box (see docs/harnesses.md)."""
+    screen = runner.capture(TARGET, 60).unwrap().text
+    return reply in screen and "? for shortcuts" in screen.split(reply, 1)[1]
+
+
+def test_gemini_interactive_spawn_deliver_terminate_resume(
+    api: FakeGemini, runner: TmuxRunner, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    env = api.gemini_env(tmp_path / "gemini-home")
+    adapter = build_adapter("gemini", HarnessConfig(binary=str(GEMINI_BIN), env=env))
+    session_id = str(uuid.uuid4())
+    spec = LaunchSpec(workspace, session_id)
+    prompts = ["first: say hi to \"$USER\" and 'quote' me", "second: `backticks` $(subshell) ;|&<>"]
+
+    start(runner, adapter, spec, resume=False)
+    for prompt in prompts:
+        say(runner, api, prompt)
+
+    report = runner.terminate(TARGET, grace=10)
+    assert report.signalled and report.survivors == ()
+    wait_until(lambda: runner.probe(TARGET) is Probe.DEAD, 30, what="dead pane")
+
+    start(runner, adapter, spec, resume=True)
+    last_reply = f"FAKE-GEMINI-REPLY-{api.conversation_turns()[-1].seq}"
+    wait_until(lambda: idle_after(runner, last_reply), 60, what="the resumed conversation")
+    say_after_resume(runner, api, "third, after the resume")
+    assert api.conversation_turns()[-1].user_texts() == [*prompts, "third, after the resume"]
