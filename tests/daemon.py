@@ -41,7 +41,7 @@ class Daemon:
         info = wait_until(mine, timeout=30, what="daemon info")  # type: ignore[assignment]
         self.url = info.url
         self.token = (self.work.env.state_dir / "api-token").read_text().strip()
-        wait_until(lambda: _healthy(self.url, self.token), timeout=10)
+        wait_until(lambda: _healthy(self.url, self.token), timeout=30)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
