@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from the_loop.config_attention import AttentionConfig
 from the_loop.errors import ConfigInvalid
 from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
 
@@ -167,17 +168,19 @@ class HarnessConfig(Model):
 
 
 class KeywordsConfig(Model):
-    """The five commands people write in a comment."""
+    """The commands people write in a comment (allow and deny answer a permission prompt)."""
 
     start: str = "the-loop start"
     do: str = "the-loop do"
     stop: str = "the-loop stop"
     pause: str = "the-loop pause"
     resume: str = "the-loop resume"
+    allow: str = "the-loop allow"
+    deny: str = "the-loop deny"
 
     @model_validator(mode="after")
     def _distinct(self) -> KeywordsConfig:
-        values = [self.start, self.do, self.stop, self.pause, self.resume]
+        values = [self.start, self.do, self.stop, self.pause, self.resume, self.allow, self.deny]
         if any(not v.strip() for v in values):
             raise ValueError("keywords must not be blank")
         if len({v.strip().lower() for v in values}) != len(values):
@@ -344,6 +347,7 @@ class Config(Model):
     standing: StandingConfig = Field(default_factory=StandingConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
+    attention: AttentionConfig = Field(default_factory=AttentionConfig)
 
     @field_validator("harnesses")
     @classmethod
