@@ -96,16 +96,7 @@ def handle(
 def _write(
     conn: sqlite3.Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
 ) -> store.Change | None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        change = store.set_state(
-            conn, agent, state, signal, rule, now=time.time(), source=SOURCE, **kw
-        )
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return change
+    return store.write_state(conn, agent, state, signal, rule, now=time.time(), source=SOURCE, **kw)
 
 
 def _notification(data: dict[str, Any], write: Callable[..., store.Change | None]) -> None:
@@ -167,15 +158,7 @@ def _timed_out(
     env: Mapping[str, str],
     write: Callable[..., store.Change | None],
 ) -> dict[str, Any] | None:
-    deny = env.get(ON_TIMEOUT_ENV) == "deny"
-    conn.execute("BEGIN IMMEDIATE")
-    now = time.time()
-    if deny:
-        store.answer(conn, prompt_id, "deny", "the-loop", "timeout", now)
-    else:
-        store.close_prompt(conn, prompt_id, "timed-out", now)
-    conn.execute("COMMIT")
-    found = store.get_prompt(conn, prompt_id)
+    found = store.give_up(conn, prompt_id, env.get(ON_TIMEOUT_ENV) == "deny", time.time())
     if found is not None and found.decision is not None:
         return _decided(found, write)
     return None

@@ -4,7 +4,7 @@ take, and how agents without signals of their own are read from their screen."""
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -56,14 +56,9 @@ class HarnessAttention(_Model):
     _check_question = field_validator("question_patterns")(_regexes)
 
 
-def _default_harnesses() -> dict[str, HarnessAttention]:
-    return {
-        "claude": HarnessAttention(signals="hooks"),
-        "codex": HarnessAttention(
-            permission_patterns=[r"(?m)^.*Allow command\?.*$", r"(?m)^.*\[y/N\].*$"]
-        ),
-        "gemini": HarnessAttention(permission_patterns=[r"(?m)^.*Allow execution.*$"]),
-    }
+def _default_harnesses() -> dict[str, Any]:
+    """Built-in defaults (plain data: validated into ``HarnessAttention`` like user input)."""
+    return {"claude": {"signals": "hooks"}}
 
 
 class AttentionConfig(_Model):

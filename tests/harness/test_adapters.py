@@ -19,6 +19,7 @@ from the_loop.harness import (
     registered_adapters,
 )
 from the_loop.harness.base import options_before_separator
+from the_loop.harness.claude_hooks import settings_argv
 
 U = str(uuid.UUID(int=42))
 CWD = Path("/work/space")
@@ -71,6 +72,7 @@ def test_claude_argv() -> None:
         "/opt/claude",
         "--session-id",
         U,
+        *settings_argv(),
         "--model",
         "opus",
         "--permission-mode",
@@ -85,6 +87,7 @@ def test_claude_argv() -> None:
         "/opt/claude",
         "--resume",
         U,
+        *settings_argv(),
         "--model",
         "opus",
         "--permission-mode",

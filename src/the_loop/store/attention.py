@@ -367,3 +367,33 @@ def pending_of(conn: sqlite3.Connection, agent: str) -> Prompt | None:
     """AGENT's pending prompt, if any."""
     row = get(conn, agent)
     return row.prompt if row and row.prompt and row.prompt.pending else None
+
+
+def write_state(
+    conn: sqlite3.Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
+) -> Change | None:
+    """``set_state`` in a transaction of its own on autocommit connection CONN."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        change = set_state(conn, agent, state, signal, rule, **kw)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return change
+
+
+def give_up(conn: sqlite3.Connection, prompt_id: str, deny: bool, now: float) -> Prompt | None:
+    """A wait that timed out: deny PROMPT_ID (unless answered meanwhile) or close it as
+    ``timed-out``; returns the prompt as it then is."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if deny:
+            answer(conn, prompt_id, "deny", "the-loop", "timeout", now)
+        else:
+            close_prompt(conn, prompt_id, "timed-out", now)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return get_prompt(conn, prompt_id)
