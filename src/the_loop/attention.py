@@ -19,20 +19,21 @@ import re
 import sqlite3
 import time
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from the_loop import outbox, writebacks
 from the_loop.context import Ctx
-from the_loop.engine import AnswerPermission
 from the_loop.errors import BadInput, Conflict, NotFound
 from the_loop.refs import WorkItemRef
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
 from the_loop.store.sessions import SessionRecord
+
+if TYPE_CHECKING:
+    from the_loop.engine import AnswerPermission
 
 Decision = Literal["allow", "deny"]
 _PROMPT_ID_RE = re.compile(r"\Ap[0-9a-f]{5}\Z")
@@ -154,13 +155,14 @@ def list_attention(ctx: Ctx) -> list[AttentionView]:
     ]
 
 
-def state_of(ctx: Ctx, agent: str, live: bool = True) -> str:
-    """The attention column of AGENT: its state, ``exited`` when the session is not LIVE,
-    ``-`` when nothing was recorded."""
-    row = store.get(ctx.db.connect(), agent)
-    if row is None:
-        return "-"
-    return row.state if live else store.EXITED
+def column(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, str]:
+    """The attention column of each (agent key, live) in AGENTS: its state, ``exited`` for
+    a session that is not live, ``-`` when nothing was recorded."""
+    found = {row.agent: row.state for row in store.rows(ctx.db.connect(), [a for a, _ in agents])}
+    return {
+        agent: (found.get(agent, "-") if live or agent not in found else store.EXITED)
+        for agent, live in agents
+    }
 
 
 def agent_key(ctx: Ctx, ref: str) -> str:
@@ -287,6 +289,9 @@ def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision:
 def answer_from_comment(ctx: Ctx, action: AnswerPermission, delivery_id: str) -> str:
     """Carry out an ``allow``/``deny`` comment: answer the prompt, or reply on the item why
     the answer was refused (stale, nothing pending, a question)."""
+    # lazy: start-up (the read-only surfaces use this module without the outbox)
+    from the_loop import outbox, writebacks
+
     decision: Decision = "allow" if action.allow else "deny"
     try:
         done = answer_permission(

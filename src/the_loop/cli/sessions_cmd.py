@@ -37,17 +37,32 @@ def list_(
         wanted = SessionStatus(status) if status else None
     except ValueError:
         raise BadInput(f"invalid --status {status!r}: queued, active, paused or closed") from None
+    from the_loop.attention import column  # lazy: start-up
+
     rows = list_sessions(common.ctx(), wanted, limit)
+    att = column(common.ctx(), [(r.id, r.live) for r in rows])
     if fmt is common.Format.json:
-        common.print_json([r.model_dump(mode="json", by_alias=True) for r in rows])
+        common.print_json(
+            [{**r.model_dump(mode="json", by_alias=True), "attention": att[r.id]} for r in rows]
+        )
         return
     now = time.time()
     common.print_table(
-        ["WORK ITEM", "STATUS", "HARNESS", "RUNNER", "TMUX TARGET", "AGE", "LAST EVENT"],
+        [
+            "WORK ITEM",
+            "STATUS",
+            "ATTENTION",
+            "HARNESS",
+            "RUNNER",
+            "TMUX TARGET",
+            "AGE",
+            "LAST EVENT",
+        ],
         [
             (
                 r.work_item,
                 r.status.value,
+                att[r.id],
                 r.harness,
                 r.runner,
                 r.tmux_target or "-",

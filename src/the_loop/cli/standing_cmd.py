@@ -37,19 +37,37 @@ def _ago(when: datetime | None) -> str:
 @app.command("list")
 def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) -> None:
     """List declared and created standing sessions with their status."""
+    from the_loop.attention import column  # lazy: start-up
     from the_loop.standing_views import list_standing  # lazy: start-up
 
     views = list_standing(common.ctx())
+    att = column(common.ctx(), [(f"standing:{v.name}", v.status == "running") for v in views])
     if fmt is common.Format.json:
-        common.print_json([v.model_dump(mode="json", by_alias=True) for v in views])
+        common.print_json(
+            [
+                {**v.model_dump(mode="json", by_alias=True), "attention": att[f"standing:{v.name}"]}
+                for v in views
+            ]
+        )
         return
     common.print_table(
-        ["NAME", "SOURCE", "STATUS", "HARNESS", "CWD", "TMUX TARGET", "STARTED", "LAST MESSAGE"],
+        [
+            "NAME",
+            "SOURCE",
+            "STATUS",
+            "ATTENTION",
+            "HARNESS",
+            "CWD",
+            "TMUX TARGET",
+            "STARTED",
+            "LAST MESSAGE",
+        ],
         [
             (
                 v.name,
                 v.source.value,
                 v.status.value + (" (!)" if v.problems or v.note else ""),
+                att[f"standing:{v.name}"],
                 v.harness,
                 v.cwd,
                 v.target,
