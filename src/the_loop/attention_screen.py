@@ -25,6 +25,9 @@ from the_loop.store import standing as standing_store
 from the_loop.store.sessions import SessionStatus
 
 SCREEN_LINES = 60
+TAIL_LINES = 8
+"""Prompt patterns are matched against the last TAIL_LINES non-blank lines of the screen (a
+prompt answered and scrolled up no longer counts)."""
 SIGNAL = "screen"
 
 
@@ -74,13 +77,14 @@ def classify(
     screen: str, quiet_for: float, quiet_seconds: float, settings: HarnessAttention
 ) -> Verdict:
     """The attention SCREEN shows (unchanged for QUIET_FOR seconds); pure."""
+    tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
     for index, pattern in enumerate(settings.permission_patterns):
-        found = re.search(pattern, screen)
+        found = re.search(pattern, tail)
         if found:
             rule = f"permissionPatterns[{index}] {pattern!r} matched"
             return Verdict(store.NEEDS_PERMISSION, rule, found.group(0).strip(), "permission")
     for index, pattern in enumerate(settings.question_patterns):
-        found = re.search(pattern, screen)
+        found = re.search(pattern, tail)
         if found:
             rule = f"questionPatterns[{index}] {pattern!r} matched"
             return Verdict(store.NEEDS_INPUT, rule, found.group(0).strip(), "question")
