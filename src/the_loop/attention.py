@@ -178,7 +178,7 @@ def agent_key(ctx: Ctx, ref: str) -> str:
         if rec is None:
             raise NotFound(f"no session for {item}")
         return rec.id
-    if session_store.get(conn, ref) is not None:
+    if session_store.get(conn, ref) is not None or store.get(conn, ref) is not None:
         return ref
     if standing_store.get(conn, ref) is not None or store.get(conn, f"standing:{ref}"):
         return f"{store.STANDING_PREFIX}{ref}"

@@ -20,11 +20,13 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any
 
 from the_loop.store import attention as store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 AGENT_ENV = "THE_LOOP_AGENT"
 DB_ENV = "THE_LOOP_DB"
@@ -48,7 +50,7 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
         data = json.loads(sys.stdin.read(MAX_STDIN) or "{}")
         if not isinstance(data, dict):
             return 0
-        conn = sqlite3.connect(db_path, timeout=10, isolation_level=None)
+        conn = store.connect(db_path)
         try:
             out = handle(conn, agent, data, env)
         finally:
@@ -198,13 +200,13 @@ def _last_message(data: dict[str, Any]) -> str | None:
     if isinstance(given, str) and given:
         return given[-4000:]
     path = data.get("transcript_path")
-    return transcript_last_message(Path(path)) if isinstance(path, str) and path else None
+    return transcript_last_message(path) if isinstance(path, str) and path else None
 
 
-def transcript_last_message(path: Path, tail: int = 256 * 1024) -> str | None:
+def transcript_last_message(path: str, tail: int = 256 * 1024) -> str | None:
     """The text of the last assistant message in the JSONL transcript at PATH."""
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - tail))

@@ -37,15 +37,13 @@ def list_(
         wanted = SessionStatus(status) if status else None
     except ValueError:
         raise BadInput(f"invalid --status {status!r}: queued, active, paused or closed") from None
+    rows = list_sessions(common.ctx(), wanted, limit)
+    if fmt is common.Format.json:
+        common.print_json([r.model_dump(mode="json", by_alias=True) for r in rows])
+        return
     from the_loop.attention import column  # lazy: start-up
 
-    rows = list_sessions(common.ctx(), wanted, limit)
     att = column(common.ctx(), [(r.id, r.live) for r in rows])
-    if fmt is common.Format.json:
-        common.print_json(
-            [{**r.model_dump(mode="json", by_alias=True), "attention": att[r.id]} for r in rows]
-        )
-        return
     now = time.time()
     common.print_table(
         [

@@ -41,15 +41,10 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
     from the_loop.standing_views import list_standing  # lazy: start-up
 
     views = list_standing(common.ctx())
-    att = column(common.ctx(), [(f"standing:{v.name}", v.status == "running") for v in views])
     if fmt is common.Format.json:
-        common.print_json(
-            [
-                {**v.model_dump(mode="json", by_alias=True), "attention": att[f"standing:{v.name}"]}
-                for v in views
-            ]
-        )
+        common.print_json([v.model_dump(mode="json", by_alias=True) for v in views])
         return
+    att = column(common.ctx(), [(f"standing:{v.name}", v.status == "running") for v in views])
     common.print_table(
         [
             "NAME",

@@ -1,15 +1,17 @@
 """The Claude Code settings that report an agent's attention: hooks that run ``the-loop hook``.
 
 Passed at spawn with ``--settings <json>`` (the CLI takes a file or a JSON string). Each hook
-runs ``<this python> -m the_loop hook``; the hook reads the agent's key and the database from
-the environment the-loop gives the agent, and does nothing without them.
+runs ``the-loop hook`` (the script beside this interpreter); the hook reads the agent's key and
+the database from the environment the-loop gives the agent, and does nothing without them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "SessionEnd")
@@ -20,8 +22,13 @@ PERMISSION_HOOK_TIMEOUT = 86_400
 
 
 def hook_command(python: str | None = None) -> str:
-    """The shell command a hook runs."""
-    return shlex.join([python or sys.executable, "-m", "the_loop", "hook"])
+    """The shell command a hook runs: the ``the-loop`` script beside PYTHON (default: this
+    interpreter) when there is one (it starts faster than ``-m``), else ``PYTHON -m the_loop``."""
+    interpreter = Path(python or sys.executable)
+    script = interpreter.with_name("the-loop")
+    if script.is_file() and os.access(script, os.X_OK):
+        return shlex.join([str(script), "hook"])
+    return shlex.join([str(interpreter), "-m", "the_loop", "hook"])
 
 
 def hook_settings(command: str | None = None) -> dict[str, Any]:

@@ -13,10 +13,12 @@ when a wait on a person begins) in the same transaction. This module imports not
 from __future__ import annotations
 
 import json
-import secrets
+import os
 import sqlite3
-from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 WORKING = "working"
 WAITING = "waiting"
@@ -27,12 +29,18 @@ STATES = (WORKING, WAITING, NEEDS_INPUT, NEEDS_PERMISSION, "over-budget", "suspe
 HUMAN = (NEEDS_INPUT, NEEDS_PERMISSION)
 STANDING_PREFIX = "standing:"
 _INFO, _DEBUG = 20, 10
+# Plain classes, not dataclasses: the hook imports this module on every hook of an agent, and
+# ``dataclasses`` (with ``inspect``) would double its start-up.
 
 
-@dataclass(frozen=True, slots=True)
 class Prompt:
     """One wait on a person: a question (``kind`` question) or a tool awaiting permission."""
 
+    FIELDS = (
+        "id", "agent", "kind", "tool", "input", "text", "created_at", "decision", "actor", "via",
+        "answered_at", "closed_at", "outcome", "notice_at", "followup_at",
+    )  # fmt: skip
+    __slots__ = tuple(sorted(FIELDS))
     id: str
     agent: str
     kind: str
@@ -40,24 +48,35 @@ class Prompt:
     input: str
     text: str
     created_at: float
-    decision: str | None = None
-    actor: str | None = None
-    via: str | None = None
-    answered_at: float | None = None
-    closed_at: float | None = None
-    outcome: str | None = None
-    notice_at: float | None = None
-    followup_at: float | None = None
+    decision: str | None
+    actor: str | None
+    via: str | None
+    answered_at: float | None
+    closed_at: float | None
+    outcome: str | None
+    notice_at: float | None
+    followup_at: float | None
+
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        for name, value in zip(self.FIELDS, row, strict=True):
+            setattr(self, name, value)
 
     @property
     def pending(self) -> bool:
         return self.decision is None and self.closed_at is None
 
+    def __repr__(self) -> str:
+        return f"Prompt({self.id!r}, {self.kind!r}, {self.tool!r}, pending={self.pending})"
 
-@dataclass(frozen=True, slots=True)
+
 class Row:
     """One agent's attention as stored; ``prompt`` is the wait it is in, if any."""
 
+    FIELDS = (
+        "agent", "work_item", "standing", "harness", "requester", "state", "since", "signal",
+        "rule", "last_message", "prompt", "updated_at",
+    )  # fmt: skip
+    __slots__ = tuple(sorted(FIELDS))
     agent: str
     work_item: str | None
     standing: str | None
@@ -71,22 +90,36 @@ class Row:
     prompt: Prompt | None
     updated_at: float
 
+    def __init__(self, row: tuple[Any, ...], prompt: Prompt | None) -> None:
+        for name, value in zip(self.FIELDS, (*row[:10], prompt, row[11]), strict=True):
+            setattr(self, name, value)
 
-@dataclass(frozen=True, slots=True)
+
 class NewPrompt:
-    kind: str
-    tool: str = ""
-    input: str = ""
-    text: str = ""
+    """A wait to open: its kind (question or permission), tool, input and text."""
+
+    __slots__ = ("input", "kind", "text", "tool")
+
+    def __init__(self, kind: str, tool: str = "", input: str = "", text: str = "") -> None:
+        self.kind, self.tool, self.input, self.text = kind, tool, input, text
 
 
-@dataclass(frozen=True, slots=True)
 class Change:
     """What ``set_state`` did: the state before and after, and the prompt it opened."""
 
-    before: str | None
-    after: str
-    prompt_id: str | None
+    __slots__ = ("after", "before", "prompt_id")
+
+    def __init__(self, before: str | None, after: str, prompt_id: str | None) -> None:
+        self.before, self.after, self.prompt_id = before, after, prompt_id
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """An autocommit connection to the database at PATH, set up as ``store.db`` sets its own
+    (WAL, commits not synced one by one), for a process that only writes attention."""
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
 
 
 _ROW = (
@@ -100,7 +133,7 @@ _PROMPT = (
 
 
 def _prompt(row: tuple[Any, ...] | None) -> Prompt | None:
-    return None if row is None else Prompt(*row)
+    return None if row is None else Prompt(row)
 
 
 def get_prompt(conn: sqlite3.Connection, prompt_id: str) -> Prompt | None:
@@ -111,7 +144,7 @@ def get_prompt(conn: sqlite3.Connection, prompt_id: str) -> Prompt | None:
 
 def _row(conn: sqlite3.Connection, values: tuple[Any, ...]) -> Row:
     prompt = get_prompt(conn, values[10]) if values[10] else None
-    return Row(*values[:10], prompt=prompt, updated_at=values[11])  # type: ignore[misc]
+    return Row(values, prompt)
 
 
 def get(conn: sqlite3.Connection, agent: str) -> Row | None:
@@ -211,7 +244,7 @@ def set_state(
 
 def _open_prompt(tx: sqlite3.Connection, agent: str, prompt: NewPrompt, now: float) -> str:
     for _ in range(8):
-        prompt_id = "p" + secrets.token_hex(3)[:5]
+        prompt_id = "p" + os.urandom(3).hex()[:5]
         try:
             tx.execute(
                 "INSERT INTO attention_prompts (id, agent, kind, tool, input, text, created_at)"
@@ -333,7 +366,7 @@ def due_notices(conn: sqlite3.Connection, before: float) -> list[Prompt]:
         " AND p.created_at <= ? AND a.work_item IS NOT NULL ORDER BY p.created_at",
         (before,),
     )
-    return [Prompt(*r) for r in cur.fetchall()]
+    return [Prompt(r) for r in cur.fetchall()]
 
 
 def due_followups(conn: sqlite3.Connection) -> list[Prompt]:
@@ -343,7 +376,7 @@ def due_followups(conn: sqlite3.Connection) -> list[Prompt]:
         " AND followup_at IS NULL AND (decision IS NOT NULL OR closed_at IS NOT NULL)"
         " ORDER BY created_at"
     )
-    return [Prompt(*r) for r in cur.fetchall()]
+    return [Prompt(r) for r in cur.fetchall()]
 
 
 def mark_notice(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
