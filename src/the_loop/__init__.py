@@ -6,13 +6,15 @@ imported on first use, so ``import the_loop`` (and ``the-loop --version``) stays
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not from typing: `the-loop hook` imports this package on every hook
 
 __version__ = "0.1.0"
 
 __all__ = ["TheLoop", "__version__"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from the_loop.sdk import TheLoop
 
 

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from the_loop import __version__, config_cache, config_warnings
+from the_loop.config_attention import AttentionConfig
 from the_loop.config_errors import (
     AtPath,
     problems_word,
@@ -176,18 +177,20 @@ class HarnessConfig(Model):
 
 
 class KeywordsConfig(Model):
-    """The five commands people write in a comment."""
+    """The commands people write in a comment (allow and deny answer a permission prompt)."""
 
     start: str = "the-loop start"
     do: str = "the-loop do"
     stop: str = "the-loop stop"
     pause: str = "the-loop pause"
     resume: str = "the-loop resume"
+    allow: str = "the-loop allow"
+    deny: str = "the-loop deny"
 
     @model_validator(mode="after")
     def _distinct(self) -> KeywordsConfig:
         seen: dict[str, str] = {}
-        for name in ("start", "do", "stop", "pause", "resume"):
+        for name in ("start", "do", "stop", "pause", "resume", "allow", "deny"):
             value = str(getattr(self, name)).strip().lower()
             if not value:
                 raise AtPath([name], "keywords must not be blank")
@@ -359,6 +362,7 @@ class Config(Model):
     standing: StandingConfig = Field(default_factory=StandingConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
+    attention: AttentionConfig = Field(default_factory=AttentionConfig)
 
     @field_validator("harnesses")
     @classmethod

@@ -145,6 +145,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     import asyncio
 
     from the_loop import housekeeping
+    from the_loop.attention_notice import attention_loop
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
     from the_loop.outbox import outbox_loop
@@ -160,6 +161,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
         ("standing-autostart", housekeeping.standing_autostart),
         ("reconciler", housekeeping.reconcile_loop),
         ("integrity", housekeeping.integrity_loop),
+        ("attention", attention_loop),
     ]
     return [
         asyncio.create_task(supervised(name, fn, ctx, stop), name=name)

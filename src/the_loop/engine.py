@@ -39,6 +39,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import ClassVar, TypeAlias
 
+from the_loop.attention_keywords import permission_prompt_id
 from the_loop.config import Config, KeywordsConfig
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent, WorkKind
@@ -47,13 +48,15 @@ from the_loop.work import WorkEvent, WorkKind
 
 
 class Keyword(StrEnum):
-    """The five commands (their phrases come from ``routing.keywords``)."""
+    """The commands (their phrases come from ``routing.keywords``)."""
 
     START = "start"
     DO = "do"
     STOP = "stop"
     PAUSE = "pause"
     RESUME = "resume"
+    ALLOW = "allow"
+    DENY = "deny"
 
 
 class LiveStatus(StrEnum):
@@ -221,8 +224,23 @@ class Resume:
     event_type: ClassVar[str | None] = "session.resumed"
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerPermission:
+    """Answer the permission prompt SESSION_ID of ITEM waits on (PROMPT_ID, when the comment
+    named one, must be that very prompt); the agent layer refuses a stale answer."""
+
+    item: WorkItemRef
+    session_id: str
+    allow: bool
+    actor: str
+    prompt_id: str | None
+    event_type: ClassVar[str | None] = None
+
+
 Action: TypeAlias = (
-    Ignore | Duplicate | Unauthorized | Reply | Spawn | Deliver | Close | KeepOpen | Pause | Resume
+    (Ignore | Duplicate | Unauthorized | Reply | Spawn | Deliver | Close | KeepOpen | Pause)
+    | Resume
+    | AnswerPermission
 )
 
 
@@ -236,7 +254,10 @@ class Decision:
     @property
     def acts(self) -> bool:
         """True when some action changes a session (spawn, deliver, close, pause, resume)."""
-        return any(isinstance(a, Spawn | Deliver | Close | Pause | Resume) for a in self.actions)
+        return any(
+            isinstance(a, Spawn | Deliver | Close | Pause | Resume | AnswerPermission)
+            for a in self.actions
+        )
 
     @property
     def queues_prompt(self) -> bool:
@@ -461,6 +482,8 @@ def _route(event: WorkEvent, state: RouteState, config: Config) -> Decision:
     keyword = scan.keywords[0] if scan.keywords else None
     if keyword in (Keyword.STOP, Keyword.PAUSE, Keyword.RESUME):
         return _control(event, state, config, keyword)
+    if keyword in (Keyword.ALLOW, Keyword.DENY):
+        return _permission(event, state, config, keyword)
     armed = arming_keyword(scan)
     spawn = None
     if event.own is not None and (armed is not None or _label_arms(event, config)):
@@ -510,6 +533,20 @@ def _control(event: WorkEvent, state: RouteState, config: Config, keyword: Keywo
             return _ignore(IgnoreReason.NOT_PAUSED, f"the session of {item} is not paused")
         action = Resume(item, session.session_id)
     return Decision((action,), (f"{event.actor} asked to {keyword.value} {item}",))
+
+
+def _permission(event: WorkEvent, state: RouteState, config: Config, keyword: Keyword) -> Decision:
+    """allow / deny: answer the permission prompt of the session that receives this event."""
+    live = _live_items(event, state, config)
+    if not live:
+        return _ignore(IgnoreReason.NO_LIVE_SESSION, f"{keyword.value}: no live session")
+    item, session = live[0]
+    phrase = getattr(config.routing.keywords, keyword.value)
+    prompt_id = permission_prompt_id(event.body, phrase)
+    action = AnswerPermission(
+        item, session.session_id, keyword is Keyword.ALLOW, event.actor, prompt_id
+    )
+    return Decision((action,), (f"{event.actor} asked to {keyword.value} a prompt of {item}",))
 
 
 def _conflict(event: WorkEvent, scan: CommandScan, config: Config) -> Decision:

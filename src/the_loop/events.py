@@ -78,6 +78,17 @@ class Message(Payload):
     message: str
 
 
+class AttentionChanged(Payload):
+    to: str
+    signal: str
+    rule: str
+
+
+class AwaitingInput(Payload):
+    state: str
+    prompt_id: str | None = None
+
+
 class TaskFault(Payload):
     task: str
     error: str
@@ -148,7 +159,18 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.autoclosed", _I, "A session closed by its work item.", AutoClosed),
         _spec("session.kept_open", _I, "A linked item closed; this session stays open.", Reason),
         _spec("session.harness_terminated", _I, "The agent process of a session was stopped."),
-        _spec("session.awaiting_input", _I, "An agent waits for a person."),
+        _spec(
+            "session.attention_changed",
+            _I,
+            "An agent's attention state changed (working, waiting, needs-input, ...).",
+            AttentionChanged,
+        ),
+        _spec(
+            "session.awaiting_input",
+            _I,
+            "An agent started to wait for a person: a question or a permission.",
+            AwaitingInput,
+        ),
         _spec("session.vanished", _W, "A live session's agent is gone; the next event respawns."),
         _spec(
             "session.foreign_occupant",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop import agent as layer
-from the_loop import engine, outbox, workspace, writebacks
+from the_loop import attention, engine, outbox, workspace, writebacks
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
@@ -29,6 +29,7 @@ from the_loop.runner.outcomes import Probe
 from the_loop.session_records import get as _get
 from the_loop.session_records import list_sessions as list_sessions
 from the_loop.session_records import resolve as resolve
+from the_loop.store import attention as attention_store
 from the_loop.store import github_state
 from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
@@ -138,6 +139,8 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
             reason=f"{action.closed_item} closed",
         )
         return f"kept {action.item} open"
+    if isinstance(action, engine.AnswerPermission):
+        return attention.answer_from_comment(ctx, action, event.delivery_id)
     if isinstance(action, engine.Pause):
         set_paused(ctx, action.session_id, True, event)
         return f"paused {action.item}"
@@ -178,6 +181,15 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
         queued = running >= ctx.config.routing.max_concurrent_sessions
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
+        attention_store.register(
+            tx,
+            rec.id,
+            work_item=rec.work_item,
+            standing=None,
+            harness=harness,
+            requester=event.actor,
+            now=now,
+        )
         store.add_prompt(tx, rec.id, prompt, event.delivery_id)
         github_state.record(tx, event.replay_key, event.delivery_id, event.own)
         if queued:

@@ -17,6 +17,9 @@ Environment switches:
   then is flushed, as a slow TUI would lose it).
 
 It prints ``FAKE-AGENT READY <id>`` once it takes input and ``FAKE-AGENT GOT #n`` per prompt.
+A prompt holding ``ASK-PERMISSION: <command>`` makes it show ``Permission needed: run
+<command>? [y/n]``; the next submitted line (``y`` or ``n`` and Enter) is recorded as the answer
+(``kind: answer``) and shown as ``FAKE-AGENT ALLOWED`` or ``FAKE-AGENT DENIED``.
 """
 
 from __future__ import annotations
@@ -191,6 +194,7 @@ class Agent:
         self.resumed = resumed
         self.seq = sum(1 for r in read_records(directory, conversation) if r["kind"] == "prompt")
         self.crash_after = int(os.environ.get("FAKE_AGENT_CRASH_AFTER") or 0)
+        self.asking: str | None = None
 
     def record(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
@@ -214,6 +218,14 @@ class Agent:
         )
 
     def prompt(self, text: str, source: str) -> None:
+        if self.asking is not None:
+            answer = text.strip().lower()
+            self.record(
+                {"kind": "answer", "command": self.asking, "answer": answer, "ts": time.time()}
+            )
+            self.asking = None
+            say("FAKE-AGENT ALLOWED" if answer == "y" else "FAKE-AGENT DENIED")
+            return
         self.seq += 1
         self.record(
             {
@@ -227,6 +239,10 @@ class Agent:
         )
         first = text.split("\n", 1)[0][:60]
         say(f"{GOT} #{self.seq} ({len(text)} chars): {first}")
+        if "ASK-PERMISSION:" in text:
+            asked = text.split("ASK-PERMISSION:", 1)[1].strip().splitlines()
+            self.asking = asked[0].strip() if asked else ""
+            say(f"Permission needed: run {self.asking}? [y/n]")
         if self.crash_after and self.seq >= self.crash_after:
             say(f"FAKE-AGENT CRASH after {self.seq} prompts")
             os._exit(42)

@@ -35,7 +35,18 @@ from urllib.parse import urlsplit
 PLACEHOLDER_KEY = "sk-ant-api03-fake-key-for-tests-0000000000000000000000000000000000000000000AA"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 
-Reply = Callable[["RecordedRequest"], str]
+
+@dataclass(frozen=True)
+class ToolUse:
+    """An assistant turn that asks to run tool NAME with INPUT (``stop_reason: tool_use``)."""
+
+    name: str
+    input: dict[str, Any]
+    id: str = "toolu_fake_0001"
+    text: str = ""
+
+
+Reply = Callable[["RecordedRequest"], "str | ToolUse"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,16 @@ class RecordedRequest:
         and tool results left out, Claude Code's ``<pasted_content>`` wrapper removed)."""
         texts = [_user_text(m) for m in self.messages if m.get("role") == "user"]
         return [t for t in texts if t is not None]
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every ``tool_result`` block the CLI sent back in this request, in order."""
+        return [
+            block
+            for m in self.messages
+            if m.get("role") == "user" and isinstance(m.get("content"), list)
+            for block in m["content"]
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        ]
 
     @property
     def prompt(self) -> str | None:
@@ -250,12 +271,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _messages(self, request: RecordedRequest) -> None:
         body = request.body if isinstance(request.body, dict) else {}
-        text = self.fake.reply(request)
+        answer = self.fake.reply(request)
+        text = answer if isinstance(answer, str) else answer.text
+        tool = None if isinstance(answer, str) else answer
         model = str(body.get("model") or self.fake.model)
         message_id = f"msg_fake_{request.seq:06d}"
         usage_in = _estimate_tokens(body)
         if not body.get("stream"):
-            self._json(200, _full_message(message_id, model, text, usage_in))
+            self._json(200, _full_message(message_id, model, text, usage_in, tool))
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
@@ -263,7 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", "req_fake")
         self.send_header("connection", "close")
         self.end_headers()
-        for event, data in _stream_events(message_id, model, text, usage_in):
+        for event, data in _stream_events(message_id, model, text, usage_in, tool):
             self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
         self.close_connection = True
@@ -282,32 +305,32 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
     }
 
 
-def _full_message(message_id: str, model: str, text: str, usage_in: int) -> dict[str, Any]:
+def _full_message(
+    message_id: str, model: str, text: str, usage_in: int, tool: ToolUse | None = None
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text or not tool else []
+    if tool is not None:
+        content.append({"type": "tool_use", "id": tool.id, "name": tool.name, "input": tool.input})
     return {
         "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
+        "content": content,
+        "stop_reason": "tool_use" if tool else "end_turn",
         "stop_sequence": None,
         "usage": _usage(usage_in, max(1, len(text) // 4)),
     }
 
 
-def _stream_events(
-    message_id: str, model: str, text: str, usage_in: int
-) -> list[tuple[str, dict[str, Any]]]:
-    start = _full_message(message_id, model, "", usage_in)
-    start.update(content=[], stop_reason=None, usage=_usage(usage_in, 1))
+def _text_block(index: int, text: str) -> list[tuple[str, dict[str, Any]]]:
     half = len(text) // 2
     return [
-        ("message_start", {"type": "message_start", "message": start}),
         (
             "content_block_start",
             {
                 "type": "content_block_start",
-                "index": 0,
+                "index": index,
                 "content_block": {"type": "text", "text": ""},
             },
         ),
@@ -317,19 +340,52 @@ def _stream_events(
                 "content_block_delta",
                 {
                     "type": "content_block_delta",
-                    "index": 0,
+                    "index": index,
                     "delta": {"type": "text_delta", "text": part},
                 },
             )
             for part in (text[:half], text[half:])
             if part
         ],
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("content_block_stop", {"type": "content_block_stop", "index": index}),
+    ]
+
+
+def _tool_block(index: int, tool: ToolUse) -> list[tuple[str, dict[str, Any]]]:
+    start = {"type": "tool_use", "id": tool.id, "name": tool.name, "input": {}}
+    return [
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool.input)},
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": index}),
+    ]
+
+
+def _stream_events(
+    message_id: str, model: str, text: str, usage_in: int, tool: ToolUse | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    start = _full_message(message_id, model, "", usage_in)
+    start.update(content=[], stop_reason=None, usage=_usage(usage_in, 1))
+    blocks = _text_block(0, text) if text or tool is None else []
+    if tool is not None:
+        blocks += _tool_block(1 if blocks else 0, tool)
+    return [
+        ("message_start", {"type": "message_start", "message": start}),
+        *blocks,
         (
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
                 "usage": {"output_tokens": max(1, len(text) // 4)},
             },
         ),

@@ -20,6 +20,7 @@ from the_loop.harness import (
     registered_adapters,
 )
 from the_loop.harness.base import options_before_separator
+from the_loop.harness.claude_hooks import settings_argv
 from the_loop.runner.tmux_core import paste_command
 
 U = str(uuid.UUID(int=42))
@@ -73,6 +74,7 @@ def test_claude_argv() -> None:
         "/opt/claude",
         "--session-id",
         U,
+        *settings_argv(),
         "--model",
         "opus",
         "--permission-mode",
@@ -87,6 +89,7 @@ def test_claude_argv() -> None:
         "/opt/claude",
         "--resume",
         U,
+        *settings_argv(),
         "--model",
         "opus",
         "--permission-mode",

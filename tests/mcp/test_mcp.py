@@ -22,6 +22,7 @@ from tests.helpers import wait_until
 from tests.work import Work
 
 DOCUMENTED = {
+    "list_attention",
     "list_sessions",
     "get_session",
     "say_to_session",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
 from the_loop.agent.model import Agent, AgentKind
+from the_loop.attention_spawn import spawn_env
 from the_loop.errors import NotRunning, Refused, Unavailable
 from the_loop.faults import crash_point
 from the_loop.harness import (
@@ -136,9 +137,8 @@ class TmuxAgents:
         adapter.prepare(launch)
         tmux = ctx.runners.tmux
         target = agent.tmux_target
-        result = tmux.spawn(
-            target, launch.argv, cwd=agent.cwd, env=dict(launch.env), owner=agent.owner
-        )
+        env = {**launch.env, **spawn_env(ctx, agent, adapter.adapter_name)}
+        result = tmux.spawn(target, launch.argv, cwd=agent.cwd, env=env, owner=agent.owner)
         ctx.ready.discard(target)
         if result.answer is Answer.OCCUPIED and tmux.owner_of(target) == agent.owner:
             raise AlreadyRunning(result.detail)

@@ -10,6 +10,7 @@ from typer.core import TyperGroup
 
 from the_loop import __version__
 from the_loop.cli import (
+    attention_cmd,
     common,
     config_cmd,
     daemon_cmd,
@@ -87,3 +88,7 @@ app.command("poll")(poll_cmd.poll)
 app.add_typer(standing_cmd.app, name="standing", cls=HelpGroup)
 daemon_cmd.register(app)
 app.command("mcp")(mcp_cmd.mcp)
+app.add_typer(attention_cmd.app, name="attention")
+sessions_cmd.app.command("allow")(attention_cmd.allow)
+sessions_cmd.app.command("deny")(attention_cmd.deny)
+app.command("hook")(attention_cmd.hook)

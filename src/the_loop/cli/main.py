@@ -14,6 +14,11 @@ def run(argv: list[str] | None = None) -> None:
 
         print(f"the-loop {__version__}")
         return
+    if args[:1] == ["hook"]:
+        # lazy: start-up (a hook runs on every harness hook and must not load the CLI)
+        from the_loop.attention_hook import main as hook
+
+        sys.exit(hook(args[1:]))
     sys.exit(_dispatch(args))
 
 

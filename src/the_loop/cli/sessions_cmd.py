@@ -42,13 +42,26 @@ def list_(
             "(or try `the-loop dispatch`, see docs/sessions.md)",
         )
         return
+    from the_loop.attention import column  # lazy: start-up
+
+    att = column(common.ctx(), [(r.id, r.live) for r in rows])
     now = time.time()
     common.print_table(
-        ["WORK ITEM", "STATUS", "HARNESS", "RUNNER", "TMUX TARGET", "CREATED", "LAST EVENT"],
+        [
+            "WORK ITEM",
+            "STATUS",
+            "ATTENTION",
+            "HARNESS",
+            "RUNNER",
+            "TMUX TARGET",
+            "CREATED",
+            "LAST EVENT",
+        ],
         [
             (
                 r.work_item,
                 common.status_word(r.status.value),
+                att[r.id],
                 r.harness,
                 r.runner,
                 r.tmux_target or "-",

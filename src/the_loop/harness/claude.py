@@ -24,6 +24,7 @@ from the_loop.harness.base import (
     prompt_tail,
     register_adapter,
 )
+from the_loop.harness.claude_hooks import settings_argv
 from the_loop.harness.claude_prep import prepare_claude_config
 
 # The input box: a horizontal rule (U+2500) directly followed by the prompt line that starts
@@ -49,7 +50,15 @@ class ClaudeAdapter(HarnessAdapter):
         else:
             id_args = ["--session-id", _uuid(session_id)]
         if kind.is_interactive:
-            return [self.binary, *id_args, *self.model_args(), *self.args, *prompt_tail(prompt)]
+            hooks = settings_argv()  # attention hooks (no-ops outside the-loop's agents)
+            return [
+                self.binary,
+                *id_args,
+                *hooks,
+                *self.model_args(),
+                *self.args,
+                *prompt_tail(prompt),
+            ]
         if prompt is None:
             raise BadInput(f"harness {self.harness!r}: a headless run needs a prompt")
         return [

@@ -252,3 +252,43 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0014_attention",
+        """
+        CREATE TABLE attention (
+            agent TEXT PRIMARY KEY,
+            work_item TEXT,
+            standing TEXT,
+            harness TEXT NOT NULL DEFAULT '',
+            requester TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL,
+            since REAL NOT NULL,
+            signal TEXT NOT NULL,
+            rule TEXT NOT NULL DEFAULT '',
+            last_message TEXT NOT NULL DEFAULT '',
+            prompt_id TEXT,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE attention_prompts (
+            id TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            tool TEXT NOT NULL DEFAULT '',
+            input TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            decision TEXT,
+            actor TEXT,
+            via TEXT,
+            answered_at REAL,
+            closed_at REAL,
+            outcome TEXT,
+            notice_at REAL,
+            followup_at REAL
+        );
+        CREATE INDEX attention_prompts_agent ON attention_prompts (agent, created_at)
+        """,
+    ),
+]

@@ -25,7 +25,7 @@ from pydantic import Field
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from the_loop import __version__, sessions, standing, views
+from the_loop import __version__, attention, sessions, standing, views
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import Forbidden, LoopError, ValidationFailed
@@ -43,6 +43,7 @@ READ_TOOLS = (
     "list_standing_sessions",
     "get_standing_session",
     "query_events",
+    "list_attention",
 )
 WRITE_TOOLS = ("say_to_session", "say_to_standing_session")
 TOOLS = READ_TOOLS + WRITE_TOOLS
@@ -101,6 +102,13 @@ def build_server(get_ctx: Callable[[], Ctx]) -> MCPServer:
     _session_tools(server, get_ctx)
     _standing_tools(server, get_ctx)
     _event_tools(server, get_ctx)
+
+    @server.tool(annotations=_READ)
+    def list_attention() -> list[attention.AttentionView]:
+        """Every live session waiting on a person, oldest first, with its question or the tool
+        awaiting permission (approvals are not an MCP tool: answer where the person is)."""
+        return _call(lambda: attention.list_attention(get_ctx()))
+
     return server
 
 

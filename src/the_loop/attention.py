@@ -1,0 +1,310 @@
+"""Attention: which agent waits for a person, on what, since when — and the answers to it.
+
+The core functions every surface calls: ``list_attention`` (the sessions waiting on a person,
+oldest first: ``the-loop attention``, ``GET /api/v1/attention``, MCP ``list_attention``),
+``state_of`` (the column of the session lists), ``explain`` (the signal and rule that decided)
+and ``answer_permission`` (``the-loop allow``/``deny`` comments, ``sessions allow|deny``,
+``POST /api/v1/sessions/{id}/permission``). An answer is taken only while that very prompt is
+pending, the first one wins, and a stale one is refused with the reason.
+
+A harness that reports through hooks (Claude Code) receives the answer through its waiting
+permission hook (``the_loop.attention_hook``); any other gets the keys its prompt expects
+(``attention.harnesses.<h>.allowKeys``/``denyKeys``), sent only after the screen was checked to
+still show the prompt.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, Conflict, NotFound
+from the_loop.refs import WorkItemRef
+from the_loop.store import attention as store
+from the_loop.store import sessions as session_store
+from the_loop.store import standing as standing_store
+from the_loop.store.sessions import SessionRecord
+from the_loop.wire import UtcDatetime, Wire
+
+if TYPE_CHECKING:
+    from the_loop.engine import AnswerPermission
+
+Decision = Literal["allow", "deny"]
+_PROMPT_ID_RE = re.compile(r"\Ap[0-9a-f]{5}\Z")
+
+
+class _View(Wire):
+    """The output contract: camelCase keys, ISO 8601 UTC times (``the_loop.wire``)."""
+
+
+class PromptView(_View):
+    """The question or permission an agent waits on."""
+
+    id: str
+    kind: str
+    tool: str = ""
+    input: str = ""
+    text: str = ""
+    created_at: UtcDatetime
+    pending: bool
+    decision: str | None = None
+    answered_by: str | None = None
+    answered_via: str | None = None
+    outcome: str | None = None
+    notice_posted_at: UtcDatetime | None = None
+
+
+class AttentionView(_View):
+    """One agent's attention."""
+
+    agent: str
+    kind: Literal["work-item", "standing"]
+    work_item: str | None = None
+    standing: str | None = None
+    session_id: str | None = None
+    harness: str = ""
+    requester: str = ""
+    state: str
+    since: UtcDatetime
+    waiting_seconds: float
+    signal: str
+    rule: str
+    last_message: str = ""
+    prompt: PromptView | None = None
+
+
+class Answered(_View):
+    """An answer taken: which prompt, what, by whom, through what."""
+
+    agent: str
+    prompt_id: str
+    decision: Decision
+    actor: str
+    via: str
+    tool: str = ""
+    delivered: Literal["hook", "keys"]
+
+
+def _when(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def _prompt_view(p: store.Prompt) -> PromptView:
+    return PromptView(
+        id=p.id,
+        kind=p.kind,
+        tool=p.tool,
+        input=p.input,
+        text=p.text,
+        created_at=_when(p.created_at),
+        pending=p.pending,
+        decision=p.decision,
+        answered_by=p.actor,
+        answered_via=p.via,
+        outcome=p.outcome,
+        notice_posted_at=_when(p.notice_at) if p.notice_at is not None else None,
+    )
+
+
+def view_of(row: store.Row, now: float | None = None, state: str | None = None) -> AttentionView:
+    """ROW as the surfaces show it (STATE overrides the stored one, e.g. ``exited``)."""
+    standing = row.agent.startswith(store.STANDING_PREFIX)
+    now = time.time() if now is None else now
+    return AttentionView(
+        agent=row.agent,
+        kind="standing" if standing else "work-item",
+        work_item=row.work_item,
+        standing=row.standing
+        or (row.agent.removeprefix(store.STANDING_PREFIX) if standing else None),
+        session_id=None if standing else row.agent,
+        harness=row.harness,
+        requester=row.requester,
+        state=state or row.state,
+        since=_when(row.since),
+        waiting_seconds=round(max(0.0, now - row.since), 3),
+        signal=row.signal,
+        rule=row.rule,
+        last_message=row.last_message,
+        prompt=_prompt_view(row.prompt) if row.prompt else None,
+    )
+
+
+def _live(ctx: Ctx, row: store.Row) -> bool:
+    """True when ROW's agent is a live session (work item active/paused, standing running)."""
+    conn = ctx.db.connect()
+    if row.agent.startswith(store.STANDING_PREFIX):
+        rec = standing_store.get(conn, row.agent.removeprefix(store.STANDING_PREFIX))
+        return rec is not None and rec.status.value == "running"
+    found = session_store.get(conn, row.agent)
+    return found is not None and found.live
+
+
+def list_attention(ctx: Ctx) -> list[AttentionView]:
+    """Every live session waiting on a person (needs-input, needs-permission), oldest first."""
+    now = time.time()
+    return [
+        view_of(row, now)
+        for row in store.rows(ctx.db.connect())
+        if row.state in store.HUMAN and _live(ctx, row)
+    ]
+
+
+def column(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, str]:
+    """The attention column of each (agent key, live) in AGENTS: its state, ``exited`` for
+    a session that is not live, ``-`` when nothing was recorded."""
+    found = {row.agent: row.state for row in store.rows(ctx.db.connect(), [a for a, _ in agents])}
+    return {
+        agent: (found.get(agent, "-") if live or agent not in found else store.EXITED)
+        for agent, live in agents
+    }
+
+
+def agent_key(ctx: Ctx, ref: str) -> str:
+    """The agent key REF names: a work item ref (its live, else latest session), a session
+    id, ``standing:NAME`` or a standing session's name. ``NotFound`` otherwise."""
+    conn = ctx.db.connect()
+    if ref.startswith(store.STANDING_PREFIX):
+        return ref
+    if "#" in ref:
+        item = WorkItemRef.parse(ref)
+        rec: SessionRecord | None = session_store.live_for(conn, str(item))
+        rec = rec or session_store.latest_for(conn, str(item))
+        if rec is None:
+            raise NotFound(f"no session for {item}")
+        return rec.id
+    if session_store.get(conn, ref) is not None or store.get(conn, ref) is not None:
+        return ref
+    if standing_store.get(conn, ref) is not None or store.get(conn, f"standing:{ref}"):
+        return f"{store.STANDING_PREFIX}{ref}"
+    raise NotFound(f"no session or standing session {ref!r}")
+
+
+def explain(ctx: Ctx, ref: str) -> AttentionView:
+    """REF's attention with the signal and rule that decided it; ``NotFound`` when nothing
+    was recorded for it."""
+    key = agent_key(ctx, ref)
+    row = store.get(ctx.db.connect(), key)
+    if row is None:
+        raise NotFound(f"no attention recorded for {ref} yet")
+    return view_of(row)
+
+
+def parse_prompt_id(text: str | None) -> str | None:
+    """TEXT as a prompt id (``p`` and five hex digits), None when empty; ``BadInput`` else."""
+    if text is None or not text.strip():
+        return None
+    value = text.strip().lower()
+    if not _PROMPT_ID_RE.match(value):
+        raise BadInput(f"invalid prompt id {text!r} (like p3fa91)")
+    return value
+
+
+def _stale(p: store.Prompt) -> str:
+    if p.decision is not None:
+        done = "allowed" if p.decision == "allow" else "denied"
+        return f"prompt {p.id} was already {done} by {p.actor} via {p.via}; this answer is stale"
+    return f"prompt {p.id} is no longer pending ({p.outcome or 'closed'}); this answer is stale"
+
+
+def answer_permission(
+    ctx: Ctx,
+    ref: str,
+    decision: Decision,
+    actor: str,
+    via: str,
+    prompt_id: str | None = None,
+) -> Answered:
+    """Answer the permission prompt REF's agent waits on (PROMPT_ID, when given, must be that
+    very prompt). ``Conflict`` naming why when there is none, it is a question, or it was
+    answered or closed before (the first answer wins); ``NotFound`` for an unknown REF."""
+    key = agent_key(ctx, ref)
+    conn = ctx.db.connect()
+    row = store.get(conn, key)
+    target = store.get_prompt(conn, prompt_id) if prompt_id else (row.prompt if row else None)
+    if prompt_id and (target is None or target.agent != key):
+        raise Conflict(f"{ref} has no prompt {prompt_id}")
+    if target is None:
+        raise Conflict(f"{ref} has no pending permission prompt")
+    if not target.pending:
+        raise Conflict(_stale(target))
+    if target.kind != "permission":
+        raise Conflict(f"{ref} asks a question ({target.id}), not a permission: reply to it")
+    harness = row.harness if row else ""
+    hooks = ctx.config.attention.harness(harness or "").signals == "hooks" or (
+        row is not None and row.signal.startswith("claude-hook:")
+    )
+    if not hooks:
+        _send_keys(ctx, key, harness, target, decision)
+    with ctx.db.transaction() as tx:
+        taken = store.answer(tx, target.id, decision, actor, via, time.time())
+        if taken and not hooks:
+            _after_keys(tx, key, target, decision, actor, via)
+    if not taken:
+        found = store.get_prompt(conn, target.id)
+        raise Conflict(_stale(found or target))
+    return Answered(
+        agent=key,
+        prompt_id=target.id,
+        decision=decision,
+        actor=actor,
+        via=via,
+        tool=target.tool,
+        delivered="hook" if hooks else "keys",
+    )
+
+
+def _after_keys(
+    tx: sqlite3.Connection,
+    key: str,
+    target: store.Prompt,
+    decision: Decision,
+    actor: str,
+    via: str,
+) -> None:
+    done = "allowed" if decision == "allow" else "denied"
+    store.set_state(
+        tx,
+        key,
+        store.WORKING,
+        "answer:keys",
+        f"{target.tool or 'the prompt'} {done} by {actor} via {via}",
+        now=time.time(),
+    )
+
+
+def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision: Decision) -> None:
+    """Type the keys HARNESS's prompt expects, after checking the screen still shows it."""
+    # lazy: the screen detector loads the agent layer; answers through hooks do not need it
+    from the_loop.attention_screen import answer_with_keys
+
+    answer_with_keys(ctx, key, harness, target, decision)
+
+
+def answer_from_comment(ctx: Ctx, action: AnswerPermission, delivery_id: str) -> str:
+    """Carry out an ``allow``/``deny`` comment: answer the prompt, or reply on the item why
+    the answer was refused (stale, nothing pending, a question)."""
+    # lazy: start-up (the read-only surfaces use this module without the outbox)
+    from the_loop import outbox, writebacks
+
+    decision: Decision = "allow" if action.allow else "deny"
+    try:
+        done = answer_permission(
+            ctx, action.session_id, decision, action.actor, "github-comment", action.prompt_id
+        )
+    except (Conflict, NotFound) as exc:
+        with ctx.db.transaction() as tx:
+            ids = writebacks.queue_reply(
+                tx,
+                ctx.config,
+                action.item,
+                f"@{action.actor} {exc.message}",
+                delivery_id=delivery_id,
+            )
+        if ids:
+            outbox.wake(ctx)
+        return f"refused {decision} ({exc.message})"
+    return f"{decision} {done.prompt_id} ({done.tool or 'prompt'})"

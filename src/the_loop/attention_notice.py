@@ -1,0 +1,114 @@
+"""Notices: tell the person who started a session, on its work item, that its agent waits.
+
+After ``attention.notifyAfterSeconds`` in a wait (a question or a permission), one marked
+comment is queued in the outbox: it quotes the question (or the tool and its input) and
+mentions the requester. The notice is recorded on the wait's prompt in the same transaction,
+so there is never more than one per wait. When the wait ends (answered, moved on, timed out) a
+short follow-up says how. The daemon runs ``attention_loop``: the screen detector, then the
+notices, every ``attention.pollSeconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from the_loop import outbox
+from the_loop.attention_screen import ScreenDetector, detect_once
+from the_loop.context import Ctx
+from the_loop.refs import WorkItemRef
+from the_loop.store import attention as store
+from the_loop.supervise import monitor
+
+QUOTE_LIMIT = 600
+
+
+def _quote(text: str) -> str:
+    clipped = text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + " …"
+    return "\n".join(f"> {line}" if line else ">" for line in clipped.splitlines() or [""])
+
+
+def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str]) -> str:
+    """The notice of PROMPT on ROW's work item (KEYWORDS: the allow and deny phrases)."""
+    who = f"@{row.requester} " if row.requester else ""
+    if prompt.kind == "permission":
+        what = prompt.tool or "a tool"
+        detail = prompt.text or prompt.input
+        return (
+            f"{who}the agent of this item is waiting for your permission to run **{what}** "
+            f"(prompt `{prompt.id}`):\n\n{_quote(detail)}\n\n"
+            f"Reply `{keywords[0]} {prompt.id}` to let it run, or `{keywords[1]} {prompt.id}` "
+            "to refuse."
+        )
+    question = prompt.text or row.last_message or "(no text)"
+    return (
+        f"{who}the agent of this item is waiting for your answer (prompt `{prompt.id}`):\n\n"
+        f"{_quote(question)}\n\nReply here: your comment is delivered to the agent."
+    )
+
+
+def followup_text(prompt: store.Prompt) -> str:
+    """The follow-up of a noticed prompt that is no longer pending."""
+    if prompt.decision is not None:
+        done = "allowed" if prompt.decision == "allow" else "denied"
+        return f"Prompt `{prompt.id}` was {done} by {prompt.actor} (via {prompt.via})."
+    outcome = {
+        "timed-out": "timed out without an answer through the-loop; it waits at the agent",
+        "moved-on": "is no longer pending: the agent moved on",
+        "superseded": "is no longer pending: the agent asked something else",
+    }.get(prompt.outcome or "", "is no longer pending")
+    return f"Prompt `{prompt.id}` {outcome}."
+
+
+def notify_once(ctx: Ctx, now: float | None = None) -> int:
+    """Queue the notices and follow-ups that are due; returns how many were queued."""
+    if not ctx.config.github.enabled:
+        return 0
+    now = time.time() if now is None else now
+    conn = ctx.db.connect()
+    keywords = (ctx.config.routing.keywords.allow, ctx.config.routing.keywords.deny)
+    queued = 0
+    for prompt in store.due_notices(conn, now - ctx.config.attention.notify_after_seconds):
+        row = store.get(conn, prompt.agent)
+        if row is None or row.work_item is None:
+            continue
+        ref = WorkItemRef.parse(row.work_item)
+        with ctx.db.transaction() as tx:
+            if store.mark_notice(tx, prompt.id, now):
+                key = outbox.text_key("github", str(ref), "attention", prompt.id)
+                text = notice_text(row, prompt, keywords)
+                outbox.enqueue_comment(tx, ref, text, what="attention", key=key)
+                queued += 1
+    for prompt in store.due_followups(conn):
+        row = store.get(conn, prompt.agent)
+        if row is None or row.work_item is None:
+            continue
+        ref = WorkItemRef.parse(row.work_item)
+        with ctx.db.transaction() as tx:
+            if store.mark_followup(tx, prompt.id, now):
+                key = outbox.text_key("github", str(ref), "attention-answered", prompt.id)
+                outbox.enqueue_comment(tx, ref, followup_text(prompt), what="attention", key=key)
+                queued += 1
+    if queued:
+        outbox.wake(ctx)
+    return queued
+
+
+def attention_pass(ctx: Ctx, detector: ScreenDetector) -> None:
+    """One pass: read the screens, then queue what is due."""
+    detect_once(ctx, detector)
+    notify_once(ctx)
+
+
+async def attention_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """The daemon's attention task: a pass every ``attention.pollSeconds`` until STOP."""
+    detector = ScreenDetector()
+    watch = monitor(ctx, "attention")
+    while True:
+        await asyncio.to_thread(attention_pass, ctx, detector)
+        watch.progressed()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=ctx.config.attention.poll_seconds)
+        if stop.is_set():
+            return

@@ -1,0 +1,199 @@
+"""The screen detector: the attention of agents whose harness reports none of its own.
+
+For every live tmux agent whose harness is read from the screen (``attention.harnesses.<h>.
+signals: screen``, the default for harnesses not listed), each pass looks at the pane: a
+permission pattern on it → ``needs-permission``; a question pattern → ``needs-input``; a pane
+unchanged for ``attention.quietSeconds`` → ``waiting``; a pane that changed → ``working``. The
+rule that matched is recorded, so ``the-loop attention explain`` names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+
+from the_loop.config_attention import HarnessAttention
+from the_loop.context import Ctx
+from the_loop.errors import Conflict, Unavailable
+from the_loop.refs import standing_target
+from the_loop.runner.outcomes import Probe
+from the_loop.store import attention as store
+from the_loop.store import sessions as session_store
+from the_loop.store import standing as standing_store
+from the_loop.store.sessions import SessionStatus
+
+SCREEN_LINES = 60
+TAIL_LINES = 8
+"""Prompt patterns are matched against the last TAIL_LINES non-blank lines of the screen (a
+prompt answered and scrolled up no longer counts)."""
+SIGNAL = "screen"
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """A live tmux agent the detector reads."""
+
+    key: str
+    harness: str
+    target: str
+    work_item: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one look at a screen decided: the state, the rule and the matched text."""
+
+    state: str
+    rule: str
+    text: str = ""
+    kind: str = ""
+
+
+@dataclass
+class _Seen:
+    digest: str
+    changed_at: float
+
+
+@dataclass
+class ScreenDetector:
+    """The detector's memory between passes: each pane's last digest and when it changed."""
+
+    seen: dict[str, _Seen] = field(default_factory=dict)
+
+    def look(self, key: str, screen: str, now: float) -> float:
+        """Record SCREEN of KEY; how long (seconds) it has been unchanged."""
+        digest = hashlib.blake2b(screen.encode(), digest_size=16).hexdigest()
+        prior = self.seen.get(key)
+        if prior is None or prior.digest != digest:
+            self.seen[key] = _Seen(digest, now)
+            return 0.0
+        return now - prior.changed_at
+
+
+def classify(
+    screen: str, quiet_for: float, quiet_seconds: float, settings: HarnessAttention
+) -> Verdict:
+    """The attention SCREEN shows (unchanged for QUIET_FOR seconds); pure."""
+    tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+    for index, pattern in enumerate(settings.permission_patterns):
+        found = re.search(pattern, tail)
+        if found:
+            rule = f"permissionPatterns[{index}] {pattern!r} matched"
+            return Verdict(store.NEEDS_PERMISSION, rule, found.group(0).strip(), "permission")
+    for index, pattern in enumerate(settings.question_patterns):
+        found = re.search(pattern, tail)
+        if found:
+            rule = f"questionPatterns[{index}] {pattern!r} matched"
+            return Verdict(store.NEEDS_INPUT, rule, found.group(0).strip(), "question")
+    if quiet_for >= quiet_seconds:
+        return Verdict(store.WAITING, f"pane unchanged for {quiet_seconds:g}s (quietSeconds)")
+    return Verdict(store.WORKING, "pane changed")
+
+
+def watched(ctx: Ctx) -> list[Watched]:
+    """The live tmux agents whose attention is read from the screen."""
+    conn = ctx.db.connect()
+    found: list[Watched] = []
+    for status in (SessionStatus.active, SessionStatus.paused):
+        for rec in session_store.list_sessions(conn, status, None):
+            if rec.runner == "tmux" and rec.tmux_target and rec.started_at is not None:
+                found.append(Watched(rec.id, rec.harness, rec.tmux_target, rec.work_item))
+    for srec in standing_store.list_records(conn):
+        if srec.status.value == "running":
+            harness = srec.harness or _declared_harness(ctx, srec.name)
+            found.append(Watched(f"standing:{srec.name}", harness, standing_target(srec.name)))
+    settings = ctx.config.attention
+    return [
+        w
+        for w in found
+        if settings.harness(w.harness, _adapter(ctx, w.harness)).signals == "screen"
+    ]
+
+
+def _adapter(ctx: Ctx, harness: str) -> str | None:
+    configured = ctx.config.harnesses.get(harness)
+    return configured.adapter if configured else None
+
+
+def _declared_harness(ctx: Ctx, name: str) -> str:
+    for entry in ctx.config.standing.sessions:
+        if entry.name == name and entry.harness:
+            return entry.harness
+    return ctx.config.routing.default_harness
+
+
+def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) -> int:
+    """One pass over the watched agents; returns how many changed state."""
+    now = time.time() if now is None else now
+    changed = 0
+    for agent in watched(ctx):
+        capture = ctx.runners.tmux.capture(agent.target, SCREEN_LINES)
+        if not capture.ok:
+            continue
+        screen = capture.text.rstrip()
+        settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+        quiet = detector.look(agent.key, screen, now)
+        verdict = classify(screen, quiet, ctx.config.attention.quiet_seconds, settings)
+        if _record(ctx, agent, verdict, screen, now):
+            changed += 1
+    return changed
+
+
+def _record(ctx: Ctx, agent: Watched, verdict: Verdict, screen: str, now: float) -> bool:
+    row = store.get(ctx.db.connect(), agent.key)
+    if (
+        row is not None
+        and row.state == verdict.state
+        and (verdict.state not in store.HUMAN or (row.prompt and row.prompt.text == verdict.text))
+    ):
+        return False
+    prompt = store.NewPrompt(verdict.kind, text=verdict.text) if verdict.kind else None
+    last = _last_lines(screen) if verdict.state == store.WAITING else None
+    with ctx.db.transaction() as tx:
+        change = store.set_state(
+            tx,
+            agent.key,
+            verdict.state,
+            SIGNAL,
+            verdict.rule,
+            now=now,
+            prompt=prompt,
+            last_message=last,
+            work_item=agent.work_item,
+            standing=agent.key.removeprefix("standing:")
+            if agent.key.startswith("standing:")
+            else None,
+            source="screen",
+        )
+    return change is not None
+
+
+def _last_lines(screen: str, count: int = 5) -> str:
+    lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
+    return "\n".join(lines[-count:])
+
+
+def answer_with_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision: str) -> None:
+    """Send the keys that answer TARGET on KEY's screen; ``Conflict`` when the screen no longer
+    shows that prompt, ``Unavailable`` when tmux cannot tell."""
+    agent = next((w for w in watched(ctx) if w.key == key), None)
+    if agent is None:
+        raise Conflict(f"prompt {target.id}: the agent is not running under the screen detector")
+    capture = ctx.runners.tmux.capture(agent.target, SCREEN_LINES)
+    if not capture.ok:
+        raise Unavailable(f"tmux did not answer about {agent.target}")
+    settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+    verdict = classify(capture.text.rstrip(), 0.0, float("inf"), settings)
+    if verdict.state != store.NEEDS_PERMISSION or verdict.text != target.text:
+        raise Conflict(f"the screen no longer shows prompt {target.id}; this answer is stale")
+    tmux = ctx.runners.tmux
+    owner = tmux.owner_of(agent.target)
+    if owner != key or tmux.probe(agent.target) is not Probe.LIVE:
+        raise Conflict(f"prompt {target.id}: the pane is not the agent's any more")
+    keys = settings.allow_keys if decision == "allow" else settings.deny_keys
+    sent = tmux.run("send-keys", "-t", f"={agent.target}:", *keys)
+    if not sent.ok:
+        raise Unavailable(f"tmux did not take the keys for {agent.target}: {sent.stderr.strip()}")

@@ -1,0 +1,114 @@
+"""``the-loop attention …``, ``the-loop sessions allow|deny`` and ``the-loop hook``."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+
+import typer
+
+from the_loop.cli import common
+
+app = typer.Typer(
+    help="Which agents wait for a person: list them, and explain a state.",
+    invoke_without_command=True,
+)
+
+
+@app.callback()
+def attention(
+    typer_ctx: typer.Context,
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """List every live session waiting on a person, oldest first, with its question."""
+    if typer_ctx.invoked_subcommand is not None:
+        return
+    from the_loop.attention import list_attention  # lazy: start-up
+
+    views = list_attention(common.ctx())
+    if fmt is common.Format.json:
+        common.print_json(views)
+        return
+    common.print_table(
+        ["SESSION", "STATE", "WAITING", "PROMPT", "REQUESTER", "QUESTION"],
+        [
+            (
+                v.work_item or f"standing:{v.standing}",
+                v.state,
+                common.ago(v.since).removesuffix(" ago"),
+                v.prompt.id if v.prompt else "-",
+                v.requester or "-",
+                _question(v.prompt.text if v.prompt else "", v.last_message),
+            )
+            for v in views
+        ],
+    )
+
+
+def _question(text: str, last: str) -> str:
+    line = " ".join((text or last or "-").split())
+    return line if len(line) <= 70 else line[:69] + "…"
+
+
+@app.command("explain")
+def explain(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Show a session's attention state and the signal and rule that decided it."""
+    from the_loop.attention import explain as explain_state  # lazy: start-up
+
+    view = explain_state(common.ctx(), ref)
+    if fmt is common.Format.json:
+        common.print_json(view)
+        return
+    print(f"{view.work_item or view.agent}: {view.state} since {view.since.isoformat()}")
+    print(f"signal: {view.signal}")
+    print(f"rule:   {view.rule}")
+    if view.prompt is not None:
+        p = view.prompt
+        state = "pending" if p.pending else (p.decision or p.outcome or "closed")
+        print(f"prompt: {p.id} ({p.kind}, {state}) {p.text}")
+
+
+def _answer(ref: str, decision: str, prompt: str | None, fmt: common.Format) -> None:
+    from the_loop.attention import answer_permission, parse_prompt_id  # lazy: start-up
+
+    done = answer_permission(
+        common.ctx(),
+        ref,
+        "allow" if decision == "allow" else "deny",
+        getpass.getuser(),
+        "cli",
+        parse_prompt_id(prompt),
+    )
+    if fmt is common.Format.json:
+        common.print_json(done)
+        return
+    print(f"{decision} {done.prompt_id} ({done.tool or 'prompt'}) for {ref}")
+
+
+def allow(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
+    prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Allow the tool a session's agent waits to run (only while that prompt is pending)."""
+    _answer(ref, "allow", prompt, fmt)
+
+
+def deny(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
+    prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Refuse the tool a session's agent waits to run (only while that prompt is pending)."""
+    _answer(ref, "deny", prompt, fmt)
+
+
+def hook() -> None:
+    """Record a Claude Code hook (JSON on stdin) as the agent's attention; run by the hooks
+    the-loop passes at spawn. Always exits 0."""
+    from the_loop.attention_hook import main  # lazy: start-up
+
+    sys.exit(main([]))

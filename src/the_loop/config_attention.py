@@ -1,0 +1,102 @@
+"""The ``attention:`` section: when a waiting agent is announced, how long an approval may
+take, and how agents without signals of their own are read from their screen."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_default=True
+    )
+
+
+def _regexes(value: list[str]) -> list[str]:
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return value
+
+
+class HarnessAttention(_Model):
+    """How one harness's attention is read."""
+
+    signals: Literal["hooks", "screen", "none"] = Field(
+        "screen",
+        description=(
+            "hooks: the harness reports its state itself through `the-loop hook` (Claude "
+            "Code); screen: the screen detector reads the pane; none: not tracked."
+        ),
+    )
+    permission_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions (multi-line) that mark a permission prompt on screen.",
+    )
+    question_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions (multi-line) that mark a question to a person.",
+    )
+    allow_keys: list[str] = Field(
+        default_factory=lambda: ["y"],
+        description="tmux keys that answer a screen permission prompt with yes.",
+    )
+    deny_keys: list[str] = Field(
+        default_factory=lambda: ["n"],
+        description="tmux keys that answer a screen permission prompt with no.",
+    )
+
+    _check_permission = field_validator("permission_patterns")(_regexes)
+    _check_question = field_validator("question_patterns")(_regexes)
+
+
+def _default_harnesses() -> dict[str, Any]:
+    """Built-in defaults (plain data: validated into ``HarnessAttention`` like user input)."""
+    return {"claude": {"signals": "hooks"}}
+
+
+class AttentionConfig(_Model):
+    """Attention and approvals: which agent waits for a person, and answers from where they are."""
+
+    notify_after_seconds: float = Field(
+        300.0,
+        ge=0,
+        description=(
+            "After this long in needs-input or needs-permission, one notice is posted on the "
+            "work item mentioning the person who started the session."
+        ),
+    )
+    answer_timeout_minutes: float = Field(
+        60.0,
+        gt=0,
+        description="How long a permission prompt waits for an answer through the-loop.",
+    )
+    on_timeout: Literal["leave", "deny"] = Field(
+        "leave",
+        description=(
+            "When nobody answers in time: leave (the prompt stays, answerable at the agent) "
+            "or deny."
+        ),
+    )
+    quiet_seconds: float = Field(
+        5.0, gt=0, description="Screen detector: a pane unchanged this long is waiting."
+    )
+    poll_seconds: float = Field(
+        0.25, gt=0, le=10, description="How often the screen detector and notices run."
+    )
+    harnesses: dict[str, HarnessAttention] = Field(
+        default_factory=_default_harnesses,
+        description="Per harness: signals and prompt patterns (harnesses not listed: screen).",
+    )
+
+    def harness(self, name: str, adapter: str | None = None) -> HarnessAttention:
+        """The attention settings of harness NAME, else of its ADAPTER (screen detection when
+        neither is listed)."""
+        found = self.harnesses.get(name) or self.harnesses.get(adapter or name)
+        return found or HarnessAttention()

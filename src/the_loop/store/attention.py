@@ -1,0 +1,432 @@
+"""The ``attention`` and ``attention_prompts`` tables: what each agent is doing for a person.
+
+One row per agent key (a work-item session id, or ``standing:<name>``): its state, since when,
+the signal and rule that decided it, the agent's last message and the prompt it is waiting on.
+Each wait on a person (a question or a permission) is one ``attention_prompts`` row with a short
+id; the first answer recorded for it wins, and its notice and follow-up are recorded on it.
+
+A state change writes its events (``session.attention_changed``, and ``session.awaiting_input``
+when a wait on a person begins) in the same transaction. This module imports nothing heavy:
+``the-loop hook`` uses it on every hook of an agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+WORKING = "working"
+WAITING = "waiting"
+NEEDS_INPUT = "needs-input"
+NEEDS_PERMISSION = "needs-permission"
+EXITED = "exited"
+STATES = (WORKING, WAITING, NEEDS_INPUT, NEEDS_PERMISSION, "over-budget", "suspended", EXITED)
+HUMAN = (NEEDS_INPUT, NEEDS_PERMISSION)
+STANDING_PREFIX = "standing:"
+_INFO, _DEBUG = 20, 10
+# Plain classes, not dataclasses: the hook imports this module on every hook of an agent, and
+# ``dataclasses`` (with ``inspect``) would double its start-up.
+
+
+class Prompt:
+    """One wait on a person: a question (``kind`` question) or a tool awaiting permission."""
+
+    FIELDS = (
+        "id", "agent", "kind", "tool", "input", "text", "created_at", "decision", "actor", "via",
+        "answered_at", "closed_at", "outcome", "notice_at", "followup_at",
+    )  # fmt: skip
+    __slots__ = tuple(sorted(FIELDS))
+    id: str
+    agent: str
+    kind: str
+    tool: str
+    input: str
+    text: str
+    created_at: float
+    decision: str | None
+    actor: str | None
+    via: str | None
+    answered_at: float | None
+    closed_at: float | None
+    outcome: str | None
+    notice_at: float | None
+    followup_at: float | None
+
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        for name, value in zip(self.FIELDS, row, strict=True):
+            setattr(self, name, value)
+
+    @property
+    def pending(self) -> bool:
+        return self.decision is None and self.closed_at is None
+
+    def __repr__(self) -> str:
+        return f"Prompt({self.id!r}, {self.kind!r}, {self.tool!r}, pending={self.pending})"
+
+
+class Row:
+    """One agent's attention as stored; ``prompt`` is the wait it is in, if any."""
+
+    FIELDS = (
+        "agent", "work_item", "standing", "harness", "requester", "state", "since", "signal",
+        "rule", "last_message", "prompt", "updated_at",
+    )  # fmt: skip
+    __slots__ = tuple(sorted(FIELDS))
+    agent: str
+    work_item: str | None
+    standing: str | None
+    harness: str
+    requester: str
+    state: str
+    since: float
+    signal: str
+    rule: str
+    last_message: str
+    prompt: Prompt | None
+    updated_at: float
+
+    def __init__(self, row: tuple[Any, ...], prompt: Prompt | None) -> None:
+        for name, value in zip(self.FIELDS, (*row[:10], prompt, row[11]), strict=True):
+            setattr(self, name, value)
+
+
+class NewPrompt:
+    """A wait to open: its kind (question or permission), tool, input and text."""
+
+    __slots__ = ("input", "kind", "text", "tool")
+
+    def __init__(self, kind: str, tool: str = "", input: str = "", text: str = "") -> None:
+        self.kind, self.tool, self.input, self.text = kind, tool, input, text
+
+
+class Change:
+    """What ``set_state`` did: the state before and after, and the prompt it opened."""
+
+    __slots__ = ("after", "before", "prompt_id")
+
+    def __init__(self, before: str | None, after: str, prompt_id: str | None) -> None:
+        self.before, self.after, self.prompt_id = before, after, prompt_id
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """An autocommit connection to the database at PATH, set up as ``store.db`` sets its own
+    (WAL, commits not synced one by one), for a process that only writes attention."""
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+_ROW = (
+    "agent, work_item, standing, harness, requester, state, since, signal, rule, last_message,"
+    " prompt_id, updated_at"
+)
+_PROMPT = (
+    "id, agent, kind, tool, input, text, created_at, decision, actor, via, answered_at,"
+    " closed_at, outcome, notice_at, followup_at"
+)
+
+
+def _prompt(row: tuple[Any, ...] | None) -> Prompt | None:
+    return None if row is None else Prompt(row)
+
+
+def get_prompt(conn: sqlite3.Connection, prompt_id: str) -> Prompt | None:
+    """The prompt PROMPT_ID (answered, closed or pending), None when there is none."""
+    cur = conn.execute(f"SELECT {_PROMPT} FROM attention_prompts WHERE id = ?", (prompt_id,))
+    return _prompt(cur.fetchone())
+
+
+def _row(conn: sqlite3.Connection, values: tuple[Any, ...]) -> Row:
+    prompt = get_prompt(conn, values[10]) if values[10] else None
+    return Row(values, prompt)
+
+
+def get(conn: sqlite3.Connection, agent: str) -> Row | None:
+    """AGENT's attention row, None when nothing was recorded for it yet."""
+    found = conn.execute(f"SELECT {_ROW} FROM attention WHERE agent = ?", (agent,)).fetchone()
+    return None if found is None else _row(conn, found)
+
+
+def rows(conn: sqlite3.Connection, agents: list[str] | None = None) -> list[Row]:
+    """Every attention row (or those of AGENTS), oldest ``since`` first."""
+    found = conn.execute(f"SELECT {_ROW} FROM attention ORDER BY since, agent").fetchall()
+    wanted = None if agents is None else set(agents)
+    return [_row(conn, r) for r in found if wanted is None or r[0] in wanted]
+
+
+def register(
+    tx: sqlite3.Connection,
+    agent: str,
+    *,
+    work_item: str | None,
+    standing: str | None,
+    harness: str,
+    requester: str,
+    now: float,
+) -> None:
+    """Record AGENT (at spawn): its item or standing name, harness and requester. A known
+    agent keeps its state; an empty REQUESTER keeps the recorded one."""
+    tx.execute(
+        "INSERT INTO attention (agent, work_item, standing, harness, requester, state, since,"
+        " signal, rule, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'spawn', 'the agent was"
+        " started', ?) ON CONFLICT (agent) DO UPDATE SET harness = excluded.harness,"
+        " requester = CASE WHEN excluded.requester != '' THEN excluded.requester"
+        " ELSE attention.requester END, updated_at = excluded.updated_at",
+        (agent, work_item, standing, harness, requester, WORKING, now, now),
+    )
+
+
+def set_state(
+    tx: sqlite3.Connection,
+    agent: str,
+    state: str,
+    signal: str,
+    rule: str,
+    *,
+    now: float,
+    last_message: str | None = None,
+    prompt: NewPrompt | None = None,
+    work_item: str | None = None,
+    standing: str | None = None,
+    source: str = "attention",
+) -> Change | None:
+    """Move AGENT to STATE as SIGNAL/RULE decided; None when nothing changed.
+
+    A new PROMPT opens a wait (the previous one, if still open, is closed as ``superseded``);
+    leaving a wait closes its prompt (``moved-on``). An unknown agent is recorded on the way
+    (WORK_ITEM or STANDING name it). The events are written in TX.
+    """
+    current = get(tx, agent)
+    if current is None:
+        register(
+            tx, agent, work_item=work_item, standing=standing, harness="", requester="", now=now
+        )
+        current = get(tx, agent)
+        assert current is not None
+        before: str | None = None
+    else:
+        before = current.state
+    open_prompt = current.prompt if current.prompt and current.prompt.closed_at is None else None
+    if prompt is None and state == current.state and (state not in HUMAN or open_prompt):
+        if last_message is not None and last_message != current.last_message:
+            tx.execute(
+                "UPDATE attention SET last_message = ?, updated_at = ? WHERE agent = ?",
+                (last_message, now, agent),
+            )
+        return None
+    if open_prompt is not None:
+        if open_prompt.decision is not None:
+            outcome = "answered"
+        else:
+            outcome = "superseded" if prompt is not None else "moved-on"
+        tx.execute(
+            "UPDATE attention_prompts SET closed_at = ?, outcome = COALESCE(outcome, ?)"
+            " WHERE id = ?",
+            (now, outcome, open_prompt.id),
+        )
+    prompt_id = _open_prompt(tx, agent, prompt, now) if prompt is not None else None
+    if state in HUMAN and prompt_id is None:
+        prompt_id = _open_prompt(tx, agent, NewPrompt("question"), now)
+    tx.execute(
+        "UPDATE attention SET state = ?, since = ?, signal = ?, rule = ?, prompt_id = ?,"
+        " last_message = COALESCE(?, last_message), updated_at = ? WHERE agent = ?",
+        (state, now, signal, rule, prompt_id, last_message, now, agent),
+    )
+    _events(tx, current, before, state, signal, rule, prompt_id, prompt, now, source)
+    return Change(before, state, prompt_id)
+
+
+def _open_prompt(tx: sqlite3.Connection, agent: str, prompt: NewPrompt, now: float) -> str:
+    for _ in range(8):
+        prompt_id = "p" + os.urandom(3).hex()[:5]
+        try:
+            tx.execute(
+                "INSERT INTO attention_prompts (id, agent, kind, tool, input, text, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (prompt_id, agent, prompt.kind, prompt.tool, prompt.input, prompt.text, now),
+            )
+        except sqlite3.IntegrityError:
+            continue
+        return prompt_id
+    raise RuntimeError("could not mint a prompt id")
+
+
+def _events(
+    tx: sqlite3.Connection,
+    row: Row,
+    before: str | None,
+    state: str,
+    signal: str,
+    rule: str,
+    prompt_id: str | None,
+    prompt: NewPrompt | None,
+    now: float,
+    source: str,
+) -> None:
+    standing = row.standing or (
+        row.agent.removeprefix(STANDING_PREFIX) if row.agent.startswith(STANDING_PREFIX) else None
+    )
+    session_id = None if row.agent.startswith(STANDING_PREFIX) else row.agent
+    payload: dict[str, Any] = {"from": before, "to": state, "signal": signal, "rule": rule}
+    if prompt_id is not None:
+        payload["promptId"] = prompt_id
+    _append(
+        tx,
+        now,
+        "session.attention_changed",
+        _DEBUG if state == WORKING else _INFO,
+        source,
+        row.work_item,
+        standing,
+        session_id,
+        payload,
+    )
+    if state in HUMAN:
+        waiting = {
+            "state": state,
+            "promptId": prompt_id,
+            "kind": prompt.kind if prompt else "question",
+            "tool": prompt.tool if prompt else "",
+            "text": (prompt.text if prompt else "")[:500],
+        }
+        _append(
+            tx,
+            now,
+            "session.awaiting_input",
+            _INFO,
+            source,
+            row.work_item,
+            standing,
+            session_id,
+            waiting,
+        )
+
+
+def _append(
+    tx: sqlite3.Connection,
+    now: float,
+    type_: str,
+    level: int,
+    source: str,
+    work_item: str | None,
+    standing: str | None,
+    session_id: str | None,
+    payload: dict[str, Any],
+) -> None:
+    tx.execute(
+        "INSERT INTO events (ts, type, level, source, work_item, standing, session_id, payload)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            now,
+            type_,
+            level,
+            source,
+            work_item,
+            standing,
+            session_id,
+            json.dumps(payload, separators=(",", ":")),
+        ),
+    )
+
+
+def answer(
+    tx: sqlite3.Connection, prompt_id: str, decision: str, actor: str, via: str, now: float
+) -> bool:
+    """Record DECISION (allow or deny) for PROMPT_ID if it is still pending; the first answer
+    wins (False when it was answered or closed before)."""
+    cur = tx.execute(
+        "UPDATE attention_prompts SET decision = ?, actor = ?, via = ?, answered_at = ?"
+        " WHERE id = ? AND decision IS NULL AND closed_at IS NULL",
+        (decision, actor, via, now, prompt_id),
+    )
+    return cur.rowcount == 1
+
+
+def close_prompt(tx: sqlite3.Connection, prompt_id: str, outcome: str, now: float) -> None:
+    """Close PROMPT_ID with OUTCOME (its answer was taken, it timed out, ...)."""
+    tx.execute(
+        "UPDATE attention_prompts SET closed_at = COALESCE(closed_at, ?),"
+        " outcome = COALESCE(outcome, ?) WHERE id = ?",
+        (now, outcome, prompt_id),
+    )
+
+
+def due_notices(conn: sqlite3.Connection, before: float) -> list[Prompt]:
+    """Open prompts of work items waiting since BEFORE or earlier, with no notice yet."""
+    cur = conn.execute(
+        f"SELECT {', '.join('p.' + c.strip() for c in _PROMPT.split(','))}"
+        " FROM attention_prompts p JOIN attention a ON a.agent = p.agent"
+        " WHERE p.notice_at IS NULL AND p.closed_at IS NULL AND p.decision IS NULL"
+        " AND p.created_at <= ? AND a.work_item IS NOT NULL ORDER BY p.created_at",
+        (before,),
+    )
+    return [Prompt(r) for r in cur.fetchall()]
+
+
+def due_followups(conn: sqlite3.Connection) -> list[Prompt]:
+    """Prompts with a notice posted that were answered or closed, not yet followed up."""
+    cur = conn.execute(
+        f"SELECT {_PROMPT} FROM attention_prompts WHERE notice_at IS NOT NULL"
+        " AND followup_at IS NULL AND (decision IS NOT NULL OR closed_at IS NOT NULL)"
+        " ORDER BY created_at"
+    )
+    return [Prompt(r) for r in cur.fetchall()]
+
+
+def mark_notice(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
+    """Record the notice of PROMPT_ID; False when one was recorded already."""
+    cur = tx.execute(
+        "UPDATE attention_prompts SET notice_at = ? WHERE id = ? AND notice_at IS NULL",
+        (now, prompt_id),
+    )
+    return cur.rowcount == 1
+
+
+def mark_followup(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
+    cur = tx.execute(
+        "UPDATE attention_prompts SET followup_at = ? WHERE id = ? AND followup_at IS NULL",
+        (now, prompt_id),
+    )
+    return cur.rowcount == 1
+
+
+def pending_of(conn: sqlite3.Connection, agent: str) -> Prompt | None:
+    """AGENT's pending prompt, if any."""
+    row = get(conn, agent)
+    return row.prompt if row and row.prompt and row.prompt.pending else None
+
+
+def write_state(
+    conn: sqlite3.Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
+) -> Change | None:
+    """``set_state`` in a transaction of its own on autocommit connection CONN."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        change = set_state(conn, agent, state, signal, rule, **kw)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return change
+
+
+def give_up(conn: sqlite3.Connection, prompt_id: str, deny: bool, now: float) -> Prompt | None:
+    """A wait that timed out: deny PROMPT_ID (unless answered meanwhile) or close it as
+    ``timed-out``; returns the prompt as it then is."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if deny:
+            answer(conn, prompt_id, "deny", "the-loop", "timeout", now)
+        else:
+            close_prompt(conn, prompt_id, "timed-out", now)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return get_prompt(conn, prompt_id)

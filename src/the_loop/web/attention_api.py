@@ -1,0 +1,58 @@
+"""``/api/v1`` attention routes: who waits on a person, why, and answering a permission."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from the_loop import attention
+from the_loop.attention import Answered, AttentionView
+from the_loop.context import Ctx
+
+
+class PermissionIn(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    decision: Literal["allow", "deny"] = Field(..., description="allow or deny the tool.")
+    prompt_id: str | None = Field(
+        None, description="The prompt this answers; refused (409) when another is pending."
+    )
+    actor: str | None = Field(None, description="Who answers (default: api).", max_length=100)
+
+
+def attention_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]) -> APIRouter:
+    """The attention routes; READ and WRITE are the dependencies guarding each kind."""
+    router = APIRouter()
+
+    @router.get("/attention", tags=["attention"], dependencies=read)
+    async def list_attention() -> list[AttentionView]:
+        """Every live session waiting on a person (needs-input, needs-permission), oldest
+        first, with its question or the tool awaiting permission."""
+        return await asyncio.to_thread(attention.list_attention, get_ctx())
+
+    @router.get("/attention/{ref:path}", tags=["attention"], dependencies=read)
+    async def explain(ref: str) -> AttentionView:
+        """One session's attention state with the signal and rule that decided it."""
+        return await asyncio.to_thread(attention.explain, get_ctx(), ref)
+
+    @router.post("/sessions/{session_id:path}/permission", tags=["attention"], dependencies=write)
+    async def post_permission(session_id: str, body: PermissionIn) -> Answered:
+        """Answer the permission prompt the session's agent waits on: only while that very
+        prompt is pending (409 with the reason otherwise); the first answer wins."""
+        prompt_id = attention.parse_prompt_id(body.prompt_id)
+        return await asyncio.to_thread(
+            attention.answer_permission,
+            get_ctx(),
+            session_id,
+            body.decision,
+            body.actor or "api",
+            "api",
+            prompt_id,
+        )
+
+    return router

@@ -1,0 +1,143 @@
+"""The screen detector under the daemon, with the fake agent in real tmux: waiting after the
+quiet time, a permission pattern → needs-permission, explain names the rule, answers by keys
+(checked against the screen), stale answers refused; CLI, REST and MCP list the same
+sessions in the same order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.daemon import SECRET, Daemon
+from tests.fakes import fake_agent
+from tests.fakes import payloads as P
+from tests.helpers import wait_until
+from tests.mcp.test_mcp import over_http, structured
+from tests.work import Work
+
+PATTERN = r"Permission needed: run (.*)\? \[y/n\]\s*\Z"
+ATTENTION = {
+    "quietSeconds": 1,
+    "pollSeconds": 0.1,
+    "notifyAfterSeconds": 3600,
+    "harnesses": {
+        "fake": {
+            "signals": "screen",
+            "permissionPatterns": [PATTERN],
+            "allowKeys": ["y", "Enter"],
+            "denyKeys": ["n", "Enter"],
+        }
+    },
+}
+
+
+@pytest.fixture
+def screen_daemon(work: Work) -> Any:
+    work.configure(attention=ATTENTION, github={"enabled": True})
+    d = Daemon(work)
+    d.start()
+    yield d
+    d.stop()
+
+
+def explain(work: Work, ref: str) -> dict[str, Any]:
+    result = work.env.run("attention", "explain", ref, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def state(work: Work, ref: str) -> str | None:
+    result = work.env.run("attention", "explain", ref, "--format", "json")
+    return json.loads(result.stdout)["state"] if result.exit_code == 0 else None
+
+
+def path(ref: str) -> str:
+    return ref.replace("#", "%23")
+
+
+def spawn(d: Daemon, number: int) -> str:
+    body = P.issue_comment_event("the-loop start", number=number)
+    assert d.post("issue_comment", body, f"att-{number}").status_code == 202
+    ref = f"github:octo/repo#{number}"
+    wait_until(lambda: d.api("GET", f"/sessions/{path(ref)}").status_code == 200, 30, what="spawn")
+    return ref
+
+
+def say(d: Daemon, ref: str, text: str) -> None:
+    sent = d.api("POST", f"/sessions/{path(ref)}/messages", json={"text": text})
+    assert sent.status_code == 200, sent.text
+
+
+def test_quiet_time_then_permission_pattern_answered_by_keys(screen_daemon: Daemon) -> None:
+    work = screen_daemon.work
+    ref = spawn(screen_daemon, 15)
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting after the quiet time")
+    waited = explain(work, ref)
+    assert waited["signal"] == "screen" and "quietSeconds" in waited["rule"]
+
+    say(screen_daemon, ref, "ASK-PERMISSION: make deploy")
+    wait_until(lambda: state(work, ref) == "needs-permission", 30, what="needs-permission")
+    asked = explain(work, ref)
+    assert asked["rule"].startswith("permissionPatterns[0]"), asked
+    prompt = asked["prompt"]
+    assert prompt["kind"] == "permission" and "make deploy" in prompt["text"]
+    assert work.env.run("sessions", "list").stdout.count("needs-permission") == 1
+
+    allowed = work.env.run("sessions", "allow", ref, "--prompt", prompt["id"])
+    assert allowed.exit_code == 0, allowed.stderr
+    sid = work.session_json(ref)["id"]
+    wait_until(
+        lambda: any(
+            r.get("kind") == "answer" for r in fake_agent.read_records(work.agent_dir, sid)
+        ),
+        15,
+        what="the keys reached the agent",
+    )
+    answers = [r for r in fake_agent.read_records(work.agent_dir, sid) if r["kind"] == "answer"]
+    assert [(a["command"], a["answer"]) for a in answers] == [("make deploy", "y")]
+
+    again = work.env.run("sessions", "deny", ref, "--prompt", prompt["id"])
+    assert again.exit_code != 0 and "stale" in again.stderr, again.stderr
+    assert "already allowed" in again.stderr
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting again")
+    changes = [e["payload"]["to"] for e in work.events("session.attention_changed")]
+    assert changes[-3:] == ["needs-permission", "working", "waiting"], changes
+
+
+def test_nothing_pending_is_refused(screen_daemon: Daemon) -> None:
+    work = screen_daemon.work
+    ref = spawn(screen_daemon, 16)
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting")
+    refused = work.env.run("sessions", "allow", ref)
+    assert refused.exit_code != 0 and "no pending permission prompt" in refused.stderr
+    api = screen_daemon.api(
+        "POST",
+        f"/sessions/{path(ref)}/permission",
+        json={"decision": "allow", "promptId": "pzzzzz"},
+    )
+    assert api.status_code == 400 and api.json()["error"]["code"]
+    api = screen_daemon.api("POST", f"/sessions/{path(ref)}/permission", json={"decision": "allow"})
+    assert api.status_code == 409, api.text
+
+
+async def test_cli_rest_and_mcp_list_the_same_sessions_in_order(screen_daemon: Daemon) -> None:
+    work = screen_daemon.work
+    refs = [spawn(screen_daemon, n) for n in (21, 22)]
+    for ref in refs:
+        wait_until(lambda r=ref: state(work, r) == "waiting", 30, what="waiting")  # type: ignore[misc]
+    for ref in reversed(refs):
+        say(screen_daemon, ref, f"ASK-PERMISSION: deploy {ref[-2:]}")
+        wait_until(lambda r=ref: state(work, r) == "needs-permission", 30, what="asking")  # type: ignore[misc]
+    cli = json.loads(work.env.run("attention", "--format", "json").stdout)
+    rest = screen_daemon.api("GET", "/attention").json()
+    async with over_http(screen_daemon.url, screen_daemon.token) as client:
+        mcp = structured(await client.call_tool("list_attention", {}))["result"]
+    order = [row["workItem"] for row in cli]
+    assert order == [refs[1], refs[0]]  # oldest wait first
+    assert [row["workItem"] for row in rest] == order
+    assert [row["workItem"] for row in mcp] == order
+    assert [row["prompt"]["id"] for row in rest] == [row["prompt"]["id"] for row in cli]
+    assert all(row["since"].endswith("Z") or row["since"].endswith("+00:00") for row in rest)
+    assert SECRET not in json.dumps(rest)
