@@ -98,6 +98,9 @@ def test_the_cli_json_of_an_object_equals_the_api_answer(daemon: Daemon) -> None
     for name, via_cli, route in pairs:
         path, query = route if isinstance(route, tuple) else (route, None)
         via_api = daemon.api("GET", path, params=query).json()
+        if name == "events":  # the log goes on (attention changes): compare what the CLI saw
+            last = max(e["id"] for e in via_cli)
+            via_api = [e for e in via_api if e["id"] <= last]
         assert via_cli == via_api, name
         assert via_cli, f"{name}: nothing to compare"
     # the CLI has no `standing show`: the API's one object is the CLI list's entry
@@ -153,13 +156,14 @@ def test_every_json_output_has_camel_case_keys_and_iso_utc_times(daemon: Daemon)
 def _get_routes(daemon: Daemon, sid: str) -> list[str]:
     """Every GET route of the OpenAPI document (path parameters filled in), but the stream."""
     document = httpx.get(f"{daemon.url}/api/v1/openapi.json", timeout=30).json()
-    filled = {"{session_id}": sid, "{name}": "probe"}
+    filled = {"{session_id}": sid, "{name}": "probe", "{ref}": "standing:probe"}
     routes = []
     for path, ops in document["paths"].items():
         if "get" not in ops or path.endswith("/stream"):
             continue
         for placeholder, value in filled.items():
             path = path.replace(placeholder, value)
+        assert "{" not in path, f"{path}: a path parameter this test does not fill"
         routes.append(path.removeprefix("/api/v1"))
     assert "/sessions" in routes and "/status" in routes and f"/sessions/{sid}" in routes
     return routes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -85,6 +86,11 @@ def test_dash_h_works_on_every_command_and_group(loop_env: Env, cli: Any) -> Non
         assert "\x1b" not in installed.stdout + installed.stderr, path
 
 
+LISTING_GROUPS = [["attention"]]
+"""Groups whose bare form lists (``the-loop attention``); their subcommands (``explain``) hang
+under the listing."""
+
+
 def test_a_bare_group_prints_its_help_and_exits_0(loop_env: Env) -> None:
     _, groups = _paths()
     assert [] in groups and ["sessions"] in groups and ["standing"] in groups
@@ -93,6 +99,9 @@ def test_a_bare_group_prints_its_help_and_exits_0(loop_env: Env) -> None:
         results = list(pool.map(lambda p: (p, _run_installed(p, env)), groups))
     for path, result in results:
         assert result.returncode == 0, (path, result.stderr)
+        if path in LISTING_GROUPS:  # its bare form is a listing (the issue's `the-loop attention`)
+            assert "Usage:" not in result.stdout, path
+            continue
         assert result.stdout.startswith(f"Usage: {' '.join(['the-loop', *path])}"), path
         assert "Commands:" in result.stdout and result.stderr == "", path
 
@@ -116,7 +125,7 @@ def test_no_summary_line_in_a_group_help_is_cut() -> None:
     assert isinstance(root, TyperGroup)
     check(root, click.Context(root, info_name="the-loop"))
     top = subprocess.run([CLI, "-h"], capture_output=True, text=True, check=True).stdout
-    assert "  mcp       Serve MCP over stdio, for agent CLIs that launch it.\n" in top
+    assert re.search(r"^  mcp +Serve MCP over stdio, for agent CLIs that launch it\.$", top, re.M)
     assert not [ln for ln in top.splitlines()[1:] if ln.endswith("...")]
 
 

@@ -55,7 +55,7 @@ def explain(
     ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Show a session's attention state and the signal and rule that decided it."""
+    """Show a session's attention state and what decided it."""
     from the_loop.attention import explain as explain_state  # lazy: start-up
 
     view = explain_state(common.ctx(), ref)
@@ -93,7 +93,9 @@ def allow(
     prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Allow the tool a session's agent waits to run (only while that prompt is pending)."""
+    """Allow the tool a session's agent waits to run.
+
+    Only while that prompt is pending."""
     _answer(ref, "allow", prompt, fmt)
 
 
@@ -102,13 +104,16 @@ def deny(
     prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Refuse the tool a session's agent waits to run (only while that prompt is pending)."""
+    """Refuse the tool a session's agent waits to run.
+
+    Only while that prompt is pending."""
     _answer(ref, "deny", prompt, fmt)
 
 
 def hook() -> None:
-    """Record a Claude Code hook (JSON on stdin) as the agent's attention; run by the hooks
-    the-loop passes at spawn. Always exits 0."""
+    """Record a Claude Code hook's signal (JSON on stdin).
+
+    Run by the hooks the-loop passes at spawn. Always exits 0."""
     from the_loop.attention_hook import main  # lazy: start-up
 
     sys.exit(main([]))

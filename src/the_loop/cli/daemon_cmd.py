@@ -60,7 +60,7 @@ def _token_hint(ctx: Ctx) -> str:
 def start(
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for health."),
 ) -> None:
-    """Start the daemon in the background and wait until it is healthy.
+    """Start the daemon in the background; wait until it is healthy.
 
     Exits 0 with "already running" when the daemon of this state dir runs.
     """

@@ -10,7 +10,7 @@ from the_loop.cli import common
 from the_loop.errors import BadInput
 
 app = typer.Typer(
-    help="The durable inbox: pending, failed and dead-lettered deliveries.", no_args_is_help=True
+    help="The durable inbox: pending, failed, dead-lettered deliveries.", no_args_is_help=True
 )
 
 
