@@ -74,8 +74,14 @@ def test_attach_says_how_to_detach_then_attaches(st: Standing) -> None:
             if ready:
                 shown += os.read(primary, 65536)
         assert clients() == ["1"], "no read-only tmux client attached"
-        text = shown.decode("utf-8", "replace")
-        assert "attaching read-only (what you type is not sent); detach with C-b d" in text
+        hint = b"attaching read-only (what you type is not sent); detach with C-b d"
+        # what the CLI wrote before exec may still be unread when the client shows up
+        deadline = time.monotonic() + 10
+        while hint not in shown and time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 0.1)
+            if ready:
+                shown += os.read(primary, 65536)
+        assert hint in shown, shown.decode("utf-8", "replace")
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
