@@ -29,6 +29,7 @@ SCRIPTS = [
     "poll_cycle",
     "cli_latency",
     "many_sessions",
+    "attention",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [
