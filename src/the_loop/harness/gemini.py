@@ -13,12 +13,23 @@ box's placeholder (``Type your message or @path/to/file``) under the idle footer
 shortcuts``, absent while it still initializes or finishes a turn) is ``ready_pattern``.
 Gemini takes an Enter that comes within 40 ms of a paste as a new line (its paste
 protection), so the Enter that submits a pasted message waits ``submit_gap`` seconds.
+An interactive run gets ``CI=false`` unless the harness's own ``env`` sets ``CI``: with ``CI``
+set (as on a CI machine, inherited by the tmux server) the CLI takes itself for a pipeline,
+skips its interactive interface and exits ("No input provided via stdin").
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from the_loop.errors import BadInput
-from the_loop.harness.base import HarnessAdapter, LaunchKind, LaunchSpec, register_adapter
+from the_loop.harness.base import (
+    HarnessAdapter,
+    Launch,
+    LaunchKind,
+    LaunchSpec,
+    register_adapter,
+)
 
 
 class GeminiAdapter(HarnessAdapter):
@@ -29,6 +40,12 @@ class GeminiAdapter(HarnessAdapter):
     headless_output_format = "stream-json"
     ready_pattern = r"(?s)\? for shortcuts.*Type your message or @path"
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
+
+    def launch(self, kind: LaunchKind, spec: LaunchSpec) -> Launch:
+        launch = super().launch(kind, spec)
+        if kind.is_interactive and "CI" not in launch.env:
+            return dataclasses.replace(launch, env={**launch.env, "CI": "false"})
+        return launch
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
