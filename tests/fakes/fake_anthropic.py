@@ -20,17 +20,16 @@ Usage::
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.fakes.loopback import LoopbackServer
 
 PLACEHOLDER_KEY = "sk-ant-api03-fake-key-for-tests-0000000000000000000000000000000000000000000AA"
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -127,43 +126,19 @@ def default_reply(request: RecordedRequest) -> str:
 
 
 @dataclass
-class FakeAnthropic:
+class FakeAnthropic(LoopbackServer):
     """The fake API server. Start with ``start()`` or a ``with`` block; ``url`` is its base."""
 
     reply: Reply = default_reply
     model: str = DEFAULT_MODEL
     requests: list[RecordedRequest] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _seq: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
-    def start(self) -> FakeAnthropic:
-        handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
-
-    def __exit__(
-        self, exc: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     @property
     def url(self) -> str:
-        assert self._server is not None, "FakeAnthropic is not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self.origin
 
     def claude_env(self, config_dir: Path) -> dict[str, str]:
         """The environment that points the real ``claude`` at this fake, offline and quiet."""
@@ -203,13 +178,6 @@ class FakeAnthropic:
     def last_conversation_request(self) -> RecordedRequest | None:
         requests = self.conversation_requests()
         return requests[-1] if requests else None
-
-
-def _make_handler(api: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(_Handler):
-        fake = api
-
-    return Handler
 
 
 class _Handler(BaseHTTPRequestHandler):

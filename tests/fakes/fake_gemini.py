@@ -14,16 +14,15 @@ API-key auth.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.fakes.loopback import LoopbackServer
 
 PLACEHOLDER_KEY = "fake-gemini-api-key-for-tests"
 
@@ -82,40 +81,18 @@ def default_reply(request: GeminiRequest) -> str:
 
 
 @dataclass
-class FakeGemini:
+class FakeGemini(LoopbackServer):
     """The fake API server. Start with ``start()`` or a ``with`` block; ``url`` is its base."""
 
     reply: Reply = default_reply
     requests: list[GeminiRequest] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _seq: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
-    def start(self) -> FakeGemini:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    def __exit__(
-        self, exc: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     @property
     def url(self) -> str:
-        assert self._server is not None, "FakeGemini is not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self.origin
 
     def gemini_env(self, home: Path) -> dict[str, str]:
         """The environment that points the real ``gemini`` at this fake: HOME (with a

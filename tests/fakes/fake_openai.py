@@ -21,17 +21,16 @@ Usage::
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.fakes.loopback import LoopbackServer
 
 MODEL = "fake-codex-model"
 KEY_ENV = "FAKE_OPENAI_API_KEY"
@@ -92,40 +91,18 @@ def default_reply(request: ResponsesRequest) -> str:
 
 
 @dataclass
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """The fake API server. Start with ``start()`` or a ``with`` block; ``url`` is its base."""
 
     reply: Reply = default_reply
     requests: list[ResponsesRequest] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _seq: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
-    def start(self) -> FakeOpenAI:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(
-        self, exc: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     @property
     def url(self) -> str:
-        assert self._server is not None, "FakeOpenAI is not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return self.origin + "/v1"
 
     def codex_home(self, home: Path) -> Path:
         """Write ``HOME/config.toml`` pointing Codex at this fake (a provider of its own, no
