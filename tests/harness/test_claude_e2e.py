@@ -11,8 +11,7 @@ import pytest
 
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.prompts import nasty_prompt
-from tests.fakes.tmux_server import private_runner
-from tests.harness.agent_clis import CLAUDE_BIN
+from tests.harness.agent_clis import CLAUDE_BIN, start_interactive
 from tests.helpers import wait_until
 from the_loop.config import HarnessConfig
 from the_loop.harness import HarnessAdapter, LaunchSpec, build_adapter
@@ -35,26 +34,11 @@ def api() -> Iterator[FakeAnthropic]:
         yield fake
 
 
-@pytest.fixture
-def runner(tmp_path: Path) -> Iterator[TmuxRunner]:
-    with private_runner(tmp_path / "work", columns=160, rows=50) as tmux:
-        yield tmux
-
-
 def claude_adapter(api: FakeAnthropic, tmp_path: Path) -> HarnessAdapter:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = {**api.claude_env(tmp_path / "claude-config"), "HOME": str(home)}
     return build_adapter("claude", HarnessConfig(binary=str(CLAUDE_BIN), env=env))
-
-
-def start(runner: TmuxRunner, adapter: HarnessAdapter, spec: LaunchSpec, resume: bool) -> None:
-    launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
-    adapter.prepare(launch)
-    runner.spawn(TARGET, launch.argv, cwd=launch.cwd, env=launch.env).unwrap()
-    assert runner.wait_ready(TARGET, launch.ready_pattern, timeout=90), (
-        runner.capture(TARGET).unwrap().text
-    )
 
 
 def say(runner: TmuxRunner, api: FakeAnthropic, prompt: str) -> None:
@@ -81,7 +65,7 @@ def test_spawn_deliver_terminate_resume(
     ]
     assert len(prompts[1].encode()) > 20_000
 
-    start(runner, adapter, spec, resume=False)
+    start_interactive(runner, TARGET, adapter, spec, resume=False, timeout=90)
     for prompt in prompts:
         say(runner, api, prompt)
     assert api.user_prompts() == prompts
@@ -91,7 +75,7 @@ def test_spawn_deliver_terminate_resume(
     wait_until(lambda: runner.probe(TARGET) is Probe.DEAD, 30, what="dead pane")
     assert TARGET in (runner.list_targets() or [])
 
-    start(runner, adapter, spec, resume=True)
+    start_interactive(runner, TARGET, adapter, spec, resume=True, timeout=90)
     say(runner, api, "fourth, after the resume")
     last = api.last_conversation_request()
     assert last is not None

@@ -11,12 +11,11 @@ import pytest
 
 from tests.fakes import payloads as P
 from tests.fakes.fake_openai import FakeOpenAI
-from tests.fakes.tmux_server import private_runner
-from tests.harness.agent_clis import REPO
+from tests.harness.agent_clis import REPO, start_interactive
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.config import HarnessConfig
-from the_loop.harness import HarnessAdapter, LaunchSpec, build_adapter
+from the_loop.harness import LaunchSpec, build_adapter
 from the_loop.runner.tmux import Probe, TmuxRunner
 
 CODEX_BIN = REPO / "node_modules" / ".bin" / "codex"
@@ -65,21 +64,6 @@ def test_codex_headless_spawn_and_follow_up_through_the_loop(work: Work, api: Fa
     assert [e["payload"]["exitCode"] for e in exited] == [0, 0], exited
 
 
-@pytest.fixture
-def runner(tmp_path: Path) -> Iterator[TmuxRunner]:
-    with private_runner(tmp_path / "work", columns=160, rows=50) as tmux:
-        yield tmux
-
-
-def start(runner: TmuxRunner, adapter: HarnessAdapter, spec: LaunchSpec, resume: bool) -> None:
-    launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
-    adapter.prepare(launch)
-    runner.spawn(TARGET, launch.argv, cwd=launch.cwd, env=launch.env).unwrap()
-    assert runner.wait_ready(TARGET, launch.ready_pattern, timeout=60), (
-        runner.capture(TARGET).unwrap().text
-    )
-
-
 def say(runner: TmuxRunner, api: FakeOpenAI, prompt: str) -> None:
     """Paste PROMPT and wait until its turn was answered on screen."""
     before = len(api.conversation_turns())
@@ -98,7 +82,7 @@ def test_codex_interactive_spawn_deliver_terminate_resume(
     env = {**api.codex_env(home), "HOME": str(tmp_path / "home")}
     adapter = build_adapter("codex", HarnessConfig(binary=str(CODEX_BIN), env=env))
 
-    start(runner, adapter, LaunchSpec(workspace), resume=False)
+    start_interactive(runner, TARGET, adapter, LaunchSpec(workspace), resume=False)
     assert 'trust_level = "trusted"' in (home / "config.toml").read_text()
     say(runner, api, "first: say hi to \"$USER\" and 'quote' me")
     say(runner, api, "second: `backticks` $(subshell) ;|&<>")
@@ -109,7 +93,7 @@ def test_codex_interactive_spawn_deliver_terminate_resume(
     (rollout,) = home.glob("sessions/**/rollout-*.jsonl")
     thread = rollout.stem[-36:]  # the interactive id is discovered afterwards (docs)
 
-    start(runner, adapter, LaunchSpec(workspace, thread), resume=True)
+    start_interactive(runner, TARGET, adapter, LaunchSpec(workspace, thread), resume=True)
     say(runner, api, "third, after the resume")
     assert api.conversation_turns()[-1].user_texts() == [
         "first: say hi to \"$USER\" and 'quote' me",

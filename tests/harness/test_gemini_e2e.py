@@ -13,12 +13,11 @@ import pytest
 
 from tests.fakes import payloads as P
 from tests.fakes.fake_gemini import FakeGemini
-from tests.fakes.tmux_server import private_runner
-from tests.harness.agent_clis import REPO
+from tests.harness.agent_clis import REPO, start_interactive
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.config import HarnessConfig
-from the_loop.harness import HarnessAdapter, LaunchSpec, build_adapter
+from the_loop.harness import LaunchSpec, build_adapter
 from the_loop.runner.tmux import Probe, TmuxRunner
 
 GEMINI_BIN = REPO / "node_modules" / ".bin" / "gemini"
@@ -59,21 +58,6 @@ def test_gemini_headless_spawn_and_follow_up_through_the_loop(work: Work, api: F
     assert len(last) == 2 and "count the stars" in last[0] and "also the planets" in last[1]
     exited = work.events("session.exited")
     assert [e["payload"]["exitCode"] for e in exited] == [0, 0], exited
-
-
-@pytest.fixture
-def runner(tmp_path: Path) -> Iterator[TmuxRunner]:
-    with private_runner(tmp_path / "work", columns=160, rows=50) as tmux:
-        yield tmux
-
-
-def start(runner: TmuxRunner, adapter: HarnessAdapter, spec: LaunchSpec, resume: bool) -> None:
-    launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
-    adapter.prepare(launch)
-    runner.spawn(TARGET, launch.argv, cwd=launch.cwd, env=launch.env).unwrap()
-    assert runner.wait_ready(TARGET, launch.ready_pattern, timeout=60), (
-        runner.capture(TARGET).unwrap().text
-    )
 
 
 def say(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:
@@ -132,7 +116,7 @@ def test_gemini_interactive_spawn_deliver_terminate_resume(
     spec = LaunchSpec(workspace, session_id)
     prompts = ["first: say hi to \"$USER\" and 'quote' me", "second: `backticks` $(subshell) ;|&<>"]
 
-    start(runner, adapter, spec, resume=False)
+    start_interactive(runner, TARGET, adapter, spec, resume=False)
     for prompt in prompts:
         say(runner, api, prompt)
 
@@ -140,7 +124,7 @@ def test_gemini_interactive_spawn_deliver_terminate_resume(
     assert report.signalled and report.survivors == ()
     wait_until(lambda: runner.probe(TARGET) is Probe.DEAD, 30, what="dead pane")
 
-    start(runner, adapter, spec, resume=True)
+    start_interactive(runner, TARGET, adapter, spec, resume=True)
     last_reply = f"FAKE-GEMINI-REPLY-{api.conversation_turns()[-1].seq}"
     wait_until(lambda: idle_after(runner, last_reply), 60, what="the resumed conversation")
     say_after_resume(runner, api, "third, after the resume")
