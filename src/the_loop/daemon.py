@@ -29,6 +29,7 @@ from the_loop.health import Health
 from the_loop.instance import INFO_NAME, DaemonInfo, acquire_lock, write_info
 from the_loop.instance import daemon_running as daemon_running
 from the_loop.instance import read_info as read_info
+from the_loop.status_client import ask_daemon
 
 if TYPE_CHECKING:
     import asyncio
@@ -184,39 +185,22 @@ class DaemonStatus(BaseModel):
 
 
 def probe_health(ctx: Ctx, timeout: float = 2.0) -> DaemonStatus:
-    """Ask the daemon of CTX's state dir for its health; never raises.
-
-    One GET on loopback with the standard library's client: ``status`` does not load an HTTP
-    client library (or the web stack) to ask one question."""
-    # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
-    import http.client
-    from urllib.parse import urlsplit
-
-    from the_loop.web.auth import client_token
-
+    """Ask the daemon of CTX's state dir for its health; never raises."""
     state_dir = ctx.state_dir
     info = read_info(state_dir)
     if not daemon_running(state_dir) or info is None:
         return DaemonStatus(healthy=False, running=False, problems=["the-loop is not running"])
-    token = client_token(ctx)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     found = DaemonStatus(healthy=False, running=True, pid=info.pid, url=info.url)
-    url = urlsplit(info.url)
-    conn = http.client.HTTPConnection(url.hostname or info.host, url.port, timeout=timeout)
     try:
-        conn.request("GET", "/api/v1/health", headers=headers)
-        resp = conn.getresponse()
-        body = resp.read()
-        health = Health.model_validate_json(body) if resp.status == 200 else None
-    except (OSError, http.client.HTTPException, ValueError) as exc:
+        status, body = ask_daemon(ctx, info, "/api/v1/health", timeout)
+        health = Health.model_validate_json(body) if status == 200 else None
+    except (OSError, ValueError) as exc:
         found.problems = [f"the daemon does not answer at {info.url}: {exc}"]
         return found
-    finally:
-        conn.close()
     found.version = info.version
     found.uptime_seconds = round(time.time() - info.started_at, 1)
     if health is None:
-        found.problems = [f"the daemon's health endpoint answered HTTP {resp.status}"]
+        found.problems = [f"the daemon's health endpoint answered HTTP {status}"]
         return found
     found.healthy, found.detail, found.problems = health.ok, health.detail, health.problems
     return found

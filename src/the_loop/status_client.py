@@ -13,17 +13,18 @@ from the_loop import __version__
 from the_loop.context import Ctx
 from the_loop.errors import StateError
 from the_loop.health import Health, StatusReport
-from the_loop.instance import daemon_running, read_info
+from the_loop.instance import DaemonInfo, daemon_running, read_info
 from the_loop.store import inbox
 from the_loop.store.sessions import counts_by_status
 
 
-def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:
-    """The status of CTX's installation; never raises for a daemon that does not answer."""
-    info = read_info(ctx.state_dir)
-    if info is None or not daemon_running(ctx.state_dir):
-        return _local(ctx, running=False, problem="the-loop is not running")
-    # lazy: start-up (the standard library's HTTP client and the token module, when a daemon runs)
+def ask_daemon(ctx: Ctx, info: DaemonInfo, path: str, timeout: float) -> tuple[int, bytes]:
+    """GET PATH of the daemon INFO describes, with CTX's token: its HTTP status and body.
+
+    The standard library's client: one question on loopback loads no HTTP client library (or
+    the web stack), since ``status`` is a fast command. Raises ``OSError`` when the daemon does
+    not answer."""
+    # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
     import http.client
     from urllib.parse import urlsplit
 
@@ -34,16 +35,27 @@ def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:
     url = urlsplit(info.url)
     conn = http.client.HTTPConnection(url.hostname or info.host, url.port, timeout=timeout)
     try:
-        conn.request("GET", "/api/v1/status", headers=headers)
+        conn.request("GET", path, headers=headers)
         resp = conn.getresponse()
-        body = resp.read()
-        if resp.status == 200:
-            return StatusReport.model_validate_json(body)
-        problem = f"the daemon's status endpoint answered HTTP {resp.status}"
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        problem = f"the daemon does not answer at {info.url}: {exc}"
+        return resp.status, resp.read()
+    except http.client.HTTPException as exc:
+        raise OSError(str(exc) or type(exc).__name__) from exc
     finally:
         conn.close()
+
+
+def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:
+    """The status of CTX's installation; never raises for a daemon that does not answer."""
+    info = read_info(ctx.state_dir)
+    if info is None or not daemon_running(ctx.state_dir):
+        return _local(ctx, running=False, problem="the-loop is not running")
+    try:
+        status, body = ask_daemon(ctx, info, "/api/v1/status", timeout)
+        if status == 200:
+            return StatusReport.model_validate_json(body)
+        problem = f"the daemon's status endpoint answered HTTP {status}"
+    except (OSError, ValueError) as exc:
+        problem = f"the daemon does not answer at {info.url}: {exc}"
     report = _local(ctx, running=True, problem=problem)
     report.pid, report.url, report.version = info.pid, info.url, info.version
     report.started_at = info.started_at
