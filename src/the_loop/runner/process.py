@@ -16,7 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -86,31 +86,18 @@ class ProcessRunner:
         _check_inputs(argv, cwd, full_env)
         with self._locks.hold(key):
             transcript.parent.mkdir(parents=True, exist_ok=True)
-            with transcript.open("ab") as out, tempfile.TemporaryFile() as err:
+            with (
+                transcript.open("ab") as out,
+                tempfile.TemporaryFile() as err,
+                _stdin_file(stdin) as source,
+            ):
                 offset = out.tell()
                 started = time.monotonic()
-                code, timed_out = self._run(argv, cwd, full_env, out, err, timeout, stdin)
+                code, timed_out = self._start(argv, cwd, full_env, out, err, timeout, source)
                 duration = time.monotonic() - started
                 size = out.tell() - offset
                 tail = _tail(err, self.stderr_tail_bytes)
         return ProcessResult(key, code, timed_out, duration, transcript, offset, size, tail)
-
-    def _run(
-        self,
-        argv: list[str],
-        cwd: Path,
-        env: dict[str, str],
-        out: IO[bytes],
-        err: IO[bytes],
-        timeout: float | None,
-        stdin: bytes | None = None,
-    ) -> tuple[int, bool]:
-        if stdin is None:
-            return self._start(argv, cwd, env, out, err, timeout, None)
-        with tempfile.TemporaryFile() as source:  # a file, not a pipe: never blocks the writer
-            source.write(stdin)
-            source.seek(0)
-            return self._start(argv, cwd, env, out, err, timeout, source)
 
     def _start(
         self,
@@ -196,6 +183,19 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+@contextlib.contextmanager
+def _stdin_file(data: bytes | None) -> Iterator[IO[bytes] | None]:
+    """DATA in a temporary file for a run's stdin (a file, not a pipe: never blocks the
+    writer); None without DATA (the run's stdin is then /dev/null)."""
+    if data is None:
+        yield None
+        return
+    with tempfile.TemporaryFile() as source:
+        source.write(data)
+        source.seek(0)
+        yield source
 
 
 def _tail(stream: IO[bytes], limit: int) -> str:
