@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 import yaml
@@ -74,11 +75,15 @@ class Env:
         )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
-    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    def popen(
+        self, *args: str, env: dict[str, str] | None = None, output: IO[str] | None = None
+    ) -> subprocess.Popen[str]:
+        """Start the real CLI; its stdout and stderr are pipes, or both go to OUTPUT (a file:
+        a long-running process whose pipes nobody reads would block once they fill)."""
         return subprocess.Popen(
             [sys.executable, "-m", "the_loop", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE if output is None else output,
+            stderr=subprocess.PIPE if output is None else subprocess.STDOUT,
             text=True,
             env=env or self.process_env(),
             cwd=self.root,

@@ -7,6 +7,7 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,11 +28,20 @@ class Daemon:
     url: str = ""
     token: str = ""
 
+    @property
+    def log_path(self) -> Path:
+        """Where the daemon's stdout and stderr go (every start of this daemon appends)."""
+        return self.work.env.root / "daemon.log"
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
+
     def start(self, **extra_env: str) -> None:
         env = self.work.env.process_env()
         env["THE_LOOP_WEBHOOK_SECRET"] = SECRET
         env.update(extra_env)
-        self.proc = self.work.env.popen("serve", env=env)
+        with self.log_path.open("a", encoding="utf-8") as output:
+            self.proc = self.work.env.popen("serve", env=env, output=output)
         proc = self.proc
 
         def mine() -> object:
@@ -41,7 +51,10 @@ class Daemon:
         info = wait_until(mine, timeout=30, what="daemon info")  # type: ignore[assignment]
         self.url = info.url
         self.token = (self.work.env.state_dir / "api-token").read_text().strip()
-        wait_until(lambda: _healthy(self.url, self.token), timeout=30)
+        try:
+            wait_until(lambda: _healthy(self.url, self.token), timeout=30, what="daemon health")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the daemon's output:\n{self.log()[-4000:]}") from None
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
