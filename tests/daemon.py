@@ -51,10 +51,14 @@ class Daemon:
         info = wait_until(mine, timeout=30, what="daemon info")  # type: ignore[assignment]
         self.url = info.url
         self.token = (self.work.env.state_dir / "api-token").read_text().strip()
+        seen: list[str] = []
         try:
-            wait_until(lambda: _healthy(self.url, self.token), timeout=30, what="daemon health")
+            wait_until(lambda: _healthy(self.url, self.token, seen), timeout=60, what="health")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; the daemon's output:\n{self.log()[-4000:]}") from None
+            answers = "; ".join(seen[-5:])
+            raise AssertionError(
+                f"{exc} (last answers: {answers}); the daemon's output:\n{self.log()[-4000:]}"
+            ) from None
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -92,12 +96,17 @@ class Daemon:
         return httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kw)
 
 
-def _healthy(url: str, token: str) -> bool:
+def _healthy(url: str, token: str, seen: list[str] | None = None) -> bool:
+    """Whether the daemon at URL answers its health with 200; what it answered goes to SEEN."""
     try:
         headers = {"Authorization": f"Bearer {token}"}
-        return httpx.get(f"{url}/api/v1/health", timeout=2, headers=headers).status_code == 200
-    except httpx.HTTPError:
-        return False
+        resp = httpx.get(f"{url}/api/v1/health", timeout=2, headers=headers)
+        answer = f"HTTP {resp.status_code}"
+    except httpx.HTTPError as exc:
+        resp, answer = None, f"{type(exc).__name__}: {exc}"
+    if seen is not None:
+        seen.append(answer)
+    return resp is not None and resp.status_code == 200
 
 
 @pytest.fixture
