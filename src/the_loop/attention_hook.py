@@ -11,6 +11,10 @@ A ``PermissionRequest`` waits (polling the database) for an answer given through
 prints Claude Code's decision on stdout; without one in ``THE_LOOP_ANSWER_TIMEOUT`` seconds it
 denies (``THE_LOOP_ON_TIMEOUT=deny``) or prints nothing, and the harness shows its own dialog.
 It never fails the harness: any problem ends it with status 0 and a line on stderr.
+
+Run as ``the-loop hook codex-notify [PROGRAM …] JSON`` it is Codex's turn-complete ``notify``
+program (``the_loop.harness.codex_notify``): ``agent-turn-complete`` → ``waiting`` with the
+agent's last message; then the operator's own notify PROGRAM, if any, runs with the same JSON.
 """
 
 from __future__ import annotations
@@ -38,11 +42,14 @@ MAX_STDIN = 1 << 20
 INPUT_LIMIT = 2000
 QUESTION_TYPES = frozenset({"idle_prompt", "elicitation_dialog", "agent_needs_input"})
 SOURCE = "hook"
+CODEX_NOTIFY = "codex-notify"
 
 
 def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
     """Handle the hook whose JSON is on stdin; always returns 0 (the harness goes on)."""
     env = os.environ if env is None else env
+    if args[:1] == [CODEX_NOTIFY]:
+        return codex_notify(args[1:], env)
     agent, db_path = env.get(AGENT_ENV), env.get(DB_ENV)
     if not agent or not db_path:
         return 0
@@ -62,6 +69,58 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
         sys.stdout.write(json.dumps(out))
         sys.stdout.flush()
     return 0
+
+
+def codex_notify(args: list[str], env: Mapping[str, str]) -> int:
+    """Codex's ``notify``: ARGS is ``[PROGRAM …] JSON``; record the finished turn, then run
+    PROGRAM (the operator's own notify) with the JSON. Always returns 0."""
+    if not args:
+        return 0
+    agent, db_path = env.get(AGENT_ENV), env.get(DB_ENV)
+    try:
+        data = json.loads(args[-1])
+        if agent and db_path and isinstance(data, dict):
+            _codex_turn(db_path, agent, data, env)
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        print(f"the-loop hook: {exc}", file=sys.stderr)
+    if len(args) > 1:
+        _run_chained(args)
+    return 0
+
+
+def _codex_turn(db_path: str, agent: str, data: dict[str, Any], env: Mapping[str, str]) -> None:
+    kind = str(data.get("type") or "")
+    if kind != "agent-turn-complete":
+        return
+    message = data.get("last-assistant-message")
+    conn = store.connect(db_path)
+    try:
+        _write(
+            conn,
+            agent,
+            store.WAITING,
+            f"codex-notify:{kind}",
+            "the turn finished",
+            last_message=message[-4000:] if isinstance(message, str) and message else None,
+            work_item=env.get(WORK_ITEM_ENV) or None,
+            standing=agent.removeprefix(store.STANDING_PREFIX)
+            if agent.startswith(store.STANDING_PREFIX)
+            else None,
+        )
+    finally:
+        conn.close()
+
+
+def _run_chained(args: list[str]) -> None:
+    """Start the operator's notify program (ARGS less the JSON, which it gets last) and leave
+    it running: Codex does not wait for its notify program either."""
+    # lazy: only a chained notify needs it, and the hook's start-up is measured
+    import subprocess
+
+    try:
+        subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        print(f"the-loop hook: cannot run {args[0]!r}: {exc}", file=sys.stderr)
 
 
 def handle(

@@ -5,6 +5,10 @@ signals: screen``, the default for harnesses not listed), each pass looks at the
 permission pattern on it → ``needs-permission``; a question pattern → ``needs-input``; a pane
 unchanged for ``attention.quietSeconds`` → ``waiting``; a pane that changed → ``working``. The
 rule that matched is recorded, so ``the-loop attention explain`` names it.
+
+A harness that reports its finished turns itself (``signals: notify``, Codex) is read for its
+prompts only: no quiet rule (the notify program says ``waiting``), and a changed pane means
+``working`` only when it no longer shows the prompt the agent was waiting on.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ TAIL_LINES = 8
 """Prompt patterns are matched against the last TAIL_LINES non-blank lines of the screen (a
 prompt answered and scrolled up no longer counts)."""
 SIGNAL = "screen"
+READ = ("screen", "notify")
+"""The ``signals`` modes the detector reads the screen for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +113,7 @@ def watched(ctx: Ctx) -> list[Watched]:
             found.append(Watched(f"standing:{srec.name}", harness, standing_target(srec.name)))
     settings = ctx.config.attention
     return [
-        w
-        for w in found
-        if settings.harness(w.harness, _adapter(ctx, w.harness)).signals == "screen"
+        w for w in found if settings.harness(w.harness, _adapter(ctx, w.harness)).signals in READ
     ]
 
 
@@ -136,14 +140,20 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
         screen = capture.text.rstrip()
         settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
         quiet = detector.look(agent.key, screen, now)
-        verdict = classify(screen, quiet, ctx.config.attention.quiet_seconds, settings)
-        if _record(ctx, agent, verdict, screen, now):
+        notify = settings.signals == "notify"
+        quiet_seconds = float("inf") if notify else ctx.config.attention.quiet_seconds
+        verdict = classify(screen, quiet, quiet_seconds, settings)
+        if _record(ctx, agent, verdict, screen, now, notify):
             changed += 1
     return changed
 
 
-def _record(ctx: Ctx, agent: Watched, verdict: Verdict, screen: str, now: float) -> bool:
+def _record(
+    ctx: Ctx, agent: Watched, verdict: Verdict, screen: str, now: float, notify: bool = False
+) -> bool:
     row = store.get(ctx.db.connect(), agent.key)
+    if notify and verdict.state == store.WORKING and (row is None or row.state not in store.HUMAN):
+        return False  # the harness reports its turns; only a prompt's end is read here
     if (
         row is not None
         and row.state == verdict.state

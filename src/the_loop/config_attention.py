@@ -28,11 +28,13 @@ def _regexes(value: list[str]) -> list[str]:
 class HarnessAttention(_Model):
     """How one harness's attention is read."""
 
-    signals: Literal["hooks", "screen", "none"] = Field(
+    signals: Literal["hooks", "notify", "screen", "none"] = Field(
         "screen",
         description=(
             "hooks: the harness reports its state itself through `the-loop hook` (Claude "
-            "Code); screen: the screen detector reads the pane; none: not tracked."
+            "Code); notify: the harness reports finished turns through its notify program "
+            "(Codex) and the screen detector reads prompts from the pane, without the quiet "
+            "rule; screen: the screen detector reads the pane; none: not tracked."
         ),
     )
     permission_patterns: list[str] = Field(
@@ -58,7 +60,18 @@ class HarnessAttention(_Model):
 
 def _default_harnesses() -> dict[str, Any]:
     """Built-in defaults (plain data: validated into ``HarnessAttention`` like user input)."""
-    return {"claude": {"signals": "hooks"}}
+    return {
+        "claude": {"signals": "hooks"},
+        "codex": {
+            "signals": "notify",
+            "permissionPatterns": [
+                r"Would you like to (run the following command|make the following edits)\?",
+                r"Allow this request and continue",
+            ],
+            "allowKeys": ["y"],
+            "denyKeys": ["Escape"],
+        },
+    }
 
 
 class AttentionConfig(_Model):

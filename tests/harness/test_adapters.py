@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from the_loop.harness import (
 )
 from the_loop.harness.base import options_before_separator
 from the_loop.harness.claude_hooks import settings_argv
+from the_loop.harness.codex_notify import notify_args
 from the_loop.runner.tmux_core import paste_command
 
 U = str(uuid.UUID(int=42))
@@ -114,10 +116,12 @@ def test_claude_argv() -> None:
 def test_codex_argv_always_avoids_daemons() -> None:
     codex = build_adapter("codex", HarnessConfig(model="o3"))
     launch = codex.interactive(spec(session_id=None))
+    notify = tuple(notify_args(codex.env))
     assert launch.argv == (
         "codex",
         "--no-alt-screen",
         "--no-daemon",
+        *notify,
         "--model",
         "o3",
         "--",
@@ -129,6 +133,7 @@ def test_codex_argv_always_avoids_daemons() -> None:
         "resume",
         "--no-alt-screen",
         "--no-daemon",
+        *notify,
         "--model",
         "o3",
         "--",
@@ -324,3 +329,25 @@ def test_only_gemini_waits_between_a_paste_and_its_enter() -> None:
     waits = " ".join(paste_command("loop-x", "b", Path("/p"), gaps["gemini"]))
     assert "paste-buffer -p -d -b b -t =loop-x: ; run-shell 'sleep 1.000' ; paste-buffer" in waits
     assert "run-shell" not in " ".join(paste_command("loop-x", "b", Path("/p")))
+
+
+def test_codex_notify_runs_the_hook_then_the_operators_own_program(tmp_path: Path) -> None:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text('notify = ["notify-send", "codex"]\n', encoding="utf-8")
+    codex = build_adapter("codex", HarnessConfig(env={"CODEX_HOME": str(home)}))
+    argv = codex.interactive(spec(session_id=None)).argv
+    index = argv.index("-c")
+    key, _, value = argv[index + 1].partition("=")
+    program = tomllib.loads(f"v = {value}")["v"]
+    assert key == "notify" and program[1:3] == ["-I", "-S"]
+    assert program[-3:] == ["codex-notify", "notify-send", "codex"]
+    assert "from the_loop.attention_hook import main" in program[4]
+
+
+def test_an_operators_notify_override_in_args_is_left_alone() -> None:
+    mine = "notify=['my-notifier']"
+    codex = build_adapter("codex", HarnessConfig(args=["-c", mine]))
+    argv = codex.interactive(spec(session_id=None)).argv
+    assert argv.count("-c") == 1 and mine in argv
+    assert not any("attention_hook" in a for a in argv)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from the_loop.agent.model import Agent, Flushed, Resumed, Started
 from the_loop.agent.runners import foreign_occupant, runner_for
+from the_loop.attention_spawn import note_delivered
 from the_loop.errors import SpawnFailed, Unavailable
 from the_loop.faults import crash_point
 from the_loop.refs import new_session_id
@@ -123,6 +124,7 @@ def flush(
         crash_point("after-paste")
         with ctx.db.transaction() as tx:
             queue.mark(tx, item.seq, queue.PromptStatus.delivered)
+            note_delivered(ctx, tx, agent)
             if record is not None:
                 record(tx)
         done.delivered.append(len(item.text))

@@ -20,18 +20,23 @@ PERMISSION_HOOK_TIMEOUT = 86_400
 ``attention.answerTimeoutMinutes`` (given in its environment), always shorter."""
 
 
-def hook_command(python: str | None = None) -> str:
-    """The shell command a hook runs: PYTHON (default: this interpreter) in isolated mode
-    without ``site`` (``-I -S``), importing the hook from the directory this package was
-    loaded from. The hook needs only the standard library and ``the_loop``; skipping ``site``
-    (the environment's ``.pth`` files, the user's site dir) saves about 40 % of the hook's
-    start-up, and a hook runs on every turn of every agent (bench/attention.py)."""
+def hook_argv(python: str | None = None) -> list[str]:
+    """The argv a hook runs: PYTHON (default: this interpreter) in isolated mode without
+    ``site`` (``-I -S``), importing the hook from the directory this package was loaded from.
+    The hook needs only the standard library and ``the_loop``; skipping ``site`` (the
+    environment's ``.pth`` files, the user's site dir) saves about 40 % of the hook's start-up,
+    and a hook runs on every turn of every agent (bench/attention.py)."""
     package_root = str(Path(__file__).resolve().parents[2])
     code = (
         f"import sys;sys.path.insert(0,{package_root!r});"
         "from the_loop.attention_hook import main;sys.exit(main(sys.argv[1:]))"
     )
-    return shlex.join([str(Path(python or sys.executable)), "-I", "-S", "-c", code])
+    return [str(Path(python or sys.executable)), "-I", "-S", "-c", code]
+
+
+def hook_command(python: str | None = None) -> str:
+    """``hook_argv`` as the shell command Claude Code's settings take."""
+    return shlex.join(hook_argv(python))
 
 
 def hook_settings(command: str | None = None) -> dict[str, Any]:

@@ -8,9 +8,12 @@
 
 ``--no-daemon`` keeps the interactive TUI from starting (and leaving behind) the shared
 background server; ``codex exec`` runs in-process and has no such flag. ``--no-alt-screen``
-keeps the scrollback capturable. Before an interactive spawn, ``prepare`` marks the workspace
-trusted in ``$CODEX_HOME/config.toml`` (see ``codex_prep``): the folder-trust question would
-block an unattended start. The composer's footer (``? for shortcuts``) is ``ready_pattern``.
+keeps the scrollback capturable. Interactive launches get ``-c notify=[…]``: Codex runs
+``the-loop hook`` after every turn (``codex_notify``), which is how the-loop learns the turn
+finished; an operator's own ``notify`` override in ``args`` is left alone. Before an
+interactive spawn, ``prepare`` marks the workspace trusted in ``$CODEX_HOME/config.toml``
+(see ``codex_prep``): the folder-trust question would block an unattended start. The
+composer's footer (``? for shortcuts``) is ``ready_pattern``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from the_loop.harness.base import (
     prompt_tail,
     register_adapter,
 )
+from the_loop.harness.codex_notify import is_notify_override, notify_args
 from the_loop.harness.codex_prep import prepare_codex_config
 
 INTERACTIVE_FLAGS = ("--no-alt-screen", "--no-daemon")
@@ -43,17 +47,25 @@ class CodexAdapter(HarnessAdapter):
     ) -> list[str]:
         options = [*self.model_args(), *self.args]
         if kind is LaunchKind.INTERACTIVE:
-            return [self.binary, *INTERACTIVE_FLAGS, *options, *prompt_tail(prompt)]
+            flags = [*INTERACTIVE_FLAGS, *self._notify(), *options]
+            return [self.binary, *flags, *prompt_tail(prompt)]
         if kind is LaunchKind.RESUME:
             assert session_id is not None
             tail = [session_id] if prompt is None else [session_id, prompt]
-            return [self.binary, "resume", *INTERACTIVE_FLAGS, *options, "--", *tail]
+            flags = [*INTERACTIVE_FLAGS, *self._notify(), *options]
+            return [self.binary, "resume", *flags, "--", *tail]
         if prompt is None:
             raise BadInput(f"harness {self.harness!r}: a headless run needs a prompt")
         if kind is LaunchKind.HEADLESS:
             return [self.binary, "exec", "--json", *options, *prompt_tail(prompt)]
         assert session_id is not None
         return [self.binary, "exec", "--json", *options, "resume", "--", session_id, prompt]
+
+    def _notify(self) -> list[str]:
+        """The turn-complete ``notify`` override, unless the operator passes one."""
+        if any(is_notify_override(a) for a in self.args):
+            return []
+        return notify_args(self.env)
 
     def prepare(self, launch: Launch) -> None:
         """Mark the workspace trusted for the TUI (interactive launches only)."""

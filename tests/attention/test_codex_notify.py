@@ -1,0 +1,81 @@
+"""The real Codex CLI under the daemon, against the fake Responses API: its turn-complete
+``notify`` program (``the-loop hook codex-notify``) reports ``waiting`` with the agent's last
+message; a delivered follow-up is ``working`` until the next notify; explain names the signal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.daemon import Daemon
+from tests.fakes import payloads as P
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.harness.agent_clis import REPO
+from tests.helpers import wait_until
+from tests.work import Work
+
+CODEX_BIN = REPO / "node_modules" / ".bin" / "codex"
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+REF = "github:octo/repo#31"
+NOTIFY = "codex-notify:agent-turn-complete"
+
+
+@pytest.fixture
+def daemon(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
+    assert CODEX_BIN.exists(), f"the pinned Codex CLI is missing at {CODEX_BIN} (make setup)"
+    with FakeOpenAI() as api:
+        env = {**api.codex_env(work.env.root / "codex-home"), "HOME": str(work.env.root / "home")}
+        work.env.write_config(
+            harnesses={"codex": {"binary": str(CODEX_BIN), "env": env}},
+            routing={"defaultHarness": "codex", "authorizedUsers": ["alice"]},
+            tmux={"resumeProbeSeconds": 0.5},
+            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+            github={"enabled": True},
+        )
+        d = Daemon(work)
+        d.start()
+        try:
+            yield d, api
+        finally:
+            d.stop()
+
+
+def explain(work: Work) -> dict[str, Any]:
+    result = work.env.run("attention", "explain", REF, "--format", "json")
+    return json.loads(result.stdout) if result.exit_code == 0 else {}  # type: ignore[no-any-return]
+
+
+def test_codex_notify_reports_finished_turns_and_delivery_starts_one(
+    work: Work, daemon: tuple[Daemon, FakeOpenAI]
+) -> None:
+    d, api = daemon
+    body = P.issue_comment_event("the-loop do count the stars", number=31)
+    assert d.post("issue_comment", body, "cxn-1").status_code == 202
+
+    first = wait_until(
+        lambda: (e := explain(work)).get("signal") == NOTIFY and e, 120, what="first notify"
+    )
+    assert first["state"] == "waiting" and first["rule"] == "the turn finished"
+    assert first["lastMessage"].startswith("FAKE-CODEX-REPLY-"), first
+    turns = len(api.conversation_turns())
+
+    follow = P.issue_comment_event("also the planets", number=31)
+    assert d.post("issue_comment", follow, "cxn-2").status_code == 202
+    wait_until(lambda: len(api.conversation_turns()) > turns, 90, what="the second turn")
+    second = wait_until(
+        lambda: (e := explain(work)).get("signal") == NOTIFY
+        and e["lastMessage"] != first["lastMessage"]
+        and e,
+        90,
+        what="the second notify",
+    )
+    assert second["state"] == "waiting"
+
+    found = d.api("GET", "/events", params={"type": "session.attention_changed", "limit": 100})
+    seen = [(e["payload"]["to"], e["payload"]["signal"]) for e in reversed(found.json())]
+    assert ("working", "delivery") in seen, seen
+    working = seen.index(("working", "delivery"))
+    assert ("waiting", NOTIFY) in seen[working:], seen
