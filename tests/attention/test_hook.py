@@ -154,3 +154,34 @@ def test_a_question_is_needs_input_and_not_answered_as_a_permission(loop_env: En
     explained = json.loads(loop_env.run("attention", "explain", AGENT, "--format", "json").stdout)
     assert explained["signal"] == "claude-hook:Notification"
     assert explained["rule"] == "notification idle_prompt"
+
+
+def test_codex_notify_records_the_turn_then_runs_the_operators_program(
+    loop_env: Env, tmp_path: Path
+) -> None:
+    open_database(loop_env.state_dir).close()
+    seen = tmp_path / "seen.txt"
+    program = tmp_path / "notify.sh"
+    program.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {seen}\n', encoding="utf-8")
+    program.chmod(0o755)
+    turn = {"type": "agent-turn-complete", "last-assistant-message": "All four tests pass."}
+    other = {"type": "something-else"}
+    for data in (other, turn):
+        done = subprocess.run(
+            [sys.executable, "-m", "the_loop", "hook", "codex-notify", str(program), "x"]
+            + [json.dumps(data)],
+            env=hook_env(loop_env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0 and done.stdout == "", done.stderr
+        if data is other:
+            assert row(loop_env) is None  # only a finished turn is recorded
+    found = row(loop_env)
+    assert found is not None and found.state == "waiting"
+    assert found.signal == "codex-notify:agent-turn-complete"
+    assert found.last_message == "All four tests pass."
+    wait_until(lambda: seen.exists() and seen.read_text().count("\n") == 2, 30, what="chained")
+    assert seen.read_text().splitlines() == ["x", json.dumps(turn)]
