@@ -77,6 +77,20 @@ class AttentionView(_View):
     prompt: PromptView | None = None
 
 
+class SessionAttention(_View):
+    """A session's attention as every session object carries it (``sessions list``/``show``,
+    ``standing list``, the API, MCP): the state, since when, what decided it, the pending
+    prompt and the agent's last message. Nothing that moves by itself (no ``waitingSeconds``),
+    so the same object reads the same from every surface."""
+
+    state: str
+    since: UtcDatetime
+    signal: str
+    rule: str
+    last_message: str = ""
+    prompt: PromptView | None = None
+
+
 class Answered(_View):
     """An answer taken: which prompt, what, by whom, through what."""
 
@@ -153,14 +167,32 @@ def list_attention(ctx: Ctx) -> list[AttentionView]:
     ]
 
 
+def of_sessions(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, SessionAttention | None]:
+    """The attention of each (agent key, live) in AGENTS: ``exited`` (and no prompt) for a
+    session that is not live, None when nothing was recorded."""
+    found = {row.agent: row for row in store.rows(ctx.db.connect(), [a for a, _ in agents])}
+    out: dict[str, SessionAttention | None] = {}
+    for agent, live in agents:
+        row = found.get(agent)
+        out[agent] = None if row is None else _session_attention(row, live)
+    return out
+
+
+def _session_attention(row: store.Row, live: bool) -> SessionAttention:
+    return SessionAttention(
+        state=row.state if live else store.EXITED,
+        since=_when(row.since),
+        signal=row.signal,
+        rule=row.rule,
+        last_message=row.last_message,
+        prompt=_prompt_view(row.prompt) if live and row.prompt else None,
+    )
+
+
 def column(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, str]:
     """The attention column of each (agent key, live) in AGENTS: its state, ``exited`` for
     a session that is not live, ``-`` when nothing was recorded."""
-    found = {row.agent: row.state for row in store.rows(ctx.db.connect(), [a for a, _ in agents])}
-    return {
-        agent: (found.get(agent, "-") if live or agent not in found else store.EXITED)
-        for agent, live in agents
-    }
+    return {a: v.state if v else "-" for a, v in of_sessions(ctx, agents).items()}
 
 
 def agent_key(ctx: Ctx, ref: str) -> str:

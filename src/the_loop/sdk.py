@@ -28,6 +28,7 @@ from the_loop.config_errors import problems_word, validation_problems
 from the_loop.context import Ctx, open_ctx
 from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput, ConfigInvalid, LoopError
+from the_loop.session_records import SessionSummary
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 if TYPE_CHECKING:
@@ -48,8 +49,8 @@ class Sessions:
 
     def list(
         self, status: SessionStatus | str | None = None, limit: int | None = 100
-    ) -> builtins.list[SessionRecord]:
-        """Sessions, newest first."""
+    ) -> builtins.list[SessionSummary]:
+        """Sessions with their attention, newest first."""
         try:
             wanted = SessionStatus(status) if status is not None else None
         except ValueError:

@@ -3,11 +3,24 @@ store), so read-only commands such as ``sessions list`` do not load the agent la
 
 from __future__ import annotations
 
+from the_loop.attention import SessionAttention, of_sessions
 from the_loop.context import Ctx
 from the_loop.errors import NotFound
 from the_loop.refs import WorkItemRef
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
+
+
+class SessionSummary(SessionRecord):
+    """A session record with its ``attention`` (None until the agent reported any)."""
+
+    attention: SessionAttention | None = None
+
+
+def summaries(ctx: Ctx, records: list[SessionRecord]) -> list[SessionSummary]:
+    """RECORDS with their attention (one query for all of them)."""
+    found = of_sessions(ctx, [(r.id, r.live) for r in records])
+    return [SessionSummary(**r.model_dump(by_alias=False), attention=found[r.id]) for r in records]
 
 
 def get(ctx: Ctx, session_id: str) -> SessionRecord:
@@ -35,6 +48,7 @@ def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
 
 def list_sessions(
     ctx: Ctx, status: SessionStatus | None = None, limit: int | None = None
-) -> list[SessionRecord]:
-    """Sessions, newest first, optionally of one STATUS and at most LIMIT."""
-    return store.list_sessions(ctx.db.connect(), status, limit)
+) -> list[SessionSummary]:
+    """Sessions with their attention, newest first, optionally of one STATUS and at most
+    LIMIT."""
+    return summaries(ctx, store.list_sessions(ctx.db.connect(), status, limit))

@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from the_loop.attention import SessionAttention
 from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound, ValidationFailed
@@ -135,6 +136,7 @@ class StandingView(Result):
     last_message_at: UtcDatetime | None = None
     problems: list[str] = []
     note: str | None = None
+    attention: SessionAttention | None = None
 
 
 # --- the resolver ---------------------------------------------------------------------------

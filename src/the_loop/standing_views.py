@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from the_loop.attention import of_sessions
 from the_loop.context import Ctx
 from the_loop.runner.outcomes import Probe
 from the_loop.standing_defs import Definition, StandingView, ViewStatus, from_declared, from_record
 from the_loop.store import standing as store
+from the_loop.store.attention import STANDING_PREFIX
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 
 
@@ -23,7 +25,8 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
         views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
     for rec in records.values():
         views.append(_view(ctx, from_record(ctx, rec), rec, targets))
-    return views
+    found = of_sessions(ctx, [(f"{STANDING_PREFIX}{v.name}", v.status == "running") for v in views])
+    return [v.model_copy(update={"attention": found[f"{STANDING_PREFIX}{v.name}"]}) for v in views]
 
 
 def _view(

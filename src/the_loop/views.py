@@ -16,14 +16,15 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound
 from the_loop.refs import validate_standing_name
 from the_loop.runner import AttachCommand
+from the_loop.session_records import SessionSummary, summaries
 from the_loop.standing import StandingView
-from the_loop.store.sessions import SessionRecord, delivered_count
+from the_loop.store.sessions import delivered_count
 from the_loop.wire import Wire
 
 
-class SessionView(SessionRecord):
-    """A session record with ``pane`` (live, dead, absent, unknown or headless) and
-    ``deliveries`` (prompts delivered into it so far)."""
+class SessionView(SessionSummary):
+    """A session record with its ``attention``, ``pane`` (live, dead, absent, unknown or
+    headless) and ``deliveries`` (prompts delivered into it so far)."""
 
     pane: str
     deliveries: int
@@ -41,8 +42,9 @@ def session_view(ctx: Ctx, ref_or_id: str) -> SessionView:
     """The session named by REF_OR_ID (a session id, or a work item ref: its live session,
     else its latest), probed; ``NotFound`` when there is none, ``BadInput`` for a bad ref."""
     rec = sessions.resolve(ctx, ref_or_id)
+    (summary,) = summaries(ctx, [rec])
     return SessionView(
-        **rec.model_dump(by_alias=False),
+        **summary.model_dump(by_alias=False),
         pane=sessions.probe(ctx, rec),
         deliveries=delivered_count(ctx.db.connect(), rec.id),
     )

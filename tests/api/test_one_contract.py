@@ -73,6 +73,12 @@ def _settled(daemon: Daemon) -> str:
     said = daemon.api("POST", "/standing/probe/messages", json={"text": "hi", "actor": "ops"})
     assert said.status_code == 200, said.text
     daemon.work.wait_prompts(made.json()["start"]["conversationId"], 2)
+
+    def settled() -> bool:  # the screen detector's quiet time passed: attention stops moving
+        objects = [*daemon.api("GET", "/sessions").json(), *daemon.api("GET", "/standing").json()]
+        return all((o.get("attention") or {}).get("state") == "waiting" for o in objects)
+
+    wait_until(settled, 60, what="every agent waiting")
     return sid
 
 

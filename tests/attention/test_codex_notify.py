@@ -66,9 +66,11 @@ def test_codex_notify_reports_finished_turns_and_delivery_starts_one(
     assert d.post("issue_comment", follow, "cxn-2").status_code == 202
     wait_until(lambda: len(api.conversation_turns()) > turns, 90, what="the second turn")
     second = wait_until(
-        lambda: (e := explain(work)).get("signal") == NOTIFY
-        and e["lastMessage"] != first["lastMessage"]
-        and e,
+        lambda: (
+            (e := explain(work)).get("signal") == NOTIFY
+            and e["lastMessage"] != first["lastMessage"]
+            and e
+        ),
         90,
         what="the second notify",
     )

@@ -15,6 +15,7 @@ from the_loop.store import attention as store
 from the_loop.store import open_database
 
 AGENT = "agent-under-test"
+HOOK = [sys.executable, "-m", "the_loop", "hook"]
 
 
 def hook_env(env: Env, **extra: str) -> dict[str, str]:
@@ -168,8 +169,16 @@ def test_codex_notify_records_the_turn_then_runs_the_operators_program(
     other = {"type": "something-else"}
     for data in (other, turn):
         done = subprocess.run(
-            [sys.executable, "-m", "the_loop", "hook", "codex-notify", str(program), "x"]
-            + [json.dumps(data)],
+            [
+                sys.executable,
+                "-m",
+                "the_loop",
+                "hook",
+                "codex-notify",
+                str(program),
+                "x",
+                json.dumps(data),
+            ],
             env=hook_env(loop_env),
             capture_output=True,
             text=True,

@@ -84,6 +84,12 @@ def test_quiet_time_then_permission_pattern_answered_by_keys(screen_daemon: Daem
     prompt = asked["prompt"]
     assert prompt["kind"] == "permission" and "make deploy" in prompt["text"]
     assert work.env.run("sessions", "list").stdout.count("needs-permission") == 1
+    # every session object carries it: sessions show/list (CLI and REST) name the same prompt
+    shown = work.session_json(ref)["attention"]
+    listed = screen_daemon.api("GET", "/sessions").json()
+    (mine,) = [s["attention"] for s in listed if s["workItem"] == ref]
+    assert shown == mine and shown["state"] == "needs-permission"
+    assert shown["prompt"]["id"] == prompt["id"] and shown["rule"] == asked["rule"]
 
     allowed = work.env.run("sessions", "allow", ref, "--prompt", prompt["id"])
     assert allowed.exit_code == 0, allowed.stderr

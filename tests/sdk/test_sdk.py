@@ -27,7 +27,7 @@ from tests.work import Work, fake_harness
 from the_loop import TheLoop
 from the_loop.errors import BadInput, ConfigInvalid, NotFound, NotRunning
 from the_loop.health import StatusReport
-from the_loop.store.sessions import SessionRecord
+from the_loop.session_records import SessionSummary
 from the_loop.views import SessionView
 from the_loop.wire import to_wire
 
@@ -194,7 +194,7 @@ async def test_mount_serves_rest_and_mcp_behind_the_callers_dependency(work: Wor
         parsed = SessionView.model_validate(answered)
         assert to_wire(parsed) == answered == to_wire(loop.sessions.get(sid))
         assert abs(parsed.created_at - loop.sessions.get(sid).created_at) < 0.001
-        assert [to_wire(SessionRecord.model_validate(r)) for r in listed.json()] == listed.json()
+        assert [to_wire(SessionSummary.model_validate(r)) for r in listed.json()] == listed.json()
         status = httpx.get(f"{url}/loop/api/v1/status", headers=key).json()
         assert status["running"] is False and status["pid"] is None
         assert StatusReport.model_validate(status).sessions == {"active": 1}

@@ -42,9 +42,7 @@ def list_(
             "(or try `the-loop dispatch`, see docs/sessions.md)",
         )
         return
-    from the_loop.attention import column  # lazy: start-up
-
-    att = column(common.ctx(), [(r.id, r.live) for r in rows])
+    att = {r.id: r.attention.state if r.attention else "-" for r in rows}
     now = time.time()
     common.print_table(
         [

@@ -27,7 +27,6 @@ NAME_HELP = "Standing session name (lowercase letters, digits and '-')."
 @app.command("list")
 def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) -> None:
     """List declared and created standing sessions with their status."""
-    from the_loop.attention import column  # lazy: start-up
     from the_loop.standing_views import list_standing  # lazy: start-up
 
     views = list_standing(common.ctx())
@@ -41,7 +40,7 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
             "`the-loop standing create NAME --prompt BRIEF`",
         )
         return
-    att = column(common.ctx(), [(f"standing:{v.name}", v.status == "running") for v in views])
+    att = {v.name: v.attention.state if v.attention else "-" for v in views}
     common.print_table(
         [
             "NAME",
@@ -59,7 +58,7 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
                 v.name,
                 v.source.value,
                 common.status_word(v.status.value) + (" (!)" if v.problems or v.note else ""),
-                att[f"standing:{v.name}"],
+                att[v.name],
                 v.harness,
                 v.cwd,
                 v.target,

@@ -24,6 +24,7 @@ from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
 from the_loop.health import Health, StatusReport
 from the_loop.inbox_ops import inbox_items
+from the_loop.session_records import SessionSummary
 from the_loop.status import health_now, status_now
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -91,9 +92,9 @@ def _session_routes(
     @router.get("/sessions", tags=["sessions"], dependencies=read)
     async def list_sessions(
         status: SessionStatus | None = None, limit: int = Query(100, ge=1, le=100_000)
-    ) -> list[SessionRecord]:
-        """Work-item sessions, newest first."""
-        return sessions.list_sessions(get_ctx(), status, limit)
+    ) -> list[SessionSummary]:
+        """Work-item sessions, newest first, each with its attention."""
+        return await asyncio.to_thread(sessions.list_sessions, get_ctx(), status, limit)
 
     @router.get("/sessions/{session_id:path}/screen", tags=["sessions"], dependencies=read)
     async def get_screen(session_id: str, lines: int = Query(200, ge=1, le=100_000)) -> Screen:
@@ -212,7 +213,7 @@ def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]
     ) -> list[ev.Event]:
         """Events, newest last."""
         flt = ev.parse_filter(type, work_item, standing, level, since, limit)
-        return ev.query(get_ctx().db, flt)
+        return await asyncio.to_thread(ev.query, get_ctx().db, flt)
 
     @router.get("/events/types", tags=["events"], dependencies=read)
     async def get_event_types() -> list[ev.EventType]:

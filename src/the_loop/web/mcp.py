@@ -29,7 +29,8 @@ from the_loop import __version__, attention, sessions, standing, views
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import Forbidden, LoopError, ValidationFailed
-from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.session_records import SessionSummary
+from the_loop.store.sessions import SessionStatus
 from the_loop.views import Screen, SessionView
 from the_loop.web import auth
 from the_loop.web.api import Done
@@ -130,7 +131,7 @@ def _session_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
     def list_sessions(
         status: SessionStatus | None = None,
         limit: Annotated[int, Field(ge=1, le=100_000)] = 100,
-    ) -> list[SessionRecord]:
+    ) -> list[SessionSummary]:
         """Work-item sessions, newest first, optionally only those with STATUS."""
         return _call(lambda: sessions.list_sessions(get_ctx(), status, limit))
 
