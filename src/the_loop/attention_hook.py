@@ -19,16 +19,17 @@ agent's last message; then the operator's own notify PROGRAM, if any, runs with 
 
 from __future__ import annotations
 
-import json
+import _sqlite3
 import os
-import sqlite3
 import sys
 import time
 
+from the_loop import hook_json as json
 from the_loop.store import attention as store
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs
+if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs (no json, no re)
+    import sqlite3
     from collections.abc import Callable, Mapping
     from typing import Any
 
@@ -62,7 +63,7 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
             out = handle(conn, agent, data, env)
         finally:
             conn.close()
-    except (OSError, ValueError, sqlite3.Error) as exc:
+    except (OSError, ValueError, _sqlite3.Error) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
         return 0
     if out is not None:
@@ -81,7 +82,7 @@ def codex_notify(args: list[str], env: Mapping[str, str]) -> int:
         data = json.loads(args[-1])
         if agent and db_path and isinstance(data, dict):
             _codex_turn(db_path, agent, data, env)
-    except (OSError, ValueError, sqlite3.Error) as exc:
+    except (OSError, ValueError, _sqlite3.Error) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
     if len(args) > 1:
         _run_chained(args)
@@ -183,7 +184,7 @@ def _permission(
 ) -> dict[str, Any] | None:
     tool = str(data.get("tool_name") or "")
     tool_input = data.get("tool_input")
-    shown = json.dumps(tool_input, ensure_ascii=False)[:INPUT_LIMIT]
+    shown = json.dumps(tool_input, ascii=False)[:INPUT_LIMIT]
     prompt = store.NewPrompt("permission", tool=tool, input=shown, text=_summary(tool, tool_input))
     change = write(store.NEEDS_PERMISSION, f"permission request for {tool}", prompt=prompt)
     if change is None or change.prompt_id is None:
@@ -249,7 +250,7 @@ def _summary(tool: str, tool_input: Any) -> str:
             value = tool_input.get(key)
             if isinstance(value, str) and value:
                 return f"{tool}: {value}"[:INPUT_LIMIT]
-    return f"{tool}: {json.dumps(tool_input, ensure_ascii=False)}"[:INPUT_LIMIT]
+    return f"{tool}: {json.dumps(tool_input, ascii=False)}"[:INPUT_LIMIT]
 
 
 def _last_message(data: dict[str, Any]) -> str | None:

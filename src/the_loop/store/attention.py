@@ -12,12 +12,14 @@ when a wait on a person begins) in the same transaction. This module imports not
 
 from __future__ import annotations
 
-import json
+import _sqlite3
 import os
-import sqlite3
+
+from the_loop import hook_json as json
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the hook imports this module: neither json (re) nor sqlite3 (datetime)
+    import sqlite3
     from typing import Any
 
 WORKING = "working"
@@ -116,7 +118,7 @@ class Change:
 def connect(path: str) -> sqlite3.Connection:
     """An autocommit connection to the database at PATH, set up as ``store.db`` sets its own
     (WAL, commits not synced one by one), for a process that only writes attention."""
-    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+    conn = _sqlite3.connect(path, timeout=10, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn
@@ -251,7 +253,7 @@ def _open_prompt(tx: sqlite3.Connection, agent: str, prompt: NewPrompt, now: flo
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (prompt_id, agent, prompt.kind, prompt.tool, prompt.input, prompt.text, now),
             )
-        except sqlite3.IntegrityError:
+        except _sqlite3.IntegrityError:
             continue
         return prompt_id
     raise RuntimeError("could not mint a prompt id")
@@ -330,7 +332,7 @@ def _append(
             work_item,
             standing,
             session_id,
-            json.dumps(payload, separators=(",", ":")),
+            json.dumps(payload),
         ),
     )
 
