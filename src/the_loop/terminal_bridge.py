@@ -22,6 +22,7 @@ import struct
 import subprocess
 import termios
 import threading
+import tty
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -134,6 +135,9 @@ class Bridge:
         master, slave = pty.openpty()
         try:
             _set_size(slave, *self._size)
+            # raw from the start: keys typed before the client took the terminal must not be
+            # cooked by the line discipline (CR turned into LF, echoed back)
+            tty.setraw(slave)
             self.proc = subprocess.Popen(
                 list(self.plan.argv), stdin=slave, stdout=slave, stderr=slave,
                 env=dict(self.plan.env), start_new_session=True, close_fds=True,

@@ -135,7 +135,9 @@ async def test_screen_and_typing_reach_the_agent(loop_daemon: Daemon) -> None:
         frame = await hello(ws)
         target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
         assert frame == {"type": "hello", "readOnly": False, "target": target}
-        await screen_until(ws, b"FAKE-AGENT GOT #1")
+        # typed at once, before the tmux client has drawn anything: still arrives as typed
+        await ws.send(json.dumps({"type": "input", "data": "typed at once\r"}))
+        await screen_until(ws, b"FAKE-AGENT GOT #2")
         # malformed frames are ignored and the bridge keeps going
         junk = ["not json", "[1]", '{"type": "input", "data": 5}', '{"type": "warp"}']
         junk += ['{"type": "resize", "cols": "x", "rows": 3}', '{"type": "resize"}']
@@ -143,8 +145,8 @@ async def test_screen_and_typing_reach_the_agent(loop_daemon: Daemon) -> None:
             await ws.send(frame_text)
         await ws.send(b"\x00binary frames are not input\r")
         await ws.send(json.dumps({"type": "input", "data": "typed in the browser\r"}))
-        await screen_until(ws, b"FAKE-AGENT GOT #2")
-        assert typed(loop_daemon.work, sid) == ["typed in the browser"]
+        await screen_until(ws, b"FAKE-AGENT GOT #3")
+        assert typed(loop_daemon.work, sid) == ["typed at once", "typed in the browser"]
 
 
 async def test_read_only_viewers_cannot_type(loop_daemon: Daemon) -> None:

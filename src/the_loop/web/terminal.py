@@ -115,7 +115,7 @@ async def serve(websocket: WebSocket, tokens: auth.Tokens, public_url: str, plan
     finally:
         await bridge.aclose()
         if websocket.application_state is WebSocketState.CONNECTED:
-            with contextlib.suppress(RuntimeError, OSError):
+            with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
                 await websocket.close(code=1000)
 
 
@@ -153,7 +153,7 @@ async def _pump(websocket: WebSocket, bridge: Bridge) -> None:
 async def _send_output(websocket: WebSocket, bridge: Bridge) -> None:
     while (data := await bridge.output()) is not None:
         await websocket.send_bytes(data)
-    with contextlib.suppress(RuntimeError, OSError):
+    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
         await websocket.close(code=1000, reason="the terminal ended")
 
 
