@@ -273,3 +273,24 @@ async def test_daemon_shutdown_ends_the_bridges(loop_daemon: Daemon) -> None:
         await asyncio.to_thread(loop_daemon.stop, signal.SIGTERM)
         wait_until(lambda: gone(pids[0]), timeout=30, what="the bridge's child gone")
         assert client_pids(work, target) == []
+
+
+async def test_logout_ends_open_terminals(loop_daemon: Daemon) -> None:
+    sid = spawned(loop_daemon)
+    r = httpx.post(f"{loop_daemon.url}/login", json={"token": loop_daemon.token}, timeout=30)
+    cookie, csrf = r.cookies["the_loop_session"], r.json()["csrfToken"]
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")
+    headers = {"Cookie": f"the_loop_session={cookie}"}
+    async with connect(url, additional_headers=headers, origin=loop_daemon.url) as ws:  # type: ignore[arg-type]
+        await hello(ws)
+        out = await asyncio.to_thread(
+            httpx.post,
+            f"{loop_daemon.url}/logout",
+            cookies={"the_loop_session": cookie},
+            headers={"X-CSRF-Token": csrf},
+        )
+        assert out.status_code == 303
+        with pytest.raises(ConnectionClosed) as caught:
+            while True:
+                await asyncio.wait_for(ws.recv(), timeout=30)
+        assert caught.value.rcvd is not None and caught.value.rcvd.code == 1008
