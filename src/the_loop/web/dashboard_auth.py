@@ -44,6 +44,7 @@ SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 1000
 """The oldest logins are forgotten beyond this many (memory stays bounded)."""
 MAX_LOGIN_BODY = 8192
+LOGIN_BODY_SECONDS = 10.0
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 STATE_KEY = "dashboard_sessions"
 """Where the app keeps its ``Sessions`` (``app.state``)."""
@@ -238,11 +239,27 @@ def safe_next(value: str | None) -> str:
     return value
 
 
+async def _bounded_body(request: Request) -> bytes:
+    """The body, at most ``MAX_LOGIN_BODY`` bytes read within ``LOGIN_BODY_SECONDS`` (anyone
+    may post here: a large or slow body costs it nothing)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_LOGIN_BODY:
+        raise BadInput("the login request is too large")
+    body = bytearray()
+    try:
+        async with asyncio.timeout(LOGIN_BODY_SECONDS):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_LOGIN_BODY:
+                    raise BadInput("the login request is too large")
+    except TimeoutError:
+        raise BadInput("the login request body did not arrive in time") from None
+    return bytes(body)
+
+
 async def _login_fields(request: Request) -> tuple[dict[str, str], bool]:
     """The posted fields and whether they came as JSON; ``BadInput`` for anything else."""
-    body = await request.body()
-    if len(body) > MAX_LOGIN_BODY:
-        raise BadInput("the login request is too large")
+    body = await _bounded_body(request)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
         try:
