@@ -19,10 +19,13 @@ from the_loop.errors import LoopError
 from the_loop.health import Health
 from the_loop.instance import DaemonInfo
 from the_loop.status import health_now
+from the_loop.terminal_bridge import Bridge
+from the_loop.web import dashboard_auth
 from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
+from the_loop.web.terminal import terminal_router
 from the_loop.web.webhooks import github_router
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
@@ -51,6 +54,7 @@ def create_app(
                 yield
         finally:
             stop.set()
+            await Bridge.close_all()  # browser terminals still open: their tmux clients end
             for task in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(task, timeout=5)
@@ -88,9 +92,16 @@ def create_app(
 
 def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     tokens = ensure_tokens(ctx)
+    logins = dashboard_auth.Sessions()
+    setattr(app.state, dashboard_auth.STATE_KEY, logins)
+    app.include_router(
+        dashboard_auth.login_router(lambda: tokens, logins, ctx.config.server.public_url)
+    )
     read, write = token_guards(lambda: tokens)
     app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(attention_router(lambda: ctx, read, write), prefix="/api/v1")
+    public_url = ctx.config.server.public_url
+    app.include_router(terminal_router(lambda: ctx, lambda: tokens, public_url), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
 
     @app.get("/health", include_in_schema=False, dependencies=read)
