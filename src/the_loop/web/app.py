@@ -23,6 +23,7 @@ from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
+from the_loop.web.slack_webhooks import slack_router
 from the_loop.web.webhooks import github_router
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
@@ -69,6 +70,8 @@ def create_app(
     _install_error_handlers(app)
     if ctx.config.github.enabled and ctx.config.github.webhook.enabled:
         app.include_router(github_router(ctx))
+    if ctx.config.slack.enabled:
+        app.include_router(slack_router(ctx))
 
     _mount_api(app, ctx, mcp)
 
