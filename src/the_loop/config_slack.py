@@ -61,6 +61,7 @@ class SlackConfig(_Model):
     )
     mirror_to_github: bool = Field(
         True,
+        alias="mirrorToGitHub",
         description="Mirror a thread reply delivered to a work item as a marked GitHub comment.",
     )
     timeout_seconds: float = Field(

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from tests.slack.conftest import ALICE, CHANNEL, STANDING, Slack
 from tests.helpers import wait_until
+from tests.slack.conftest import ALICE, CHANNEL, STANDING, Slack
 
 
 def inbox(slack: Slack) -> list[dict[str, object]]:

@@ -12,8 +12,8 @@ from tests.slack.conftest import (
     STANDING,
     Slack,
     slack_section,
-    start,
     standing_section,
+    start,
 )
 from tests.work import Work
 
