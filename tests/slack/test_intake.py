@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import time
 
+from tests.fakes.fake_slack import FakeSlack
 from tests.helpers import wait_until
-from tests.slack.conftest import ALICE, CHANNEL, STANDING, Slack
+from tests.slack.conftest import ALICE, CHANNEL, STANDING, Slack, slack_section, start
+from tests.work import Work
 
 
 def inbox(slack: Slack) -> list[dict[str, object]]:
@@ -95,3 +97,16 @@ def test_bad_input_is_a_clear_4xx(standing_slack: Slack) -> None:
     wait_until(lambda: slack.work.events("webhook.rejected"), 30, what="rejections recorded")
     assert inbox(slack) == []
     assert CHANNEL and ALICE  # the fixture's channel and user stay the ones the tests name
+
+
+def test_the_routes_are_404_while_slack_is_off(work: Work, fake_slack: FakeSlack) -> None:
+    work.configure(slack={**slack_section(fake_slack), "enabled": False})
+    daemon = start(work, fake_slack)
+    try:
+        slack = Slack(daemon, fake_slack)
+        body = json.dumps({"type": "url_verification", "challenge": "c"}).encode()
+        off = slack.signed("/webhooks/slack", body, "application/json")
+        assert off.status_code == 404 and off.json()["error"]["code"] == "not_found"
+        assert slack.press("p12345", "1.2").status_code == 404
+    finally:
+        daemon.stop()

@@ -70,8 +70,7 @@ def create_app(
     _install_error_handlers(app)
     if ctx.config.github.enabled and ctx.config.github.webhook.enabled:
         app.include_router(github_router(ctx))
-    if ctx.config.slack.enabled:
-        app.include_router(slack_router(ctx))
+    app.include_router(slack_router(ctx))  # answers 404 while slack.enabled is off
 
     _mount_api(app, ctx, mcp)
 

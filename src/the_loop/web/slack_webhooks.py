@@ -70,7 +70,7 @@ def _acceptance(intake: slack_intake.Intake, body: bytes, retry: str | None) -> 
 
 
 def slack_router(ctx: Ctx) -> APIRouter:
-    """The two Slack routes (mounted when ``slack.enabled``)."""
+    """The two Slack routes (404 while ``slack.enabled`` is off, read on every request)."""
     router = APIRouter()
     sampler = RejectionSampler()
 
@@ -78,6 +78,11 @@ def slack_router(ctx: Ctx) -> APIRouter:
         return record_rejection(ctx, sampler, status, code, message, None, SOURCE)
 
     async def verified(request: Request) -> bytes | JSONResponse:
+        if not ctx.config.slack.enabled:  # read live: a reload switches Slack on or off
+            return JSONResponse(
+                {"error": {"code": "not_found", "message": "slack.enabled is off"}},
+                status_code=404,
+            )
         try:
             async with asyncio.timeout(BODY_SECONDS):
                 body = await read_body(request, MAX_BODY)
