@@ -116,3 +116,30 @@ def test_permission_in_the_thread_answered_once_by_a_button(asking: Slack, gh: F
     assert notice.updates == 1
     prompts_posted = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
     assert len(prompts_posted) == 1
+
+
+def test_an_answer_from_the_cli_updates_the_message_too(asking: Slack, gh: FakeGitHub) -> None:
+    slack = asking
+    work = slack.work
+    ref, _, sid = spawn(slack, gh)
+    thread = slack.announcement(ref).ts
+    wait_until(lambda: state(work, ref).get("state") == "waiting", 30, what="waiting")
+    assert slack.reply("ASK-PERMISSION: rm -rf build", thread).status_code == 200
+    wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
+    prompt_id = state(work, ref)["prompt"]["id"]
+
+    def posted() -> Message | None:
+        found = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
+        return found[0] if found and found[0].blocks else None
+
+    notice = wait_until(posted, 30, what="the prompt in the thread")
+    assert isinstance(notice, Message)
+    denied = work.cli("sessions", "deny", ref, "--prompt", prompt_id)
+    assert denied.exit_code == 0, denied.stderr
+    wait_until(lambda: notice.updates >= 1, 30, what="the message updated")
+    assert "*Denied* by" in notice.text and "(via cli)" in notice.text, notice.text
+    assert buttons(notice) == []
+    # a press after that is refused and changes nothing
+    assert slack.press(prompt_id, notice.ts, allow=True).status_code == 200
+    assert slack.dropped("stale-answer")
+    assert answers(work, sid) == [("rm -rf build", "n")]
