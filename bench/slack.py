@@ -140,32 +140,31 @@ def main() -> None:
         log = live.AgentLog(install.agent_dir, conversation)
         common.wait_until(lambda: log.prompt_with("bench"), timeout=60, what="the boot prompt")
 
-        with common.step(f"{args.acks} signed events, a new connection each"):
+        with common.step(f"{args.acks} signed Slack events and GitHub pushes, interleaved"):
             before = slack_rows(install)
             acks: list[float] = []
+            pushes: list[float] = []
+            run = uuid.uuid4().hex[:8]
             for i in range(args.warmup + args.acks):
                 raw = event_request(daemon, f"unbound {i}", "1700000000.000001", close=True)
                 ms, status = one_new_connection(daemon, raw)
                 if status != 200:
                     raise RuntimeError(f"event {i} answered {status}")
+                push = common.webhook_request(
+                    daemon.host, daemon.port, "push", f"ref-{run}-{i}", b'{"zen": "x"}', close=True
+                )
+                push_ms, push_status = one_new_connection(daemon, push)
+                if push_status != 202:
+                    raise RuntimeError(f"push {i} answered {push_status}")
                 if i >= args.warmup:
                     acks.append(ms)
+                    pushes.append(push_ms)
             stored = slack_rows(install) - before
             if stored != args.warmup + args.acks:
                 raise RuntimeError(f"{stored} events stored, not {args.warmup + args.acks}")
-        with common.step(f"{args.acks} signed GitHub pushes, a new connection each (reference)"):
-            pushes: list[float] = []
-            run = uuid.uuid4().hex[:8]
-            for i in range(args.warmup + args.acks):
-                raw = common.webhook_request(
-                    daemon.host, daemon.port, "push", f"ref-{run}-{i}", b'{"zen": "x"}', close=True
-                )
-                ms, status = one_new_connection(daemon, raw)
-                if status != 202:
-                    raise RuntimeError(f"push {i} answered {status}")
-                if i >= args.warmup:
-                    pushes.append(ms)
-        report.distribution("github_ack", "signed GitHub push acknowledged, same run", pushes)
+        report.distribution(
+            "github_ack", "signed GitHub push acknowledged, interleaved (reference)", pushes
+        )
         ack = report.distribution("ack", "signed Slack event acknowledged (new connection)", acks)
         report.figure(
             Figure("slack.ack.p50", "signed Slack event acknowledged, p50", ack.p50, "ms", 2)
@@ -195,6 +194,34 @@ def main() -> None:
                         lat.append((float(record["ts"]) - t0) * 1000)
             finally:
                 conn.close()
+        api: list[float] = []
+        with common.step(f"{args.replies} `standing say` through the REST API (reference)"):
+            conn = HttpConn(daemon.host, daemon.port)
+            try:
+                for i in range(args.replies):
+                    marker = f"bench-api-{uuid.uuid4().hex}"
+                    body = json.dumps({"text": f"look at this ({marker})"}).encode()
+                    raw = (
+                        f"POST /api/v1/standing/ops/messages HTTP/1.1\r\n"
+                        f"Host: {daemon.host}:{daemon.port}\r\n"
+                        f"Authorization: Bearer {daemon.token}\r\n"
+                        "Content-Type: application/json\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n"
+                    ).encode() + body
+                    t0 = time.time()
+                    status, answer = conn.request(raw)
+                    if status != 200:
+                        raise RuntimeError(f"say {i} answered {status}: {answer[:200]!r}")
+                    record = common.wait_until(
+                        lambda m=marker: log.prompt_with(m),  # type: ignore[misc]
+                        timeout=30,
+                        interval=0.001,
+                        what="the message in the pane",
+                    )
+                    api.append((float(record["ts"]) - t0) * 1000)
+            finally:
+                conn.close()
+        report.distribution("api_say", "`standing say` over REST → pane (reference)", api)
         reply = report.distribution("reply", "thread reply → prompt inside the pane", lat)
         report.figure(
             Figure("slack.reply.p50", "thread reply → prompt in the pane, p50", reply.p50, "ms", 20)
