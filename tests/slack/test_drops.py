@@ -37,10 +37,11 @@ def test_bots_edits_strangers_and_unbound_threads_are_dropped(standing_slack: Sl
     assert slack.event(top_level).status_code == 200
     assert slack.dropped("not-in-a-thread")
 
-    bot_drops = [
-        e for e in slack.work.events("slack.dropped") if e["payload"]["reason"] == "bot-message"
-    ]
-    assert len(bot_drops) == 2
+    drops = slack.work.events("slack.dropped")
+    bot_drops = [e for e in drops if e["payload"]["reason"] == "bot-message"]
+    assert len(bot_drops) == 2 and {e["level"] for e in bot_drops} == {"debug"}
+    levels = {e["payload"]["reason"]: e["level"] for e in drops}
+    assert levels["unauthorized"] == levels["unbound-thread"] == levels["edited"] == "info"
     # none of it reached the agent; a genuine reply afterwards does
     assert slack.reply("the real one", thread).status_code == 200
     prompts = slack.work.wait_prompts(conversation, 2)

@@ -51,9 +51,20 @@ def process(ctx: Ctx, work: str, delivery_id: str) -> str:
     return _message(ctx, found, delivery_id)
 
 
+_CHATTER = ("bot-message", "not-in-a-thread", "subtype-", "event-type-")
+"""Drops that every busy channel produces all day: recorded at debug level."""
+
+
 def _drop(ctx: Ctx, delivery_id: str, reason: str, **detail: Any) -> str:
+    level = ev.Level.debug if reason.startswith(_CHATTER) else None
     ev.emit(
-        ctx.db, "slack.dropped", source=SOURCE, delivery_id=delivery_id, reason=reason, **detail
+        ctx.db,
+        "slack.dropped",
+        source=SOURCE,
+        level=level,
+        delivery_id=delivery_id,
+        reason=reason,
+        **detail,
     )
     return f"dropped ({reason})"
 
