@@ -26,6 +26,7 @@ from the_loop import attention, outbox, sessions, standing, writebacks
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, NotFound, NotRunning
+from the_loop.faults import crash_point
 from the_loop.prompts import sanitize
 from the_loop.refs import WorkItemRef
 from the_loop.slack import notices, outbound
@@ -45,6 +46,7 @@ MIRROR_LIMIT = 4000
 
 def process(ctx: Ctx, work: str, delivery_id: str) -> str:
     """Act on one stored Slack request; a one-line summary of what happened."""
+    crash_point("slack-before-process")
     found = stored_work(work)
     if isinstance(found, SlackPress):
         return _press(ctx, found, delivery_id)

@@ -32,6 +32,7 @@ from typing import Any
 from the_loop import events as ev
 from the_loop import outbox
 from the_loop.context import Ctx
+from the_loop.faults import crash_point
 from the_loop.slack import notices, outbound
 from the_loop.store import outbox as outbox_store
 from the_loop.store import slack as store
@@ -151,6 +152,7 @@ def _call(ctx: Ctx, client: Any, item: OutboxItem) -> tuple[str, str]:
         if item.verify and payload.method == "chat.postMessage" and payload.token:
             _find(client, item, args, payload.token)
         answer = client.api_call(payload.method, json=args)
+        crash_point("slack-after-post")
     except _Found as found:
         return found.ts, found.channel
     except Exception as exc:  # classified: waits, refusals, or the bug itself
