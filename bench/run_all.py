@@ -31,6 +31,7 @@ SCRIPTS = [
     "many_sessions",
     "attention",
     "terminal",
+    "slack",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [
@@ -68,6 +69,10 @@ ORDER = [
     "cli.events.1000000",
     "api.events.100000",
     "api.events.1000000",
+    "slack.ack.p50",
+    "slack.ack.p99",
+    "slack.reply.p50",
+    "slack.reply.p99",
     "many.deliver.p50",
     "many.deliver.p99",
     "many.all_live",

@@ -34,6 +34,7 @@ from the_loop.config_errors import (
     validation_problems,
     yaml_problem,
 )
+from the_loop.config_slack import SlackConfig, StandingSlackConfig
 from the_loop.errors import ConfigInvalid
 from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
 
@@ -280,11 +281,6 @@ class GitHubConfig(Model):
     _env = field_validator("token_env")(_env_name)
 
 
-class StandingSlackConfig(Model):
-    enabled: bool = False
-    channel: str | None = None
-
-
 class StandingSessionConfig(Model):
     """A declared standing session. harness, args and cwd inherit from routing when omitted."""
 
@@ -328,18 +324,6 @@ class StandingConfig(Model):
                 )
             seen[session.name] = index
         return self
-
-
-class SlackConfig(Model):
-    enabled: bool = False
-    signing_secret_env: str = "SLACK_SIGNING_SECRET"
-    bot_token_env: str = "SLACK_BOT_TOKEN"
-    api_url: str = Field("https://slack.com/api", pattern=r"^https?://")
-    channel: str | None = None
-    authorized_users: list[str] = Field(default_factory=list)
-    work_items: bool = False
-
-    _env = field_validator("signing_secret_env", "bot_token_env")(_env_name)
 
 
 class EventsConfig(Model):

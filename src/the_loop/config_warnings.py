@@ -30,15 +30,36 @@ def of(config: Config) -> list[str]:
             "delivery is refused until it is set (or set github.webhook.enabled: false "
             "and rely on the poller)"
         )
-    slack = [s.name for s in config.standing.sessions if s.slack.enabled]
-    if config.slack.enabled or slack:
-        where = (
-            "slack.enabled"
-            if config.slack.enabled
-            else f"slack.enabled of standing session {', '.join(slack)}"
-        )
+    out += _slack(config)
+    return out
+
+
+def _slack(config: Config) -> list[str]:
+    slack = config.slack
+    declared = [s for s in config.standing.sessions if s.slack.enabled]
+    if not slack.enabled:
+        if declared:
+            names = ", ".join(s.name for s in declared)
+            return [f"slack.enabled is off: standing session {names} is not announced in Slack"]
+        return []
+    out: list[str] = []
+    if not os.environ.get(slack.signing_secret_env):
         out.append(
-            f"{where}: this version has no Slack integration yet; nothing is received "
-            "from or posted to Slack (docs/decisions/0019-lifecycle-verbs.md)"
+            f"slack.enabled but ${slack.signing_secret_env} is unset: every Slack request is "
+            "refused until it is set"
         )
+    if not os.environ.get(slack.bot_token_env):
+        out.append(
+            f"slack.enabled but ${slack.bot_token_env} is unset: nothing can be posted to Slack"
+        )
+    if not slack.authorized_users:
+        out.append("slack.authorizedUsers is empty: nobody can talk to agents from Slack")
+    if slack.work_items and not slack.channel:
+        out.append("slack.workItems is on but slack.channel is unset: no spawn is announced")
+    for entry in declared:
+        if not (entry.slack.channel or slack.channel):
+            out.append(
+                f"standing session {entry.name} has slack.enabled but no channel (and "
+                "slack.channel is unset): it is not announced"
+            )
     return out

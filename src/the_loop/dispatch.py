@@ -33,6 +33,8 @@ from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError, StateError, Unavailable
 from the_loop.github.parse import parse_webhook
+from the_loop.slack import inbound as slack_inbound
+from the_loop.slack import intake as slack_intake
 from the_loop.store import inbox
 from the_loop.store.events import NewEvent
 from the_loop.store.inbox import Accepted, Claimed, InboxStatus
@@ -203,31 +205,31 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     """Decide and act on one claimed inbox item; record its outcome. Never raises."""
     item = claimed.item
     prior = engine.PriorDelivery.FAILED if item.attempts > 1 else engine.PriorDelivery.NONE
+    reasons: tuple[str, ...] = ()
     try:
-        delivery = stored_intake(ctx, claimed)
-        if delivery.work is None:
-            raise BadInput(delivery.refusal or "the delivery names no work event")
-        outcome = sessions.handle_event(ctx, delivery.work, prior)
+        if item.source == slack_intake.SOURCE:
+            summary = slack_inbound.process(ctx, claimed.work or "", item.delivery_id)
+        else:
+            delivery = stored_intake(ctx, claimed)
+            if delivery.work is None:
+                raise BadInput(delivery.refusal or "the delivery names no work event")
+            outcome = sessions.handle_event(ctx, delivery.work, prior)
+            summary, reasons = outcome.summary, tuple(outcome.reasons)
     except LoopError as exc:
         transient = isinstance(exc, Unavailable | StateError)  # the state may come back
         return _failed(ctx, claimed, exc, transient=transient)
     except Exception as exc:  # the inbox processing edge: a bug must not wedge the inbox
         return _failed(ctx, claimed, exc, transient=True)
-    inbox.succeed(ctx.db, item.delivery_id, outcome.summary)
+    inbox.succeed(ctx.db, item.delivery_id, summary)
     ev.emit(
         ctx.db,
         "dispatch.succeeded",
         source=SOURCE,
         delivery_id=item.delivery_id,
-        summary=outcome.summary,
+        summary=summary,
     )
     return DispatchResult(
-        item.delivery_id,
-        item.event,
-        False,
-        InboxStatus.succeeded.value,
-        outcome.summary,
-        tuple(outcome.reasons),
+        item.delivery_id, item.event, False, InboxStatus.succeeded.value, summary, reasons
     )
 
 

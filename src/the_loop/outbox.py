@@ -33,6 +33,7 @@ import os
 import random
 import socket
 import sqlite3
+import threading
 import time
 import uuid
 import weakref
@@ -47,6 +48,7 @@ from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, LoopError, NotFound, Unavailable
 from the_loop.refs import WorkItemRef
+from the_loop.store import Database
 from the_loop.store import outbox as store
 from the_loop.store.outbox import (
     CommentPayload,
@@ -61,7 +63,6 @@ from the_loop.supervise import TRANSIENT, monitor
 if TYPE_CHECKING:
     from the_loop.config import GitHubConfig
     from the_loop.github.api import GitHubClient
-    from the_loop.store import Database
 
 SOURCE = "outbox"
 GITHUB = "github"
@@ -198,6 +199,21 @@ def recover(ctx: Ctx, *, at_start: bool = False) -> int:
     return store.recover(ctx.db, functools.partial(_claimer_alive, this_process=not at_start))
 
 
+_RECOVERED: weakref.WeakSet[Database] = weakref.WeakSet()
+_RECOVER_LOCK = threading.Lock()
+
+
+def recover_at_start(ctx: Ctx) -> int:
+    """``recover(at_start=True)`` once per process and database: every drain task (GitHub's,
+    Slack's) calls it before its first claim, and none takes back another's fresh claims."""
+    with _RECOVER_LOCK:
+        if ctx.db in _RECOVERED:
+            return 0
+        found = recover(ctx, at_start=True)
+        _RECOVERED.add(ctx.db)
+        return found
+
+
 def lease_seconds(config: GitHubConfig, rows: int = 1) -> float:
     """How long a claim of ROWS rows lasts: longer than posting them all can take."""
     return LEASE_SECONDS + rows * config.timeout_seconds * (config.retries + 2)
@@ -218,7 +234,7 @@ async def drain_once(
         return DrainReport()
     owner = owner_id()
     items = await asyncio.to_thread(
-        store.claim_due, ctx.db, owner, lease_seconds(ctx.config.github, limit), now, limit
+        store.claim_due, ctx.db, owner, lease_seconds(ctx.config.github, limit), now, limit, GITHUB
     )
     report = DrainReport(claimed=len(items))
     for item in items:
@@ -295,6 +311,8 @@ async def _post(client: GitHubClient, config: GitHubConfig, item: OutboxItem) ->
             client, config, ref, content, comment_id=payload.comment_id
         )
         return "skipped: github.reactions is off" if reaction is None else f"reaction {reaction.id}"
+    if not isinstance(payload, CommentPayload):
+        raise GitHubError(f"outbox row {item.id} is not a GitHub write-back")
     if item.verify:
         since = item.created_at - VERIFY_WINDOW
         found = await writeback.find_outbox_comment(client, ref, payload.token, since=since)
@@ -363,13 +381,14 @@ class _Drainer:
         """Recover when due, then drain one batch; how long to sleep before the next step."""
         now = time.time()
         if self.recovered_at is None or now - self.recovered_at >= RECOVER_EVERY_SECONDS:
-            await asyncio.to_thread(recover, self.ctx, at_start=self.recovered_at is None)
+            first = self.recovered_at is None
+            await asyncio.to_thread(recover_at_start if first else recover, self.ctx)
             self.recovered_at = now
         self.ctx.outbox_wake.clear()
         report = await drain_once(self.ctx, await self._client())
         if report.claimed:
             return 0.0
-        due = await asyncio.to_thread(store.next_due, self.ctx.db)
+        due = await asyncio.to_thread(store.next_due, self.ctx.db, GITHUB)
         if due is None:
             return IDLE_POLL_SECONDS
         return max(0.0, min(due - time.time(), IDLE_POLL_SECONDS))
@@ -402,7 +421,7 @@ def drain_pending(ctx: Ctx, *, since: float | None = None) -> DrainReport:
     Synchronous; must not be called from a running event loop."""
     if since is not None and not store.created_since(ctx.db, since):
         return DrainReport()
-    if store.next_due(ctx.db) is None:
+    if store.next_due(ctx.db, GITHUB) is None:
         return DrainReport()
 
     async def run() -> DrainReport:
@@ -462,6 +481,9 @@ def send_now(ctx: Ctx, item_id: int) -> OutboxItem | None:
     """Claim row ITEM_ID when pending and try it once, in this process (no daemon running);
     the row as it is afterwards, or None when it could not be claimed."""
     owner = owner_id()
+    found = store.get(ctx.db, item_id)
+    if found is not None and found.target != GITHUB:
+        return found  # the daemon's Slack task sends it
     item = store.claim(ctx.db, item_id, owner, lease_seconds(ctx.config.github))
     if item is None:
         return None

@@ -29,6 +29,7 @@ from the_loop.runner.outcomes import Probe
 from the_loop.session_records import get as _get
 from the_loop.session_records import list_sessions as list_sessions
 from the_loop.session_records import resolve as resolve
+from the_loop.slack import outbound as slack_out
 from the_loop.store import attention as attention_store
 from the_loop.store import github_state
 from the_loop.store import prompts as queue
@@ -248,7 +249,10 @@ def _start(
         if fresh:
             writebacks.queue_pickup(tx, ctx.config, ref, event)
         writebacks.queue_spawned(tx, ctx.config, ref, event, True, announcement)
+        slack_announced = slack_out.queue_work_item(tx, ctx, ref, rec.id)
     outbox.wake(ctx)
+    if slack_announced:
+        slack_out.wake(ctx)
     rec.status, rec.started_at = SessionStatus.active, time.time()
     _emit(
         ctx,

@@ -38,6 +38,7 @@ from the_loop.prompts import render_standing
 from the_loop.refs import new_session_id, safe_session_id, standing_target, validate_standing_name
 from the_loop.runner.outcomes import Probe
 from the_loop.runner.tmux import TerminateReport
+from the_loop.slack.outbound import announce_standing
 from the_loop.standing_defs import (
     CreateResult,
     Definition,
@@ -381,6 +382,7 @@ def _mark_running(ctx: Ctx, defn: Definition, conversation: str) -> None:
 def _started(ctx: Ctx, name: str, conversation: str | None) -> None:
     with ctx.db.transaction() as tx:
         store.update(tx, name, conversation_id=conversation, started_at=time.time())
+    announce_standing(ctx, name)  # the first start only: a restart keeps the thread
 
 
 def _spawn_failed(ctx: Ctx, defn: Definition, exc: BaseException, previous: str | None) -> None:

@@ -119,7 +119,7 @@ def test_webhook_without_a_secret_and_slack_are_warned(loop_env: Env) -> None:
     env["PATH"] = _path_without(loop_env.root)
     env["GITHUB_TOKEN"] = "t"
     secret = "github.webhook is enabled but $NO_SUCH_SECRET_VAR is unset"
-    slack = "slack.enabled: this version has no Slack integration yet"
+    slack = "slack.enabled but $SLACK_SIGNING_SECRET is unset"
     report = json.loads(loop_env.run("doctor", "--format", "json", env=env).stdout)
     warned = [c["detail"] for c in report["checks"] if c["name"] == "config"]
     assert any(w.startswith(secret) for w in warned) and any(w.startswith(slack) for w in warned)

@@ -292,3 +292,27 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0016_slack",
+        """
+        CREATE TABLE slack_threads (
+            key TEXT PRIMARY KEY,
+            channel TEXT NOT NULL,
+            thread_ts TEXT,
+            created_at REAL NOT NULL,
+            bound_at REAL
+        );
+        CREATE UNIQUE INDEX slack_threads_thread ON slack_threads (channel, thread_ts);
+        CREATE TABLE slack_prompts (
+            prompt_id TEXT PRIMARY KEY,
+            thread_key TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            ts TEXT,
+            queued_at REAL NOT NULL,
+            update_queued_at REAL
+        )
+        """,
+    ),
+]

@@ -35,6 +35,7 @@ class OutboxStatus(StrEnum):
 class OutboxKind(StrEnum):
     reaction = "reaction"
     comment = "comment"
+    slack = "slack"
 
 
 class _Camel(BaseModel):
@@ -57,8 +58,24 @@ class CommentPayload(_Camel):
     token: str
 
 
-OutboxPayload = Annotated[ReactionPayload | CommentPayload, Field(discriminator="kind")]
-_PAYLOAD: TypeAdapter[ReactionPayload | CommentPayload] = TypeAdapter(OutboxPayload)
+class SlackPayload(_Camel):
+    """A Slack Web API call (METHOD with ARGS); THREAD names the bound thread to post into
+    (its ``ts`` is looked up when sending), UPDATES the posted prompt whose message to update,
+    BIND / PROMPT what to record from the answer's ``ts``; TOKEN marks the post (metadata)."""
+
+    kind: Literal["slack"] = "slack"
+    method: Literal["chat.postMessage", "chat.update", "chat.postEphemeral"]
+    args: dict[str, Any]
+    thread: str | None = None
+    updates: str | None = None
+    bind: str | None = None
+    prompt: str | None = None
+    token: str = ""
+
+
+Payload = ReactionPayload | CommentPayload | SlackPayload
+OutboxPayload = Annotated[Payload, Field(discriminator="kind")]
+_PAYLOAD: TypeAdapter[Payload] = TypeAdapter(OutboxPayload)
 
 
 class NewWrite(BaseModel):
@@ -132,24 +149,37 @@ def insert(tx: sqlite3.Connection, new: NewWrite, now: float | None = None) -> E
 
 
 def claim_due(
-    db: Database, owner: str, lease: float, now: float | None = None, limit: int = 20
+    db: Database,
+    owner: str,
+    lease: float,
+    now: float | None = None,
+    limit: int = 20,
+    target: str | None = None,
 ) -> list[OutboxItem]:
     """Claim up to LIMIT due rows for OWNER (``sending`` until NOW + LEASE), oldest first.
 
     Due: ``pending`` rows whose ``next_attempt_at`` passed, and ``sending`` rows whose lease ran
-    out (their claimer died or hung); a comment taken over that way is marked ``verify``.
+    out (their claimer died or hung); a post taken over that way is marked ``verify``. With
+    TARGET, only rows for that target.
     """
     now = time.time() if now is None else now
+    where, args = _targeted(target, now)
     with db.transaction() as tx:
         rows = tx.execute(
-            f"SELECT {_COLUMNS} FROM outbox WHERE {_DUE} ORDER BY id LIMIT ?", (now, now, limit)
+            f"SELECT {_COLUMNS} FROM outbox WHERE {where} ORDER BY id LIMIT ?", (*args, limit)
         ).fetchall()
         items = [_item(r) for r in rows]
         for item in items:
-            if item.status is OutboxStatus.sending and item.kind is OutboxKind.comment:
+            if item.status is OutboxStatus.sending and item.kind is not OutboxKind.reaction:
                 item.verify = True
             _take(tx, item, owner, now + lease, now)
     return items
+
+
+def _targeted(target: str | None, now: float) -> tuple[str, tuple[Any, ...]]:
+    if target is None:
+        return f"({_DUE})", (now, now)
+    return f"target = ? AND ({_DUE})", (target, now, now)
 
 
 def claim(db: Database, item_id: int, owner: str, lease: float) -> OutboxItem | None:
@@ -228,7 +258,7 @@ def recover(db: Database, alive: Callable[[str], bool]) -> int:
                 "UPDATE outbox SET status = 'pending', next_attempt_at = ?, claimed_by = NULL,"
                 " claimed_until = NULL, verify = CASE WHEN ? THEN 1 ELSE verify END,"
                 " updated_at = ? WHERE id = ?",
-                (now, int(kind == OutboxKind.comment), now, item_id),
+                (now, int(kind != OutboxKind.reaction), now, item_id),
             )
         return len(gone)
 
@@ -279,13 +309,16 @@ def counts(db: Database) -> dict[str, int]:
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-def next_due(db: Database) -> float | None:
-    """When the next row becomes due (a pending row's attempt time or a claim's lease end)."""
+def next_due(db: Database, target: str | None = None) -> float | None:
+    """When the next row (of TARGET, when given) becomes due (a pending row's attempt time or
+    a claim's lease end)."""
+    only = "" if target is None else " AND target = ?"
     row = (
         db.connect()
         .execute(
             "SELECT MIN(CASE WHEN status = 'pending' THEN next_attempt_at ELSE claimed_until END)"
-            " FROM outbox WHERE status IN ('pending', 'sending')"
+            f" FROM outbox WHERE status IN ('pending', 'sending'){only}",
+            () if target is None else (target,),
         )
         .fetchone()
     )

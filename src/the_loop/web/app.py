@@ -26,6 +26,7 @@ from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
 from the_loop.web.terminal import terminal_router
+from the_loop.web.slack_webhooks import slack_router
 from the_loop.web.webhooks import github_router
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
@@ -73,6 +74,7 @@ def create_app(
     _install_error_handlers(app)
     if ctx.config.github.enabled and ctx.config.github.webhook.enabled:
         app.include_router(github_router(ctx))
+    app.include_router(slack_router(ctx))  # answers 404 while slack.enabled is off
 
     _mount_api(app, ctx, mcp)
 

@@ -76,21 +76,23 @@ def _stored_delivery(delivery: str | None) -> str | None:
     return None
 
 
-def _reject(
+def record_rejection(
     ctx: Ctx,
     sampler: RejectionSampler,
     status: int,
     code: str,
     message: str,
     delivery: str | None,
+    source: str = SOURCE,
 ) -> JSONResponse:
+    """Count a refused request, record it (sampled) and answer STATUS with the error."""
     METRICS.count_rejection(status, code)
     suppressed = sampler.admit((status, message), time.monotonic())
     if suppressed is not None:
         writer_for(ctx.db).record(
             ev.build(
                 "webhook.rejected",
-                source=SOURCE,
+                source=source,
                 delivery_id=_stored_delivery(delivery),
                 reason=message,
                 status=status,
@@ -100,16 +102,16 @@ def _reject(
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-async def _read_body(request: Request) -> bytes | None:
-    """The raw body, or None when it exceeds ``MAX_BODY`` (checked while streaming)."""
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes | None:
+    """The raw body, or None when it exceeds LIMIT (checked while streaming)."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+    if declared is not None and declared.isdigit() and int(declared) > limit:
         return None
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY:
+        if size > limit:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
@@ -135,7 +137,7 @@ def github_router(ctx: Ctx) -> APIRouter:
     sampler = RejectionSampler()
 
     def reject(status: int, code: str, message: str, delivery: str | None) -> JSONResponse:
-        return _reject(ctx, sampler, status, code, message, delivery)
+        return record_rejection(ctx, sampler, status, code, message, delivery)
 
     @router.post(ctx.config.github.webhook.path, include_in_schema=False)
     async def github_webhook(request: Request) -> JSONResponse:
@@ -143,7 +145,7 @@ def github_router(ctx: Ctx) -> APIRouter:
         delivery = request.headers.get("x-github-delivery")
         try:
             async with asyncio.timeout(BODY_SECONDS):
-                body = await _read_body(request)
+                body = await read_body(request)
         except TimeoutError:
             return reject(408, "timeout", f"body not received within {BODY_SECONDS:g} s", None)
         except ClientDisconnect:

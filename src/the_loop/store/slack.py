@@ -1,0 +1,134 @@
+"""The ``slack_threads`` and ``slack_prompts`` tables: which Slack thread belongs to what.
+
+A thread is bound to a key: ``standing:NAME`` for a standing session, the work item ref for a
+work item. The binding is written (without a thread) in the transaction that queues the
+announcement, so a key is announced once; the thread's ``ts`` is filled in when the
+announcement was posted. ``slack_prompts`` records each attention prompt posted into a thread
+(once per prompt), the ``ts`` of that message once posted, and when its update (who answered
+and how) was queued.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import NamedTuple
+
+from the_loop.store.db import Database
+
+
+class Thread(NamedTuple):
+    key: str
+    channel: str
+    thread_ts: str | None
+
+
+class PostedPrompt(NamedTuple):
+    prompt_id: str
+    thread_key: str
+    channel: str
+    ts: str | None
+
+
+class DuePrompt(NamedTuple):
+    """An attention prompt to post: its id, agent, kind, tool, input, text and thread key."""
+
+    prompt_id: str
+    agent: str
+    kind: str
+    tool: str
+    input: str
+    text: str
+    thread_key: str
+
+
+def reserve(tx: sqlite3.Connection, key: str, channel: str, now: float) -> bool:
+    """Bind KEY to a thread in CHANNEL still to be posted; False when KEY has one already."""
+    cur = tx.execute(
+        "INSERT INTO slack_threads (key, channel, thread_ts, created_at) VALUES (?, ?, NULL, ?)"
+        " ON CONFLICT (key) DO NOTHING",
+        (key, channel, now),
+    )
+    return cur.rowcount == 1
+
+
+def set_thread(db: Database, key: str, channel: str, thread_ts: str, now: float) -> None:
+    """Record that KEY's announcement was posted as THREAD_TS in CHANNEL."""
+    with db.transaction() as tx:
+        tx.execute(
+            "UPDATE slack_threads SET channel = ?, thread_ts = ?, bound_at = ? WHERE key = ?",
+            (channel, thread_ts, now, key),
+        )
+
+
+def thread_of(conn: sqlite3.Connection, key: str) -> Thread | None:
+    row = conn.execute(
+        "SELECT key, channel, thread_ts FROM slack_threads WHERE key = ?", (key,)
+    ).fetchone()
+    return None if row is None else Thread(*row)
+
+
+def key_of(conn: sqlite3.Connection, channel: str, thread_ts: str) -> str | None:
+    """The key the thread THREAD_TS of CHANNEL is bound to, None when it is bound to nothing."""
+    row = conn.execute(
+        "SELECT key FROM slack_threads WHERE channel = ? AND thread_ts = ?", (channel, thread_ts)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def add_prompt(tx: sqlite3.Connection, prompt_id: str, key: str, channel: str, now: float) -> bool:
+    """Record that PROMPT_ID is posted into KEY's thread; False when it was already."""
+    cur = tx.execute(
+        "INSERT INTO slack_prompts (prompt_id, thread_key, channel, ts, queued_at)"
+        " VALUES (?, ?, ?, NULL, ?) ON CONFLICT (prompt_id) DO NOTHING",
+        (prompt_id, key, channel, now),
+    )
+    return cur.rowcount == 1
+
+
+def set_prompt_ts(db: Database, prompt_id: str, ts: str) -> None:
+    with db.transaction() as tx:
+        tx.execute("UPDATE slack_prompts SET ts = ? WHERE prompt_id = ?", (ts, prompt_id))
+
+
+def posted_prompt(conn: sqlite3.Connection, prompt_id: str) -> PostedPrompt | None:
+    row = conn.execute(
+        "SELECT prompt_id, thread_key, channel, ts FROM slack_prompts WHERE prompt_id = ?",
+        (prompt_id,),
+    ).fetchone()
+    return None if row is None else PostedPrompt(*row)
+
+
+def due_prompts(conn: sqlite3.Connection, before: float) -> list[DuePrompt]:
+    """Pending prompts opened at BEFORE or earlier, not yet posted, whose agent's thread
+    (the standing session's, else the work item's) is bound."""
+    cur = conn.execute(
+        "SELECT p.id, p.agent, p.kind, p.tool, p.input, p.text, t.key"
+        " FROM attention_prompts p JOIN attention a ON a.agent = p.agent"
+        " JOIN slack_threads t ON t.key = (CASE WHEN a.agent LIKE 'standing:%' THEN a.agent"
+        " ELSE a.work_item END)"
+        " WHERE p.decision IS NULL AND p.closed_at IS NULL AND p.created_at <= ?"
+        " AND NOT EXISTS (SELECT 1 FROM slack_prompts s WHERE s.prompt_id = p.id)"
+        " ORDER BY p.created_at",
+        (before,),
+    )
+    return [DuePrompt(*r) for r in cur.fetchall()]
+
+
+def due_updates(conn: sqlite3.Connection) -> list[str]:
+    """Posted prompts that were answered or closed since, whose update is not queued yet."""
+    cur = conn.execute(
+        "SELECT s.prompt_id FROM slack_prompts s JOIN attention_prompts p ON p.id = s.prompt_id"
+        " WHERE s.update_queued_at IS NULL AND (p.decision IS NOT NULL OR p.closed_at IS NOT NULL)"
+        " ORDER BY s.queued_at"
+    )
+    return [str(r[0]) for r in cur.fetchall()]
+
+
+def mark_update(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
+    """Record that PROMPT_ID's update was queued; False when it was already."""
+    cur = tx.execute(
+        "UPDATE slack_prompts SET update_queued_at = ? WHERE prompt_id = ?"
+        " AND update_queued_at IS NULL",
+        (now, prompt_id),
+    )
+    return cur.rowcount == 1

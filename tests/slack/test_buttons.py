@@ -1,0 +1,145 @@
+"""Attention in the thread: a permission prompt of a work item's agent is posted once in its
+bound thread with Allow / Deny buttons; Allow by an authorized user answers it (the keys reach
+the agent) and the message is updated to say who answered; a second press is refused with an
+ephemeral reply; a press by an unauthorized user changes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.fakes import fake_agent
+from tests.fakes.fake_github import FakeGitHub
+from tests.fakes.fake_slack import FakeSlack, Message
+from tests.helpers import wait_until
+from tests.slack.conftest import (
+    ALICE,
+    CHANNEL,
+    MALLORY,
+    Slack,
+    github_for_slack,
+    slack_section,
+    start,
+)
+from tests.slack.test_work_items import spawn
+from tests.work import Work
+
+PATTERN = r"Permission needed: run (.*)\? \[y/n\]\s*\Z"
+ATTENTION = {
+    "quietSeconds": 1,
+    "pollSeconds": 0.1,
+    "notifyAfterSeconds": 0,
+    "harnesses": {
+        "fake": {
+            "signals": "screen",
+            "permissionPatterns": [PATTERN],
+            "allowKeys": ["y", "Enter"],
+            "denyKeys": ["n", "Enter"],
+        }
+    },
+}
+
+
+@pytest.fixture
+def asking(work: Work, fake_slack: FakeSlack, gh: FakeGitHub) -> Iterator[Slack]:
+    work.configure(
+        slack=slack_section(fake_slack, workItems=True),
+        github=github_for_slack(gh),
+        attention=ATTENTION,
+    )
+    daemon = start(work, fake_slack, gh)
+    try:
+        yield Slack(daemon, fake_slack)
+    finally:
+        daemon.stop()
+
+
+def state(work: Work, ref: str) -> dict[str, Any]:
+    result = work.cli("attention", "explain", ref, "--format", "json")
+    return json.loads(result.stdout) if result.exit_code == 0 else {}  # type: ignore[no-any-return]
+
+
+def buttons(message: Message) -> list[dict[str, Any]]:
+    actions = [b for b in message.blocks or [] if b.get("type") == "actions"]
+    return [e for b in actions for e in b["elements"]]
+
+
+def answers(work: Work, sid: str) -> list[tuple[str, str]]:
+    records = fake_agent.read_records(work.agent_dir, sid)
+    return [(r["command"], r["answer"]) for r in records if r["kind"] == "answer"]
+
+
+def test_permission_in_the_thread_answered_once_by_a_button(asking: Slack, gh: FakeGitHub) -> None:
+    slack = asking
+    work = slack.work
+    ref, _, sid = spawn(slack, gh)
+    thread = slack.announcement(ref).ts
+    wait_until(lambda: state(work, ref).get("state") == "waiting", 30, what="waiting")
+    assert slack.reply("ASK-PERMISSION: make deploy", thread).status_code == 200
+    wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
+    prompt_id = state(work, ref)["prompt"]["id"]
+
+    def posted() -> Message | None:
+        found = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
+        return found[0] if found else None
+
+    notice = wait_until(posted, 30, what="the prompt in the thread")
+    assert isinstance(notice, Message) and "make deploy" in notice.text
+    assert [(b["action_id"], b["value"]) for b in buttons(notice)] == [
+        ("the_loop_allow", prompt_id),
+        ("the_loop_deny", prompt_id),
+    ]
+
+    # a stranger's press changes nothing
+    assert slack.press(prompt_id, notice.ts, allow=True, user=MALLORY).status_code == 200
+    assert slack.dropped("unauthorized")["payload"]["user"] == MALLORY
+    wait_until(lambda: any(e["user"] == MALLORY for e in slack.fake.ephemerals), 30)
+    assert state(work, ref)["prompt"]["pending"] is True and answers(work, sid) == []
+
+    assert slack.press(prompt_id, notice.ts, allow=True).status_code == 200
+    wait_until(lambda: answers(work, sid), 30, what="the keys reached the agent")
+    assert answers(work, sid) == [("make deploy", "y")]
+    wait_until(lambda: notice.updates >= 1, 30, what="the message updated")
+    assert f"*Allowed* by <@{ALICE}> (via slack)" in notice.text
+    assert buttons(notice) == []
+
+    # the second press is refused: the first answer won
+    assert slack.press(prompt_id, notice.ts, allow=False).status_code == 200
+    assert slack.dropped("stale-answer")["payload"]["promptId"] == prompt_id
+    wait_until(lambda: any(e["user"] == ALICE for e in slack.fake.ephemerals), 30)
+    told = [e["text"] for e in slack.fake.ephemerals if e["user"] == ALICE]
+    assert "already allowed" in told[0], told
+    assert answers(work, sid) == [("make deploy", "y")]
+    assert notice.updates == 1
+    prompts_posted = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
+    assert len(prompts_posted) == 1
+
+
+def test_an_answer_from_the_cli_updates_the_message_too(asking: Slack, gh: FakeGitHub) -> None:
+    slack = asking
+    work = slack.work
+    ref, _, sid = spawn(slack, gh)
+    thread = slack.announcement(ref).ts
+    wait_until(lambda: state(work, ref).get("state") == "waiting", 30, what="waiting")
+    assert slack.reply("ASK-PERMISSION: rm -rf build", thread).status_code == 200
+    wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
+    prompt_id = state(work, ref)["prompt"]["id"]
+
+    def posted() -> Message | None:
+        found = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
+        return found[0] if found and found[0].blocks else None
+
+    notice = wait_until(posted, 30, what="the prompt in the thread")
+    assert isinstance(notice, Message)
+    denied = work.cli("sessions", "deny", ref, "--prompt", prompt_id)
+    assert denied.exit_code == 0, denied.stderr
+    wait_until(lambda: notice.updates >= 1, 30, what="the message updated")
+    assert "*Denied* by" in notice.text and "(via cli)" in notice.text, notice.text
+    assert buttons(notice) == []
+    # a press after that is refused and changes nothing
+    assert slack.press(prompt_id, notice.ts, allow=True).status_code == 200
+    assert slack.dropped("stale-answer")
+    assert answers(work, sid) == [("rm -rf build", "n")]
