@@ -25,8 +25,8 @@ from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
-from the_loop.web.terminal import terminal_router
 from the_loop.web.slack_webhooks import slack_router
+from the_loop.web.terminal import terminal_router
 from the_loop.web.webhooks import github_router
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
