@@ -28,7 +28,7 @@ from the_loop.status import health_now, status_now
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.views import Screen, SessionView
-from the_loop.web import auth
+from the_loop.web import auth, dashboard_auth
 from the_loop.wire import Wire, dumps
 
 Guard = Callable[..., Any]
@@ -269,13 +269,13 @@ async def _sse(ctx: Ctx, flt: ev.EventFilter, request: Request) -> AsyncIterator
 
 
 def token_guards(get_tokens: Callable[[], auth.Tokens]) -> tuple[list[Any], list[Any]]:
-    """Dependencies enforcing the bearer tokens: (read, write)."""
+    """Dependencies enforcing the bearer tokens or the dashboard's cookie: (read, write)."""
 
     def read_guard(request: Request) -> str:
-        return auth.check(request, get_tokens(), write=False)
+        return dashboard_auth.check(request, get_tokens(), write=False)
 
     def write_guard(request: Request) -> str:
-        return auth.check(request, get_tokens(), write=True)
+        return dashboard_auth.check(request, get_tokens(), write=True)
 
     return [Depends(read_guard)], [Depends(write_guard)]
 

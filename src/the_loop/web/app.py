@@ -19,6 +19,7 @@ from the_loop.errors import LoopError
 from the_loop.health import Health
 from the_loop.instance import DaemonInfo
 from the_loop.status import health_now
+from the_loop.web import dashboard_auth
 from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.assets import Assets
 from the_loop.web.attention_api import attention_router
@@ -88,6 +89,11 @@ def create_app(
 
 def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     tokens = ensure_tokens(ctx)
+    logins = dashboard_auth.Sessions()
+    setattr(app.state, dashboard_auth.STATE_KEY, logins)
+    app.include_router(
+        dashboard_auth.login_router(lambda: tokens, logins, ctx.config.server.public_url)
+    )
     read, write = token_guards(lambda: tokens)
     app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(attention_router(lambda: ctx, read, write), prefix="/api/v1")

@@ -114,11 +114,11 @@ def _presented(request: Request) -> str | None:
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
-    cookie = request.cookies.get("the_loop_token")
-    return cookie or None
+    return None
 
 
-def _equal(a: str | None, b: str | None) -> bool:
+def equal(a: str | None, b: str | None) -> bool:
+    """Constant-time equality of two tokens; False when either is missing."""
     return a is not None and b is not None and hmac.compare_digest(a.encode(), b.encode())
 
 
@@ -127,9 +127,9 @@ def check(request: Request, tokens: Tokens, write: bool) -> str:
     presented = _presented(request)
     if presented is None:
         raise Unauthorized("missing bearer token (Authorization: Bearer <token>)")
-    if _equal(presented, tokens.full):
+    if equal(presented, tokens.full):
         return "full"
-    if _equal(presented, tokens.read_only):
+    if equal(presented, tokens.read_only):
         if write:
             raise Forbidden("the read-only token cannot change anything")
         return "read-only"
