@@ -75,7 +75,9 @@ def narrow(
     """ROWS whose attention is ATTENTION_STATE (one of ``the_loop.store.attention.STATES``, or
     ``-`` for none recorded) and whose repository is REPO (``OWNER/REPO``), when given."""
     if attention_state is not None and attention_state not in (*attention_store.STATES, "-"):
-        raise BadInput(f"invalid attention {attention_state!r}: {', '.join(attention_store.STATES)}")
+        raise BadInput(
+            f"invalid attention {attention_state!r}: {', '.join(attention_store.STATES)}"
+        )
     return [
         r
         for r in rows

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -54,8 +55,10 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
         html = pages.render(template, viewer=who, page_key=key, **context)
         return HTMLResponse(html, headers=PAGE_HEADERS)
 
-    def login(_: Request) -> Response:
-        return RedirectResponse("/login", status_code=303, headers={"Cache-Control": "no-store"})
+    def login(request: Request) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        where = "/login" if target == "/" else f"/login?{urlencode({'next': target})}"
+        return RedirectResponse(where, status_code=303, headers={"Cache-Control": "no-store"})
 
     @router.get("/", response_model=None)
     async def sessions_page(

@@ -87,7 +87,7 @@
     if (form.matches("[data-logout]")) {
       ev.preventDefault();
       await fetch("/logout", { method: "POST", credentials: "same-origin",
-        headers: { "X-CSRF-Token": meta("csrf-token") }, body: new FormData(form) });
+        headers: { "X-CSRF-Token": meta("csrf-token") } });
       window.location.assign("/login");
       return;
     }
@@ -118,11 +118,7 @@
   }
 
   async function swap() {
-    const active = document.activeElement;
-    if (busy || (active && live.contains(active) && active.matches("input, textarea") && active.value)) {
-      timer = setTimeout(swap, 1000); // someone is typing in it: wait
-      return;
-    }
+    if (busy) { timer = setTimeout(swap, 300); return; }
     busy = true;
     try {
       const resp = await fetch(window.location.href, { credentials: "same-origin", headers: { "X-Live": "1" } });
@@ -130,8 +126,18 @@
       const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
       const fresh = doc.getElementById("live");
       if (!fresh) return;
+      // What someone is typing, and where, survives the re-render.
+      const active = document.activeElement;
       const focusId = active && live.contains(active) ? active.id : "";
+      const typed = new Map();
+      for (const f of live.querySelectorAll("input[id], textarea[id], select[id]")) {
+        if (f.type !== "hidden" && f.value) typed.set(f.id, f.value);
+      }
       live.innerHTML = fresh.innerHTML;
+      for (const [id, value] of typed) {
+        const f = document.getElementById(id);
+        if (f && !f.disabled) f.value = value;
+      }
       for (const [key, [text, cls]] of results) {
         const out = document.getElementById(key)?.querySelector("[data-result]");
         if (out) { out.textContent = text; out.className = cls; }
