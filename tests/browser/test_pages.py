@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from tests.browser.conftest import READ_ONLY, Login, Site, axe_problems, shot
 from tests.helpers import wait_until
