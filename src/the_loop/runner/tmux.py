@@ -236,16 +236,20 @@ class TmuxRunner:
             text = text[-lines:] if lines > 0 else []
         return Capture(target=target, text="\n".join(text))
 
-    def attach_command(self, target: str, *, read_only: bool = True) -> AttachCommand:
-        """``tmux -L SOCKET attach-session [-r] -t =TARGET`` and an environment without
-        ``TMUX`` (tmux refuses to nest otherwise); the caller ``exec``s it. ``refused`` for a
-        target that is not the-loop's."""
+    def attach_command(
+        self, target: str, *, read_only: bool = True, ignore_size: bool = False
+    ) -> AttachCommand:
+        """``tmux -L SOCKET attach-session [-r] [-f ignore-size] -t =TARGET`` and an env
+        without ``TMUX`` (tmux refuses to nest otherwise), for the caller to run. IGNORE_SIZE:
+        the client's size never counts (browser viewers). ``refused``: not the-loop's."""
         problem = target_problem(target)
         if problem is not None:
             return AttachCommand(target=target, answer=Answer.REFUSED, detail=problem)
         argv = [*self.base_argv(), "attach-session"]
         if read_only:
             argv.append("-r")
+        if ignore_size:
+            argv += ["-f", "ignore-size"]
         argv += ["-t", f"={target}"]
         return AttachCommand(target=target, argv=tuple(argv), env=client_env(self.withheld_env))
 

@@ -19,6 +19,7 @@ from the_loop.errors import LoopError
 from the_loop.health import Health
 from the_loop.instance import DaemonInfo
 from the_loop.status import health_now
+from the_loop.terminal_bridge import Bridge
 from the_loop.web import dashboard_auth
 from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.assets import Assets
@@ -28,6 +29,7 @@ from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
 from the_loop.web.ops_api import ops_router
 from the_loop.web.pages import dashboard_router
 from the_loop.web.render import Pages
+from the_loop.web.terminal import terminal_router
 from the_loop.web.webhooks import github_router
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
@@ -56,6 +58,7 @@ def create_app(
                 yield
         finally:
             stop.set()
+            await Bridge.close_all()  # browser terminals still open: their tmux clients end
             for task in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(task, timeout=5)
@@ -98,6 +101,8 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(attention_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(ops_router(lambda: ctx, read, write), prefix="/api/v1")
+    public_url = ctx.config.server.public_url
+    app.include_router(terminal_router(lambda: ctx, lambda: tokens, public_url), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
 
     @app.get("/health", include_in_schema=False, dependencies=read)

@@ -1,0 +1,284 @@
+"""The browser terminal's bridge: a tmux client in a pseudo-terminal, for one viewer.
+
+``session_plan`` / ``standing_plan`` decide what a viewer may attach to (blocking: the database
+and tmux; run them in a thread): only a tmux target whose ownership mark is the one the-loop set
+at spawn, read-only when the viewer is, when the session is closed or not running, or when the
+pane is dead but kept. ``Bridge`` runs ``tmux attach-session [-r] -f ignore-size`` on a new pty
+(argv only, its own session and process group) and moves bytes between the pty's master and the
+caller without blocking the event loop: output through ``loop.add_reader``, input written
+non-blocking with ``add_writer`` for what did not fit. ``close`` kills the client's process
+group, reaps it and closes the fd. See decision 0022.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import pty
+import signal
+import struct
+import subprocess
+import termios
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from the_loop import sessions, standing_defs, views
+from the_loop.agent import Agent, owned
+from the_loop.agent.runners import foreign_occupant
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, NotFound, Unavailable
+from the_loop.runner.outcomes import Probe
+from the_loop.standing import agent_of as standing_agent
+from the_loop.standing_defs import ViewStatus
+
+DEFAULT_COLS = 80
+DEFAULT_ROWS = 24
+MAX_COLS = 1000
+MAX_ROWS = 500
+READ_CHUNK = 65536
+MAX_PENDING_OUTPUT = 64
+"""Output chunks queued for a slow viewer before the pty is no longer read (back-pressure)."""
+MAX_PENDING_INPUT = 1 << 20
+"""Input bytes waiting for the pty beyond which more input is dropped."""
+TERM = "xterm-256color"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a viewer attaches to: the target, whether read-only, and the client to run."""
+
+    target: str
+    read_only: bool
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+
+
+def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
+    """The plan for work-item session REF_OR_ID: ``NotFound`` when it or its pane is gone,
+    ``BadInput`` when headless, ``Refused`` when its target holds something else."""
+    rec = sessions.resolve(ctx, ref_or_id)
+    if rec.runner != "tmux" or not rec.tmux_target:
+        raise BadInput(f"session {rec.id} runs headless: it has no terminal")
+    return _plan(ctx, sessions.agent_of(rec), viewer_read_only or not rec.live)
+
+
+def standing_plan(ctx: Ctx, name: str, viewer_read_only: bool) -> Plan:
+    """The plan for standing session NAME (read-only unless it is running)."""
+    view = views.standing_view(ctx, name)
+    agent = standing_agent(standing_defs.definition(ctx, name), None)
+    return _plan(ctx, agent, viewer_read_only or view.status is not ViewStatus.running)
+
+
+def _plan(ctx: Ctx, agent: Agent, read_only: bool) -> Plan:
+    tmux = ctx.runners.tmux
+    target = agent.tmux_target
+    probe = tmux.probe(target)
+    if probe is Probe.ABSENT:
+        raise NotFound(f"{agent.label or target} has no pane any more (tmux session {target})")
+    if probe is Probe.UNKNOWN:
+        raise Unavailable(f"tmux did not answer about {target}")
+    mine = owned(ctx, agent)
+    if mine is None:
+        raise Unavailable(f"tmux did not answer about {target}")
+    if not mine:
+        raise foreign_occupant(ctx, agent)
+    read_only = read_only or probe is Probe.DEAD
+    command = tmux.attach_command(target, read_only=read_only, ignore_size=True).unwrap()
+    env = dict(command.env)
+    env["TERM"] = TERM
+    if not any("UTF-8" in env.get(k, "").upper() for k in ("LC_ALL", "LC_CTYPE", "LANG")):
+        env["LC_CTYPE"] = "C.UTF-8"
+    return Plan(target, read_only, command.argv, env)
+
+
+def clamp_size(cols: object, rows: object) -> tuple[int, int] | None:
+    """COLS x ROWS as a pty size within bounds, or None when either is not a positive int."""
+    if type(cols) is not int or type(rows) is not int or cols < 1 or rows < 1:
+        return None
+    return min(max(cols, 2), MAX_COLS), min(max(rows, 2), MAX_ROWS)
+
+
+def _set_size(fd: int, cols: int, rows: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+class Bridge:
+    """One tmux client on one pty. ``start`` it on the event loop; ``output()`` yields what it
+    prints (None once it ended); ``write`` and ``resize`` never block; ``close`` ends it."""
+
+    _live: set[Bridge] = set()
+    _live_lock = threading.Lock()
+
+    def __init__(self, plan: Plan, cols: int = DEFAULT_COLS, rows: int = DEFAULT_ROWS) -> None:
+        self.plan = plan
+        self._size = (cols, rows)
+        self._master = -1
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reading = False
+        self._ended = False
+        self._pending = bytearray()
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> None:
+        """Spawn the client on a new pty and start reading (call on the event loop)."""
+        self._loop = asyncio.get_running_loop()
+        master, slave = pty.openpty()
+        try:
+            _set_size(slave, *self._size)
+            self.proc = subprocess.Popen(
+                list(self.plan.argv), stdin=slave, stdout=slave, stderr=slave,
+                env=dict(self.plan.env), start_new_session=True, close_fds=True,
+            )  # fmt: skip
+        except OSError:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        os.set_blocking(master, False)
+        self._master = master
+        with Bridge._live_lock:
+            Bridge._live.add(self)
+        self._resume_reading()
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _resume_reading(self) -> None:
+        if not self._reading and not self._ended and self._loop is not None:
+            self._loop.add_reader(self._master, self._on_readable)
+            self._reading = True
+
+    def _pause_reading(self) -> None:
+        if self._reading and self._loop is not None:
+            self._loop.remove_reader(self._master)
+            self._reading = False
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._master, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: the client closed its side (it exited)
+            data = b""
+        if not data:
+            self._ended = True
+            self._pause_reading()
+            self._queue.put_nowait(None)
+            return
+        self._queue.put_nowait(data)
+        if self._queue.qsize() >= MAX_PENDING_OUTPUT:
+            self._pause_reading()
+
+    async def output(self) -> bytes | None:
+        """The next output (everything queued, joined), or None once the client has ended."""
+        first = await self._queue.get()
+        if first is None:
+            return None
+        parts = [first]
+        while not self._queue.empty():
+            more = self._queue.get_nowait()
+            if more is None:
+                self._queue.put_nowait(None)
+                break
+            parts.append(more)
+        self._resume_reading()
+        return b"".join(parts)
+
+    # -- input -------------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Send DATA to the client as typed keys (dropped when read-only or closed)."""
+        if self.plan.read_only or self._closed or self._master < 0 or not data:
+            return
+        if self._pending:
+            if len(self._pending) + len(data) <= MAX_PENDING_INPUT:
+                self._pending += data
+            return
+        try:
+            done = os.write(self._master, data)
+        except BlockingIOError:
+            done = 0
+        except OSError:
+            return
+        if done < len(data):
+            self._pending += data[done:]
+            if self._loop is not None:
+                self._loop.add_writer(self._master, self._flush)
+
+    def _flush(self) -> None:
+        try:
+            done = os.write(self._master, bytes(self._pending))
+        except BlockingIOError:
+            return
+        except OSError:
+            done = len(self._pending)
+        del self._pending[:done]
+        if not self._pending and self._loop is not None:
+            self._loop.remove_writer(self._master)
+
+    def resize(self, cols: int, rows: int) -> None:
+        """This viewer's pty size (the agent's window is untouched: ``-f ignore-size``)."""
+        if self._closed or self._master < 0 or self.proc is None:
+            return
+        _set_size(self._master, cols, rows)
+        # The client has no controlling terminal (it was not made one), so tell it directly.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGWINCH)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def close(self, grace: float = 1.0) -> None:
+        """Kill the client's process group, reap it and close the pty. Idempotent; may block
+        up to GRACE seconds (call from a thread when on the event loop, or ``aclose``)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._loop is not None and self._master >= 0 and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError, ValueError, OSError):  # a closing loop
+                self._loop.remove_reader(self._master)
+                self._loop.remove_writer(self._master)
+        proc = self.proc
+        if proc is not None:
+            _kill_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait()
+        if self._master >= 0:
+            os.close(self._master)
+            self._master = -1
+        with Bridge._live_lock:
+            Bridge._live.discard(self)
+
+    async def aclose(self) -> None:
+        """``close`` without blocking the event loop."""
+        if self._loop is not None and self._master >= 0:
+            self._loop.remove_reader(self._master)
+            self._loop.remove_writer(self._master)
+        self._loop = None
+        await asyncio.to_thread(self.close)
+
+    @classmethod
+    async def close_all(cls) -> int:
+        """Close every bridge still open in this process (the daemon is shutting down)."""
+        with cls._live_lock:
+            live = list(cls._live)
+        for bridge in live:
+            await bridge.aclose()
+        return len(live)
+
+
+def _kill_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    if proc.pid <= 1:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)

@@ -1,0 +1,186 @@
+"""The browser terminal's WebSocket endpoints (``/api/v1/sessions/{id}/terminal`` and
+``/api/v1/standing/{name}/terminal``).
+
+Authentication happens before the socket is accepted (refused: close 1008, which the server
+answers as HTTP 403): a bearer token (an ``Origin``, when sent, must be this server's), or the
+dashboard's session cookie, which needs an ``Origin`` naming this server. Then the server sends
+one TEXT frame ``{"type": "hello", "readOnly", "target"}`` and bridges: BINARY frames to the
+client are raw terminal output; TEXT frames from the client are JSON ``{"type": "input",
+"data"}`` or ``{"type": "resize", "cols", "rows"}``, anything else is ignored. Input is dropped
+by the server when the terminal is read-only. When the target cannot be shown, the server sends
+``{"type": "error", "code", "message"}`` and closes with 4000 + the HTTP status of the error
+(4404 not found, 4409 refused, 4400 headless, 4503 tmux unavailable). Optional query parameters
+``cols`` and ``rows`` give the first size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+
+from fastapi import APIRouter, WebSocket
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from the_loop.context import Ctx
+from the_loop.errors import LoopError
+from the_loop.terminal_bridge import (
+    DEFAULT_COLS,
+    DEFAULT_ROWS,
+    Bridge,
+    Plan,
+    clamp_size,
+    session_plan,
+    standing_plan,
+)
+from the_loop.web import auth, dashboard_auth
+
+POLICY_VIOLATION = 1008
+MAX_INPUT_CHARS = 65536
+"""An input frame longer than this is dropped (a paste of that size is a message, not keys)."""
+
+Planner = Callable[[bool], Plan]
+
+
+def terminal_router(
+    get_ctx: Callable[[], Ctx], get_tokens: Callable[[], auth.Tokens], public_url: str = ""
+) -> APIRouter:
+    """The two WebSocket routes (not in the OpenAPI document: it has no WebSockets)."""
+    router = APIRouter()
+
+    @router.websocket("/sessions/{session_id}/terminal")
+    async def session_terminal(websocket: WebSocket, session_id: str) -> None:
+        await serve(
+            websocket,
+            get_tokens(),
+            public_url,
+            lambda read_only: session_plan(get_ctx(), session_id, read_only),
+        )
+
+    @router.websocket("/standing/{name}/terminal")
+    async def standing_terminal(websocket: WebSocket, name: str) -> None:
+        await serve(
+            websocket,
+            get_tokens(),
+            public_url,
+            lambda read_only: standing_plan(get_ctx(), name, read_only),
+        )
+
+    return router
+
+
+def authorize(websocket: WebSocket, tokens: auth.Tokens, public_url: str) -> str | None:
+    """``full`` or ``read-only`` for an acceptable handshake, None to refuse it."""
+    origin_ok = dashboard_auth.same_origin(websocket, public_url)
+    if dashboard_auth.has_bearer(websocket):
+        if websocket.headers.get("origin") and not origin_ok:
+            return None
+        _, _, presented = websocket.headers.get("authorization", "").partition(" ")
+        if auth.equal(presented.strip(), tokens.full):
+            return "full"
+        if auth.equal(presented.strip(), tokens.read_only):
+            return "read-only"
+        return None
+    viewer = dashboard_auth.viewer(websocket)
+    if viewer is None or not origin_ok:
+        return None
+    return viewer.role
+
+
+async def serve(websocket: WebSocket, tokens: auth.Tokens, public_url: str, plan: Planner) -> None:
+    """Authenticate, plan, then bridge WEBSOCKET to a tmux client until either side ends."""
+    role = authorize(websocket, tokens, public_url)
+    if role is None:
+        await websocket.close(code=POLICY_VIOLATION)
+        return
+    await websocket.accept()
+    try:
+        chosen = await asyncio.to_thread(plan, role != "full")
+    except LoopError as exc:
+        await _refuse(websocket, exc)
+        return
+    size = _first_size(websocket)
+    bridge = Bridge(chosen, *size)
+    try:
+        bridge.start()
+    except OSError as exc:
+        await _refuse(websocket, LoopError(f"cannot start the terminal: {exc}"))
+        return
+    try:
+        await websocket.send_text(
+            json.dumps({"type": "hello", "readOnly": chosen.read_only, "target": chosen.target})
+        )
+        await _pump(websocket, bridge)
+    finally:
+        await bridge.aclose()
+        if websocket.application_state is WebSocketState.CONNECTED:
+            with contextlib.suppress(RuntimeError, OSError):
+                await websocket.close(code=1000)
+
+
+def _first_size(websocket: WebSocket) -> tuple[int, int]:
+    params = websocket.query_params
+    try:
+        found = clamp_size(int(params.get("cols", "")), int(params.get("rows", "")))
+    except ValueError:
+        found = None
+    return found or (DEFAULT_COLS, DEFAULT_ROWS)
+
+
+async def _refuse(websocket: WebSocket, exc: LoopError) -> None:
+    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
+        await websocket.send_text(
+            json.dumps({"type": "error", "code": exc.code, "message": exc.message})
+        )
+        await websocket.close(code=4000 + exc.status, reason=exc.code)
+
+
+async def _pump(websocket: WebSocket, bridge: Bridge) -> None:
+    """Output to the socket and frames from it, concurrently, until one side ends."""
+    sender = asyncio.create_task(_send_output(websocket, bridge))
+    receiver = asyncio.create_task(_receive_frames(websocket, bridge))
+    try:
+        await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sender, receiver):
+            task.cancel()
+        for task in (sender, receiver):
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+                await task
+
+
+async def _send_output(websocket: WebSocket, bridge: Bridge) -> None:
+    while (data := await bridge.output()) is not None:
+        await websocket.send_bytes(data)
+    with contextlib.suppress(RuntimeError, OSError):
+        await websocket.close(code=1000, reason="the terminal ended")
+
+
+async def _receive_frames(websocket: WebSocket, bridge: Bridge) -> None:
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        text = message.get("text")
+        if isinstance(text, str):
+            handle_frame(bridge, text)
+
+
+def handle_frame(bridge: Bridge, text: str) -> None:
+    """Apply one client TEXT frame; anything malformed is ignored."""
+    try:
+        frame = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(frame, dict):
+        return
+    kind = frame.get("type")
+    if kind == "input":
+        data = frame.get("data")
+        if isinstance(data, str) and len(data) <= MAX_INPUT_CHARS:
+            bridge.write(data.encode("utf-8", "replace"))
+    elif kind == "resize":
+        size = clamp_size(frame.get("cols"), frame.get("rows"))
+        if size is not None:
+            bridge.resize(*size)

@@ -1,0 +1,273 @@
+"""The browser terminal's WebSocket, driven directly (no browser) against a real daemon, real
+tmux and the fake agent: the screen, typing, read-only, Origin and auth, sizes, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tests.daemon import Daemon
+from tests.fakes import payloads as P
+from tests.helpers import await_until, wait_until
+from tests.work import Work
+
+READ_ONLY = "read-only-token-for-the-terminal-tests"
+
+
+def start_daemon(work: Work, **tmux: Any) -> Daemon:
+    work.configure(github={"enabled": True}, tmux=tmux)
+    d = Daemon(work)
+    d.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
+    return d
+
+
+@pytest.fixture
+def loop_daemon(work: Work) -> Iterator[Daemon]:
+    """A daemon with a read-only token besides the full one."""
+    d = start_daemon(work)
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def keeps_agents(work: Work) -> Iterator[Daemon]:
+    """A daemon that leaves the agent running when a session is closed."""
+    d = start_daemon(work, killHarnessOnClose=False)
+    yield d
+    d.stop()
+
+
+def spawned(daemon: Daemon) -> str:
+    r = daemon.post("issue_comment", P.issue_comment_event("the-loop do fix it"), "term-1")
+    assert r.status_code == 202
+    wait_until(lambda: daemon.api("GET", "/sessions").json(), timeout=30, what="a session")
+    sid = str(daemon.api("GET", "/sessions").json()[0]["id"])
+    daemon.work.wait_prompts(sid, 1, timeout=30)
+    return sid
+
+
+def ws_url(daemon: Daemon, path: str) -> str:
+    return daemon.url.replace("http://", "ws://") + "/api/v1" + path
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def cookie_login(daemon: Daemon, token: str) -> dict[str, str]:
+    r = httpx.post(f"{daemon.url}/login", json={"token": token}, timeout=30)
+    assert r.status_code == 200, r.text
+    return {"Cookie": f"the_loop_session={r.cookies['the_loop_session']}"}
+
+
+async def hello(ws: ClientConnection) -> dict[str, Any]:
+    first = await asyncio.wait_for(ws.recv(), timeout=30)
+    assert isinstance(first, str), first
+    frame: dict[str, Any] = json.loads(first)
+    assert frame["type"] == "hello", frame
+    return frame
+
+
+async def screen_until(ws: ClientConnection, needle: bytes, timeout: float = 30) -> bytes:
+    """Binary output read until NEEDLE shows up in it."""
+    seen = b""
+
+    async def more() -> bool:
+        nonlocal seen
+        chunk = await asyncio.wait_for(ws.recv(), timeout=timeout)
+        assert isinstance(chunk, bytes), chunk
+        seen += chunk
+        return needle in seen
+
+    await await_until(more, timeout=timeout, interval=0, what=f"{needle!r} on the screen")
+    return seen
+
+
+def client_pids(work: Work, target: str) -> list[int]:
+    out = work.tmux("list-clients", "-t", f"={target}", "-F", "#{client_pid}").stdout.split()
+    return [int(p) for p in out]
+
+
+def window_size(work: Work, target: str) -> str:
+    return work.tmux(
+        "display-message", "-p", "-t", f"={target}:", "#{window_width}x#{window_height}"
+    ).stdout.strip()
+
+
+def ptys_of(pid: int) -> int:
+    """How many pty masters process PID holds open."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == "/dev/ptmx":
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def typed(work: Work, conversation: str) -> list[str]:
+    """What reached the agent after its first prompt (the one the-loop pasted at spawn)."""
+    return work.prompts(conversation)[1:]
+
+
+async def test_screen_and_typing_reach_the_agent(loop_daemon: Daemon) -> None:
+    sid = spawned(loop_daemon)
+    async with connect(ws_url(loop_daemon, f"/sessions/{sid}/terminal"),
+                       additional_headers=bearer(loop_daemon.token)) as ws:  # fmt: skip
+        frame = await hello(ws)
+        target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
+        assert frame == {"type": "hello", "readOnly": False, "target": target}
+        await screen_until(ws, b"FAKE-AGENT GOT #1")
+        # malformed frames are ignored and the bridge keeps going
+        junk = ["not json", "[1]", '{"type": "input", "data": 5}', '{"type": "warp"}']
+        junk += ['{"type": "resize", "cols": "x", "rows": 3}', '{"type": "resize"}']
+        for frame_text in junk:
+            await ws.send(frame_text)
+        await ws.send(b"\x00binary frames are not input\r")
+        await ws.send(json.dumps({"type": "input", "data": "typed in the browser\r"}))
+        await screen_until(ws, b"FAKE-AGENT GOT #2")
+        assert typed(loop_daemon.work, sid) == ["typed in the browser"]
+
+
+async def test_read_only_viewers_cannot_type(loop_daemon: Daemon) -> None:
+    sid = spawned(loop_daemon)
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")
+    origin = loop_daemon.url
+    for headers in (bearer(READ_ONLY), cookie_login(loop_daemon, READ_ONLY)):
+        async with connect(url, additional_headers=headers, origin=origin) as ws:  # type: ignore[arg-type]
+            assert (await hello(ws))["readOnly"] is True
+            await screen_until(ws, b"FAKE-AGENT READY")
+            await ws.send(json.dumps({"type": "input", "data": "read-only typing\r"}))
+    # a full viewer's typing arrives after the read-only frames were handled: they were dropped
+    async with connect(url, additional_headers=cookie_login(loop_daemon, loop_daemon.token),
+                       origin=origin) as ws:  # type: ignore[arg-type]  # fmt: skip
+        assert (await hello(ws))["readOnly"] is False
+        await ws.send(json.dumps({"type": "input", "data": "full typing\r"}))
+        await screen_until(ws, b"FAKE-AGENT GOT #2")
+    assert typed(loop_daemon.work, sid) == ["full typing"]
+
+
+async def test_a_closed_session_is_shown_read_only(keeps_agents: Daemon) -> None:
+    loop_daemon = keeps_agents
+    sid = spawned(loop_daemon)
+    closed = loop_daemon.api("POST", f"/sessions/{sid}/close", json={})
+    assert closed.status_code == 200, closed.text
+    assert loop_daemon.api("GET", f"/sessions/{sid}").json()["pane"] == "live"  # agent still up
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")
+    async with connect(url, additional_headers=bearer(loop_daemon.token)) as ws:
+        assert (await hello(ws))["readOnly"] is True
+        await screen_until(ws, b"FAKE-AGENT GOT #1")
+        await ws.send(json.dumps({"type": "input", "data": "closed typing\r"}))
+    # what reached the agent is only what the-loop delivers (a message through the API is
+    # refused for a closed session, so paste straight through tmux as a marker)
+    target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
+    loop_daemon.work.tmux("send-keys", "-t", f"={target}:", "-l", "marker")
+    loop_daemon.work.tmux("send-keys", "-t", f"={target}:", "Enter")
+    wait_until(lambda: typed(loop_daemon.work, sid), timeout=30, what="the marker")
+    assert typed(loop_daemon.work, sid) == ["marker"]
+
+
+async def test_refused_handshakes(loop_daemon: Daemon) -> None:
+    sid = spawned(loop_daemon)
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")
+    cookie = cookie_login(loop_daemon, loop_daemon.token)
+    refused: list[tuple[dict[str, str], str | None]] = [
+        ({}, None),  # nobody
+        ({}, loop_daemon.url),
+        (bearer("wrong-token"), None),
+        (bearer(loop_daemon.token), "http://evil.example"),  # bearer with a foreign Origin
+        (cookie, "http://evil.example"),  # cookie from a foreign page
+        (cookie, None),  # a cookie needs an Origin
+        ({"Cookie": "the_loop_session=forged"}, loop_daemon.url),
+    ]
+    for headers, origin in refused:
+        with pytest.raises(InvalidStatus) as caught:
+            async with connect(url, additional_headers=headers, origin=origin):  # type: ignore[arg-type]
+                pass
+        assert caught.value.response.status_code == 403, (headers, origin)
+    async with connect(url, additional_headers=cookie, origin=loop_daemon.url) as ws:  # type: ignore[arg-type]
+        assert (await hello(ws))["readOnly"] is False
+
+
+async def test_unknown_targets_say_why(loop_daemon: Daemon) -> None:
+    headers = bearer(loop_daemon.token)
+    for path in ["/sessions/s-nope/terminal", "/standing/nobody/terminal"]:
+        async with connect(ws_url(loop_daemon, path), additional_headers=headers) as ws:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), timeout=30))
+            assert frame["type"] == "error" and frame["code"] == "not_found", frame
+            with pytest.raises(ConnectionClosed) as caught:
+                await asyncio.wait_for(ws.recv(), timeout=30)
+            assert caught.value.rcvd is not None and caught.value.rcvd.code == 4404
+
+
+async def test_standing_terminal(loop_daemon: Daemon) -> None:
+    made = loop_daemon.api("POST", "/standing", json={"name": "ops", "prompt": "brief"})
+    assert made.status_code == 201, made.text
+    conversation = made.json()["start"]["conversationId"]
+    loop_daemon.work.wait_prompts(conversation, 1, timeout=30)
+    url = ws_url(loop_daemon, "/standing/ops/terminal")
+    async with connect(url, additional_headers=bearer(loop_daemon.token)) as ws:
+        frame = await hello(ws)
+        assert frame["readOnly"] is False and frame["target"]
+        await screen_until(ws, b"FAKE-AGENT GOT #1")
+        await ws.send(json.dumps({"type": "input", "data": "to the standing one\r"}))
+        await screen_until(ws, b"FAKE-AGENT GOT #2")
+    assert typed(loop_daemon.work, conversation) == ["to the standing one"]
+
+
+async def test_viewers_never_resize_and_leave_nothing_behind(loop_daemon: Daemon) -> None:
+    sid = spawned(loop_daemon)
+    work = loop_daemon.work
+    target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
+    size_before = window_size(work, target)
+    clients_before = client_pids(work, target)
+    assert loop_daemon.proc is not None
+    daemon_pid = loop_daemon.proc.pid
+    ptys_before = ptys_of(daemon_pid)
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal?cols=40&rows=10")
+    async with connect(url, additional_headers=bearer(loop_daemon.token)) as ws:
+        await hello(ws)
+        await screen_until(ws, b"FAKE-AGENT")
+        pids = wait_until(lambda: [p for p in client_pids(work, target) if p not in clients_before],
+                          timeout=30, what="the bridge's tmux client")  # fmt: skip
+        assert ptys_of(daemon_pid) == ptys_before + 1
+        await ws.send(json.dumps({"type": "resize", "cols": 30, "rows": 8}))
+        sizes = ["-t", f"={target}", "-F", "#{client_pid} #{client_width}x#{client_height}"]
+        wait_until(lambda: f"{pids[0]} 30x8" in work.tmux("list-clients", *sizes).stdout,
+                   timeout=30, what="the viewer's client resized")  # fmt: skip
+        assert window_size(work, target) == size_before
+    wait_until(lambda: client_pids(work, target) == clients_before, timeout=30, what="no client")
+    wait_until(lambda: gone(pids[0]), timeout=30, what="the bridge's child gone")
+    wait_until(lambda: ptys_of(daemon_pid) == ptys_before, timeout=30, what="the pty closed")
+    assert window_size(work, target) == size_before
+
+
+async def test_daemon_shutdown_ends_the_bridges(loop_daemon: Daemon) -> None:
+    sid = spawned(loop_daemon)
+    work = loop_daemon.work
+    target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")
+    async with connect(url, additional_headers=bearer(loop_daemon.token)) as ws:
+        await hello(ws)
+        pids = wait_until(lambda: client_pids(work, target), timeout=30, what="a client")
+        await asyncio.to_thread(loop_daemon.stop, signal.SIGTERM)
+        wait_until(lambda: gone(pids[0]), timeout=30, what="the bridge's child gone")
+        assert client_pids(work, target) == []
