@@ -93,7 +93,10 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def site(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Site]:
+    """The module's daemon; a module's ``SITE_TMUX`` dict adds to the ``tmux`` config."""
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"{CHROMIUM} is missing: `make setup` installs chromium (tests/browser_required)"
@@ -111,6 +114,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     work.configure(
         github={"enabled": True},
         attention=ATTENTION,
+        tmux={"resumeProbeSeconds": 0.5, **getattr(request.module, "SITE_TMUX", {})},
         standing={
             "enabled": True,
             "sessions": [{"name": "supervisor", "prompt": "watch the queue", "autoStart": False}],

@@ -2,7 +2,23 @@
 // bytes; we send {"type":"input"} and {"type":"resize"} text frames). Read-only is enforced
 // by the server; the page only stops offering input.
 "use strict";
-window.addEventListener("DOMContentLoaded", () => {
+// tmux redraws only the visible screen on attach: the pane's earlier lines are written into
+// the scrollback first (pushed up by blank lines), so that they can be scrolled back to.
+async function paneHistory(url, term) {
+  if (!url) return "";
+  try {
+    const resp = await fetch(url, { credentials: "same-origin" });
+    if (!resp.ok) return "";
+    const text = (await resp.json()).text ?? "";
+    const lines = text.replace(/\s+$/, "").split("\n");
+    if (lines.length <= term.rows) return "";
+    return lines.join("\r\n") + "\r\n".repeat(term.rows) + "\x1b[H";
+  } catch (_) {
+    return "";
+  }
+}
+
+window.addEventListener("DOMContentLoaded", async () => {
   const el = document.getElementById("terminal");
   if (!el || typeof Terminal === "undefined") return;
   const stateLine = document.querySelector("[data-term-state]");
@@ -18,8 +34,17 @@ window.addEventListener("DOMContentLoaded", () => {
   term.loadAddon(fit);
   term.open(el);
   window.theLoopTerminal = term; // for the browser tests and the curious
+  try { fit.fit(); } catch (_) { /* not laid out yet */ }
+  // tmux switches to the alternate screen, which has no scrollback: stay on the normal one.
+  const ALT_SCREEN = new Set([47, 1047, 1049]);
+  const onlyAltScreen = (params) => params.length > 0 && params.every((p) => ALT_SCREEN.has(p));
+  term.parser.registerCsiHandler({ prefix: "?", final: "h" }, onlyAltScreen);
+  term.parser.registerCsiHandler({ prefix: "?", final: "l" }, onlyAltScreen);
+  const history = await paneHistory(el.dataset.history, term);
+  if (history) term.write(history);
   const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${scheme}//${window.location.host}${el.dataset.ws}`);
+  const size = `cols=${term.cols}&rows=${term.rows}`;
+  const ws = new WebSocket(`${scheme}//${window.location.host}${el.dataset.ws}?${size}`);
   ws.binaryType = "arraybuffer";
   const send = (frame) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame)); };
   const input = (data) => { if (!readOnly) send({ type: "input", data }); };
@@ -30,6 +55,7 @@ window.addEventListener("DOMContentLoaded", () => {
       try {
         const msg = JSON.parse(ev.data);
         if (msg.type === "hello" && msg.readOnly) { readOnly = true; term.options.disableStdin = true; }
+        if (msg.type === "error") say(msg.message);
       } catch (_) { /* not ours */ }
       return;
     }
@@ -38,7 +64,9 @@ window.addEventListener("DOMContentLoaded", () => {
   });
   ws.addEventListener("close", (ev) => {
     el.dataset.connected = "false";
-    say(`disconnected${ev.reason ? ": " + ev.reason : ""} — reload the page to reconnect`);
+    if (!stateLine?.textContent || stateLine.textContent === "connected") {
+      say(`disconnected${ev.reason ? ": " + ev.reason : ""} — reload the page to reconnect`);
+    }
   });
   term.onData(input);
 
