@@ -30,6 +30,7 @@ SCRIPTS = [
     "cli_latency",
     "many_sessions",
     "attention",
+    "dashboard",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [
@@ -70,6 +71,7 @@ ORDER = [
     "many.deliver.p50",
     "many.deliver.p99",
     "many.all_live",
+    "dash.sessions.p50",
     "rss.idle.defaults",
     "rss.idle.all",
 ]

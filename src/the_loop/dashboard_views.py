@@ -9,6 +9,7 @@ Each returns plain typed values; the web edge only renders them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from the_loop import attention, doctor, events, outbox, session_records, views
@@ -18,7 +19,6 @@ from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
 from the_loop.health import Health
 from the_loop.inbox_ops import inbox_items
-from the_loop.refs import WorkItemRef
 from the_loop.status import health
 from the_loop.store import attention as attention_store
 from the_loop.store.inbox import InboxItem, InboxStatus
@@ -34,7 +34,7 @@ SESSION_LIMIT = 500
 @dataclass(frozen=True, slots=True)
 class SessionRow:
     """One line of the Sessions page: the record, its repository and its attention (None when
-    nothing was recorded; state ``exited`` for a session that is no longer live)."""
+    nothing was recorded, and for a session that is no longer live: its state is ``exited``)."""
 
     session: SessionRecord
     repo: str
@@ -42,15 +42,16 @@ class SessionRow:
 
     @property
     def attention_state(self) -> str:
+        if not self.session.live:
+            return attention_store.EXITED
         return self.attention.state if self.attention else "-"
 
 
 def repo_of(work_item: str) -> str:
-    """``OWNER/REPO`` of a stored work item ref (the ref itself when it does not parse)."""
-    try:
-        return WorkItemRef.parse(work_item).full_name
-    except BadInput:
-        return work_item
+    """``OWNER/REPO`` of a stored work item ref (``github:[HOST/]OWNER/REPO#N``, written by
+    ``WorkItemRef``, so already valid): the path without the host and the number."""
+    path = work_item.removeprefix("github:").partition("#")[0]
+    return "/".join(path.split("/")[-2:])
 
 
 def session_rows(
@@ -58,13 +59,12 @@ def session_rows(
 ) -> list[SessionRow]:
     """Sessions newest first (of STATUS, when given) with their attention."""
     records = session_records.list_sessions(ctx, status, limit)
-    found = {r.agent: r for r in attention_store.rows(ctx.db.connect(), [s.id for s in records])}
+    conn = ctx.db.connect()
     out: list[SessionRow] = []
+    now = time.time()
     for rec in records:
-        row = found.get(rec.id)
-        view = None
-        if row is not None:
-            view = attention.view_of(row, state=None if rec.live else attention_store.EXITED)
+        row = attention_store.get(conn, rec.id) if rec.live else None
+        view = attention.view_of(row, now) if row is not None else None
         out.append(SessionRow(rec, repo_of(rec.work_item), view))
     return out
 

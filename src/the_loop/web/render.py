@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from the_loop import __version__
 from the_loop.web.assets import Assets
@@ -50,6 +51,19 @@ def iso(when: float | datetime | None) -> str:
     return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def when(moment: float | datetime | None) -> Markup:
+    """A ``<time>`` element: ISO 8601 UTC in ``datetime``, how long ago as its text."""
+    if moment is None:
+        return Markup("-")
+    return Markup(f'<time datetime="{iso(moment)}">{ago(moment)}</time>')  # both plain ASCII
+
+
+def badge(state: str) -> Markup:
+    """A status badge (the CSS colours it by STATE)."""
+    text = escape(state)
+    return Markup(f'<span class="badge badge-{text}">{text}</span>')
+
+
 class Pages:
     """The page renderer: TEMPLATE with the context every page gets."""
 
@@ -64,6 +78,8 @@ class Pages:
         )
         self.env.filters["ago"] = ago
         self.env.filters["iso"] = iso
+        self.env.filters["when"] = when
+        self.env.globals["badge"] = badge
         self.env.globals.update(asset=assets.url, nav=NAV, version=__version__)
 
     def render(self, template: str, **context: Any) -> str:
