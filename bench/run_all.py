@@ -31,6 +31,7 @@ SCRIPTS = [
     "many_sessions",
     "attention",
     "dashboard",
+    "terminal",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [
@@ -72,6 +73,8 @@ ORDER = [
     "many.deliver.p99",
     "many.all_live",
     "dash.sessions.p50",
+    "terminal.first_screen.p50",
+    "terminal.keystroke.p50",
     "rss.idle.defaults",
     "rss.idle.all",
 ]

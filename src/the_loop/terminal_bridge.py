@@ -22,6 +22,7 @@ import struct
 import subprocess
 import termios
 import threading
+import tty
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -123,17 +124,34 @@ class Bridge:
         self._ended = False
         self._pending = bytearray()
         self._closed = False
+        self._state_lock = threading.Lock()
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
-    def start(self) -> None:
-        """Spawn the client on a new pty and start reading (call on the event loop)."""
+    async def start(self) -> None:
+        """Spawn the client on a new pty (in a thread: fork and exec take a moment) and start
+        reading its output on the running loop."""
         self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._spawn)
+        self._resume_reading()
+
+    def _spawn(self) -> None:
+        with self._state_lock:  # against a close() racing a start cancelled half-way
+            if self._closed:
+                return
+            self._master = self._open_pty()
+            with Bridge._live_lock:
+                Bridge._live.add(self)
+
+    def _open_pty(self) -> int:
         master, slave = pty.openpty()
         try:
             _set_size(slave, *self._size)
+            # raw from the start: keys typed before the client took the terminal must not be
+            # cooked by the line discipline (CR turned into LF, echoed back)
+            tty.setraw(slave)
             self.proc = subprocess.Popen(
                 list(self.plan.argv), stdin=slave, stdout=slave, stderr=slave,
                 env=dict(self.plan.env), start_new_session=True, close_fds=True,
@@ -144,14 +162,13 @@ class Bridge:
         finally:
             os.close(slave)
         os.set_blocking(master, False)
-        self._master = master
-        with Bridge._live_lock:
-            Bridge._live.add(self)
-        self._resume_reading()
+        return master
 
     # -- output ------------------------------------------------------------------------------
 
     def _resume_reading(self) -> None:
+        if self._master < 0 or self._closed:
+            return
         if not self._reading and not self._ended and self._loop is not None:
             self._loop.add_reader(self._master, self._on_readable)
             self._reading = True
@@ -238,6 +255,10 @@ class Bridge:
     def close(self, grace: float = 1.0) -> None:
         """Kill the client's process group, reap it and close the pty. Idempotent; may block
         up to GRACE seconds (call from a thread when on the event loop, or ``aclose``)."""
+        with self._state_lock:
+            self._close(grace)
+
+    def _close(self, grace: float) -> None:
         if self._closed:
             return
         self._closed = True

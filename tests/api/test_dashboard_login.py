@@ -165,3 +165,35 @@ def test_logout_invalidates_the_session(both: Daemon) -> None:
         # the old cookie value, replayed, is worth nothing now
         again = httpx.get(f"{both.url}/api/v1/status", cookies=stolen)
         assert again.status_code == 401
+
+
+def test_a_large_login_body_is_refused(both: Daemon) -> None:
+    big = httpx.post(f"{both.url}/login", data={"token": "x" * 20_000}, timeout=30)
+    assert big.status_code == 400 and "too large" in big.json()["error"]["message"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: chunked, counted as it comes
+        yield b"token="
+        yield b"y" * 20_000
+
+    streamed = httpx.post(
+        f"{both.url}/login",
+        content=chunks(),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+        timeout=30,
+    )
+    assert streamed.status_code == 400 and "set-cookie" not in streamed.headers
+
+
+def test_the_cookie_is_secure_behind_https(work: Work) -> None:
+    work.configure(github={"enabled": True}, server={"port": 0, "publicUrl": "https://loop.test"})
+    d = Daemon(work)
+    d.start()
+    try:
+        r = httpx.post(
+            f"{d.url}/login", json={"token": d.token}, headers={"origin": "https://loop.test"}
+        )
+        assert r.status_code == 200, r.text
+        parts = [p.strip().lower() for p in r.headers["set-cookie"].split(";")]
+        assert "secure" in parts and "httponly" in parts
+    finally:
+        d.stop()

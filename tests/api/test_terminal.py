@@ -135,7 +135,9 @@ async def test_screen_and_typing_reach_the_agent(loop_daemon: Daemon) -> None:
         frame = await hello(ws)
         target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
         assert frame == {"type": "hello", "readOnly": False, "target": target}
-        await screen_until(ws, b"FAKE-AGENT GOT #1")
+        # typed at once, before the tmux client has drawn anything: still arrives as typed
+        await ws.send(json.dumps({"type": "input", "data": "typed at once\r"}))
+        await screen_until(ws, b"FAKE-AGENT GOT #2")
         # malformed frames are ignored and the bridge keeps going
         junk = ["not json", "[1]", '{"type": "input", "data": 5}', '{"type": "warp"}']
         junk += ['{"type": "resize", "cols": "x", "rows": 3}', '{"type": "resize"}']
@@ -143,8 +145,8 @@ async def test_screen_and_typing_reach_the_agent(loop_daemon: Daemon) -> None:
             await ws.send(frame_text)
         await ws.send(b"\x00binary frames are not input\r")
         await ws.send(json.dumps({"type": "input", "data": "typed in the browser\r"}))
-        await screen_until(ws, b"FAKE-AGENT GOT #2")
-        assert typed(loop_daemon.work, sid) == ["typed in the browser"]
+        await screen_until(ws, b"FAKE-AGENT GOT #3")
+        assert typed(loop_daemon.work, sid) == ["typed at once", "typed in the browser"]
 
 
 async def test_read_only_viewers_cannot_type(loop_daemon: Daemon) -> None:
@@ -271,3 +273,24 @@ async def test_daemon_shutdown_ends_the_bridges(loop_daemon: Daemon) -> None:
         await asyncio.to_thread(loop_daemon.stop, signal.SIGTERM)
         wait_until(lambda: gone(pids[0]), timeout=30, what="the bridge's child gone")
         assert client_pids(work, target) == []
+
+
+async def test_logout_ends_open_terminals(loop_daemon: Daemon) -> None:
+    sid = spawned(loop_daemon)
+    r = httpx.post(f"{loop_daemon.url}/login", json={"token": loop_daemon.token}, timeout=30)
+    cookie, csrf = r.cookies["the_loop_session"], r.json()["csrfToken"]
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")
+    headers = {"Cookie": f"the_loop_session={cookie}"}
+    async with connect(url, additional_headers=headers, origin=loop_daemon.url) as ws:  # type: ignore[arg-type]
+        await hello(ws)
+        out = await asyncio.to_thread(
+            httpx.post,
+            f"{loop_daemon.url}/logout",
+            cookies={"the_loop_session": cookie},
+            headers={"X-CSRF-Token": csrf},
+        )
+        assert out.status_code == 303
+        with pytest.raises(ConnectionClosed) as caught:
+            while True:
+                await asyncio.wait_for(ws.recv(), timeout=30)
+        assert caught.value.rcvd is not None and caught.value.rcvd.code == 1008

@@ -15,6 +15,7 @@ token; the read-only role may only read. Pages use ``viewer(request)``, ``requir
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import secrets
@@ -43,6 +44,7 @@ SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 1000
 """The oldest logins are forgotten beyond this many (memory stays bounded)."""
 MAX_LOGIN_BODY = 8192
+LOGIN_BODY_SECONDS = 10.0
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 STATE_KEY = "dashboard_sessions"
 """Where the app keeps its ``Sessions`` (``app.state``)."""
@@ -73,6 +75,7 @@ class Sessions:
         self._limit = limit
         self._lock = threading.Lock()
         self._by_id: OrderedDict[str, Viewer] = OrderedDict()
+        self._watchers: dict[str, set[asyncio.Event]] = {}
 
     def create(self, role: str) -> tuple[str, Viewer]:
         sid = secrets.token_urlsafe(32)
@@ -80,7 +83,7 @@ class Sessions:
         with self._lock:
             self._by_id[sid] = viewer
             while len(self._by_id) > self._limit:
-                self._by_id.popitem(last=False)
+                self._ended(self._by_id.popitem(last=False)[0])
         return sid, viewer
 
     def get(self, sid: str) -> Viewer | None:
@@ -88,12 +91,37 @@ class Sessions:
             viewer = self._by_id.get(sid)
             if viewer is not None and viewer.expires <= time.time():
                 del self._by_id[sid]
+                self._ended(sid)
                 return None
             return viewer
 
     def drop(self, sid: str) -> None:
+        """Forget SID (logout); whoever ``watch``es it is told."""
         with self._lock:
             self._by_id.pop(sid, None)
+            self._ended(sid)
+
+    def watch(self, sid: str) -> asyncio.Event:
+        """An event set when SID is logged out or forgotten (call on the event loop)."""
+        event = asyncio.Event()
+        with self._lock:
+            if sid in self._by_id:
+                self._watchers.setdefault(sid, set()).add(event)
+            else:
+                event.set()
+        return event
+
+    def unwatch(self, sid: str, event: asyncio.Event) -> None:
+        with self._lock:
+            found = self._watchers.get(sid)
+            if found is not None:
+                found.discard(event)
+                if not found:
+                    del self._watchers[sid]
+
+    def _ended(self, sid: str) -> None:
+        for event in self._watchers.pop(sid, set()):
+            event.set()
 
     def __len__(self) -> int:
         with self._lock:
@@ -105,14 +133,21 @@ def _sessions(conn: HTTPConnection) -> Sessions | None:
     return found if isinstance(found, Sessions) else None
 
 
-def viewer(conn: HTTPConnection) -> Viewer | None:
-    """The logged-in viewer of a request or WebSocket, from its cookie; None when there is
-    no valid session."""
+def login_of(conn: HTTPConnection) -> tuple[Sessions, str, Viewer] | None:
+    """The logins table, session id and viewer behind a connection's cookie, if valid."""
     sid = conn.cookies.get(COOKIE)
     store = _sessions(conn)
     if not sid or store is None:
         return None
-    return store.get(sid)
+    found = store.get(sid)
+    return (store, sid, found) if found is not None else None
+
+
+def viewer(conn: HTTPConnection) -> Viewer | None:
+    """The logged-in viewer of a request or WebSocket, from its cookie; None when there is
+    no valid session."""
+    found = login_of(conn)
+    return found[2] if found is not None else None
 
 
 def require_viewer(request: Request) -> Viewer:
@@ -204,11 +239,27 @@ def safe_next(value: str | None) -> str:
     return value
 
 
+async def _bounded_body(request: Request) -> bytes:
+    """The body, at most ``MAX_LOGIN_BODY`` bytes read within ``LOGIN_BODY_SECONDS`` (anyone
+    may post here: a large or slow body costs it nothing)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_LOGIN_BODY:
+        raise BadInput("the login request is too large")
+    body = bytearray()
+    try:
+        async with asyncio.timeout(LOGIN_BODY_SECONDS):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_LOGIN_BODY:
+                    raise BadInput("the login request is too large")
+    except TimeoutError:
+        raise BadInput("the login request body did not arrive in time") from None
+    return bytes(body)
+
+
 async def _login_fields(request: Request) -> tuple[dict[str, str], bool]:
     """The posted fields and whether they came as JSON; ``BadInput`` for anything else."""
-    body = await request.body()
-    if len(body) > MAX_LOGIN_BODY:
-        raise BadInput("the login request is too large")
+    body = await _bounded_body(request)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/json":
         try:

@@ -18,13 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from the_loop.context import Ctx
-from the_loop.errors import LoopError
+from the_loop.errors import LoopError, StateError
 from the_loop.terminal_bridge import (
     DEFAULT_COLS,
     DEFAULT_ROWS,
@@ -70,52 +73,64 @@ def terminal_router(
     return router
 
 
-def authorize(websocket: WebSocket, tokens: auth.Tokens, public_url: str) -> str | None:
-    """``full`` or ``read-only`` for an acceptable handshake, None to refuse it."""
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """An accepted handshake: the role, and the dashboard login it rests on (None for a
+    bearer token), whose logout or expiry ends the terminal."""
+
+    role: str
+    login: tuple[dashboard_auth.Sessions, str, dashboard_auth.Viewer] | None = None
+
+
+def authorize(websocket: WebSocket, tokens: auth.Tokens, public_url: str) -> Grant | None:
+    """The grant for an acceptable handshake, None to refuse it."""
     origin_ok = dashboard_auth.same_origin(websocket, public_url)
     if dashboard_auth.has_bearer(websocket):
         if websocket.headers.get("origin") and not origin_ok:
             return None
         _, _, presented = websocket.headers.get("authorization", "").partition(" ")
         if auth.equal(presented.strip(), tokens.full):
-            return "full"
+            return Grant("full")
         if auth.equal(presented.strip(), tokens.read_only):
-            return "read-only"
+            return Grant("read-only")
         return None
-    viewer = dashboard_auth.viewer(websocket)
-    if viewer is None or not origin_ok:
+    login = dashboard_auth.login_of(websocket)
+    if login is None or not origin_ok:
         return None
-    return viewer.role
+    return Grant(login[2].role, login)
 
 
 async def serve(websocket: WebSocket, tokens: auth.Tokens, public_url: str, plan: Planner) -> None:
-    """Authenticate, plan, then bridge WEBSOCKET to a tmux client until either side ends."""
-    role = authorize(websocket, tokens, public_url)
-    if role is None:
+    """Authenticate, plan, then bridge WEBSOCKET to a tmux client until either side ends (or
+    the dashboard login it came with is logged out or expires)."""
+    grant = authorize(websocket, tokens, public_url)
+    if grant is None:
         await websocket.close(code=POLICY_VIOLATION)
         return
     await websocket.accept()
     try:
-        chosen = await asyncio.to_thread(plan, role != "full")
+        chosen = await asyncio.to_thread(plan, grant.role != "full")
     except LoopError as exc:
         await _refuse(websocket, exc)
         return
-    size = _first_size(websocket)
-    bridge = Bridge(chosen, *size)
-    try:
-        bridge.start()
-    except OSError as exc:
-        await _refuse(websocket, LoopError(f"cannot start the terminal: {exc}"))
+    except sqlite3.Error as exc:
+        await _refuse(websocket, StateError(f"the state database: {exc}"))
         return
+    bridge = Bridge(chosen, *_first_size(websocket))
     try:
+        try:
+            await bridge.start()
+        except OSError as exc:
+            await _refuse(websocket, LoopError(f"cannot start the terminal: {exc}"))
+            return
         await websocket.send_text(
             json.dumps({"type": "hello", "readOnly": chosen.read_only, "target": chosen.target})
         )
-        await _pump(websocket, bridge)
+        await _pump(websocket, bridge, grant)
     finally:
         await bridge.aclose()
         if websocket.application_state is WebSocketState.CONNECTED:
-            with contextlib.suppress(RuntimeError, OSError):
+            with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
                 await websocket.close(code=1000)
 
 
@@ -136,24 +151,43 @@ async def _refuse(websocket: WebSocket, exc: LoopError) -> None:
         await websocket.close(code=4000 + exc.status, reason=exc.code)
 
 
-async def _pump(websocket: WebSocket, bridge: Bridge) -> None:
+async def _pump(websocket: WebSocket, bridge: Bridge, grant: Grant) -> None:
     """Output to the socket and frames from it, concurrently, until one side ends."""
-    sender = asyncio.create_task(_send_output(websocket, bridge))
-    receiver = asyncio.create_task(_receive_frames(websocket, bridge))
+    tasks = {
+        asyncio.create_task(_send_output(websocket, bridge)),
+        asyncio.create_task(_receive_frames(websocket, bridge)),
+    }
+    if grant.login is not None:
+        tasks.add(asyncio.create_task(_logged_out(websocket, grant.login)))
     try:
-        await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (sender, receiver):
+        for task in tasks:
             task.cancel()
-        for task in (sender, receiver):
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
                 await task
+
+
+async def _logged_out(
+    websocket: WebSocket, login: tuple[dashboard_auth.Sessions, str, dashboard_auth.Viewer]
+) -> None:
+    """Return (closing the socket) once the login is logged out or expires."""
+    logins, sid, viewer = login
+    ended = logins.watch(sid)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended.wait(), timeout=max(0.0, viewer.expires - time.time()))
+    finally:
+        logins.unwatch(sid, ended)
+    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
+        await websocket.close(code=POLICY_VIOLATION, reason="logged out")
 
 
 async def _send_output(websocket: WebSocket, bridge: Bridge) -> None:
     while (data := await bridge.output()) is not None:
         await websocket.send_bytes(data)
-    with contextlib.suppress(RuntimeError, OSError):
+    with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
         await websocket.close(code=1000, reason="the terminal ended")
 
 
