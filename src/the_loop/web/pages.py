@@ -12,16 +12,17 @@ arrives.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
+from fastapi.routing import APIRoute
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from the_loop import attention, dashboard_views, events, standing
 from the_loop.context import Ctx
-from the_loop.errors import BadInput
+from the_loop.errors import BadInput, LoopError
 from the_loop.store.attention import STATES
 from the_loop.store.inbox import InboxStatus
 from the_loop.store.sessions import SessionStatus
@@ -45,9 +46,34 @@ def _choice(value: str | None) -> str | None:
     return value.strip() or None if value is not None else None
 
 
+def _error_pages(pages: Pages) -> type[APIRoute]:
+    """A route class rendering the one error tree as an HTML page (status and message) for a
+    logged-in viewer, instead of the API's JSON."""
+
+    class PageRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+            handler = super().get_route_handler()
+
+            async def run(request: Request) -> Response:
+                try:
+                    return await handler(request)
+                except LoopError as exc:
+                    who = viewer(request)
+                    if who is None:
+                        raise
+                    html = pages.render(
+                        "error.html", viewer=who, page_key="", status=exc.status, error=exc
+                    )
+                    return HTMLResponse(html, status_code=exc.status, headers=PAGE_HEADERS)
+
+            return run
+
+    return PageRoute
+
+
 def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
     """The page routes (not in the OpenAPI document)."""
-    router = APIRouter(include_in_schema=False)
+    router = APIRouter(include_in_schema=False, route_class=_error_pages(pages))
 
     def page(request: Request, template: str, who: Viewer, **context: Any) -> HTMLResponse:
         key = template.removesuffix(".html")
