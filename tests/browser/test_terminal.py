@@ -18,7 +18,7 @@ SITE_TMUX = {"killHarnessOnClose": False}
 """A closed session's agent keeps running here, so that a keystroke could still reach it."""
 PHONE: dict[str, Any] = {
     "viewport": {"width": 390, "height": 844},
-    "device_scale_factor": 3,
+    "device_scale_factor": 2,
     "is_mobile": True,
     "has_touch": True,
 }

@@ -28,7 +28,15 @@ window.addEventListener("DOMContentLoaded", async () => {
   const term = new Terminal({
     scrollback: 5000, fontSize: 14, cursorBlink: !readOnly, disableStdin: readOnly,
     screenReaderMode: false, allowProposedApi: false,
-    theme: { background: "#000000", foreground: "#e6e6e6" },
+    // Bright enough colours that text on the default background, and black text on a
+    // coloured one (tmux's status line), stay readable (WCAG AA contrast).
+    theme: {
+      background: "#000000", foreground: "#e6e6e6", cursor: "#e6e6e6",
+      black: "#000000", red: "#ff6b6b", green: "#73d216", yellow: "#fce94f", blue: "#8ab4f8",
+      magenta: "#d7a6e6", cyan: "#34e2e2", white: "#d3d7cf",
+      brightBlack: "#9aa0a6", brightRed: "#ff8f8f", brightGreen: "#8ae234", brightYellow: "#fff38a",
+      brightBlue: "#aecbfa", brightMagenta: "#e8c2f2", brightCyan: "#8ff0f0", brightWhite: "#ffffff",
+    },
   });
   const fit = new FitAddon.FitAddon();
   term.loadAddon(fit);
