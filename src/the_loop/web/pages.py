@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.routing import APIRoute
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 
 from the_loop import attention, dashboard_views, events, standing
 from the_loop.context import Ctx
