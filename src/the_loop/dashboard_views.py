@@ -2,6 +2,7 @@
 
 - ``session_rows``: the Sessions page (a session with its attention: state, question, since);
 - ``session_page``: one session with its attention, the item's events and its screen;
+- ``standing_page``: one standing session with its attention;
 - ``status_page``: the Status page (health, doctor, poller, inbox, outbox).
 
 Each returns plain typed values; the web edge only renders them.
@@ -25,6 +26,7 @@ from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.outbox import OutboxItem
 from the_loop.store.poll import CycleRecord, last_cycle
 from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.standing import StandingView
 from the_loop.views import SessionView
 
 SESSION_LIMIT = 500
@@ -112,6 +114,15 @@ def session_page(ctx: Ctx, session_id: str, event_limit: int = 30) -> SessionPag
     if view.pane in ("live", "dead"):
         screen = views.session_screen(ctx, view.id, 60).text
     return SessionPage(view, found, events.query(ctx.db, flt), screen)
+
+
+def standing_page(ctx: Ctx, name: str) -> tuple[StandingView, AttentionView | None]:
+    """Standing session NAME as its page shows it, with its attention (None when nothing was
+    recorded or it is not running); ``NotFound``/``BadInput`` as ``views.standing_view``."""
+    view = views.standing_view(ctx, name)
+    row = attention_store.get(ctx.db.connect(), f"{attention_store.STANDING_PREFIX}{name}")
+    running = view.status.value == "running"
+    return view, attention.view_of(row) if row is not None and running else None
 
 
 @dataclass(frozen=True, slots=True)

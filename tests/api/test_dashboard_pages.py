@@ -15,7 +15,7 @@ from tests.helpers import wait_until
 from tests.work import Work
 
 READ_ONLY = "read-only-token-for-the-page-tests"
-PAGES = ["/", "/attention", "/standing", "/events", "/status"]
+PAGES = ["/", "/attention", "/standing", "/standing/keeper", "/events", "/status"]
 
 
 @pytest.fixture

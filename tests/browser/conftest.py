@@ -175,6 +175,17 @@ def axe_problems(page: Page) -> list[str]:
     return list(found)
 
 
+def screen_text(page: Page) -> str:
+    """What the page's xterm.js shows (its whole buffer)."""
+    return str(
+        page.evaluate(
+            "() => { const b = window.theLoopTerminal?.buffer.active; if (!b) return '';"
+            " const out = []; for (let i = 0; i < b.length; i++)"
+            " out.push(b.getLine(i)?.translateToString(true) ?? ''); return out.join('\\n'); }"
+        )
+    )
+
+
 def shot(page: Page, name: str) -> None:
     """Save a screenshot as docs/dashboard/NAME.png when THE_LOOP_SCREENSHOTS=1."""
     if os.environ.get("THE_LOOP_SCREENSHOTS") == "1":

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import READ_ONLY, Login, Site, axe_problems, shot
+from tests.browser.conftest import READ_ONLY, Login, Site, axe_problems, screen_text, shot
 from tests.helpers import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-pages")]
@@ -104,6 +104,19 @@ def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -
     expect(card.get_by_role("button", name="Delete helper")).to_be_visible()
     shot(page, "standing")
 
+    card.get_by_role("link", name="helper").click()
+    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
+    wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="helper's screen")
+    page.get_by_label("Message to helper").fill("second note")
+    page.get_by_role("button", name="Send message").click()
+    wait_until(
+        lambda: any("second note" in p for p in site.prompts(conversation)),
+        30,
+        what="the message from the standing session's page",
+    )
+    page.goto("/standing")
+    card = page.locator("li[data-standing='helper']")
+
     refused = site.daemon.api("POST", "/standing", json={"name": "supervisor", "start": False})
     assert refused.status_code == 409, refused.text
     message = refused.json()["error"]["message"]
@@ -130,7 +143,7 @@ def test_events_show_a_new_event_live(site: Site, login: Login) -> None:
     shot(page, "events")
 
 
-PAGES = ["/", "/attention", "/standing", "/events", "/status"]
+PAGES = ["/", "/attention", "/standing", "/standing/supervisor", "/events", "/status"]
 
 
 def test_every_page_passes_axe(site: Site, login: Login) -> None:

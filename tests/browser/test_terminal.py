@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, WebSocket, expect
 
-from tests.browser.conftest import READ_ONLY, Login, Site, shot
+from tests.browser.conftest import READ_ONLY, Login, Site, screen_text, shot
 from tests.helpers import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-terminal")]
@@ -22,17 +22,6 @@ PHONE: dict[str, Any] = {
     "is_mobile": True,
     "has_touch": True,
 }
-
-
-def screen_text(page: Page) -> str:
-    """What the page's xterm.js shows (its whole buffer)."""
-    return str(
-        page.evaluate(
-            "() => { const b = window.theLoopTerminal?.buffer.active; if (!b) return '';"
-            " const out = []; for (let i = 0; i < b.length; i++)"
-            " out.push(b.getLine(i)?.translateToString(true) ?? ''); return out.join('\\n'); }"
-        )
-    )
 
 
 def open_terminal(page: Page, session_id: str, shows: str = "FAKE-AGENT READY") -> None:

@@ -77,7 +77,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
 
     def page(request: Request, template: str, who: Viewer, **context: Any) -> HTMLResponse:
         key = template.removesuffix(".html")
-        key = "sessions" if key == "session" else key
+        key = {"session": "sessions", "standing_session": "standing"}.get(key, key)
         html = pages.render(template, viewer=who, page_key=key, **context)
         return HTMLResponse(html, headers=PAGE_HEADERS)
 
@@ -142,6 +142,14 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             harnesses=sorted(ctx.config.harnesses),
             default_harness=ctx.config.routing.default_harness,
         )
+
+    @router.get("/standing/{name}", response_model=None)
+    async def standing_session_page(request: Request, name: str) -> Response:
+        who = viewer(request)
+        if who is None:
+            return login(request)
+        found = await asyncio.to_thread(dashboard_views.standing_page, get_ctx(), name)
+        return page(request, "standing_session.html", who, st=found[0], attention=found[1])
 
     @router.get("/events", response_model=None)
     async def events_page(
