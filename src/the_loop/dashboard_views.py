@@ -10,7 +10,6 @@ Each returns plain typed values; the web edge only renders them.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from the_loop import attention, doctor, events, outbox, session_records, views
@@ -20,13 +19,13 @@ from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
 from the_loop.health import Health
 from the_loop.inbox_ops import inbox_items
+from the_loop.standing import StandingView
 from the_loop.status import health
 from the_loop.store import attention as attention_store
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.outbox import OutboxItem
 from the_loop.store.poll import CycleRecord, last_cycle
 from the_loop.store.sessions import SessionRecord, SessionStatus
-from the_loop.standing import StandingView
 from the_loop.views import SessionView
 
 SESSION_LIMIT = 500
@@ -40,7 +39,9 @@ class SessionRow:
 
     session: SessionRecord
     repo: str
-    attention: AttentionView | None
+    attention: attention_store.Row | None
+    """As stored: ``state`` and the ``prompt`` waited on (a page of 200 rows builds no view
+    models for them)."""
 
     @property
     def attention_state(self) -> str:
@@ -63,11 +64,9 @@ def session_rows(
     records = session_records.list_sessions(ctx, status, limit)
     conn = ctx.db.connect()
     out: list[SessionRow] = []
-    now = time.time()
     for rec in records:
         row = attention_store.get(conn, rec.id) if rec.live else None
-        view = attention.view_of(row, now) if row is not None else None
-        out.append(SessionRow(rec, repo_of(rec.work_item), view))
+        out.append(SessionRow(rec, repo_of(rec.work_item), row))
     return out
 
 
