@@ -32,16 +32,15 @@ class Assets:
         self.root = root
         self._files: dict[str, tuple[str, bytes]] = {}
 
-    def missing(self) -> list[str]:
-        """The vendored files that are not there (``make setup`` was not run)."""
-        return [name for name in VENDOR if not (self.root / name).is_file()]
-
     def _load(self, name: str) -> tuple[str, bytes]:
         found = self._files.get(name)
         if found is None:
             path = (self.root / name).resolve()
             if not path.is_relative_to(self.root) or not path.is_file():
-                raise NotFound(f"no static file {name!r}")
+                hint = (
+                    " (run `make setup`: it copies it from node_modules)" if name in VENDOR else ""
+                )
+                raise NotFound(f"no static file {name!r}{hint}")
             body = path.read_bytes()
             found = (hashlib.sha256(body).hexdigest()[:12], body)
             self._files[name] = found
