@@ -11,13 +11,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 3
+ASSETS := src/the_loop/web/static/vendor/.copied
 
 .PHONY: help setup system-deps bytecode run test check fmt lint typecheck docs bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-setup: system-deps $(VENV)/.installed node_modules/.installed bytecode ## install everything that is missing (idempotent)
+setup: system-deps $(VENV)/.installed node_modules/.installed $(ASSETS) bytecode ## install everything that is missing (idempotent)
 
 system-deps: ## install tmux, git, node/npm when missing (as root), else print the command
 	@scripts/system-deps.sh
@@ -41,6 +42,10 @@ bytecode:
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# The dashboard's front-end files, copied from the npm packages into the Python package (git-ignored).
+$(ASSETS): node_modules/.installed scripts/vendor-assets.sh
+	@scripts/vendor-assets.sh
 
 lock: $(UV) ## re-resolve requirements.lock from pyproject.toml
 	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
@@ -72,4 +77,4 @@ bench: setup ## run every benchmark and print the figures
 	$(PY) bench/run_all.py
 
 clean: ## remove the environments
-	rm -rf $(VENV) $(TOOLS) node_modules
+	rm -rf $(VENV) $(TOOLS) node_modules src/the_loop/web/static/vendor

@@ -30,6 +30,7 @@ SCRIPTS = [
     "cli_latency",
     "many_sessions",
     "attention",
+    "dashboard",
     "terminal",
     "slack",
 ]
@@ -76,6 +77,7 @@ ORDER = [
     "many.deliver.p50",
     "many.deliver.p99",
     "many.all_live",
+    "dash.sessions.p50",
     "terminal.first_screen.p50",
     "terminal.keystroke.p50",
     "rss.idle.defaults",

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from the_loop import __version__
@@ -22,9 +22,13 @@ from the_loop.status import health_now
 from the_loop.terminal_bridge import Bridge
 from the_loop.web import dashboard_auth
 from the_loop.web.api import build_router, metrics_text, token_guards
+from the_loop.web.assets import Assets
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
+from the_loop.web.ops_api import ops_router
+from the_loop.web.pages import dashboard_router
+from the_loop.web.render import Pages
 from the_loop.web.slack_webhooks import slack_router
 from the_loop.web.terminal import terminal_router
 from the_loop.web.webhooks import github_router
@@ -83,11 +87,7 @@ def create_app(
         """Liveness without a token: the process answers HTTP, and nothing else is said."""
         return {"ok": True}
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def index() -> str:
-        """A placeholder until the dashboard arrives: no token needed, nothing about the state
-        is shown, and it says how to authenticate against the API."""
-        return _PLACEHOLDER
+    _mount_dashboard(app, ctx)
 
     return app
 
@@ -102,6 +102,7 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     read, write = token_guards(lambda: tokens)
     app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(attention_router(lambda: ctx, read, write), prefix="/api/v1")
+    app.include_router(ops_router(lambda: ctx, read, write), prefix="/api/v1")
     public_url = ctx.config.server.public_url
     app.include_router(terminal_router(lambda: ctx, lambda: tokens, public_url), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
@@ -113,6 +114,13 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     @app.get("/metrics", include_in_schema=False, dependencies=read)
     async def metrics() -> PlainTextResponse:
         return await asyncio.to_thread(metrics_text, ctx)
+
+
+def _mount_dashboard(app: FastAPI, ctx: Ctx) -> None:
+    """The dashboard's pages and their static files (the login routes come with the auth)."""
+    assets = Assets()
+    app.include_router(assets.router())
+    app.include_router(dashboard_router(lambda: ctx, Pages(assets)))
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -135,20 +143,3 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         return JSONResponse(error_body("validation_failed", "; ".join(problems)), status_code=422)
-
-
-_PLACEHOLDER = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>the-loop</title>
-<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:4rem auto;color:#222}
-code{background:#f3f3f3;padding:.1rem .3rem;border-radius:3px}</style></head>
-<body><h1>the-loop</h1>
-<p>The daemon is running. The dashboard arrives in a later release; until then use the CLI:</p>
-<ul><li><code>the-loop status</code></li><li><code>the-loop events --follow</code></li>
-<li><code>the-loop doctor</code></li></ul>
-<p>Liveness (no token): <a href="/healthz">/healthz</a>.</p>
-<p>Everything under <code>/api/v1</code> needs a token:
-<code>Authorization: Bearer &lt;token&gt;</code>, with the token from the environment variable
-<code>server.tokenEnv</code> names, else from the file <code>api-token</code> in the state dir
-(<code>the-loop start</code> prints where). The API is described at
-<code>/api/v1/openapi.json</code>.</p></body></html>
-"""

@@ -1,0 +1,86 @@
+"""Rendering the dashboard's pages: one Jinja2 environment over ``templates/``, autoescaped, with
+the filters the pages share (``ago``, ``iso``) and the versioned asset URLs."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
+
+from the_loop import __version__
+from the_loop.web.assets import Assets
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+NAV = (
+    ("sessions", "/", "Sessions"),
+    ("attention", "/attention", "Attention"),
+    ("standing", "/standing", "Standing"),
+    ("events", "/events", "Events"),
+    ("status", "/status", "Status"),
+)
+
+
+def _moment(when: float | datetime | None) -> float | None:
+    if when is None:
+        return None
+    return when.timestamp() if isinstance(when, datetime) else float(when)
+
+
+def ago(when: float | datetime | None) -> str:
+    """``45s ago``, ``3m ago``, ``2h ago``, ``4d ago``; ``-`` for None."""
+    moment = _moment(when)
+    if moment is None:
+        return "-"
+    seconds = max(0.0, time.time() - moment)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def iso(when: float | datetime | None) -> str:
+    """WHEN as ISO 8601 UTC (for ``<time datetime>``); empty for None."""
+    moment = _moment(when)
+    if moment is None:
+        return ""
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def when(moment: float | datetime | None) -> Markup:
+    """A ``<time>`` element: ISO 8601 UTC in ``datetime``, how long ago as its text."""
+    if moment is None:
+        return Markup("-")
+    return Markup(f'<time datetime="{iso(moment)}">{ago(moment)}</time>')  # both plain ASCII
+
+
+def badge(state: str) -> Markup:
+    """A status badge (the CSS colours it by STATE)."""
+    text = escape(state)
+    return Markup(f'<span class="badge badge-{text}">{text}</span>')
+
+
+class Pages:
+    """The page renderer: TEMPLATE with the context every page gets."""
+
+    def __init__(self, assets: Assets) -> None:
+        self.assets = assets
+        self.env = Environment(
+            loader=FileSystemLoader(TEMPLATES),
+            autoescape=select_autoescape(("html",), default=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+            auto_reload=False,
+        )
+        self.env.filters["ago"] = ago
+        self.env.filters["iso"] = iso
+        self.env.filters["when"] = when
+        self.env.globals["badge"] = badge
+        self.env.globals.update(asset=assets.url, nav=NAV, version=__version__)
+
+    def render(self, template: str, **context: Any) -> str:
+        return self.env.get_template(template).render(**context)

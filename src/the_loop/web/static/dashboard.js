@@ -1,0 +1,186 @@
+// the-loop dashboard: API calls with the CSRF token, and live regions fed by the event stream.
+"use strict";
+(() => {
+  const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.content ?? "";
+
+  async function call(method, url, body) {
+    const headers = { "X-CSRF-Token": meta("csrf-token") };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const resp = await fetch(url, {
+      method, headers, credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let data = null;
+    try { data = await resp.json(); } catch (_) { /* not JSON */ }
+    if (!resp.ok) throw new Error(data?.error?.message ?? `HTTP ${resp.status}`);
+    // A verb that ran but did not do it (a failed start) answers 200 with an error: a refusal.
+    const failed = data?.error ?? data?.start?.error;
+    if (typeof failed === "string" && failed) throw new Error(failed);
+    return data;
+  }
+
+  function summary(data) {
+    if (!data || typeof data !== "object") return "done";
+    if (data.detail) return data.detail;
+    if (data.outcome) return `${data.name ?? ""} ${data.outcome}`.trim();
+    if (data.decision) return `${data.decision === "allow" ? "allowed" : "denied"} ${data.tool || ""}`.trim();
+    if (data.definition) return `created ${data.definition.name}${data.start ? ": " + data.start.outcome : ""}`;
+    if (data.stop) return `deleted ${data.name}`;
+    if (data.chars !== undefined) return `sent to ${data.name} (${data.chars} characters)`;
+    if (data.status) return `${data.status}`;
+    return "done";
+  }
+
+  function resultFor(el) {
+    const scope = el.closest(".answer, .card, section, form") ?? document;
+    return scope.querySelector("[data-result]")
+      ?? scope.parentElement?.querySelector("[data-result]")
+      ?? document.querySelector("[data-result]");
+  }
+
+  function show(el, text, ok) {
+    const out = resultFor(el);
+    if (!out) return;
+    out.textContent = text;
+    out.className = `result ${ok ? "ok" : "error"}`;
+    remember(out);
+  }
+
+  async function run(el, method, url, body) {
+    if (el.dataset.confirm && !window.confirm(el.dataset.confirm)) return;
+    el.disabled = true;
+    try {
+      const data = await call(method, url, body);
+      show(el, summary(data), true);
+      refresh();
+      return data;
+    } catch (err) {
+      show(el, err.message, false);
+      return undefined;
+    } finally {
+      el.disabled = false;
+    }
+  }
+
+  document.addEventListener("click", (ev) => {
+    const el = ev.target.closest("button[data-post], button[data-delete]");
+    if (!el) return;
+    ev.preventDefault();
+    const body = el.dataset.body ? JSON.parse(el.dataset.body) : undefined;
+    if (el.dataset.post) run(el, "POST", el.dataset.post, body);
+    else run(el, "DELETE", el.dataset.delete);
+  });
+
+  function formBody(form) {
+    const body = {};
+    for (const field of form.elements) {
+      if (!field.name || field.disabled) continue;
+      if (field.type === "checkbox") body[field.name] = field.checked;
+      else if (field.value.trim() !== "" || field.name === "text") body[field.name] = field.value;
+    }
+    if ("text" in body) body.actor = "dashboard";
+    return body;
+  }
+
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target;
+    if (form.matches("[data-logout]")) {
+      ev.preventDefault();
+      await fetch("/logout", { method: "POST", credentials: "same-origin",
+        headers: { "X-CSRF-Token": meta("csrf-token") } });
+      window.location.assign("/login");
+      return;
+    }
+    if (!form.matches("form[data-api]")) return;
+    ev.preventDefault();
+    const button = form.querySelector("button[type=submit]") ?? form;
+    const data = await run(button, form.dataset.method ?? "POST", form.dataset.api, formBody(form));
+    if (data !== undefined) {
+      for (const f of form.querySelectorAll("input[type=text], input:not([type]), textarea")) f.value = "";
+    }
+  });
+
+  // --- live regions ------------------------------------------------------------------------
+  const live = document.getElementById("live");
+  const results = new Map(); // results shown in the live region survive its re-render
+
+  function remember(out) {
+    const key = out.closest("[id]")?.id;
+    if (key && live?.contains(out)) results.set(key, [out.textContent, out.className]);
+  }
+
+  let timer = null;
+  let busy = false;
+  function refresh() {
+    if (!live) return;
+    clearTimeout(timer);
+    timer = setTimeout(swap, 150);
+  }
+
+  async function swap() {
+    if (busy) { timer = setTimeout(swap, 300); return; }
+    busy = true;
+    try {
+      const resp = await fetch(window.location.href, { credentials: "same-origin", headers: { "X-Live": "1" } });
+      if (resp.redirected || !resp.ok) return;
+      const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
+      const fresh = doc.getElementById("live");
+      if (!fresh) return;
+      // What someone is typing, and where, survives the re-render.
+      const active = document.activeElement;
+      const focusId = active && live.contains(active) ? active.id : "";
+      const typed = new Map();
+      for (const f of live.querySelectorAll("input[id], textarea[id], select[id]")) {
+        if (f.type !== "hidden" && f.value) typed.set(f.id, f.value);
+      }
+      live.innerHTML = fresh.innerHTML;
+      for (const [id, value] of typed) {
+        const f = document.getElementById(id);
+        if (f && !f.disabled) f.value = value;
+      }
+      for (const [key, [text, cls]] of results) {
+        const out = document.getElementById(key)?.querySelector("[data-result]");
+        if (out) { out.textContent = text; out.className = cls; }
+      }
+      if (focusId) document.getElementById(focusId)?.focus();
+      document.dispatchEvent(new CustomEvent("the-loop:refreshed"));
+    } finally {
+      busy = false;
+    }
+  }
+
+  // The event stream, read with fetch: EventSource would need a listener per event type.
+  const state = document.querySelector("[data-live-state]");
+  async function follow() {
+    let last = "";
+    for (;;) {
+      try {
+        const headers = last ? { "Last-Event-ID": last } : {};
+        const resp = await fetch(`/api/v1/events/stream?${live.dataset.stream ?? ""}`,
+          { credentials: "same-origin", headers });
+        if (!resp.ok || !resp.body) throw new Error(`HTTP ${resp.status}`);
+        if (state) state.textContent = "live";
+        document.body.dataset.live = "on";
+        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end;
+          while ((end = buffer.indexOf("\n\n")) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const id = /^id: (.*)$/m.exec(block);
+            if (id) last = id[1];
+            if (/^data: /m.test(block)) refresh();
+          }
+        }
+      } catch (_) { /* reconnect below */ }
+      document.body.dataset.live = "off";
+      if (state) state.textContent = "reconnecting…";
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+  if (live && live.dataset.stream !== undefined) follow();
+})();

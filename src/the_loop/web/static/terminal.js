@@ -1,0 +1,114 @@
+// The browser terminal: xterm.js on the session's WebSocket (binary frames are the pane's
+// bytes; we send {"type":"input"} and {"type":"resize"} text frames). Read-only is enforced
+// by the server; the page only stops offering input.
+"use strict";
+// tmux redraws only the visible screen on attach: the pane's earlier lines are written into
+// the scrollback first (pushed up by blank lines), so that they can be scrolled back to.
+async function paneHistory(url, term) {
+  if (!url) return "";
+  try {
+    const resp = await fetch(url, { credentials: "same-origin" });
+    if (!resp.ok) return "";
+    const text = (await resp.json()).text ?? "";
+    const lines = text.replace(/\s+$/, "").split("\n");
+    if (lines.length <= term.rows) return "";
+    return lines.join("\r\n") + "\r\n".repeat(term.rows) + "\x1b[H";
+  } catch (_) {
+    return "";
+  }
+}
+
+window.addEventListener("DOMContentLoaded", async () => {
+  const el = document.getElementById("terminal");
+  if (!el || typeof Terminal === "undefined") return;
+  const stateLine = document.querySelector("[data-term-state]");
+  const say = (text) => { if (stateLine) stateLine.textContent = text; };
+  let readOnly = el.dataset.readOnly === "true";
+
+  const term = new Terminal({
+    scrollback: 5000, fontSize: 14, cursorBlink: !readOnly, disableStdin: readOnly,
+    screenReaderMode: false, allowProposedApi: false,
+    // Bright enough colours that text on the default background, and black text on a
+    // coloured one (tmux's status line), stay readable (WCAG AA contrast).
+    theme: {
+      background: "#000000", foreground: "#e6e6e6", cursor: "#e6e6e6",
+      black: "#000000", red: "#ff6b6b", green: "#73d216", yellow: "#fce94f", blue: "#8ab4f8",
+      magenta: "#d7a6e6", cyan: "#34e2e2", white: "#d3d7cf",
+      brightBlack: "#9aa0a6", brightRed: "#ff8f8f", brightGreen: "#8ae234", brightYellow: "#fff38a",
+      brightBlue: "#aecbfa", brightMagenta: "#e8c2f2", brightCyan: "#8ff0f0", brightWhite: "#ffffff",
+    },
+  });
+  const fit = new FitAddon.FitAddon();
+  term.loadAddon(fit);
+  term.open(el);
+  window.theLoopTerminal = term; // for the browser tests and the curious
+  try { fit.fit(); } catch (_) { /* not laid out yet */ }
+  // tmux switches to the alternate screen, which has no scrollback: stay on the normal one.
+  const ALT_SCREEN = new Set([47, 1047, 1049]);
+  const onlyAltScreen = (params) => params.length > 0 && params.every((p) => ALT_SCREEN.has(p));
+  term.parser.registerCsiHandler({ prefix: "?", final: "h" }, onlyAltScreen);
+  term.parser.registerCsiHandler({ prefix: "?", final: "l" }, onlyAltScreen);
+  const history = await paneHistory(el.dataset.history, term);
+  if (history) term.write(history);
+  const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+  const size = `cols=${term.cols}&rows=${term.rows}`;
+  const ws = new WebSocket(`${scheme}//${window.location.host}${el.dataset.ws}?${size}`);
+  ws.binaryType = "arraybuffer";
+  const send = (frame) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame)); };
+  const input = (data) => { if (!readOnly) send({ type: "input", data }); };
+
+  ws.addEventListener("open", () => { say("connected"); el.dataset.connected = "true"; resize(); });
+  ws.addEventListener("message", (ev) => {
+    if (typeof ev.data === "string") {
+      try {
+        const msg = JSON.parse(ev.data);
+        if (msg.type === "hello" && msg.readOnly) { readOnly = true; term.options.disableStdin = true; }
+        if (msg.type === "error") say(msg.message);
+      } catch (_) { /* not ours */ }
+      return;
+    }
+    term.write(new Uint8Array(ev.data));
+    el.dataset.bytes = String(Number(el.dataset.bytes ?? 0) + ev.data.byteLength);
+  });
+  ws.addEventListener("close", (ev) => {
+    el.dataset.connected = "false";
+    if (!stateLine?.textContent || stateLine.textContent === "connected") {
+      say(`disconnected${ev.reason ? ": " + ev.reason : ""} — reload the page to reconnect`);
+    }
+  });
+  term.onData(input);
+
+  function resize() {
+    try { fit.fit(); } catch (_) { return; }
+    send({ type: "resize", cols: term.cols, rows: term.rows });
+  }
+  window.addEventListener("resize", () => { clearTimeout(resize.timer); resize.timer = setTimeout(resize, 100); });
+
+  // The key toolbar: what a phone keyboard lacks.
+  const KEYS = { esc: "\x1b", tab: "\t", "ctrl-c": "\x03", up: "\x1b[A", down: "\x1b[B",
+    right: "\x1b[C", left: "\x1b[D", enter: "\r" };
+  for (const button of document.querySelectorAll(".keys [data-key]")) {
+    button.addEventListener("click", () => { input(KEYS[button.dataset.key]); term.focus(); });
+  }
+
+  // Touch scrolling of the scrollback: one finger drags the lines.
+  let touchY = null;
+  let carry = 0;
+  el.addEventListener("touchstart", (ev) => {
+    if (ev.touches.length === 1) { touchY = ev.touches[0].clientY; carry = 0; }
+  }, { passive: true, capture: true });
+  el.addEventListener("touchmove", (ev) => {
+    if (touchY === null || ev.touches.length !== 1) return;
+    const y = ev.touches[0].clientY;
+    const lineHeight = el.querySelector(".xterm-rows")?.firstElementChild?.getBoundingClientRect().height || 17;
+    carry += (touchY - y) / lineHeight;
+    touchY = y;
+    const lines = Math.trunc(carry);
+    if (lines !== 0) { term.scrollLines(lines); carry -= lines; }
+    ev.preventDefault();
+    ev.stopPropagation();
+  }, { passive: false, capture: true });
+  el.addEventListener("touchend", () => { touchY = null; }, { capture: true });
+
+  window.addEventListener("pagehide", () => ws.close());
+});

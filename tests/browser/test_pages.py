@@ -1,0 +1,163 @@
+"""The dashboard's pages in a real browser: login with either token, live Sessions, Allow from
+Attention, Standing verbs and refusals, live Events, and axe-core on every page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import READ_ONLY, Login, Site, axe_problems, screen_text, shot
+from tests.helpers import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-pages")]
+
+
+def test_login_full_and_read_only(site: Site, login: Login) -> None:
+    page = login()
+    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
+    expect(page.locator(".role")).to_have_text("full access")
+    page.goto("/standing")
+    expect(page.get_by_role("button", name="Start supervisor", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="Create a standing session")).to_be_visible()
+
+    viewer = login(READ_ONLY)
+    expect(viewer.locator(".role")).to_have_text("read-only")
+    viewer.goto("/standing")
+    expect(viewer.locator("li[data-standing=supervisor]")).to_be_visible()
+    assert viewer.locator("button[data-post], button[data-delete], form[data-api]").count() == 0
+    viewer.goto("/status")
+    assert viewer.get_by_role("button", name=re.compile("Replay")).count() == 0
+    viewer.get_by_role("button", name="Log out").click()
+    viewer.wait_for_url(re.compile(r"/login"))
+    viewer.goto("/attention")
+    expect(viewer).to_have_url(re.compile(r"/login\?next=%2Fattention$"))
+
+
+def test_a_new_session_appears_without_reload(site: Site, login: Login) -> None:
+    page = login()
+    expect(page.locator("body[data-live=on]")).to_have_count(1)
+    page.evaluate("window.__sameDocument = true")
+    rec = site.spawn(31)
+    row = page.locator(f"tr[data-session='{rec['id']}']")
+    expect(row).to_contain_text("github:octo/repo#31", timeout=30_000)
+    assert page.evaluate("window.__sameDocument") is True
+    shot(page, "sessions")
+
+
+def test_attention_lists_a_permission_and_allow_answers_it(site: Site, login: Login) -> None:
+    rec = site.spawn(32)
+    sid = rec["id"]
+    wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
+    sent = site.daemon.api(
+        "POST", f"/sessions/{sid}/messages", json={"text": "ASK-PERMISSION: make deploy"}
+    )
+    assert sent.status_code == 200, sent.text
+    wait_until(lambda: site.attention(sid) == "needs-permission", 30, what="needs-permission")
+
+    page = login()
+    page.goto("/attention")
+    card = page.locator(f"li[data-agent='{sid}']")
+    expect(card).to_contain_text("make deploy")
+    expect(card).to_contain_text("needs-permission")
+    shot(page, "attention")
+    card.get_by_role("button", name=re.compile("^Allow")).click()
+    expect(card.locator("[data-result]")).to_contain_text("allowed")
+    wait_until(
+        lambda: any(r.get("kind") == "answer" for r in site.records(sid)),
+        30,
+        what="the answer reached the fake agent",
+    )
+    answers = [(r["command"], r["answer"]) for r in site.records(sid) if r["kind"] == "answer"]
+    assert answers == [("make deploy", "y")]
+    expect(page.locator(f"li[data-agent='{sid}']")).to_have_count(0, timeout=30_000)
+
+
+def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -> None:
+    page = login()
+    page.goto("/standing")
+    declared = page.locator("li[data-standing='supervisor']")
+    expect(declared.locator(".badge-source")).to_have_text("declared")
+    assert declared.get_by_role("button", name="Delete supervisor").count() == 0
+    expect(declared.get_by_label(re.compile("Message to supervisor"))).to_be_disabled()
+
+    page.get_by_label(re.compile("^Name")).fill("helper")
+    page.get_by_label(re.compile("^Brief")).fill("keep the docs tidy")
+    page.get_by_role("button", name="Create").click()
+    card = page.locator("li[data-standing='helper']")
+    expect(card.locator(".badge-source")).to_have_text("created", timeout=30_000)
+    expect(card.locator(".badge-running")).to_have_count(1, timeout=30_000)
+    conversation = site.daemon.api("GET", "/standing/helper").json()["conversationId"]
+    wait_until(lambda: site.prompts(conversation), 30, what="the brief delivered")
+
+    box = card.get_by_label(re.compile("Message to helper"))
+    expect(box).to_be_enabled()
+    box.fill("please check the README")
+    card.get_by_role("button", name="Send").click()
+    expect(card.locator("[data-result]")).to_contain_text("sent to helper")
+    wait_until(
+        lambda: any("please check the README" in p for p in site.prompts(conversation)),
+        30,
+        what="the message in the fake agent",
+    )
+    expect(card.get_by_role("button", name="Delete helper")).to_be_visible()
+    shot(page, "standing")
+
+    card.get_by_role("link", name="helper").click()
+    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
+    wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="helper's screen")
+    page.get_by_label("Message to helper").fill("second note")
+    page.get_by_role("button", name="Send message").click()
+    wait_until(
+        lambda: any("second note" in p for p in site.prompts(conversation)),
+        30,
+        what="the message from the standing session's page",
+    )
+    page.goto("/standing")
+    card = page.locator("li[data-standing='helper']")
+
+    refused = site.daemon.api("POST", "/standing", json={"name": "supervisor", "start": False})
+    assert refused.status_code == 409, refused.text
+    message = refused.json()["error"]["message"]
+    page.get_by_label(re.compile("^Name")).fill("supervisor")
+    page.get_by_role("button", name="Create").click()
+    expect(page.locator(".create [data-result]")).to_have_text(message)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    card.get_by_role("button", name="Delete helper").click()
+    expect(page.locator("li[data-standing='helper']")).to_have_count(0, timeout=30_000)
+
+
+def test_events_show_a_new_event_live(site: Site, login: Login) -> None:
+    page = login()
+    page.goto("/events?type=standing.*")
+    expect(page.locator("body[data-live=on]")).to_have_count(1)
+    before = page.locator("tr[data-event]").count()
+    stopped = site.daemon.api("POST", "/standing/supervisor/stop")
+    assert stopped.status_code == 200, stopped.text
+    started = site.daemon.api("POST", "/standing/supervisor/start")
+    assert started.status_code == 200, started.text
+    expect(page.locator("tr[data-event]").first).to_contain_text("standing.started")
+    assert page.locator("tr[data-event]").count() > before
+    shot(page, "events")
+
+
+PAGES = ["/", "/attention", "/standing", "/standing/supervisor", "/events", "/status"]
+
+
+def test_every_page_passes_axe(site: Site, login: Login) -> None:
+    rec = site.spawn(33)
+    page = login(bypass_csp=True)
+    problems: dict[str, list[str]] = {}
+    for path in [*PAGES, f"/sessions/{rec['id']}"]:
+        page.goto(path)
+        page.wait_for_load_state("load")
+        problems[path] = axe_problems(page)
+        if path == "/status":
+            shot(page, "status")
+    page.context.clear_cookies()
+    page.goto("/login")
+    problems["/login"] = axe_problems(page)
+    shot(page, "login")
+    assert {path: found for path, found in problems.items() if found} == {}

@@ -1,0 +1,161 @@
+"""The Session page's browser terminal in a real browser: the agent's screen, typing into the
+fake agent, read-only for the read-only login and for closed sessions, the agent's window size
+kept, the bridge's tmux client gone with the tab, and a phone: key toolbar and touch scroll."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, WebSocket, expect
+
+from tests.browser.conftest import READ_ONLY, Login, Site, screen_text, shot
+from tests.helpers import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-terminal")]
+
+SITE_TMUX = {"killHarnessOnClose": False}
+"""A closed session's agent keeps running here, so that a keystroke could still reach it."""
+PHONE: dict[str, Any] = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "is_mobile": True,
+    "has_touch": True,
+}
+
+
+def open_terminal(page: Page, session_id: str, shows: str = "FAKE-AGENT READY") -> None:
+    page.goto(f"/sessions/{session_id}")
+    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
+    wait_until(lambda: shows in screen_text(page), 30, what=f"{shows!r} on the agent's screen")
+
+
+def window_size(site: Site, target: str) -> str:
+    shown = site.tmux(
+        "display-message", "-p", "-t", f"={target}:", "#{window_width}x#{window_height}"
+    )
+    return shown.stdout.strip()
+
+
+def clients(site: Site, target: str) -> list[str]:
+    listed = site.tmux("list-clients", "-t", f"={target}", "-F", "#{client_tty}")
+    return listed.stdout.split()
+
+
+def marker_delivered(site: Site, session_id: str, marker: str) -> list[str]:
+    """Deliver MARKER through the API and return every prompt once it arrived: whatever was
+    typed before it and could reach the agent has reached it by then."""
+    sent = site.daemon.api("POST", f"/sessions/{session_id}/messages", json={"text": marker})
+    assert sent.status_code == 200, sent.text
+    wait_until(lambda: any(marker in p for p in site.prompts(session_id)), 30, what=marker)
+    return site.prompts(session_id)
+
+
+def test_terminal_shows_the_screen_and_typing_reaches_the_agent(site: Site, login: Login) -> None:
+    rec = site.spawn(41)
+    sid, target = rec["id"], rec["tmuxTarget"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    size = window_size(site, target)
+    page = login()
+    open_terminal(page, sid)
+    assert len(clients(site, target)) == 1
+    page.locator("#terminal").click()
+    page.keyboard.type("hello from the browser")
+    page.keyboard.press("Enter")
+    wait_until(lambda: "hello from the browser" in site.prompts(sid), 30, what="the typed line")
+    wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="the agent's answer")
+    shot(page, "session")
+    assert window_size(site, target) == size
+    page.close()
+    wait_until(lambda: not clients(site, target), 30, what="the bridge's tmux client gone")
+
+
+def test_read_only_login_cannot_type(site: Site, login: Login) -> None:
+    rec = site.spawn(42)
+    sid = rec["id"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    page = login(READ_ONLY)
+    frames: list[str] = []
+    page.on("websocket", lambda ws: _record_sent(ws, frames))
+    open_terminal(page, sid)
+    expect(page.locator("#term-h .badge-readonly")).to_have_count(1)
+    assert page.locator(".keys").count() == 0
+    page.locator("#terminal").click()
+    page.keyboard.type("read-only keys")
+    page.keyboard.press("Enter")
+    prompts = marker_delivered(site, sid, "a marker sent after them")
+    assert not any("read-only keys" in p for p in prompts), prompts
+    assert not any('"input"' in f for f in frames), frames
+
+
+def test_closed_session_cannot_be_typed_into(site: Site, login: Login) -> None:
+    rec = site.spawn(43)
+    sid, target = rec["id"], rec["tmuxTarget"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    closed = site.daemon.api("POST", f"/sessions/{sid}/close", json={})
+    assert closed.status_code == 200, closed.text
+    page = login()
+    frames: list[str] = []
+    page.on("websocket", lambda ws: _record_sent(ws, frames))
+    open_terminal(page, sid)
+    expect(page.locator("#term-h .badge-readonly")).to_have_count(1)
+    assert page.get_by_label("Message to the agent (delivered like a comment)").count() == 0
+    page.locator("#terminal").click()
+    page.keyboard.type("keys for a closed session")
+    page.keyboard.press("Enter")
+    site.tmux("send-keys", "-t", f"={target}:", "-l", "typed by tmux")
+    site.tmux("send-keys", "-t", f"={target}:", "Enter")
+    wait_until(lambda: "typed by tmux" in site.prompts(sid), 30, what="the agent still reads")
+    assert not any("keys for a closed session" in p for p in site.prompts(sid))
+    assert not any('"input"' in f for f in frames), frames
+
+
+def test_phone_key_toolbar_touch_scroll_and_window_size(site: Site, login: Login) -> None:
+    rec = site.spawn(44)
+    sid, target = rec["id"], rec["tmuxTarget"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    for n in range(30):
+        sent = site.daemon.api("POST", f"/sessions/{sid}/messages", json={"text": f"line {n}"})
+        assert sent.status_code == 200, sent.text
+    site.work.wait_prompts(sid, 31, timeout=60)
+    size = window_size(site, target)
+    page = login(**PHONE)
+    open_terminal(page, sid, shows="FAKE-AGENT GOT #31")
+    assert window_size(site, target) == size
+
+    toolbar = page.get_by_role("toolbar", name="Terminal keys")
+    for key in ("Esc", "Tab", "Ctrl-C", "Enter"):
+        expect(toolbar.get_by_role("button", name=key)).to_be_visible()
+    page.locator("#terminal").click()
+    page.keyboard.type("dropped by ctrl-c")
+    toolbar.get_by_role("button", name="Ctrl-C").click()
+    page.keyboard.type("from the phone")
+    toolbar.get_by_role("button", name="Enter").click()
+    wait_until(lambda: "from the phone" in site.prompts(sid), 30, what="the toolbar's Enter")
+    assert not any("dropped by ctrl-c" in p for p in site.prompts(sid))
+
+    wait_until(lambda: _scroll(page)["base"] > 0, 30, what="scrollback in the terminal")
+    box = page.locator("#terminal").bounding_box()
+    assert box is not None
+    cdp = page.context.new_cdp_session(page)
+    x, y = box["x"] + box["width"] / 2, box["y"] + 40
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    for step in range(1, 11):
+        point = {"x": x, "y": y + step * 25}
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [point]})
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    scrolled = _scroll(page)
+    assert scrolled["viewport"] < scrolled["base"], scrolled
+    shot(page, "session-phone")
+
+
+def _scroll(page: Page) -> dict[str, int]:
+    found = page.evaluate(
+        "() => { const b = window.theLoopTerminal.buffer.active;"
+        " return {viewport: b.viewportY, base: b.baseY}; }"
+    )
+    return {"viewport": int(found["viewport"]), "base": int(found["base"])}
+
+
+def _record_sent(ws: WebSocket, frames: list[str]) -> None:
+    ws.on("framesent", lambda payload: frames.append(str(payload)))
