@@ -150,6 +150,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
     from the_loop.outbox import outbox_loop
+    from the_loop.spend import spend_loop
     from the_loop.supervise import supervised
 
     builtin: list[tuple[str, BackgroundTask]] = [
@@ -163,6 +164,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
         ("reconciler", housekeeping.reconcile_loop),
         ("integrity", housekeeping.integrity_loop),
         ("attention", attention_loop),
+        ("spend", spend_loop),
     ]
     return [
         asyncio.create_task(supervised(name, fn, ctx, stop), name=name)
