@@ -11,22 +11,9 @@ from __future__ import annotations
 
 from the_loop import memory
 from the_loop.context import Ctx
+from the_loop.memory import AgentMemory, MemoryReport
 from the_loop.runner.tmux import PANE_FORMAT
 from the_loop.runner.tmux_core import parse_panes
-from the_loop.wire import Wire
-
-
-class MemoryReport(Wire):
-    """The host's available memory and the live agents' RSS (MiB), as ``status`` shows it."""
-
-    available_mb: float | None
-    agents_rss_mb: float
-    live_agents: int
-    agents: dict[str, float] = {}
-    min_free_memory_mb: int = 0
-    max_agents_memory_mb: int | None = None
-    waiting: str | None = None
-    """Why a start would wait now (None: it would start)."""
 
 
 def live_pane_pids(ctx: Ctx) -> dict[str, list[int]]:
@@ -83,7 +70,7 @@ def report(ctx: Ctx) -> MemoryReport:
         available_mb=round(available, 1) if available is not None else None,
         agents_rss_mb=rss,
         live_agents=len(per_agent),
-        agents=per_agent,
+        agents=[AgentMemory(agent=k, rss_mb=v) for k, v in sorted(per_agent.items())],
         min_free_memory_mb=cfg.min_free_memory_mb,
         max_agents_memory_mb=cfg.max_agents_memory_mb,
         waiting=_reason(ctx, available, rss) if cfg.enabled else None,

@@ -12,9 +12,31 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from the_loop.wire import Wire
+
 PROC = Path("/proc")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 MB = 1024 * 1024
+
+
+class AgentMemory(Wire):
+    """One live agent's RSS (MiB): its pane's process tree."""
+
+    agent: str
+    rss_mb: float
+
+
+class MemoryReport(Wire):
+    """The host's available memory and the live agents' RSS (MiB), as ``status`` shows it."""
+
+    available_mb: float | None
+    agents_rss_mb: float
+    live_agents: int
+    agents: list[AgentMemory] = []
+    min_free_memory_mb: int = 0
+    max_agents_memory_mb: int | None = None
+    waiting: str | None = None
+    """Why a start would wait now (None: it would start)."""
 
 
 def available_mb(proc: Path = PROC) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from the_loop import usage
 from the_loop.context import Ctx
 from the_loop.runner.outcomes import Probe
 from the_loop.standing_defs import Definition, StandingView, ViewStatus, from_declared, from_record
@@ -23,6 +24,9 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
         views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
     for rec in records.values():
         views.append(_view(ctx, from_record(ctx, rec), rec, targets))
+    used = usage.of_agents(ctx, [f"standing:{v.name}" for v in views])
+    for view in views:
+        view.usage = used[f"standing:{view.name}"]
     return views
 
 

@@ -23,6 +23,7 @@ from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
+from the_loop.web.spend_api import spend_router
 from the_loop.web.webhooks import github_router
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
@@ -91,6 +92,7 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     read, write = token_guards(lambda: tokens)
     app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(attention_router(lambda: ctx, read, write), prefix="/api/v1")
+    app.include_router(spend_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
 
     @app.get("/health", include_in_schema=False, dependencies=read)
