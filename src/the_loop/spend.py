@@ -274,10 +274,15 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
     changed = set(meter.meter_agents(ctx, meter.live_agents(ctx)))
     suspend_after = ctx.config.sessions.suspend_after_minutes * 60
     conn = ctx.db.connect()
+    waiting = {
+        row.agent: row
+        for row in attention_store.rows(conn)
+        if row.state == attention_store.WAITING and row.work_item is not None
+    }
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in session_store.list_sessions(conn, status):
-            row = attention_store.get(conn, rec.id)
-            if row is None or row.state != attention_store.WAITING:
+            row = waiting.get(rec.id)
+            if row is None:
                 continue
             if watch.checked.get(rec.id) != row.since or rec.id in changed:
                 watch.checked[rec.id] = row.since

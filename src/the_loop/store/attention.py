@@ -208,12 +208,6 @@ def set_state(
     recorded as where the agent's harness writes its transcript (the meter reads it). A held
     state (``HELD``) changes only by source ``spend``.
     """
-    if transcript:
-        tx.execute(
-            "UPDATE attention SET transcript = ? WHERE agent = ?"
-            " AND (transcript IS NULL OR transcript != ?)",
-            (transcript, agent, transcript),
-        )
     current = get(tx, agent)
     if current is None:
         register(
@@ -224,8 +218,14 @@ def set_state(
         before: str | None = None
     else:
         before = current.state
-        if before in HELD and source != "spend":
-            return None
+    if transcript:
+        tx.execute(
+            "UPDATE attention SET transcript = ? WHERE agent = ?"
+            " AND (transcript IS NULL OR transcript != ?)",
+            (transcript, agent, transcript),
+        )
+    if before in HELD and source != "spend":
+        return None
     open_prompt = current.prompt if current.prompt and current.prompt.closed_at is None else None
     if prompt is None and state == current.state and (state not in HUMAN or open_prompt):
         if last_message is not None and last_message != current.last_message:
