@@ -156,3 +156,19 @@ def test_spawns_wait_for_memory_and_start_in_fifo_order_after_a_reload(work: Wor
         assert [e["workItem"] for e in in_order] == ["github:octo/repo#21", "github:octo/repo#22"]
     finally:
         d.stop()
+
+
+async def test_mcp_get_session_shows_the_hold_and_usage_as_rest_does(spend_daemon: Daemon) -> None:
+    from tests.mcp.test_mcp import over_http, structured
+
+    d = spend_daemon
+    ref = "github:octo/repo#18"
+    spawn(d, 18)
+    wait_until(lambda: session(d, ref).get("hold") == "suspended", 30, what="suspended")
+    rest = session(d, ref)
+    async with over_http(d.url, d.token) as client:
+        mcp = structured(await client.call_tool("get_session", {"session": ref}))
+    assert mcp["hold"] == rest["hold"] == "suspended"
+    assert mcp["usage"] == rest["usage"] and rest["usage"]["turns"] == 0
+    listed = d.api("GET", "/sessions").json()
+    assert listed[0]["usage"] == rest["usage"] and listed[0]["hold"] == "suspended"
