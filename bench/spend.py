@@ -69,6 +69,35 @@ def measure(lv: live.Live) -> tuple[float, int, float, float]:
     return memory["agentsRssMb"], memory["liveAgents"], host_used_mb(), lv.daemon.rss_mb()
 
 
+def breakdown(lv: live.Live) -> str:
+    """Median ms from each wake to the agent's restart (``session.respawned``, after the
+    resume probe) and on to the prompt delivered (``session.delivered``: the agent ready)."""
+    from the_loop.wire import parse_iso
+
+    events = api(lv, "/events?type=session.*&limit=100000")
+    events.sort(key=lambda e: e["id"])
+    to_respawn: list[float] = []
+    to_delivered: list[float] = []
+    woke: dict[str, float] = {}
+    respawned: dict[str, float] = {}
+    for e in events:
+        ts = parse_iso(e["ts"]).timestamp()
+        sid = e["sessionId"]
+        if e["type"] == "session.woken":
+            woke[sid] = ts
+        elif e["type"] == "session.respawned" and sid in woke:
+            respawned[sid] = ts
+            to_respawn.append((ts - woke[sid]) * 1000)
+        elif e["type"] == "session.delivered" and sid in respawned:
+            to_delivered.append((ts - respawned.pop(sid)) * 1000)
+            woke.pop(sid, None)
+    mid = common.summarize
+    return (
+        f"wake → harness restarted and probed: median {mid(to_respawn).p50:.0f} ms; "
+        f"→ prompt delivered (agent ready, pasted): median {mid(to_delivered).p50:.0f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=20)
@@ -118,6 +147,7 @@ def main() -> None:
                     lat.append(ms)
         woken = api(lv, "/events?type=session.woken&limit=1000")
         report.note(f"{len(woken)} wakes recorded for {len(lat)} comments")
+        report.note(breakdown(lv))
         resume = report.distribution("resume", "comment → prompt in a suspended agent's pane", lat)
         report.figure(
             Figure(
