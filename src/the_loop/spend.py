@@ -106,12 +106,15 @@ def _stop(ctx: Ctx, rec: SessionRecord, hold: str, reason: str, rule: str) -> bo
     """Put REC on HOLD and terminate its harness (its own live pane only); False (and nothing
     changed) when the pane is not its own live one or the harness could not be stopped."""
     agent = sessions.agent_of(rec)
-    if layer.probe(ctx, agent) != "live" or layer.owned(ctx, agent) is not True:
+    headless = rec.runner == "process"  # nothing runs between its deliveries: nothing to stop
+    if not headless and (layer.probe(ctx, agent) != "live" or layer.owned(ctx, agent) is not True):
         return False
     now = time.time()
     with ctx.db.transaction() as tx:
         store.set_hold(tx, rec.id, hold, reason, now)
         attention_store.set_state(tx, rec.id, hold, "spend", rule, now=now, source=SOURCE)
+    if headless:
+        return True
     report = layer.terminate(ctx, agent)
     if report.refused or report.error:
         with ctx.db.transaction() as tx:
@@ -144,7 +147,9 @@ def stop_over_budget(ctx: Ctx, rec: SessionRecord) -> str | None:
     """Stop REC if its turn has ended and a budget is reached; the reason when it stopped."""
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         fresh = session_store.get(ctx.db.connect(), rec.id)
-        if fresh is None or not _stoppable(ctx, fresh) or _turn_ended(ctx, fresh) is None:
+        if fresh is None or not _stoppable(ctx, fresh):
+            return None
+        if fresh.runner == "tmux" and _turn_ended(ctx, fresh) is None:
             return None
         reason = over_budget(ctx, fresh)
         if reason is None or not _stop(ctx, fresh, store.OVER_BUDGET, reason, reason):
@@ -171,7 +176,11 @@ def suspend_idle(ctx: Ctx, rec: SessionRecord, now: float | None = None) -> bool
     now = time.time() if now is None else now
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         fresh = session_store.get(ctx.db.connect(), rec.id)
-        row = _turn_ended(ctx, fresh) if fresh is not None and _stoppable(ctx, fresh) else None
+        row = (
+            _turn_ended(ctx, fresh)
+            if fresh is not None and fresh.runner == "tmux" and _stoppable(ctx, fresh)
+            else None
+        )
         if fresh is None or row is None or now - row.since < limit:
             return False
         idle = now - row.since
@@ -192,7 +201,7 @@ def suspend_idle(ctx: Ctx, rec: SessionRecord, now: float | None = None) -> bool
 
 def _stoppable(ctx: Ctx, rec: SessionRecord) -> bool:
     live = rec.status in (SessionStatus.active, SessionStatus.paused)
-    if not live or rec.started_at is None or rec.runner != "tmux" or rec.tmux_target is None:
+    if not live or rec.started_at is None or (rec.runner == "tmux" and rec.tmux_target is None):
         return False
     return store.get_spend(ctx.db.connect(), rec.id).hold is None
 
@@ -281,6 +290,10 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
     }
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in session_store.list_sessions(conn, status):
+            if rec.runner == "process":  # a headless run is a whole turn: check what it spent
+                if rec.id in changed:
+                    stop_over_budget(ctx, rec)
+                continue
             row = waiting.get(rec.id)
             if row is None:
                 continue
