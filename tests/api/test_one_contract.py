@@ -94,6 +94,7 @@ def test_the_cli_json_of_an_object_equals_the_api_answer(daemon: Daemon) -> None
         ("events --types", _cli_json(daemon, "events", "--types"), "/events/types"),
         ("inbox list", _cli_json(daemon, "inbox", "list"), "/inbox"),
         ("doctor", _cli_json(daemon, "doctor"), "/doctor"),
+        ("usage", _cli_json(daemon, "usage", "--work-item", REF), ("/usage", {"workItem": REF})),
     ]
     for name, via_cli, route in pairs:
         path, query = route if isinstance(route, tuple) else (route, None)
@@ -136,6 +137,7 @@ def test_every_json_output_has_camel_case_keys_and_iso_utc_times(daemon: Daemon)
         ("outbox", "list"),
         ("doctor",),
         ("status",),
+        ("usage", "--work-item", REF),
         ("standing", "stop", "probe"),
     ]
     for args in cli_outputs:

@@ -167,5 +167,9 @@ def test_meter_budget_stop_notice_kept_comment_and_extend(
     assert after["hold"] is None and after["harnessSessionId"] == found["harnessSessionId"]
     wait_until(lambda: session(daemon)["usage"]["turns"] == 3, 60, what="the third turn metered")
     assert len(notices(gh)) == 1
+    report = daemon.api("GET", "/usage", params={"workItem": REF}).json()
+    assert report["item"]["turns"] == 3 and report["item"]["inputTokens"] == 3000
+    assert report["item"]["costUsd"] == pytest.approx(3 * TURN_USD, abs=1e-6)
+    assert report["days"][0]["costUsd"] == report["item"]["costUsd"]
     respawned = daemon.api("GET", "/events", params={"type": "session.respawned"}).json()
     assert respawned and respawned[0]["payload"]["resumed"] is True

@@ -13,7 +13,7 @@ def extend(
     turns: int = typer.Option(0, "--turns", min=0, help="Turns added to budgets.maxTurns."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Raise a session's budget; one stopped over budget resumes its conversation.
+    """Raise a session's budget; a stopped one resumes.
 
     What was kept for it meanwhile is delivered, in order.
     """
@@ -39,7 +39,7 @@ def usage(
     days: int = typer.Option(7, "--days", min=1, max=3660, help="The newest N days with usage."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Tokens, turns and estimated cost: per day, and of one work item."""
+    """Tokens, turns and estimated cost per day and work item."""
     from the_loop.usage import report  # lazy: start-up
 
     found = report(common.ctx(), work_item, days)
