@@ -69,3 +69,9 @@ def test_headless_runs_metered_held_by_max_turns_and_extended(work: Work) -> Non
     assert work.session_json(REF)["hold"] == "over-budget", "two turns reach 1 + 1"
     refused = work.cli("sessions", "extend", REF)
     assert refused.exit_code != 0 and "--usd N or --turns N" in refused.stderr
+    from the_loop import TheLoop
+
+    loop = TheLoop(work.env.config_path)
+    report = loop.usage(REF)
+    assert report.item is not None and report.item.turns == 2 and report.days[0].turns == 2
+    assert loop.sessions.extend(REF, turns=1).over_budget is None
