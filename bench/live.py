@@ -104,7 +104,8 @@ class Live:
     delivery_seq: int = 0
 
     @classmethod
-    def start(cls, name: str, max_sessions: int = 250) -> Live:
+    def start(cls, name: str, max_sessions: int = 250, **sections: Any) -> Live:
+        """A running daemon; SECTIONS are more config sections (camelCase keys)."""
         install = Install(name)
         gh = common.fake_github().start()
         try:
@@ -124,6 +125,7 @@ class Live:
                     "timeoutSeconds": 5,
                     "retries": 1,
                 },
+                **sections,
             )
             daemon = Daemon(install).start()
             conn = HttpConn(daemon.host, daemon.port)

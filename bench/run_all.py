@@ -33,6 +33,7 @@ SCRIPTS = [
     "dashboard",
     "terminal",
     "slack",
+    "spend",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [

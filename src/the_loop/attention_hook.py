@@ -137,6 +137,10 @@ def handle(
         else None,
     }
 
+    transcript = data.get("transcript_path")
+    if isinstance(transcript, str) and transcript:
+        where["transcript"] = transcript
+
     def write(state: str, rule: str, **kw: Any) -> store.Change | None:
         return _write(conn, agent, state, signal, rule, **where, **kw)
 

@@ -35,6 +35,7 @@ from the_loop.config_errors import (
     yaml_problem,
 )
 from the_loop.config_slack import SlackConfig, StandingSlackConfig
+from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
 from the_loop.errors import ConfigInvalid
 from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
 
@@ -347,6 +348,9 @@ class Config(Model):
     slack: SlackConfig = Field(default_factory=SlackConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
     attention: AttentionConfig = Field(default_factory=AttentionConfig)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
 
     @field_validator("harnesses")
     @classmethod

@@ -151,6 +151,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     from the_loop.inbox_worker import inbox_loop
     from the_loop.outbox import outbox_loop
     from the_loop.slack.sender import slack_loop
+    from the_loop.spend import spend_loop
     from the_loop.supervise import supervised
 
     builtin: list[tuple[str, BackgroundTask]] = [
@@ -165,6 +166,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
         ("integrity", housekeeping.integrity_loop),
         ("attention", attention_loop),
         ("slack", slack_loop),
+        ("spend", spend_loop),
     ]
     return [
         asyncio.create_task(supervised(name, fn, ctx, stop), name=name)

@@ -143,7 +143,9 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("route.ignored", _I, "An event was ignored by the routing rules.", Reason),
         _spec("route.unauthorized", _W, "An actor not in authorizedUsers tried to drive an agent."),
         _spec("route.replied", _I, "The-loop answered a comment instead of acting."),
-        _spec("dispatch.queued", _I, "A spawn waits for a free session slot (FIFO)."),
+        _spec(
+            "dispatch.queued", _I, "A spawn or resume waits (FIFO) for a slot or memory.", Reason
+        ),
         _spec("dispatch.succeeded", _D, "An inbox item was processed."),
         _spec("dispatch.failed", _W, "Processing an inbox item failed.", Retry),
         _spec("dispatch.dead_lettered", _E, "An inbox item failed for good.", ErrorText),
@@ -178,6 +180,11 @@ CATALOGUE: dict[str, EventSpec] = {
             "A program the-loop did not start holds an agent's tmux target: left untouched.",
         ),
         _spec("session.exited", _I, "A headless delivery finished with an exit status."),
+        _spec("session.suspended", _I, "An idle session's harness was stopped; pane kept.", Reason),
+        _spec("session.woken", _I, "A suspended session is resumed for a delivery."),
+        _spec("session.over_budget", _W, "A budget was reached: the agent stopped.", Reason),
+        _spec("session.held", _I, "A delivery is kept, not delivered: over budget.", Reason),
+        _spec("session.extended", _I, "A session's budget was extended."),
         _spec("writeback.posted", _I, "A queued reaction or comment was posted to GitHub."),
         _spec(
             "writeback.failed", _W, "GitHub refused a write-back for good (not retried).", ErrorText

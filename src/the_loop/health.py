@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from the_loop.memory import MemoryReport
 from the_loop.wire import Timestamp, Wire
 
 
@@ -40,6 +41,8 @@ class StatusReport(Wire):
     health: Health
     sessions: dict[str, int] = {}
     inbox: dict[str, int] = {}
+    memory: MemoryReport | None = None
+    """Available memory and the live agents' RSS (None when it could not be read)."""
 
     @property
     def problems(self) -> list[str]:

@@ -166,8 +166,8 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
     found: list[str] = []
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in sessions.list_sessions(ctx, status):
-            if rec.runner != "tmux" or rec.started_at is None:
-                continue
+            if rec.runner != "tmux" or rec.started_at is None or rec.hold is not None:
+                continue  # a held session's harness was stopped on purpose
             pane = sessions.probe(ctx, rec)
             if pane in ("dead", "absent") and rec.id not in reported:
                 reported.add(rec.id)

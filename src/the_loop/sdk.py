@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from the_loop import doctor, views
+from the_loop import doctor, spend, usage, views
 from the_loop import events as ev
 from the_loop import sessions as sessions_service
 from the_loop import standing as standing_service
@@ -82,6 +82,11 @@ class Sessions:
     def screen(self, session: str, lines: int = 200) -> str:
         """The last LINES lines of the session's screen (its transcript when headless)."""
         return views.session_screen(self._ctx, session, lines).text
+
+    def extend(self, session: str, usd: float = 0.0, turns: int = 0) -> spend.Extended:
+        """Raise the session's budget by USD and TURNS; one stopped over budget resumes its
+        conversation and gets what was kept (``the-loop sessions extend``)."""
+        return spend.extend(self._ctx, session, usd, turns)
 
 
 class Standing:
@@ -195,6 +200,11 @@ class TheLoop:
     @property
     def config(self) -> Config:
         return self.ctx.config
+
+    def usage(self, work_item: str | None = None, days: int = 7) -> usage.UsageReport:
+        """Tokens, turns and estimated cost of WORK_ITEM and of the newest DAYS days
+        (``the-loop usage``, ``GET /api/v1/usage``)."""
+        return usage.report(self.ctx, work_item, days)
 
     def doctor(self) -> DoctorReport:
         """The doctor's checks (tmux, git, harnesses, state dir, port), as ``the-loop doctor``."""

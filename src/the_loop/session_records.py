@@ -3,12 +3,24 @@ store), so read-only commands such as ``sessions list`` do not load the agent la
 
 from __future__ import annotations
 
+from the_loop import usage
 from the_loop.attention import SessionAttention, of_sessions
 from the_loop.context import Ctx
 from the_loop.errors import NotFound
 from the_loop.refs import WorkItemRef
 from the_loop.store import sessions as store
+from the_loop.store import usage as usage_store
 from the_loop.store.sessions import SessionRecord, SessionStatus
+
+
+def with_spend(ctx: Ctx, records: list[SessionRecord]) -> list[SessionRecord]:
+    """RECORDS with their usage and hold filled in."""
+    ids = [r.id for r in records]
+    used = usage.of_agents(ctx, ids)
+    held = usage_store.holds_of(ctx.db.connect(), ids)
+    for rec in records:
+        rec.usage, rec.hold = used[rec.id], held.get(rec.id) if rec.live else None
+    return records
 
 
 class SessionSummary(SessionRecord):
@@ -28,7 +40,7 @@ def get(ctx: Ctx, session_id: str) -> SessionRecord:
     rec = store.get(ctx.db.connect(), session_id)
     if rec is None:
         raise NotFound(f"no session {session_id}")
-    return rec
+    return with_spend(ctx, [rec])[0]
 
 
 def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
@@ -39,16 +51,16 @@ def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
         rec = store.latest_for(conn, str(ref))
         if rec is None:
             raise NotFound(f"no session for {ref}")
-        return rec
+        return with_spend(ctx, [rec])[0]
     rec = store.get(conn, ref_or_id)
     if rec is None:
         raise NotFound(f"no session {ref_or_id!r} (give github:OWNER/REPO#N or a session id)")
-    return rec
+    return with_spend(ctx, [rec])[0]
 
 
 def list_sessions(
     ctx: Ctx, status: SessionStatus | None = None, limit: int | None = None
 ) -> list[SessionSummary]:
-    """Sessions with their attention, newest first, optionally of one STATUS and at most
-    LIMIT."""
-    return summaries(ctx, store.list_sessions(ctx.db.connect(), status, limit))
+    """Sessions with their usage, hold and attention, newest first, optionally of one STATUS
+    and at most LIMIT."""
+    return summaries(ctx, with_spend(ctx, store.list_sessions(ctx.db.connect(), status, limit)))

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from the_loop import admission, attention, engine, holds, outbox, workspace, writebacks
 from the_loop import agent as layer
-from the_loop import attention, engine, outbox, workspace, writebacks
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
@@ -120,7 +120,7 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         return f"unauthorized ({action.actor})"
     if isinstance(action, engine.Reply):
         _emit(ctx, "route.replied", event, work_item=str(action.item), text=action.text)
-        _post_reply(ctx, action.item, action.text)
+        writebacks.reply(ctx, action.item, action.text)  # when write-backs are available
         return f"replied on {action.item}"
     if isinstance(action, engine.Spawn):
         rec = spawn(ctx, action.item, event, action.instruction)
@@ -149,11 +149,6 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
     return f"resumed {action.item}"
 
 
-def _post_reply(ctx: Ctx, item: WorkItemRef, text: str) -> None:
-    """Answer on the work item when GitHub write-backs are available (best effort)."""
-    writebacks.reply(ctx, item, text)
-
-
 # --- spawn ----------------------------------------------------------------------------------
 
 
@@ -164,6 +159,7 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
     runner = ctx.config.routing.runner
     layer.adapter_for(ctx, harness).check_runner(runner)
     now = time.time()
+    memory = admission.blocked(ctx)
     rec = SessionRecord(
         id=new_session_id(),
         work_item=str(ref),
@@ -179,7 +175,9 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
     )
     with ctx.db.transaction() as tx:
         running = store.count_running(tx)
-        queued = running >= ctx.config.routing.max_concurrent_sessions
+        ahead = ctx.config.admission.enabled and store.oldest_queued(tx) is not None
+        full = running >= ctx.config.routing.max_concurrent_sessions
+        queued = full or memory is not None or ahead
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
         attention_store.register(
@@ -204,6 +202,8 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
             work_item=rec.work_item,
             session_id=rec.id,
             running=running,
+            reason="slots" if full else "memory",
+            detail=memory,
         )
         return rec
     return _start(ctx, rec, event, fresh=True)
@@ -350,6 +350,8 @@ def start_queued(ctx: Ctx) -> list[SessionRecord]:
     """Start queued sessions, oldest first, while slots are free."""
     started: list[SessionRecord] = []
     while True:
+        if store.oldest_queued(ctx.db.connect()) is None or admission.blocked(ctx):
+            return started  # memory is short: the daemon tries again (FIFO kept)
         with ctx.db.transaction() as tx:
             if store.count_running(tx) >= ctx.config.routing.max_concurrent_sessions:
                 return started
@@ -399,11 +401,22 @@ def deliver(
     if rec.started_at is None:
         _start(ctx, rec, event)
         return f"started {rec.id}"
+    held = holds.gate(ctx, rec, delivery_id)
+    if held is not None:
+        return held
     before = queue.delivered_count(ctx.db.connect(), rec.id)
     result = _flush_pending(ctx, rec, event)
     if seq is None and queue.delivered_count(ctx.db.connect(), rec.id) == before:
         return "already delivered"
     return result
+
+
+def wake(ctx: Ctx, rec: SessionRecord) -> str:
+    """Bring back REC's stopped agent (its conversation resumed) and deliver what is pending."""
+    agent = agent_of(rec)
+    if layer.probe(ctx, agent) in ("dead", "absent"):
+        _respawn(ctx, rec, agent, None)
+    return _flush_pending(ctx, rec, None)
 
 
 def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:

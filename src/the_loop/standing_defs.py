@@ -23,6 +23,7 @@ from the_loop.harness import configured_adapter
 from the_loop.refs import standing_target, validate_standing_name
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
+from the_loop.store.usage import Usage
 from the_loop.wire import UtcDatetime, Wire
 
 
@@ -137,6 +138,7 @@ class StandingView(Result):
     problems: list[str] = []
     note: str | None = None
     attention: SessionAttention | None = None
+    usage: Usage | None = None
 
 
 # --- the resolver ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from the_loop import usage
 from the_loop.attention import of_sessions
 from the_loop.context import Ctx
 from the_loop.runner.outcomes import Probe
@@ -25,8 +26,17 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
         views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
     for rec in records.values():
         views.append(_view(ctx, from_record(ctx, rec), rec, targets))
+    used = usage.of_agents(ctx, [f"{STANDING_PREFIX}{v.name}" for v in views])
     found = of_sessions(ctx, [(f"{STANDING_PREFIX}{v.name}", v.status == "running") for v in views])
-    return [v.model_copy(update={"attention": found[f"{STANDING_PREFIX}{v.name}"]}) for v in views]
+    return [
+        v.model_copy(
+            update={
+                "usage": used[f"{STANDING_PREFIX}{v.name}"],
+                "attention": found[f"{STANDING_PREFIX}{v.name}"],
+            }
+        )
+        for v in views
+    ]
 
 
 def _view(

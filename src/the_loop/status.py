@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from the_loop import __version__, outbox, standing
+from the_loop import __version__, admission, outbox, standing
 from the_loop.context import Ctx
 from the_loop.errors import StateError
 from the_loop.health import Health, StatusReport
@@ -152,6 +152,7 @@ async def status_now(ctx: Ctx) -> StatusReport:
     no daemon runs), ``health_now``, sessions by status and inbox depth."""
     found = await health_now(ctx)
     sessions, in_inbox, info = await asyncio.to_thread(_read, ctx)
+    memory = await asyncio.to_thread(admission.report, ctx)
     return StatusReport(
         running=info is not None,
         healthy=info is not None and found.ok,
@@ -162,6 +163,7 @@ async def status_now(ctx: Ctx) -> StatusReport:
         health=found,
         sessions=sessions,
         inbox=in_inbox,
+        memory=memory,
     )
 
 

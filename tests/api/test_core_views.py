@@ -53,7 +53,12 @@ def test_status_report_and_metrics_figures_are_what_the_api_serves(daemon: Daemo
     daemon.work.wait_prompts(sid, 1)
     ctx = open_ctx(daemon.work.env.config_path)
     summary = asyncio.run(status_now(ctx))
-    assert daemon.api("GET", "/status").json() == summary.model_dump(mode="json", by_alias=True)
+    served = daemon.api("GET", "/status").json()
+    expected = summary.model_dump(mode="json", by_alias=True)
+    memory = served.pop("memory"), expected.pop("memory")  # figures move between two looks
+    assert served == expected
+    assert [a["agent"] for a in memory[0]["agents"]] == [a["agent"] for a in memory[1]["agents"]]
+    assert memory[0]["liveAgents"] == 1 and sid in [a["agent"] for a in memory[0]["agents"]]
     assert summary.sessions == {"active": 1} and summary.health.ok and summary.healthy
     assert summary.pid == daemon.proc.pid if daemon.proc else False
     found = metrics.figures(ctx)

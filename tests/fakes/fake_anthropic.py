@@ -46,6 +46,9 @@ class ToolUse:
 
 
 Reply = Callable[["RecordedRequest"], "str | ToolUse"]
+UsageOf = Callable[["RecordedRequest"], "dict[str, int] | None"]
+"""Known usage figures for a request (``input_tokens``, ``output_tokens``,
+``cache_creation_input_tokens``, ``cache_read_input_tokens``); None: the default estimate."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,10 @@ class FakeAnthropic(LoopbackServer):
 
     reply: Reply = default_reply
     model: str = DEFAULT_MODEL
+    usage: UsageOf | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
+    sent_usage: dict[int, dict[str, int]] = field(default_factory=dict)
+    """The usage each answered messages request (by ``seq``) carried."""
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         return _Handler
@@ -245,8 +251,14 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model") or self.fake.model)
         message_id = f"msg_fake_{request.seq:06d}"
         usage_in = _estimate_tokens(body)
+        known = self.fake.usage(request) if self.fake.usage is not None else None
+        full = dict(known) if known else _usage(usage_in, max(1, len(text) // 4))
+        with self.fake._lock:
+            self.fake.sent_usage[request.seq] = full
         if not body.get("stream"):
-            self._json(200, _full_message(message_id, model, text, usage_in, tool))
+            message = _full_message(message_id, model, text, usage_in, tool)
+            message["usage"] = full
+            self._json(200, message)
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
@@ -254,7 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", "req_fake")
         self.send_header("connection", "close")
         self.end_headers()
-        for event, data in _stream_events(message_id, model, text, usage_in, tool):
+        for event, data in _stream_events(message_id, model, text, usage_in, tool, known):
             self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
         self.close_connection = True
@@ -339,10 +351,21 @@ def _tool_block(index: int, tool: ToolUse) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _stream_events(
-    message_id: str, model: str, text: str, usage_in: int, tool: ToolUse | None = None
+    message_id: str,
+    model: str,
+    text: str,
+    usage_in: int,
+    tool: ToolUse | None = None,
+    known: dict[str, int] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
+    """The server-sent events of one answer. With KNOWN usage, ``message_start`` carries its
+    input and cache figures (output 1, as the API does) and ``message_delta`` all of them."""
     start = _full_message(message_id, model, "", usage_in)
     start.update(content=[], stop_reason=None, usage=_usage(usage_in, 1))
+    final: dict[str, int] = {"output_tokens": max(1, len(text) // 4)}
+    if known:
+        start["usage"] = {**known, "output_tokens": 1}
+        final = dict(known)
     blocks = _text_block(0, text) if text or tool is None else []
     if tool is not None:
         blocks += _tool_block(1 if blocks else 0, tool)
@@ -354,7 +377,7 @@ def _stream_events(
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": max(1, len(text) // 4)},
+                "usage": final,
             },
         ),
         ("message_stop", {"type": "message_stop"}),

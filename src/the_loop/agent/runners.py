@@ -252,9 +252,10 @@ class TmuxAgents:
             probe = tmux.probe(agent.tmux_target)
             if probe in (Probe.DEAD, Probe.ABSENT):
                 return False
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return probe is Probe.LIVE
-            time.sleep(0.05)
+            time.sleep(min(0.05, left))  # the last look is at the deadline, not after it
 
     def probe(self, ctx: Ctx, agent: Agent) -> str:
         return ctx.runners.tmux.probe(agent.tmux_target).value

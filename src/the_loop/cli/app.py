@@ -21,6 +21,7 @@ from the_loop.cli import (
     outbox_cmd,
     poll_cmd,
     sessions_cmd,
+    spend_cmd,
     standing_cmd,
 )
 
@@ -91,4 +92,6 @@ app.command("mcp")(mcp_cmd.mcp)
 app.add_typer(attention_cmd.app, name="attention")
 sessions_cmd.app.command("allow")(attention_cmd.allow)
 sessions_cmd.app.command("deny")(attention_cmd.deny)
+sessions_cmd.app.command("extend")(spend_cmd.extend)
+app.command("usage")(spend_cmd.usage)
 app.command("hook")(attention_cmd.hook)

@@ -166,6 +166,14 @@ def status(
         for part, detail in report.health.detail.items():
             print(f"  {part + ':':<9}{_describe(detail)}")
         print(f"  sessions: {_describe(report.sessions) if report.sessions else 'none'}")
+        if report.memory is not None:
+            free = report.memory.available_mb
+            print(
+                f"  memory:  {report.memory.live_agents} live agents hold "
+                f"{report.memory.agents_rss_mb:.0f} MiB; "
+                f"{'?' if free is None else f'{free:.0f}'} MiB available"
+                + (f" (starts wait: {report.memory.waiting})" if report.memory.waiting else "")
+            )
         for problem in report.problems:
             print(f"  problem: {problem}")
     raise typer.Exit(0 if report.healthy else 1)

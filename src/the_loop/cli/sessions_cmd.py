@@ -52,6 +52,8 @@ def list_(
             "HARNESS",
             "RUNNER",
             "TMUX TARGET",
+            "TURNS",
+            "COST USD",
             "CREATED",
             "LAST EVENT",
         ],
@@ -63,6 +65,8 @@ def list_(
                 r.harness,
                 r.runner,
                 r.tmux_target or "-",
+                r.usage.turns if r.usage else 0,
+                f"{r.usage.cost_usd:.4f}" if r.usage else "-",
                 common.ago(r.created_at, now),
                 common.ago(r.last_event_at, now),
             )

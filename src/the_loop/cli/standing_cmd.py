@@ -50,6 +50,8 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
             "HARNESS",
             "CWD",
             "TMUX TARGET",
+            "TURNS",
+            "COST USD",
             "STARTED",
             "LAST MESSAGE",
         ],
@@ -62,6 +64,8 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
                 v.harness,
                 v.cwd,
                 v.target,
+                v.usage.turns if v.usage else 0,
+                f"{v.usage.cost_usd:.4f}" if v.usage else "-",
                 common.ago(v.started_at),
                 common.ago(v.last_message_at),
             )

@@ -29,6 +29,9 @@ NEEDS_PERMISSION = "needs-permission"
 EXITED = "exited"
 STATES = (WORKING, WAITING, NEEDS_INPUT, NEEDS_PERMISSION, "over-budget", "suspended", EXITED)
 HUMAN = (NEEDS_INPUT, NEEDS_PERMISSION)
+HELD = ("over-budget", "suspended")
+"""States only the spend policy (source ``spend``) sets and lifts: a hook or the screen
+detector reporting the stopped harness (``exited``, ``waiting``) does not override them."""
 STANDING_PREFIX = "standing:"
 _INFO, _DEBUG = 20, 10
 # Plain classes, not dataclasses: the hook imports this module on every hook of an agent, and
@@ -197,12 +200,15 @@ def set_state(
     work_item: str | None = None,
     standing: str | None = None,
     source: str = "attention",
+    transcript: str | None = None,
 ) -> Change | None:
     """Move AGENT to STATE as SIGNAL/RULE decided; None when nothing changed.
 
     A new PROMPT opens a wait (the previous one, if still open, is closed as ``superseded``);
     leaving a wait closes its prompt (``moved-on``). An unknown agent is recorded on the way
-    (WORK_ITEM or STANDING name it). The events are written in TX.
+    (WORK_ITEM or STANDING name it). The events are written in TX. TRANSCRIPT, when given, is
+    recorded as where the agent's harness writes its transcript (the meter reads it). A held
+    state (``HELD``) changes only by source ``spend``.
     """
     current = get(tx, agent)
     if current is None:
@@ -214,6 +220,14 @@ def set_state(
         before: str | None = None
     else:
         before = current.state
+    if transcript:
+        tx.execute(
+            "UPDATE attention SET transcript = ? WHERE agent = ?"
+            " AND (transcript IS NULL OR transcript != ?)",
+            (transcript, agent, transcript),
+        )
+    if before in HELD and source != "spend":
+        return None
     open_prompt = current.prompt if current.prompt and current.prompt.closed_at is None else None
     if prompt is None and state == current.state and (state not in HUMAN or open_prompt):
         if last_message is not None and last_message != current.last_message:

@@ -316,3 +316,43 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0017_usage_budgets",
+        """
+        CREATE TABLE usage_entries (
+            agent TEXT NOT NULL,
+            entry TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            model TEXT NOT NULL DEFAULT '',
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            day TEXT NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (agent, entry)
+        );
+        CREATE INDEX usage_entries_day ON usage_entries (day);
+        CREATE TABLE usage_sources (
+            agent TEXT NOT NULL,
+            path TEXT NOT NULL,
+            read_bytes INTEGER NOT NULL DEFAULT 0,
+            read_at REAL NOT NULL,
+            PRIMARY KEY (agent, path)
+        );
+        CREATE TABLE spend (
+            agent TEXT PRIMARY KEY,
+            hold TEXT,
+            hold_reason TEXT NOT NULL DEFAULT '',
+            held_at REAL,
+            holds INTEGER NOT NULL DEFAULT 0,
+            extra_usd REAL NOT NULL DEFAULT 0,
+            extra_turns INTEGER NOT NULL DEFAULT 0,
+            waiting_since REAL
+        );
+        ALTER TABLE attention ADD COLUMN transcript TEXT
+        """,
+    ),
+]

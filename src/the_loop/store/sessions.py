@@ -10,6 +10,7 @@ from typing import Any
 from the_loop.config import RunnerKind
 from the_loop.errors import Conflict
 from the_loop.store import prompts
+from the_loop.store.usage import Usage
 from the_loop.wire import Timestamp, Wire
 
 LIVE = ("queued", "active", "paused")
@@ -40,6 +41,10 @@ class SessionRecord(Wire):
     last_event_at: Timestamp
     closed_at: Timestamp | None = None
     close_reason: str | None = None
+    hold: str | None = None
+    """``suspended`` or ``over-budget`` while the agent is stopped by the spend policy."""
+    usage: Usage | None = None
+    """Tokens, turns and estimated cost so far (filled by the readers, not stored here)."""
 
     @property
     def live(self) -> bool:

@@ -30,6 +30,7 @@ from the_loop.web.ops_api import ops_router
 from the_loop.web.pages import dashboard_router
 from the_loop.web.render import Pages
 from the_loop.web.slack_webhooks import slack_router
+from the_loop.web.spend_api import spend_router
 from the_loop.web.terminal import terminal_router
 from the_loop.web.webhooks import github_router
 
@@ -105,6 +106,7 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     app.include_router(ops_router(lambda: ctx, read, write), prefix="/api/v1")
     public_url = ctx.config.server.public_url
     app.include_router(terminal_router(lambda: ctx, lambda: tokens, public_url), prefix="/api/v1")
+    app.include_router(spend_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
 
     @app.get("/health", include_in_schema=False, dependencies=read)

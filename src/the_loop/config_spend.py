@@ -1,0 +1,92 @@
+"""The ``budgets:``, ``sessions:`` and ``admission:`` sections: what agents may spend, when an
+idle one is suspended, and how much memory must be free before one is started or resumed."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_default=True
+    )
+
+
+class ModelPrice(_Model):
+    """The price of one model, in US dollars per million tokens of each kind."""
+
+    input: float = Field(..., ge=0, description="USD per million input tokens.")
+    output: float = Field(..., ge=0, description="USD per million output tokens.")
+    cache_creation: float = Field(
+        0.0, ge=0, description="USD per million tokens written to the prompt cache."
+    )
+    cache_read: float = Field(0.0, ge=0, description="USD per million tokens read from it.")
+
+
+class BudgetsConfig(_Model):
+    """Spend: the price table behind the cost estimates, and the hard budgets."""
+
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description=(
+            "Per model (the name the harness records, or a prefix of it: the longest match "
+            "wins): USD per million tokens. A model with no price counts tokens, not dollars."
+        ),
+    )
+    per_session_usd: float | None = Field(
+        None, gt=0, description="Stop a session at the end of the turn that reached this cost."
+    )
+    per_work_item_usd: float | None = Field(
+        None, gt=0, description="The same, for all sessions of one work item together."
+    )
+    per_day_usd: float | None = Field(
+        None, gt=0, description="The same, for everything spent on one UTC day."
+    )
+    max_turns: int | None = Field(
+        None, ge=1, description="Stop a session at the end of this many turns."
+    )
+
+    def price(self, model: str) -> ModelPrice | None:
+        """The price of MODEL: its exact entry, else the longest entry it starts with."""
+        if model in self.prices:
+            return self.prices[model]
+        matches = [name for name in self.prices if model.startswith(name)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+    @property
+    def any_usd(self) -> bool:
+        return any(
+            v is not None for v in (self.per_session_usd, self.per_work_item_usd, self.per_day_usd)
+        )
+
+
+class SessionsConfig(_Model):
+    """Work-item sessions that sleep when idle and wake on the next event."""
+
+    suspend_after_minutes: float = Field(
+        60.0,
+        ge=0,
+        description=(
+            "A session waiting (turn finished, nothing pending) this long is suspended: its "
+            "harness is terminated, pane and transcript kept; the next event resumes it. "
+            "Fractions are allowed (0.05 = 3 s); 0 never suspends."
+        ),
+    )
+
+
+class AdmissionConfig(_Model):
+    """Memory-aware admission: spawns and resumes wait (FIFO) while memory is short."""
+
+    min_free_memory_mb: int = Field(
+        0, ge=0, description="Wait while the host's MemAvailable is below this (0: no check)."
+    )
+    max_agents_memory_mb: int | None = Field(
+        None,
+        ge=1,
+        description="Wait while the live agents' total RSS (their pane process trees) is above.",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.min_free_memory_mb > 0 or self.max_agents_memory_mb is not None

@@ -1,0 +1,82 @@
+"""The delivery gate of held sessions (``suspended``, ``over-budget``), used by every delivery.
+
+A delivery into a session that is over budget is kept (its prompt stays queued, in order) and
+not delivered until ``sessions extend`` lifts the hold. A delivery into a suspended session
+wakes it: when admission lets it start, the hold is lifted and the delivery goes on, reviving
+the agent with its conversation resumed; otherwise it waits in the queue (``dispatch.queued``
+reason ``memory``) and the daemon resumes it once memory allows.
+"""
+
+from __future__ import annotations
+
+import time
+
+from the_loop import admission
+from the_loop import events as ev
+from the_loop.context import Ctx
+from the_loop.store import attention as attention_store
+from the_loop.store import usage as store
+from the_loop.store.sessions import SessionRecord
+
+SOURCE = "spend"
+
+
+def gate(ctx: Ctx, rec: SessionRecord, delivery_id: str | None) -> str | None:
+    """None when the delivery into REC may go on now (a suspended REC has been lifted and will
+    be resumed by it); else what happened to it (kept, or waiting for memory)."""
+    spend = store.get_spend(ctx.db.connect(), rec.id)
+    if spend.hold is None:
+        return None
+    if spend.hold == store.OVER_BUDGET:
+        ev.emit(
+            ctx.db,
+            "session.held",
+            source=SOURCE,
+            delivery_id=delivery_id,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            reason=spend.hold_reason,
+        )
+        return f"kept for {rec.id} (over budget: {spend.hold_reason})"
+    reason = admission.blocked(ctx)
+    if reason is not None:
+        with ctx.db.transaction() as tx:
+            new = store.mark_waiting(tx, rec.id, time.time())
+        if new:
+            ev.emit(
+                ctx.db,
+                "dispatch.queued",
+                source=SOURCE,
+                delivery_id=delivery_id,
+                work_item=rec.work_item,
+                session_id=rec.id,
+                reason="memory",
+                kind="resume",
+                detail=reason,
+            )
+        return f"queued for {rec.id} (resume waits for memory: {reason})"
+    lift(ctx, rec, "a delivery wakes it")
+    return None
+
+
+def lift(ctx: Ctx, rec: SessionRecord, why: str) -> bool:
+    """Lift REC's hold (the agent is about to be resumed): its attention becomes ``working``.
+    False when it had none."""
+    now = time.time()
+    with ctx.db.transaction() as tx:
+        spend = store.get_spend(tx, rec.id)
+        if not store.clear_hold(tx, rec.id):
+            return False
+        attention_store.set_state(
+            tx, rec.id, attention_store.WORKING, "spend:resume", why, now=now, source=SOURCE
+        )
+    ev.emit(
+        ctx.db,
+        "session.woken",
+        source=SOURCE,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        hold=spend.hold,
+        heldSeconds=round(now - (spend.held_at or now), 3),
+    )
+    return True

@@ -1,0 +1,320 @@
+"""The spend policy: budgets, idle suspend, and the resumes and spawns waiting for memory.
+
+The daemon runs ``spend_loop``; each pass:
+
+1. reads the live agents' new usage (``the_loop.meter``);
+2. for each work-item session whose turn has ended (attention ``waiting``): a budget reached
+   (``budgets.perSessionUsd``, ``perWorkItemUsd``, ``perDayUsd``, ``maxTurns``, each lifted by
+   the session's extensions) stops it — hold ``over-budget``, harness terminated, pane and
+   transcript kept, one notice on the ticket; else, waiting for ``sessions.suspendAfterMinutes``
+   suspends it (hold ``suspended``). Never a session that is working, needs input or needs
+   permission, and only a live pane that carries the session's own mark;
+3. resumes the suspended sessions whose delivery waited for memory, oldest first, then starts
+   the queued spawns (FIFO) while admission lets them.
+
+``extend`` (``the-loop sessions extend``, ``POST /api/v1/sessions/{id}/extend``) raises a
+session's allowance and, when it is no longer over budget, resumes its conversation and
+delivers what was kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from the_loop import agent as layer
+from the_loop import events as ev
+from the_loop import holds, meter, outbox, sessions, usage
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, Conflict, NotRunning
+from the_loop.refs import WorkItemRef
+from the_loop.session_records import resolve
+from the_loop.store import attention as attention_store
+from the_loop.store import prompts as queue
+from the_loop.store import sessions as session_store
+from the_loop.store import usage as store
+from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.supervise import monitor
+from the_loop.wire import Wire
+
+SOURCE = "spend"
+NoticeHook = Callable[[Ctx, SessionRecord, str], None]
+NOTICE_HOOKS: list[NoticeHook] = []
+"""Called once per over-budget stop, after the ticket's notice was queued (session, reason):
+where another channel (a bound Slack thread) registers its own notice."""
+
+
+class Extended(Wire):
+    """What ``extend`` did: the allowance now, whether the hold was lifted, and how."""
+
+    session_id: str
+    work_item: str
+    extra_usd: float
+    extra_turns: int
+    over_budget: str | None = None
+    """Still over budget (why), so still held; None when the session runs again."""
+    resumed: str | None = None
+    usage: store.Usage
+
+
+# --- budgets --------------------------------------------------------------------------------
+
+
+def over_budget(ctx: Ctx, rec: SessionRecord) -> str | None:
+    """Which budget REC has reached (with its extensions), None when none."""
+    budgets = ctx.config.budgets
+    spend = store.get_spend(ctx.db.connect(), rec.id)
+    mine = usage.of_agent(ctx, rec.id)
+    if budgets.max_turns is not None and mine.turns >= budgets.max_turns + spend.extra_turns:
+        return (
+            f"{mine.turns} turns reached budgets.maxTurns {budgets.max_turns + spend.extra_turns}"
+        )
+    limits: list[tuple[str, float | None, Callable[[], float]]] = [
+        ("perSessionUsd", budgets.per_session_usd, lambda: mine.cost_usd),
+        ("perWorkItemUsd", budgets.per_work_item_usd, lambda: _item_cost(ctx, rec)),
+        ("perDayUsd", budgets.per_day_usd, lambda: usage.of_day(ctx, usage.today()).cost_usd),
+    ]
+    for name, limit, spent in limits:
+        if limit is None:
+            continue
+        allowed, cost = limit + spend.extra_usd, spent()
+        if cost >= allowed:
+            return f"${cost:.4f} reached budgets.{name} ${allowed:.2f}"
+    return None
+
+
+def _item_cost(ctx: Ctx, rec: SessionRecord) -> float:
+    return usage.of_work_item(ctx, rec.work_item).cost_usd
+
+
+# --- stopping at the end of a turn ----------------------------------------------------------
+
+
+def _turn_ended(ctx: Ctx, rec: SessionRecord) -> attention_store.Row | None:
+    """REC's attention row when its turn has ended (``waiting``) and nothing is pending."""
+    conn = ctx.db.connect()
+    row = attention_store.get(conn, rec.id)
+    if row is None or row.state != attention_store.WAITING or queue.pending(conn, rec.id):
+        return None
+    return row
+
+
+def _stop(ctx: Ctx, rec: SessionRecord, hold: str, reason: str, rule: str) -> bool:
+    """Put REC on HOLD and terminate its harness (its own live pane only); False (and nothing
+    changed) when the pane is not its own live one or the harness could not be stopped."""
+    agent = sessions.agent_of(rec)
+    headless = rec.runner == "process"  # nothing runs between its deliveries: nothing to stop
+    if not headless and (layer.probe(ctx, agent) != "live" or layer.owned(ctx, agent) is not True):
+        return False
+    now = time.time()
+    with ctx.db.transaction() as tx:
+        store.set_hold(tx, rec.id, hold, reason, now)
+        attention_store.set_state(tx, rec.id, hold, "spend", rule, now=now, source=SOURCE)
+    if headless:
+        return True
+    report = layer.terminate(ctx, agent)
+    if report.refused or report.error:
+        with ctx.db.transaction() as tx:
+            store.clear_hold(tx, rec.id, hold)
+            attention_store.set_state(
+                tx, rec.id, attention_store.WAITING, "spend", "stop refused", now=now, source=SOURCE
+            )
+        return False
+    return True
+
+
+def _notice(ctx: Ctx, rec: SessionRecord, reason: str, count: int) -> None:
+    """One marked comment on REC's ticket for its COUNT-th stop, then the other channels."""
+    if ctx.config.github.enabled:
+        ref = WorkItemRef.parse(rec.work_item)
+        text = (
+            f"The agent of this item stopped at the end of its turn: {reason}. Further "
+            "comments are kept and delivered once its budget is raised with "
+            f"`the-loop sessions extend {rec.work_item} --usd N` (or `--turns N`)."
+        )
+        key = outbox.text_key("github", str(ref), "budget", rec.id, str(count))
+        with ctx.db.transaction() as tx:
+            outbox.enqueue_comment(tx, ref, text, what="budget", key=key)
+        outbox.wake(ctx)
+    for hook in NOTICE_HOOKS:
+        hook(ctx, rec, reason)
+
+
+def stop_over_budget(ctx: Ctx, rec: SessionRecord) -> str | None:
+    """Stop REC if its turn has ended and a budget is reached; the reason when it stopped."""
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        fresh = session_store.get(ctx.db.connect(), rec.id)
+        if fresh is None or not _stoppable(ctx, fresh):
+            return None
+        if fresh.runner == "tmux" and _turn_ended(ctx, fresh) is None:
+            return None
+        reason = over_budget(ctx, fresh)
+        if reason is None or not _stop(ctx, fresh, store.OVER_BUDGET, reason, reason):
+            return None
+        count = store.get_spend(ctx.db.connect(), rec.id).holds
+    ev.emit(
+        ctx.db,
+        "session.over_budget",
+        source=SOURCE,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        reason=reason,
+    )
+    _notice(ctx, rec, reason, count)
+    return reason
+
+
+def suspend_idle(ctx: Ctx, rec: SessionRecord, now: float | None = None) -> bool:
+    """Suspend REC if it has been waiting (turn over, nothing pending) for
+    ``sessions.suspendAfterMinutes``; True when it was."""
+    limit = ctx.config.sessions.suspend_after_minutes * 60
+    if limit <= 0:
+        return False
+    now = time.time() if now is None else now
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        fresh = session_store.get(ctx.db.connect(), rec.id)
+        row = (
+            _turn_ended(ctx, fresh)
+            if fresh is not None and fresh.runner == "tmux" and _stoppable(ctx, fresh)
+            else None
+        )
+        if fresh is None or row is None or now - row.since < limit:
+            return False
+        idle = now - row.since
+        reason = f"waiting {idle:.0f}s (sessions.suspendAfterMinutes)"
+        if not _stop(ctx, fresh, store.SUSPENDED, reason, reason):
+            return False
+    ev.emit(
+        ctx.db,
+        "session.suspended",
+        source=SOURCE,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        reason=reason,
+        idleSeconds=round(idle, 3),
+    )
+    return True
+
+
+def _stoppable(ctx: Ctx, rec: SessionRecord) -> bool:
+    live = rec.status in (SessionStatus.active, SessionStatus.paused)
+    if not live or rec.started_at is None or (rec.runner == "tmux" and rec.tmux_target is None):
+        return False
+    return store.get_spend(ctx.db.connect(), rec.id).hold is None
+
+
+# --- extend ---------------------------------------------------------------------------------
+
+
+def extend(ctx: Ctx, ref_or_id: str, usd: float = 0.0, turns: int = 0) -> Extended:
+    """Raise the allowance of REF_OR_ID's session by USD dollars and TURNS turns; when that
+    lifts it over its budgets, resume its conversation and deliver what was kept."""
+    if usd < 0 or turns < 0 or (usd == 0 and turns == 0):
+        raise BadInput("give a positive --usd N or --turns N")
+    rec = resolve(ctx, ref_or_id)
+    if not rec.live or rec.status is SessionStatus.queued:
+        raise Conflict(f"session {rec.id} of {rec.work_item} is {rec.status.value}")
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        with ctx.db.transaction() as tx:
+            spend = store.extend(tx, rec.id, usd, turns)
+        still = over_budget(ctx, rec)
+        resumed = None
+        if spend.hold == store.OVER_BUDGET and still is None:
+            holds.lift(ctx, rec, "the budget was extended")
+            try:
+                resumed = sessions.wake(ctx, session_store.get(ctx.db.connect(), rec.id) or rec)
+            except NotRunning as exc:
+                resumed = exc.message
+    ev.emit(
+        ctx.db,
+        "session.extended",
+        source=SOURCE,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        usd=usd,
+        turns=turns,
+        overBudget=still,
+    )
+    return Extended(
+        session_id=rec.id,
+        work_item=rec.work_item,
+        extra_usd=spend.extra_usd,
+        extra_turns=spend.extra_turns,
+        over_budget=still,
+        resumed=resumed,
+        usage=usage.of_agent(ctx, rec.id),
+    )
+
+
+# --- the daemon's pass ----------------------------------------------------------------------
+
+
+@dataclass
+class SpendWatch:
+    """Between passes: the turn end (attention ``since``) each session was last checked at."""
+
+    checked: dict[str, float] = field(default_factory=dict)
+
+
+def resume_waiting(ctx: Ctx) -> list[str]:
+    """Resume the suspended sessions whose delivery waited for memory, oldest first, while
+    admission lets them; the sessions resumed."""
+    done: list[str] = []
+    for spend in store.waiting_resumes(ctx.db.connect()):
+        rec = session_store.get(ctx.db.connect(), spend.agent)
+        if rec is None or not rec.live:
+            with ctx.db.transaction() as tx:
+                store.clear_hold(tx, spend.agent)
+            continue
+        with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+            if holds.gate(ctx, rec, None) is not None:
+                return done
+            sessions.wake(ctx, rec)
+        done.append(rec.id)
+    return done
+
+
+def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
+    """One pass: meter, budgets and idle suspend at turn ends, then what waits for memory."""
+    now = time.time() if now is None else now
+    changed = set(meter.meter_agents(ctx, meter.live_agents(ctx)))
+    suspend_after = ctx.config.sessions.suspend_after_minutes * 60
+    conn = ctx.db.connect()
+    waiting = {
+        row.agent: row
+        for row in attention_store.rows(conn)
+        if row.state == attention_store.WAITING and row.work_item is not None
+    }
+    for status in (SessionStatus.active, SessionStatus.paused):
+        for rec in session_store.list_sessions(conn, status):
+            if rec.runner == "process":  # a headless run is a whole turn: check what it spent
+                if rec.id in changed:
+                    stop_over_budget(ctx, rec)
+                continue
+            row = waiting.get(rec.id)
+            if row is None:
+                continue
+            if watch.checked.get(rec.id) != row.since or rec.id in changed:
+                watch.checked[rec.id] = row.since
+                if stop_over_budget(ctx, rec) is not None:
+                    continue
+            if 0 < suspend_after <= now - row.since:
+                suspend_idle(ctx, rec, now)
+    resume_waiting(ctx)
+    sessions.start_queued(ctx)
+
+
+async def spend_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """The daemon's spend task: a pass every ``attention.pollSeconds`` until STOP."""
+    watch = SpendWatch()
+    task = monitor(ctx, "spend")
+    while True:
+        await asyncio.to_thread(spend_pass, ctx, watch)
+        task.progressed()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=ctx.config.attention.poll_seconds)
+        if stop.is_set():
+            return
