@@ -32,6 +32,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotRunning
 from the_loop.refs import WorkItemRef
 from the_loop.session_records import resolve
+from the_loop.slack import outbound as slack_outbound
 from the_loop.store import attention as attention_store
 from the_loop.store import prompts as queue
 from the_loop.store import sessions as session_store
@@ -41,10 +42,6 @@ from the_loop.supervise import monitor
 from the_loop.wire import Wire
 
 SOURCE = "spend"
-NoticeHook = Callable[[Ctx, SessionRecord, str], None]
-NOTICE_HOOKS: list[NoticeHook] = []
-"""Called once per over-budget stop, after the ticket's notice was queued (session, reason):
-where another channel (a bound Slack thread) registers its own notice."""
 
 
 class Extended(Wire):
@@ -139,8 +136,7 @@ def _notice(ctx: Ctx, rec: SessionRecord, reason: str, count: int) -> None:
         with ctx.db.transaction() as tx:
             outbox.enqueue_comment(tx, ref, text, what="budget", key=key)
         outbox.wake(ctx)
-    for hook in NOTICE_HOOKS:
-        hook(ctx, rec, reason)
+    slack_outbound.queue_budget_notice(ctx, rec.work_item, reason, f"budget:{rec.id}:{count}")
 
 
 def stop_over_budget(ctx: Ctx, rec: SessionRecord) -> str | None:

@@ -75,3 +75,30 @@ def test_headless_runs_metered_held_by_max_turns_and_extended(work: Work) -> Non
     report = loop.usage(REF)
     assert report.item is not None and report.item.turns == 2 and report.days[0].turns == 2
     assert loop.sessions.extend(REF, turns=1).over_budget is None
+
+
+def test_an_over_budget_stop_is_said_once_in_the_bound_slack_thread(work: Work) -> None:
+    script = work.env.root / "headless_agent.py"
+    script.write_text(SCRIPT)
+    work.env.write_config(
+        harnesses={
+            "fake": {
+                "adapter": "command",
+                "headless": [sys.executable, str(script), str(work.env.root / "p.jsonl")],
+            }
+        },
+        routing={"defaultHarness": "fake", "authorizedUsers": ["alice"], "runner": "process"},
+        budgets={"maxTurns": 1},
+        slack={"enabled": True, "workItems": True, "channel": "C0AGENTS"},
+    )
+    first = work.dispatch("issue_comment", P.issue_comment_event("the-loop do tok-one"), "s-1")
+    assert first.exit_code == 0 and "spawned" in first.stdout, first.stdout + first.stderr
+    ctx = open_ctx(work.env.config_path)
+    for _ in range(2):  # a second pass finds the hold already set: no second notice
+        spend.spend_pass(ctx, spend.SpendWatch())
+    assert work.session_json(REF)["hold"] == "over-budget"
+    listed = work.cli("outbox", "list", "--format", "json")
+    assert listed.exit_code == 0, listed.stderr
+    texts = [json.dumps(row) for row in json.loads(listed.stdout)]
+    said = [t for t in texts if "stopped at the end of its turn" in t and "C0AGENTS" in t]
+    assert len(said) == 1, texts

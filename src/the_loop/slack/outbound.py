@@ -196,3 +196,23 @@ def queue_thread_reply(
 ) -> int:
     """Queue TEXT as a reply in THREAD_KEY's bound thread (KEY makes it unique)."""
     return queue_post(tx, key=key, what="reply", channel=channel, text=text, thread=thread_key)
+
+
+def queue_budget_notice(ctx: Ctx, work_item: str, reason: str, key: str) -> bool:
+    """Say in WORK_ITEM's bound thread (if it has one) that its agent stopped over budget;
+    KEY makes it unique (one per stop). True when queued."""
+    if not ctx.config.slack.enabled:
+        return False
+    thread_key = str(WorkItemRef.parse(work_item))
+    thread = store.thread_of(ctx.db.connect(), thread_key)
+    if thread is None:
+        return False
+    text = (
+        f"The agent stopped at the end of its turn: {reason}. Messages are kept and delivered "
+        f"once its budget is raised: `the-loop sessions extend {thread_key} --usd N` (or "
+        "`--turns N`)."
+    )
+    with ctx.db.transaction() as tx:
+        queued = queue_thread_reply(tx, thread_key, thread.channel, text, key)
+    wake(ctx)
+    return bool(queued)
