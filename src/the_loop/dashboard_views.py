@@ -22,6 +22,7 @@ from the_loop.inbox_ops import inbox_items
 from the_loop.standing import StandingView
 from the_loop.status import health
 from the_loop.store import attention as attention_store
+from the_loop.store import sessions as session_store
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.outbox import OutboxItem
 from the_loop.store.poll import CycleRecord, last_cycle
@@ -60,9 +61,10 @@ def repo_of(work_item: str) -> str:
 def session_rows(
     ctx: Ctx, status: SessionStatus | None = None, limit: int = SESSION_LIMIT
 ) -> list[SessionRow]:
-    """Sessions newest first (of STATUS, when given) with their attention."""
-    records = session_records.list_sessions(ctx, status, limit)
+    """Sessions newest first (of STATUS, when given) with their usage and attention (the
+    attention as stored rows: no view models for a page of hundreds)."""
     conn = ctx.db.connect()
+    records = session_records.with_spend(ctx, session_store.list_sessions(conn, status, limit))
     out: list[SessionRow] = []
     for rec in records:
         row = attention_store.get(conn, rec.id) if rec.live else None
