@@ -26,7 +26,7 @@ def spawn_env(ctx: Ctx, agent: Agent, adapter: str) -> dict[str, str]:
         return {}
     env = {
         AGENT_ENV: agent.key,
-        DB_ENV: str(ctx.db.path),
+        DB_ENV: ctx.db.hook_address(),
         TIMEOUT_ENV: str(settings.answer_timeout_minutes * 60),
         ON_TIMEOUT_ENV: settings.on_timeout,
     }

@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 
 from the_loop import __version__, config_cache, config_warnings
 from the_loop.config_attention import AttentionConfig
+from the_loop.config_database import DatabaseConfig
 from the_loop.config_errors import (
     AtPath,
     problems_word,
@@ -363,6 +364,7 @@ class Config(Model):
     slack: SlackConfig = Field(default_factory=SlackConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
     attention: AttentionConfig = Field(default_factory=AttentionConfig)
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
 
     @field_validator("harnesses")
     @classmethod

@@ -1,0 +1,341 @@
+"""The PostgreSQL backend (``database.url: postgresql://...``): psycopg 3 with a connection pool.
+
+The store's statements and migrations are SQLite's; ``store.dialect`` translates them. The
+semantics are kept as they are on SQLite:
+
+- Every write transaction first takes one cluster-wide advisory lock (``WRITE_LOCK``, held to
+  its commit): write transactions run one at a time, as under SQLite's ``BEGIN IMMEDIATE``, so
+  a read-modify-write that decides something (one live session per item, dedupe of a
+  delivery) cannot be won twice, whichever node runs it. Reads never wait for it.
+- The inbox claim does not take it: it selects ``FOR UPDATE SKIP LOCKED`` (``claim_transaction``),
+  so claims on several nodes never wait for each other nor take one item twice.
+- An ``INSERT`` in a transaction runs under a savepoint, so a caller that catches
+  ``conn.IntegrityError`` (a unique index it relies on) can go on with the transaction, as it
+  can on SQLite.
+- Commits are durable (``synchronous_commit = on`` on every connection): the daemon
+  acknowledges a delivery only after its commit returned; concurrent commits share WAL
+  flushes (PostgreSQL's own group commit).
+- Per-item serialization (``item_lock``) is a session-level advisory lock on a key's hash,
+  held on a pooled connection for the duration of the block, so two nodes never process one
+  work item at once.
+
+Database errors leave the backend as ``StateError`` with the URL's password removed, except
+integrity errors, which a caller may catch as ``conn.IntegrityError``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import psycopg.adapt
+import psycopg.errors
+import psycopg_pool
+from psycopg.pq import Format
+
+from the_loop.errors import StateError
+from the_loop.store import dialect
+from the_loop.store.base import Database
+from the_loop.store.conn import Connection
+from the_loop.store.migrations import MIGRATIONS
+
+WRITE_LOCK = (0x7E10, 1)
+"""The two-key advisory lock every write transaction holds (the one-key space, used by
+``item_lock``, never overlaps the two-key one)."""
+MIGRATION_LOCK = (0x7E10, 2)
+POOL_SIZE = 16
+CONNECT_TIMEOUT = 10.0
+
+
+def redact(url: str) -> str:
+    """URL without its password (for messages and status)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "postgresql://(unparsable url)"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    netloc = f"{parts.username or ''}:***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class _BoolAsInt(psycopg.adapt.Dumper):
+    """Python booleans as integers: the schema keeps SQLite's 0/1 flags in BIGINT columns."""
+
+    oid = 20  # int8
+    format = Format.TEXT
+
+    def dump(self, obj: Any) -> bytes:
+        return b"1" if obj else b"0"
+
+
+class _IntAsInt8(psycopg.adapt.Dumper):
+    """Every Python int as int8 (psycopg would pick int2 for small ones, which PostgreSQL
+    then refuses to compare with a BIGINT's neighbours in some expressions)."""
+
+    oid = 20
+    format = Format.TEXT
+
+    def dump(self, obj: Any) -> bytes:
+        return str(int(obj)).encode()
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.adapters.register_dumper(bool, _BoolAsInt)
+    conn.adapters.register_dumper(int, _IntAsInt8)
+    conn.execute("SET synchronous_commit TO on")
+
+
+class Result:
+    """A statement's rows (fetched at once), ``rowcount`` and ``lastrowid``."""
+
+    __slots__ = ("_rows", "lastrowid", "rowcount")
+
+    def __init__(self, rows: list[Any], rowcount: int, lastrowid: int | None) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchall(self) -> list[Any]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+def _run(conn: psycopg.Connection[Any], sql: str, parameters: Any) -> Result:
+    translated, returns_id = dialect.query(sql)
+    args: Sequence[Any] = () if parameters is None else parameters
+    cur = conn.execute(translated, args)
+    rows = cur.fetchall() if cur.description is not None else []
+    lastrowid = int(rows[0][0]) if returns_id and rows else None
+    return Result([] if returns_id else rows, cur.rowcount, lastrowid)
+
+
+class _InTransaction:
+    """The connection ``transaction()`` yields (a ``store.conn.Connection``)."""
+
+    __slots__ = ("_conn", "_location")
+
+    IntegrityError = psycopg.errors.IntegrityError
+
+    def __init__(self, conn: psycopg.Connection[Any], location: str) -> None:
+        self._conn = conn
+        self._location = location
+
+    def execute(self, sql: str, parameters: Any = None, /) -> Result:
+        if sql.lstrip()[:6].upper() == "INSERT":
+            with self._conn.transaction():  # a savepoint: a caught IntegrityError keeps the tx
+                return _run(self._conn, sql, parameters)
+        return _run(self._conn, sql, parameters)
+
+
+class _Autocommit:
+    """``connect()``'s connection: each statement on a pooled connection, committed alone."""
+
+    __slots__ = ("_db",)
+
+    IntegrityError = psycopg.errors.IntegrityError
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    def execute(self, sql: str, parameters: Any = None, /) -> Result:
+        try:
+            with self._db.pool.connection() as conn:
+                return _run(conn, sql, parameters)
+        except psycopg.errors.IntegrityError:
+            raise
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise state_error(self._db.location, exc) from None
+
+
+class PgDatabase(Database):
+    """A PostgreSQL database several nodes may share (see the module docstring)."""
+
+    kind = "postgresql"
+    shared = True
+
+    def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
+        self.url = url
+        self.location = redact(url)
+        self._pool: psycopg_pool.ConnectionPool[Any] | None = None
+        self._pool_size = pool_size
+        self._guard = threading.Lock()
+
+    @property
+    def pool(self) -> psycopg_pool.ConnectionPool[Any]:
+        with self._guard:
+            if self._pool is None:
+                self._pool = psycopg_pool.ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
+                    configure=_configure,
+                    timeout=CONNECT_TIMEOUT,
+                    open=True,
+                    name="the-loop",
+                )
+            return self._pool
+
+    def connect(self) -> Connection:
+        return _Autocommit(self)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        with self._transaction(WRITE_LOCK) as tx:
+            yield tx
+
+    @contextmanager
+    def claim_transaction(self) -> Iterator[Connection]:
+        """A transaction without the write lock, for ``SELECT ... FOR UPDATE SKIP LOCKED``
+        claims (row locks serialize them instead)."""
+        with self._transaction(None) as tx:
+            yield tx
+
+    @contextmanager
+    def _transaction(self, lock: tuple[int, int] | None) -> Iterator[Connection]:
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                if lock is not None:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", lock)
+                yield _InTransaction(conn, self.location)
+        except psycopg.errors.IntegrityError as exc:
+            raise state_error(self.location, exc) from None
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise state_error(self.location, exc) from None
+
+    @contextmanager
+    def item_lock(self, key: str) -> Iterator[None]:
+        try:
+            with self.pool.connection() as conn:
+                conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+                try:
+                    yield
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise state_error(self.location, exc) from None
+
+    def close(self) -> None:
+        with self._guard:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def applied_migrations(self) -> list[str]:
+        rows = self.connect().execute("SELECT name FROM schema_migrations ORDER BY applied_at")
+        return [str(r[0]) for r in rows]
+
+    def hook_address(self) -> str:
+        return self.url
+
+
+def state_error(location: str, exc: BaseException) -> StateError:
+    """EXC as the clear ``StateError`` the surfaces show (never the password)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.OperationalError) and not isinstance(
+        exc, psycopg.errors.DiskFull | psycopg.errors.LockNotAvailable
+    ):
+        return StateError(f"cannot reach the state database {location}: {text}")
+    if isinstance(
+        exc, psycopg.errors.ReadOnlySqlTransaction | psycopg.errors.InsufficientPrivilege
+    ):
+        return StateError(f"cannot write the state database {location}: {text}")
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return StateError(f"the disk holding the state database {location} is full: {text}")
+    if isinstance(exc, psycopg.errors.LockNotAvailable | psycopg.errors.DeadlockDetected):
+        return StateError(f"the state database {location} is locked: {text}")
+    return StateError(f"state database {location}: {text}")
+
+
+def open_postgres(url: str, pool_size: int = POOL_SIZE) -> PgDatabase:
+    """Connect to URL and apply pending migrations (one node at a time)."""
+    db = PgDatabase(url, pool_size)
+    try:
+        _migrate(db)
+    except StateError:
+        db.close()
+        raise
+    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        db.close()
+        raise state_error(db.location, exc) from None
+    return db
+
+
+def _migrate(db: PgDatabase) -> None:
+    with db.pool.connection() as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", MIGRATION_LOCK)
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        conn.execute(dialect.GLOB_FUNCTION)
+        done = {str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")}
+        stamp = time.time()
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            for statement in dialect.statements(sql):
+                conn.execute(dialect.ddl(statement).encode())
+            stamp = max(stamp + 1e-6, time.time())  # the order they were applied in
+            conn.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (%s, %s)", (name, stamp)
+            )
+
+
+class HookConnection:
+    """One plain connection for ``the-loop hook`` on PostgreSQL: the attention store's
+    ``BEGIN IMMEDIATE`` ... ``COMMIT`` on it become a transaction holding ``WRITE_LOCK``.
+    Errors other than integrity ones leave it as ``StateError``."""
+
+    IntegrityError = psycopg.errors.IntegrityError
+
+    def __init__(self, url: str) -> None:
+        self._location = redact(url)
+        try:
+            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+            _configure(self._conn)
+        except psycopg.Error as exc:
+            raise state_error(self._location, exc) from None
+        self._in_tx = False
+
+    def execute(self, sql: str, parameters: Any = None, /) -> Result:
+        try:
+            return self._execute(sql, parameters)
+        except psycopg.errors.IntegrityError:
+            raise
+        except psycopg.Error as exc:
+            raise state_error(self._location, exc) from None
+
+    def _execute(self, sql: str, parameters: Any) -> Result:
+        word = sql.strip().upper()
+        if word == "BEGIN IMMEDIATE":
+            self._conn.execute("BEGIN")
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", WRITE_LOCK)
+            self._in_tx = True
+            return Result([], -1, None)
+        if word in ("COMMIT", "ROLLBACK"):
+            self._conn.execute("COMMIT" if word == "COMMIT" else "ROLLBACK")
+            self._in_tx = False
+            return Result([], -1, None)
+        if self._in_tx and word.startswith("INSERT"):
+            with self._conn.transaction():  # a savepoint, as in ``_InTransaction``
+                return _run(self._conn, sql, parameters)
+        return _run(self._conn, sql, parameters)
+
+    def close(self) -> None:
+        self._conn.close()
