@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -44,10 +45,10 @@ from the_loop.store.base import Database
 from the_loop.store.conn import Connection
 from the_loop.store.migrations import MIGRATIONS
 
-WRITE_LOCK = (0x7E10, 1)
-"""The two-key advisory lock every write transaction holds (the one-key space, used by
+WRITE_LOCK = "SELECT pg_advisory_xact_lock(32272, 1)"
+"""Take the two-key advisory lock every write transaction holds (the one-key space, used by
 ``item_lock``, never overlaps the two-key one)."""
-MIGRATION_LOCK = (0x7E10, 2)
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(32272, 2)"
 POOL_SIZE = 16
 CONNECT_TIMEOUT = 10.0
 
@@ -189,6 +190,9 @@ class PgDatabase(Database):
                     open=True,
                     name="the-loop",
                 )
+                # closed with this object, in the thread that drops it: left to the pool's
+                # own __del__, the close could run in (and fail to join) a pool worker
+                weakref.finalize(self, self._pool.close)
             return self._pool
 
     def connect(self) -> Connection:
@@ -207,11 +211,11 @@ class PgDatabase(Database):
             yield tx
 
     @contextmanager
-    def _transaction(self, lock: tuple[int, int] | None) -> Iterator[Connection]:
+    def _transaction(self, lock: str | None) -> Iterator[Connection]:
         try:
             with self.pool.connection() as conn, conn.transaction():
                 if lock is not None:
-                    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", lock)
+                    conn.execute(lock)
                 yield _InTransaction(conn, self.location)
         except psycopg.errors.IntegrityError as exc:
             raise state_error(self.location, exc) from None
@@ -266,19 +270,34 @@ def open_postgres(url: str, pool_size: int = POOL_SIZE) -> PgDatabase:
     """Connect to URL and apply pending migrations (one node at a time)."""
     db = PgDatabase(url, pool_size)
     try:
-        _migrate(db)
-    except StateError:
-        db.close()
-        raise
-    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-        db.close()
+        # a connection of its own, not the pool's: an unreachable server is reported at once,
+        # with libpq's reason, instead of after the pool's timeout
+        with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT)) as conn:
+            _configure(conn)
+            _migrate(conn)
+    except psycopg.Error as exc:
         raise state_error(db.location, exc) from None
     return db
 
 
-def _migrate(db: PgDatabase) -> None:
-    with db.pool.connection() as conn, conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", MIGRATION_LOCK)
+def _up_to_date(conn: psycopg.Connection[Any]) -> bool:
+    """Whether every migration (and the ``the_loop_glob`` function) is there already: then
+    opening only reads (a read-only replica or role can open the database)."""
+    found = conn.execute(
+        "SELECT to_regclass('schema_migrations') IS NOT NULL,"
+        " to_regproc('the_loop_glob') IS NOT NULL"
+    ).fetchone()
+    if found is None or not (found[0] and found[1]):
+        return False
+    done = {str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")}
+    return all(name in done for name, _ in MIGRATIONS)
+
+
+def _migrate(conn: psycopg.Connection[Any]) -> None:
+    if _up_to_date(conn):
+        return
+    with conn.transaction():
+        conn.execute(MIGRATION_LOCK)
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations "
             "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
@@ -325,7 +344,7 @@ class HookConnection:
         word = sql.strip().upper()
         if word == "BEGIN IMMEDIATE":
             self._conn.execute("BEGIN")
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", WRITE_LOCK)
+            self._conn.execute(WRITE_LOCK)
             self._in_tx = True
             return Result([], -1, None)
         if word in ("COMMIT", "ROLLBACK"):
