@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -131,25 +133,31 @@ def test_a_failed_transaction_rolls_back_everything(pg_url: str) -> None:
     assert inbox.counts(db) == {}
 
 
+OTHER_NODE = """
+import sys
+from the_loop.store.pg import open_postgres
+with open_postgres(sys.argv[1]).item_lock(sys.argv[2]):
+    print("held", flush=True)
+"""
+
+
 def test_item_locks_exclude_each_other_across_nodes(pg_url: str) -> None:
-    a, b = open_postgres(pg_url), open_postgres(pg_url)
-    order: list[str] = []
+    a = open_postgres(pg_url)
+    waiting = "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
     with a.item_lock("o-r-1"):
-        order.append("a holds")
-
-        def other() -> None:
-            with b.item_lock("o-r-1"):
-                order.append("b holds")
-
-        waiter = threading.Thread(target=other)
-        waiter.start()
-        waiting = "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-        wait_until(lambda: a.connect().execute(waiting).fetchone()[0] == 1, timeout=30)
-        with b.item_lock("o-r-2"):  # another key is free meanwhile
-            order.append("b holds another")
-        order.append("a releases")
-    waiter.join(timeout=30)
-    assert order == ["a holds", "b holds another", "a releases", "b holds"]
+        other = subprocess.Popen(
+            [sys.executable, "-c", OTHER_NODE, pg_url, "o-r-1"], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            wait_until(lambda: a.connect().execute(waiting).fetchone()[0] == 1, timeout=30)
+            assert other.poll() is None  # it waits in PostgreSQL for this node's lock
+            with a.item_lock("o-r-2"):  # another key is free meanwhile
+                pass
+        except BaseException:
+            other.kill()
+            raise
+    out, _ = other.communicate(timeout=30)
+    assert other.returncode == 0 and out == "held\n"
 
 
 def test_the_hook_connection_writes_attention(pg_url: str) -> None:

@@ -51,6 +51,19 @@ WRITE_LOCK = "SELECT pg_advisory_xact_lock(32272, 1)"
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(32272, 2)"
 POOL_SIZE = 16
 CONNECT_TIMEOUT = 10.0
+LOCK_WAIT_SECONDS = 3600.0
+"""How long an item lock waits for a connection of its own (the lock itself waits as long as
+its holder holds it, as the file lock on SQLite does)."""
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+def _thread_lock(key: str) -> threading.Lock:
+    with _THREAD_LOCKS_GUARD:
+        lock = _THREAD_LOCKS.get(key)
+        if lock is None:
+            lock = _THREAD_LOCKS[key] = threading.Lock()
+        return lock
 
 
 def redact(url: str) -> str:
@@ -173,6 +186,7 @@ class PgDatabase(Database):
         self.url = url
         self.location = redact(url)
         self._pool: psycopg_pool.ConnectionPool[Any] | None = None
+        self._lock_pool: psycopg_pool.ConnectionPool[Any] | None = None
         self._pool_size = pool_size
         self._guard = threading.Lock()
 
@@ -222,22 +236,46 @@ class PgDatabase(Database):
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise state_error(self.location, exc) from None
 
+    @property
+    def lock_pool(self) -> psycopg_pool.ConnectionPool[Any]:
+        """The connections item locks are held on: a pool of their own, so that holders
+        waiting for a lock can never take every connection a lock holder's transactions
+        need."""
+        with self._guard:
+            if self._lock_pool is None:
+                self._lock_pool = psycopg_pool.ConnectionPool(
+                    self.url,
+                    min_size=0,
+                    max_size=self._pool_size,
+                    kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
+                    configure=_configure,
+                    timeout=LOCK_WAIT_SECONDS,
+                    open=True,
+                    name="the-loop-locks",
+                )
+                weakref.finalize(self, self._lock_pool.close)
+            return self._lock_pool
+
     @contextmanager
     def item_lock(self, key: str) -> Iterator[None]:
-        try:
-            with self.pool.connection() as conn:
-                conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
-                try:
-                    yield
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise state_error(self.location, exc) from None
+        # the threads of this process queue on a lock of their own first: one connection
+        # per key waits in PostgreSQL, whatever the number of threads
+        with _thread_lock(key):
+            try:
+                with self.lock_pool.connection() as conn:
+                    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+                    try:
+                        yield
+                    finally:
+                        conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                raise state_error(self.location, exc) from None
 
     def close(self) -> None:
         with self._guard:
-            pool, self._pool = self._pool, None
-        if pool is not None:
+            pools = [p for p in (self._pool, self._lock_pool) if p is not None]
+            self._pool = self._lock_pool = None
+        for pool in pools:
             pool.close()
 
     def applied_migrations(self) -> list[str]:
