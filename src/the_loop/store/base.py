@@ -58,6 +58,11 @@ class Database(ABC):
         uses its host-local lock."""
         return None
 
+    def claim_daemon(self) -> None:
+        """Make this process the one daemon serving this database, or raise
+        ``AlreadyRunning`` (SQLite: the state dir's lock already does it)."""
+        return None
+
     def hook_address(self) -> str:
         """What ``the-loop hook`` is given to reach this database."""
         return self.location

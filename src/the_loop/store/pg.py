@@ -39,7 +39,7 @@ import psycopg.errors
 import psycopg_pool
 from psycopg.pq import Format
 
-from the_loop.errors import StateError
+from the_loop.errors import AlreadyRunning, StateError
 from the_loop.store import dialect
 from the_loop.store.base import Database
 from the_loop.store.conn import Connection
@@ -49,6 +49,7 @@ WRITE_LOCK = "SELECT pg_advisory_xact_lock(32272, 1)"
 """Take the two-key advisory lock every write transaction holds (the one-key space, used by
 ``item_lock``, never overlaps the two-key one)."""
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(32272, 2)"
+DAEMON_LOCK = "SELECT pg_try_advisory_lock(32272, 3)"
 POOL_SIZE = 16
 CONNECT_TIMEOUT = 10.0
 LOCK_WAIT_SECONDS = 3600.0
@@ -187,6 +188,7 @@ class PgDatabase(Database):
         self.location = redact(url)
         self._pool: psycopg_pool.ConnectionPool[Any] | None = None
         self._lock_pool: psycopg_pool.ConnectionPool[Any] | None = None
+        self._daemon_conn: psycopg.Connection[Any] | None = None
         self._pool_size = pool_size
         self._guard = threading.Lock()
 
@@ -270,6 +272,24 @@ class PgDatabase(Database):
                         conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
                 raise state_error(self.location, exc) from None
+
+    def claim_daemon(self) -> None:
+        """An advisory lock held on a connection of its own for the life of the process (a
+        killed daemon's connection closes, which frees it): until nodes share a database, two
+        daemons on one database would each take the other's interrupted work back."""
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            row = conn.execute(DAEMON_LOCK).fetchone()
+        except psycopg.Error as exc:
+            raise state_error(self.location, exc) from None
+        if row is None or not row[0]:
+            conn.close()
+            raise AlreadyRunning(
+                f"another the-loop daemon already serves the state database {self.location}; "
+                "stop it with `the-loop stop` on its host, or give this one a database of its "
+                "own (one daemon per database: docs/scaling.md)"
+            )
+        self._daemon_conn = conn
 
     def close(self) -> None:
         with self._guard:
