@@ -88,9 +88,10 @@ def _as_owner(argv: list[str], check: bool = True) -> subprocess.CompletedProces
     return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=120)
 
 
-def start_server() -> PgServer:
+def start_server(durable: bool = False) -> PgServer:
     """initdb into a private temporary directory and start a server on a free loopback port
-    (``fsync`` off: the tests crash our processes, never the machine)."""
+    (``fsync`` off unless DURABLE: the tests crash our processes, never the machine; a
+    benchmark wants the real cost)."""
     bindir = pg_bin()
     root = Path(tempfile.mkdtemp(prefix="the-loop-pg-"))
     if os.getuid() == 0:
@@ -104,10 +105,9 @@ def start_server() -> PgServer:
         pytest.fail(f"initdb failed: {exc.stderr.strip()}", pytrace=False)
     for attempt in range(5):
         port = _free_port()
-        options = (
-            f"-k {root} -c listen_addresses=127.0.0.1 -p {port} -c fsync=off"
-            " -c full_page_writes=off -c max_connections=300 -c shared_buffers=32MB"
-        )
+        options = f"-k {root} -c listen_addresses=127.0.0.1 -p {port} -c max_connections=300"
+        if not durable:
+            options += " -c fsync=off -c full_page_writes=off -c shared_buffers=32MB"
         pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data), "-o", options]
         started = _as_owner([*pg_ctl, "-l", str(root / "log"), "-w", "-t", "60", "start"], False)
         if started.returncode == 0:

@@ -1,5 +1,6 @@
-"""The daemon with its state in PostgreSQL: it starts, reports and stops as on SQLite, and a
-second daemon on the same database is refused until the first is gone (SIGKILL included)."""
+"""The daemon with its state in PostgreSQL: it starts, reports and stops as on SQLite, a second
+daemon on the same database is refused until the first is gone (SIGKILL included), and a
+database that turns read-only is answered 503 until it is writable again."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Env
+from tests.daemon import Daemon
+from tests.fakes import payloads as P
 from tests.helpers import wait_until
+from tests.pg import PgServer
+from tests.work import Work
 from the_loop import events as ev
 from the_loop.daemon import read_info
 from the_loop.store import open_database
@@ -65,3 +70,43 @@ def test_a_second_daemon_on_the_same_database_is_refused(loop_env: Env, tmp_path
     started = other.run("start", timeout=60)
     assert started.exit_code == 0, started.stderr
     assert other.run("stop").exit_code == 0
+
+
+def _terminate_connections(server: PgServer, url: str) -> None:
+    name = url.rsplit("/", 1)[1]
+    server.admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        f" WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    )
+
+
+def test_a_read_only_database_answers_503_then_recovers(
+    work: Work, pg_server: PgServer, db_url: str
+) -> None:
+    work.configure(github={"enabled": True})
+    daemon = Daemon(work)
+    daemon.start()
+    try:
+        name = db_url.rsplit("/", 1)[1]
+        pg_server.admin(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+        _terminate_connections(pg_server, db_url)
+        refused = daemon.post("issue_comment", P.issue_comment_event("hello"), "ro-1")
+        assert refused.status_code == 503, refused.text
+        assert "cannot write the state database" in refused.text
+        assert "Traceback" not in daemon.log()
+        pg_server.admin(f'ALTER DATABASE "{name}" SET default_transaction_read_only = off')
+        _terminate_connections(pg_server, db_url)
+
+        def accepted() -> bool:
+            return daemon.post(
+                "issue_comment", P.issue_comment_event("hi"), "ro-2"
+            ).status_code in (
+                202,
+                200,
+            )
+
+        wait_until(accepted, timeout=60, what="a delivery accepted again")
+        health = daemon.api("GET", "/health")
+        assert health.status_code == 200, health.text
+    finally:
+        daemon.stop()

@@ -191,3 +191,16 @@ def test_a_read_only_database_is_a_clear_error(pg_server: PgServer, pg_url: str)
         inbox.accept(db, "d1", "issues", b"{}", "webhook")
     assert str(info.value).startswith("cannot write the state database")
     assert inbox.counts(db) == {}
+
+
+def test_connections_the_server_dropped_are_replaced(pg_server: PgServer, pg_url: str) -> None:
+    db = open_postgres(pg_url)
+    inbox.accept(db, "d1", "issues", b"{}", "webhook")
+    name = pg_url.rsplit("/", 1)[1]
+    pg_server.admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        f" WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    )
+    assert inbox.counts(db) == {"pending": 1}
+    inbox.accept(db, "d2", "issues", b"{}", "webhook")
+    assert inbox.counts(db) == {"pending": 2}

@@ -202,6 +202,9 @@ class PgDatabase(Database):
                     max_size=self._pool_size,
                     kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
                     configure=_configure,
+                    # a connection the server dropped (a restart, a terminated backend) is
+                    # replaced when it is taken, instead of failing the caller's statement
+                    check=psycopg_pool.ConnectionPool.check_connection,
                     timeout=CONNECT_TIMEOUT,
                     open=True,
                     name="the-loop",
@@ -251,6 +254,7 @@ class PgDatabase(Database):
                     max_size=self._pool_size,
                     kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
                     configure=_configure,
+                    check=psycopg_pool.ConnectionPool.check_connection,
                     timeout=LOCK_WAIT_SECONDS,
                     open=True,
                     name="the-loop-locks",
