@@ -18,8 +18,8 @@ class DatabaseConfig(BaseModel):
         None,
         description=(
             "Unset: the SQLite file `the-loop.db` in `stateDir`. `postgresql://user@host:port/db`"
-            ": that PostgreSQL database (several daemons may share it). Keep the password out "
-            "of the URL: libpq reads `PGPASSWORD` or `~/.pgpass`. Restart-only."
+            ": that PostgreSQL database (one daemon per database; the CLI on any host). Keep the "
+            "password out of the URL: libpq reads `PGPASSWORD` or `~/.pgpass`. Restart-only."
         ),
     )
     pool_size: int = Field(
