@@ -63,3 +63,15 @@ def test_every_migration_translates_without_sqlite_only_words() -> None:
             translated = dialect.ddl(statement)
             for word in ("AUTOINCREMENT", " REAL", " BLOB", "INTEGER"):
                 assert word not in translated.upper().replace("'", ""), (statement, word)
+
+
+def test_only_inserts_that_may_conflict_get_a_savepoint() -> None:
+    assert dialect.conflict_free_tables() == {"events", "poll_cycles"}
+    assert dialect.may_conflict("INSERT INTO sessions (id) VALUES (?)")
+    assert dialect.may_conflict("INSERT INTO agent_prompts (agent) VALUES (?)")
+    assert not dialect.may_conflict("INSERT INTO events (ts) VALUES (?)")
+    assert not dialect.may_conflict(
+        "INSERT INTO outbox (key) VALUES (?) ON CONFLICT (key) DO NOTHING"
+    )
+    assert not dialect.may_conflict("INSERT OR IGNORE INTO inbox (delivery_id) VALUES (?)")
+    assert not dialect.may_conflict("UPDATE sessions SET status = ?")

@@ -120,6 +120,38 @@ def query(sql: str) -> tuple[str, bool]:
     return translated, returns_id
 
 
+_UNIQUE_INDEX = re.compile(r"\bCREATE\s+UNIQUE\s+INDEX\s+\w+\s+ON\s+(\w+)", re.IGNORECASE)
+
+
+@cache
+def conflict_free_tables() -> frozenset[str]:
+    """Tables whose only unique key is an identity the database assigns: an ``INSERT`` into
+    one cannot violate a unique constraint (``events``, ``poll_cycles``)."""
+    unique: set[str] = set()
+    for _, sql in MIGRATIONS:
+        unique.update(m.group(1).lower() for m in _UNIQUE_INDEX.finditer(sql))
+        for table in _TABLE.finditer(sql):
+            rest = sql[table.end() :]
+            end = rest.find(");")
+            if re.search(r"\bUNIQUE\b", rest if end < 0 else rest[:end], re.IGNORECASE):
+                unique.add(table.group(1).lower())
+    return frozenset(set(identity_columns()) - unique)
+
+
+@cache
+def may_conflict(sql: str) -> bool:
+    """Whether SQL is an ``INSERT`` that may raise a unique violation a caller catches: not
+    one with its own ``ON CONFLICT`` (or ``OR IGNORE``), nor one into a conflict-free table.
+    The adapter runs only those under a savepoint (two round trips each)."""
+    stripped = sql.strip()
+    insert = _INSERT_INTO.match(stripped)
+    if insert is None or _INSERT_OR_IGNORE.match(stripped):
+        return False
+    if re.search(r"\bON\s+CONFLICT\b", stripped, re.IGNORECASE):
+        return False
+    return insert.group(1).lower() not in conflict_free_tables()
+
+
 def statements(sql: str) -> list[str]:
     """A migration's statements (split on ``;``; none of ours has one inside a literal)."""
     return [s.strip() for s in sql.split(";") if s.strip()]

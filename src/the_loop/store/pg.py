@@ -9,9 +9,9 @@ semantics are kept as they are on SQLite:
   delivery) cannot be won twice, whichever node runs it. Reads never wait for it.
 - The inbox claim does not take it: it selects ``FOR UPDATE SKIP LOCKED`` (``claim_transaction``),
   so claims on several nodes never wait for each other nor take one item twice.
-- An ``INSERT`` in a transaction runs under a savepoint, so a caller that catches
-  ``conn.IntegrityError`` (a unique index it relies on) can go on with the transaction, as it
-  can on SQLite.
+- An ``INSERT`` in a transaction that may violate a unique constraint runs under a savepoint
+  (``dialect.may_conflict``), so a caller that catches ``conn.IntegrityError`` (a unique index
+  it relies on) can go on with the transaction, as it can on SQLite.
 - Commits are durable (``synchronous_commit = on`` on every connection): the daemon
   acknowledges a delivery only after its commit returned; concurrent commits share WAL
   flushes (PostgreSQL's own group commit).
@@ -151,7 +151,7 @@ class _InTransaction:
         self._location = location
 
     def execute(self, sql: str, parameters: Any = None, /) -> Result:
-        if sql.lstrip()[:6].upper() == "INSERT":
+        if dialect.may_conflict(sql):
             with self._conn.transaction():  # a savepoint: a caught IntegrityError keeps the tx
                 return _run(self._conn, sql, parameters)
         return _run(self._conn, sql, parameters)
@@ -413,7 +413,7 @@ class HookConnection:
             self._conn.execute("COMMIT" if word == "COMMIT" else "ROLLBACK")
             self._in_tx = False
             return Result([], -1, None)
-        if self._in_tx and word.startswith("INSERT"):
+        if self._in_tx and dialect.may_conflict(sql):
             with self._conn.transaction():  # a savepoint, as in ``_InTransaction``
                 return _run(self._conn, sql, parameters)
         return _run(self._conn, sql, parameters)
