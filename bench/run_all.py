@@ -30,6 +30,7 @@ SCRIPTS = [
     "cli_latency",
     "many_sessions",
     "attention",
+    "cluster",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [

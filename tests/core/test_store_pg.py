@@ -204,3 +204,13 @@ def test_connections_the_server_dropped_are_replaced(pg_server: PgServer, pg_url
     assert inbox.counts(db) == {"pending": 1}
     inbox.accept(db, "d2", "issues", b"{}", "webhook")
     assert inbox.counts(db) == {"pending": 2}
+
+
+def test_a_writer_that_waits_too_long_for_the_write_lock_is_told_locked(pg_url: str) -> None:
+    holder = open_postgres(pg_url)
+    waiter = open_postgres(pg_url, lock_timeout_ms=200)
+    with holder.transaction():
+        with pytest.raises(StateError) as info:
+            inbox.accept(waiter, "d1", "issues", b"{}", "webhook")
+        assert "is locked" in str(info.value)
+    assert inbox.accept(waiter, "d1", "issues", b"{}", "webhook").duplicate is False

@@ -51,6 +51,7 @@ WRITE_LOCK = "SELECT pg_advisory_xact_lock(32272, 1)"
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(32272, 2)"
 DAEMON_LOCK = "SELECT pg_try_advisory_lock(32272, 3)"
 POOL_SIZE = 16
+LOCK_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT = 10.0
 LOCK_WAIT_SECONDS = 3600.0
 """How long an item lock waits for a connection of its own (the lock itself waits as long as
@@ -183,13 +184,16 @@ class PgDatabase(Database):
     kind = "postgresql"
     shared = True
 
-    def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
+    def __init__(
+        self, url: str, pool_size: int = POOL_SIZE, lock_timeout_ms: int = LOCK_TIMEOUT_MS
+    ) -> None:
         self.url = url
         self.location = redact(url)
         self._pool: psycopg_pool.ConnectionPool[Any] | None = None
         self._lock_pool: psycopg_pool.ConnectionPool[Any] | None = None
         self._daemon_conn: psycopg.Connection[Any] | None = None
         self._pool_size = pool_size
+        self._lock_timeout_ms = lock_timeout_ms
         self._guard = threading.Lock()
 
     @property
@@ -201,7 +205,7 @@ class PgDatabase(Database):
                     min_size=1,
                     max_size=self._pool_size,
                     kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
-                    configure=_configure,
+                    configure=self._configure_statements,
                     # a connection the server dropped (a restart, a terminated backend) is
                     # replaced when it is taken, instead of failing the caller's statement
                     check=psycopg_pool.ConnectionPool.check_connection,
@@ -240,6 +244,13 @@ class PgDatabase(Database):
             raise state_error(self.location, exc) from None
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise state_error(self.location, exc) from None
+
+    def _configure_statements(self, conn: psycopg.Connection[Any]) -> None:
+        """Statement connections wait at most ``lock_timeout_ms`` for a lock (the write lock
+        included), then fail as "locked", like SQLite's busy timeout; item-lock connections
+        wait as long as the holder holds the item."""
+        _configure(conn)
+        conn.execute(f"SET lock_timeout = {int(self._lock_timeout_ms)}")
 
     @property
     def lock_pool(self) -> psycopg_pool.ConnectionPool[Any]:
@@ -328,9 +339,11 @@ def state_error(location: str, exc: BaseException) -> StateError:
     return StateError(f"state database {location}: {text}")
 
 
-def open_postgres(url: str, pool_size: int = POOL_SIZE) -> PgDatabase:
+def open_postgres(
+    url: str, pool_size: int = POOL_SIZE, lock_timeout_ms: int = LOCK_TIMEOUT_MS
+) -> PgDatabase:
     """Connect to URL and apply pending migrations (one node at a time)."""
-    db = PgDatabase(url, pool_size)
+    db = PgDatabase(url, pool_size, lock_timeout_ms)
     try:
         # a connection of its own, not the pool's: an unreachable server is reported at once,
         # with libpq's reason, instead of after the pool's timeout
@@ -390,6 +403,7 @@ class HookConnection:
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
             _configure(self._conn)
+            self._conn.execute("SET lock_timeout = 10000")  # as the SQLite hook's busy timeout
         except psycopg.Error as exc:
             raise state_error(self._location, exc) from None
         self._in_tx = False
