@@ -13,7 +13,8 @@ import pytest
 
 from tests.helpers import wait_until
 from tests.pg import PgServer
-from the_loop.errors import Conflict, StateError
+from the_loop.config import parse_config_text
+from the_loop.errors import ConfigInvalid, Conflict, StateError
 from the_loop.store import attention, inbox, open_database, prompts, sessions
 from the_loop.store.migrations import MIGRATIONS
 from the_loop.store.pg import PgDatabase, open_postgres, redact
@@ -214,3 +215,11 @@ def test_a_writer_that_waits_too_long_for_the_write_lock_is_told_locked(pg_url: 
             inbox.accept(waiter, "d1", "issues", b"{}", "webhook")
         assert "is locked" in str(info.value)
     assert inbox.accept(waiter, "d1", "issues", b"{}", "webhook").duplicate is False
+
+
+def test_database_url_must_be_a_postgresql_url() -> None:
+    with pytest.raises(ConfigInvalid) as info:
+        parse_config_text("database:\n  url: mysql://db/x\n")
+    assert "database.url" in info.value.problems[0]
+    assert "postgresql://" in info.value.problems[0]
+    assert parse_config_text("database:\n  url: ''\n").database.url is None
