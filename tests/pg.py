@@ -139,6 +139,10 @@ def pg_server() -> Iterator[PgServer]:
 
 
 @pytest.fixture
-def pg_url(pg_server: PgServer) -> str:
-    """A fresh, migrated database of its own for this test."""
-    return pg_server.new_database()
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, migrated database of its own for this test, dropped after it (about 8 MB each:
+    a long run would otherwise fill the temporary directory)."""
+    url = pg_server.new_database()
+    yield url
+    name = url.rsplit("/", 1)[1]
+    pg_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
