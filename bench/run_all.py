@@ -34,6 +34,7 @@ SCRIPTS = [
     "terminal",
     "slack",
     "spend",
+    "cluster",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [

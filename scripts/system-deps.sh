@@ -9,6 +9,8 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 command -v ps >/dev/null 2>&1 || need+=(procps)
 command -v strace >/dev/null 2>&1 || need+=(strace)  # the durable-acknowledgement test
+# the store tests also run against a real PostgreSQL (started by the tests as an unprivileged user)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [ "${THE_LOOP_SKIP_BROWSER:-0}" != "1" ] && [ -f tests/browser_required ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+BACKENDS = ["sqlite", "postgresql"]
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Env:
     state_dir: Path
     config_path: Path
     socket: str
+    database_url: str | None = None
+    """The PostgreSQL database of this installation (None: the SQLite file)."""
 
     def write_config(self, **sections: object) -> Path:
         """Write the config file: isolated defaults merged with SECTIONS (camelCase keys)."""
@@ -41,6 +44,8 @@ class Env:
             "server": {"port": 0},
             "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 2},
         }
+        if self.database_url is not None:
+            data["database"] = {"url": self.database_url}
         for key, value in sections.items():
             if isinstance(value, dict) and isinstance(data.get(key), dict):
                 data[key] = {**data[key], **value}  # type: ignore[dict-item]
@@ -91,7 +96,24 @@ class Env:
 
 
 @pytest.fixture
-def loop_env(tmp_path: Path) -> Iterator[Env]:
+def state_backend() -> str:
+    """Where the state of a test's installation lives: ``sqlite`` here; a module or folder
+    whose tests also run against PostgreSQL overrides it with a fixture of the same name
+    parametrized over ``BACKENDS``."""
+    return "sqlite"
+
+
+@pytest.fixture
+def db_url(state_backend: str, request: pytest.FixtureRequest) -> str | None:
+    """``database.url`` for this test: None (SQLite), or a fresh PostgreSQL database."""
+    if state_backend == "sqlite":
+        return None
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+@pytest.fixture
+def loop_env(tmp_path: Path, db_url: str | None) -> Iterator[Env]:
     """An isolated the-loop installation with a written default config."""
     (tmp_path / "home").mkdir()
     env = Env(
@@ -99,6 +121,7 @@ def loop_env(tmp_path: Path) -> Iterator[Env]:
         state_dir=tmp_path / "state",
         config_path=tmp_path / "the-loop.yaml",
         socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
+        database_url=db_url,
     )
     env.write_config()
     yield env
@@ -130,4 +153,5 @@ def cli(loop_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
 
 
 from tests.daemon import daemon  # noqa: E402,F401
+from tests.pg import pg_server, pg_url  # noqa: E402,F401  (PostgreSQL for the store tests)
 from tests.work import work  # noqa: E402,F401  (the fixture, shared by several test folders)

@@ -16,7 +16,6 @@ still show the prompt.
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
@@ -27,6 +26,7 @@ from the_loop.refs import WorkItemRef
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
+from the_loop.store.conn import Connection
 from the_loop.store.sessions import SessionRecord
 from the_loop.wire import UtcDatetime, Wire
 
@@ -290,7 +290,7 @@ def answer_permission(
 
 
 def _after_keys(
-    tx: sqlite3.Connection,
+    tx: Connection,
     key: str,
     target: store.Prompt,
     decision: Decision,

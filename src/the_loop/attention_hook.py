@@ -25,11 +25,12 @@ import sys
 import time
 
 from the_loop import hook_json as json
+from the_loop.errors import StateError
 from the_loop.store import attention as store
+from the_loop.store.conn import Connection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs (no json, no re)
-    import sqlite3
     from collections.abc import Callable, Mapping
     from typing import Any
 
@@ -63,7 +64,7 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
             out = handle(conn, agent, data, env)
         finally:
             conn.close()
-    except (OSError, ValueError, _sqlite3.Error) as exc:
+    except (OSError, ValueError, _sqlite3.Error, StateError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
         return 0
     if out is not None:
@@ -125,7 +126,7 @@ def _run_chained(args: list[str]) -> None:
 
 
 def handle(
-    conn: sqlite3.Connection, agent: str, data: dict[str, Any], env: Mapping[str, str]
+    conn: Connection, agent: str, data: dict[str, Any], env: Mapping[str, str]
 ) -> dict[str, Any] | None:
     """Record what the hook DATA says about AGENT; the JSON to print, if any."""
     event = str(data.get("hook_event_name") or "")
@@ -160,7 +161,7 @@ def handle(
 
 
 def _write(
-    conn: sqlite3.Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
+    conn: Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
 ) -> store.Change | None:
     return store.write_state(conn, agent, state, signal, rule, now=time.time(), source=SOURCE, **kw)
 
@@ -180,7 +181,7 @@ def _notification(data: dict[str, Any], write: Callable[..., store.Change | None
 
 
 def _permission(
-    conn: sqlite3.Connection,
+    conn: Connection,
     agent: str,
     data: dict[str, Any],
     env: Mapping[str, str],
@@ -197,7 +198,7 @@ def _permission(
 
 
 def _await_answer(
-    conn: sqlite3.Connection,
+    conn: Connection,
     prompt_id: str,
     env: Mapping[str, str],
     write: Callable[..., store.Change | None],
@@ -219,7 +220,7 @@ def _await_answer(
 
 
 def _timed_out(
-    conn: sqlite3.Connection,
+    conn: Connection,
     prompt_id: str,
     env: Mapping[str, str],
     write: Callable[..., store.Change | None],

@@ -19,10 +19,9 @@ REPORTING = ("hooks", "notify")
 """The ``signals`` modes in which the harness runs ``the-loop hook`` itself."""
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from the_loop.agent.model import Agent
     from the_loop.context import Ctx
+    from the_loop.store.conn import Connection
 
 
 def spawn_env(ctx: Ctx, agent: Agent, adapter: str) -> dict[str, str]:
@@ -33,7 +32,7 @@ def spawn_env(ctx: Ctx, agent: Agent, adapter: str) -> dict[str, str]:
         return {}
     env = {
         AGENT_ENV: agent.key,
-        DB_ENV: str(ctx.db.path),
+        DB_ENV: ctx.db.hook_address(),
         TIMEOUT_ENV: str(settings.answer_timeout_minutes * 60),
         ON_TIMEOUT_ENV: settings.on_timeout,
     }
@@ -42,7 +41,7 @@ def spawn_env(ctx: Ctx, agent: Agent, adapter: str) -> dict[str, str]:
     return env
 
 
-def note_delivered(ctx: Ctx, tx: sqlite3.Connection, agent: Agent) -> None:
+def note_delivered(ctx: Ctx, tx: Connection, agent: Agent) -> None:
     """In TX (the one that marks a prompt delivered): AGENT is ``working`` when its harness
     reports only finished turns (``signals: notify``): a delivered prompt starts a turn, and
     the notify program says when it ends."""

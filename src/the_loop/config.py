@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 
 from the_loop import __version__, config_cache, config_warnings
 from the_loop.config_attention import AttentionConfig
+from the_loop.config_database import DatabaseConfig
 from the_loop.config_errors import (
     AtPath,
     problems_word,
@@ -351,6 +352,7 @@ class Config(Model):
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
 
     @field_validator("harnesses")
     @classmethod

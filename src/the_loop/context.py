@@ -69,4 +69,8 @@ def _event() -> asyncio.Event:
 def open_ctx(config_path: Path | None = None, loaded: LoadedConfig | None = None) -> Ctx:
     """Load the config (unless given) and open the state database."""
     loaded = loaded or load_config(config_path)
-    return Ctx(loaded=loaded, db=open_database(loaded.config.state_path))
+    database = loaded.config.database
+    return Ctx(
+        loaded=loaded,
+        db=open_database(loaded.config.state_path, database.url, database.pool_size),
+    )

@@ -85,6 +85,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     ctx.loaded.require_valid_file()
     check_bind(ctx)
     lock = acquire_lock(ctx.state_dir)
+    ctx.db.claim_daemon()
     ctx.started_with = ctx.loaded
     cfg = ctx.config.server
     sock = bind_socket(cfg.host, cfg.port)

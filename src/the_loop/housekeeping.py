@@ -100,6 +100,8 @@ def restart_needed(running: LoadedConfig, new: LoadedConfig) -> list[str]:
         changed.append("server.host/port")
     if a.tmux.socket != b.tmux.socket:
         changed.append("tmux.socket")
+    if a.database != b.database:
+        changed.append("database")
     return changed
 
 

@@ -32,7 +32,6 @@ import hashlib
 import os
 import random
 import socket
-import sqlite3
 import threading
 import time
 import uuid
@@ -50,6 +49,7 @@ from the_loop.errors import Conflict, LoopError, NotFound, Unavailable
 from the_loop.refs import WorkItemRef
 from the_loop.store import Database
 from the_loop.store import outbox as store
+from the_loop.store.conn import Connection
 from the_loop.store.outbox import (
     CommentPayload,
     Enqueued,
@@ -84,7 +84,7 @@ _LOOPS: weakref.WeakKeyDictionary[asyncio.Event, asyncio.AbstractEventLoop] = (
 
 
 def enqueue_reaction(
-    tx: sqlite3.Connection,
+    tx: Connection,
     ref: WorkItemRef,
     content: str,
     *,
@@ -108,7 +108,7 @@ def enqueue_reaction(
 
 
 def enqueue_comment(
-    tx: sqlite3.Connection, ref: WorkItemRef, text: str, *, what: str, key: str | None = None
+    tx: Connection, ref: WorkItemRef, text: str, *, what: str, key: str | None = None
 ) -> Enqueued:
     """Queue comment TEXT on REF in transaction TX (posted with the self-marker and a hidden
     outbox marker). Without KEY the comment is never taken for another one; give a KEY (e.g.

@@ -21,9 +21,8 @@ from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from the_loop.config import Config
+    from the_loop.store.conn import Connection
 
 
 def _comment_id(event: WorkEvent | None) -> int | None:
@@ -34,7 +33,7 @@ def _comment_id(event: WorkEvent | None) -> int | None:
 
 
 def queue_pickup(
-    tx: sqlite3.Connection, config: Config, ref: WorkItemRef, event: WorkEvent | None
+    tx: Connection, config: Config, ref: WorkItemRef, event: WorkEvent | None
 ) -> list[int]:
     """Queue 👀 on the request (its comment, else the item) that started work on REF."""
     if not config.github.enabled or not config.github.reactions or event is None:
@@ -44,7 +43,7 @@ def queue_pickup(
 
 
 def queue_spawned(
-    tx: sqlite3.Connection,
+    tx: Connection,
     config: Config,
     ref: WorkItemRef,
     event: WorkEvent | None,
@@ -71,7 +70,7 @@ def queue_spawned(
 
 
 def queue_reply(
-    tx: sqlite3.Connection,
+    tx: Connection,
     config: Config,
     ref: WorkItemRef,
     text: str,

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Env
+import pytest
+
+from tests.conftest import BACKENDS, Env
 from tests.helpers import wait_until
 from the_loop.store import attention as store
 from the_loop.store import open_database
@@ -18,9 +20,20 @@ AGENT = "agent-under-test"
 HOOK = [sys.executable, "-m", "the_loop", "hook"]
 
 
+@pytest.fixture(params=BACKENDS)
+def state_backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (the hook's own connection)."""
+    return str(request.param)
+
+
 def hook_env(env: Env, **extra: str) -> dict[str, str]:
     out = env.process_env()
-    out.update({"THE_LOOP_AGENT": AGENT, "THE_LOOP_DB": str(env.state_dir / "the-loop.db")})
+    out.update(
+        {
+            "THE_LOOP_AGENT": AGENT,
+            "THE_LOOP_DB": env.database_url or str(env.state_dir / "the-loop.db"),
+        }
+    )
     out.update(extra)
     return out
 
@@ -54,7 +67,7 @@ def start_hook(env: dict[str, str], data: Any) -> subprocess.Popen[str]:
 
 
 def row(env: Env) -> store.Row | None:
-    db = open_database(env.state_dir)
+    db = open_database(env.state_dir, env.database_url)
     try:
         return store.get(db.connect(), AGENT)
     finally:
@@ -70,7 +83,7 @@ def permission(command: str) -> dict[str, Any]:
 
 
 def test_without_the_loop_env_or_with_bad_input_it_does_nothing(loop_env: Env) -> None:
-    open_database(loop_env.state_dir).close()
+    open_database(loop_env.state_dir, loop_env.database_url).close()
     bare = run_hook(loop_env.process_env(), {"hook_event_name": "Stop"})
     assert bare.returncode == 0 and bare.stdout == "" and row(loop_env) is None
     bad = run_hook(hook_env(loop_env), "{not json")
@@ -80,7 +93,7 @@ def test_without_the_loop_env_or_with_bad_input_it_does_nothing(loop_env: Env) -
 
 
 def test_prompt_then_stop_with_the_transcript_message(loop_env: Env, tmp_path: Path) -> None:
-    open_database(loop_env.state_dir).close()
+    open_database(loop_env.state_dir, loop_env.database_url).close()
     env = hook_env(loop_env)
     assert run_hook(env, {"hook_event_name": "UserPromptSubmit", "prompt": "hi"}).returncode == 0
     assert (found := row(loop_env)) is not None and found.state == "working"
@@ -98,7 +111,7 @@ def test_prompt_then_stop_with_the_transcript_message(loop_env: Env, tmp_path: P
 
 
 def test_an_answer_through_the_cli_reaches_the_waiting_hook(loop_env: Env) -> None:
-    open_database(loop_env.state_dir).close()
+    open_database(loop_env.state_dir, loop_env.database_url).close()
     proc = start_hook(hook_env(loop_env), permission("make deploy"))
     waiting = wait_until(lambda: (r := row(loop_env)) and r.prompt and r, 20, what="the prompt")
     assert waiting.state == "needs-permission" and waiting.prompt is not None
@@ -125,7 +138,7 @@ def test_an_answer_through_the_cli_reaches_the_waiting_hook(loop_env: Env) -> No
 
 
 def test_timeout_denies_or_leaves_the_prompt_to_the_agent(loop_env: Env) -> None:
-    open_database(loop_env.state_dir).close()
+    open_database(loop_env.state_dir, loop_env.database_url).close()
     deny = hook_env(loop_env, THE_LOOP_ANSWER_TIMEOUT="0.3", THE_LOOP_ON_TIMEOUT="deny")
     denied = run_hook(deny, permission("rm -rf build"))
     decision = json.loads(denied.stdout)["hookSpecificOutput"]["decision"]
@@ -141,7 +154,7 @@ def test_timeout_denies_or_leaves_the_prompt_to_the_agent(loop_env: Env) -> None
 
 
 def test_a_question_is_needs_input_and_not_answered_as_a_permission(loop_env: Env) -> None:
-    open_database(loop_env.state_dir).close()
+    open_database(loop_env.state_dir, loop_env.database_url).close()
     env = hook_env(loop_env)
     note = {"hook_event_name": "Notification", "notification_type": "idle_prompt",
             "message": "Claude is waiting for your input"}  # fmt: skip

@@ -10,10 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Env
+from tests.conftest import BACKENDS, Env
 from tests.helpers import wait_until
 from the_loop import events as ev
 from the_loop.store import open_database
+
+
+@pytest.fixture(params=BACKENDS)
+def state_backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return str(request.param)
+
 
 MINIMUM = [
     "webhook.received",
@@ -69,7 +76,7 @@ import sys
 from pathlib import Path
 from the_loop import events as ev
 from the_loop.store import open_database
-db = open_database(Path(sys.argv[1]))
+db = open_database(Path(sys.argv[1]), sys.argv[4] or None)
 tag = sys.argv[2]
 for i in range(int(sys.argv[3])):
     ev.emit(db, "route.ignored", source=tag, reason=f"{tag}-{i}")
@@ -88,8 +95,8 @@ def test_types_cli_prints_one_line_each(cli) -> None:
     assert any(line.startswith("session.autoclosed ") for line in lines)
 
 
-def test_emit_validates_type_and_payload(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+def test_emit_validates_type_and_payload(tmp_path: Path, db_url: str | None) -> None:
+    db = open_database(tmp_path, db_url)
     with pytest.raises(ValueError, match="not in the catalogue"):
         ev.emit(db, "no.such", source="t")
     with pytest.raises(ValueError, match="bad payload"):
@@ -97,22 +104,22 @@ def test_emit_validates_type_and_payload(tmp_path: Path) -> None:
     ev.emit(db, "session.autoclosed", source="t", reason="pr-merged")
 
 
-def test_two_processes_emitting_2000_each_lose_none(tmp_path: Path) -> None:
-    open_database(tmp_path)
+def test_two_processes_emitting_2000_each_lose_none(tmp_path: Path, db_url: str | None) -> None:
+    open_database(tmp_path, db_url)
     procs = [
-        subprocess.Popen([sys.executable, "-c", EMITTER, str(tmp_path), tag, "2000"])
+        subprocess.Popen([sys.executable, "-c", EMITTER, str(tmp_path), tag, "2000", db_url or ""])
         for tag in ("a", "b")
     ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
-    db = open_database(tmp_path)
+    db = open_database(tmp_path, db_url)
     rows = db.connect().execute("SELECT source, payload FROM events").fetchall()
     for tag in ("a", "b"):
         reasons = {json.loads(p)["reason"] for s, p in rows if s == tag}
         assert reasons == {f"{tag}-{i}" for i in range(2000)}
 
 
-def test_query_filters(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+def test_query_filters(tmp_path: Path, db_url: str | None) -> None:
+    db = open_database(tmp_path, db_url)
     ev.emit(db, "session.spawned", source="t", work_item="github:o/r#1")
     ev.emit(db, "session.delivered", source="t", work_item="github:o/r#2")
     ev.emit(db, "standing.said", source="t", standing="probe")
@@ -146,7 +153,7 @@ def test_parse_since_forms() -> None:
 
 
 def test_events_cli_formats_and_bad_input(cli, loop_env: Env) -> None:
-    db = open_database(loop_env.state_dir)
+    db = open_database(loop_env.state_dir, loop_env.database_url)
     ev.emit(db, "route.ignored", source="t", reason="x", work_item="github:o/r#3")
     table = cli("events")
     assert table.exit_code == 0 and "route.ignored" in table.stdout
@@ -162,10 +169,10 @@ def test_events_cli_formats_and_bad_input(cli, loop_env: Env) -> None:
 
 
 def test_follow_shows_an_event_emitted_by_another_process(loop_env: Env) -> None:
-    open_database(loop_env.state_dir)
+    open_database(loop_env.state_dir, loop_env.database_url)
     follower = loop_env.popen("events", "--follow", "--format", "jsonl", "--type", "standing.*")
     try:
-        db = open_database(loop_env.state_dir)
+        db = open_database(loop_env.state_dir, loop_env.database_url)
         # The follower starts after its own query: keep emitting until it shows one.
         lines: list[str] = []
 
@@ -190,8 +197,8 @@ def test_follow_shows_an_event_emitted_by_another_process(loop_env: Env) -> None
         follower.wait()
 
 
-def test_prune_by_retention(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+def test_prune_by_retention(tmp_path: Path, db_url: str | None) -> None:
+    db = open_database(tmp_path, db_url)
     ev.emit(db, "poll.cycle", source="t")
     with db.transaction() as tx:
         tx.execute("UPDATE events SET ts = ts - 10 * 86400")

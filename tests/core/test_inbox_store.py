@@ -5,12 +5,23 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import BACKENDS
 from the_loop.store import inbox, open_database
 from the_loop.store.inbox import InboxStatus
 
 
-def test_accept_dedupes_and_a_failed_delivery_may_be_redelivered(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+@pytest.fixture(params=BACKENDS)
+def state_backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return str(request.param)
+
+
+def test_accept_dedupes_and_a_failed_delivery_may_be_redelivered(
+    tmp_path: Path, db_url: str | None
+) -> None:
+    db = open_database(tmp_path, db_url)
     first = inbox.accept(db, "d1", "issue_comment", b"{}", "webhook")
     assert not first.duplicate
     again = inbox.accept(db, "d1", "issue_comment", b"{}", "webhook")
@@ -26,8 +37,8 @@ def test_accept_dedupes_and_a_failed_delivery_may_be_redelivered(tmp_path: Path)
     assert inbox.accept(db, "d1", "issue_comment", b"{}", "webhook").duplicate
 
 
-def test_transient_failures_back_off_then_dead_letter(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+def test_transient_failures_back_off_then_dead_letter(tmp_path: Path, db_url: str | None) -> None:
+    db = open_database(tmp_path, db_url)
     inbox.accept(db, "d2", "issues", b"{}", "webhook")
     now = 1e12
     statuses = []
@@ -44,8 +55,8 @@ def test_transient_failures_back_off_then_dead_letter(tmp_path: Path) -> None:
     assert inbox.replay(db, "unknown") is None
 
 
-def test_recover_makes_interrupted_items_ready(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+def test_recover_makes_interrupted_items_ready(tmp_path: Path, db_url: str | None) -> None:
+    db = open_database(tmp_path, db_url)
     inbox.accept(db, "d3", "issues", b"{}", "webhook")
     assert inbox.claim_next(db) is not None
     assert inbox.claim_next(db) is None
@@ -53,8 +64,8 @@ def test_recover_makes_interrupted_items_ready(tmp_path: Path) -> None:
     assert inbox.claim_next(db) is not None
 
 
-def test_concurrent_claims_take_each_item_once(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+def test_concurrent_claims_take_each_item_once(tmp_path: Path, db_url: str | None) -> None:
+    db = open_database(tmp_path, db_url)
     for i in range(200):
         inbox.accept(db, f"c{i}", "issues", b"{}", "webhook")
     taken: list[str] = []

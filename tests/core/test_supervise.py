@@ -16,7 +16,8 @@ from the_loop import supervise
 from the_loop.config import load_config
 from the_loop.context import Ctx
 from the_loop.status import health, health_now
-from the_loop.store import Database, open_database
+from the_loop.store import open_database
+from the_loop.store.db import SqliteDatabase
 
 
 def _ctx(tmp_path: Path) -> Ctx:
@@ -87,7 +88,7 @@ def test_a_failing_task_is_restarted_reported_and_recovers(
 
 
 def test_a_stall_is_reported_even_when_its_event_cannot_be_written(tmp_path: Path) -> None:
-    board = supervise.TaskBoard(Database(tmp_path / "missing" / "the-loop.db"))
+    board = supervise.TaskBoard(SqliteDatabase(tmp_path / "missing" / "the-loop.db"))
     mon = board.monitor("x")
     assert mon.failed(sqlite3.OperationalError("disk I/O error")) > 0  # the emit failed
     assert mon.snapshot().state == "stalled"

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.conftest import BACKENDS
 from tests.daemon import Daemon
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
@@ -17,6 +18,12 @@ from the_loop.context import open_ctx
 from the_loop.dispatch import dispatch
 
 pytestmark = pytest.mark.reliability
+
+
+@pytest.fixture(params=BACKENDS)
+def state_backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return str(request.param)
 
 
 def _drained(daemon: Daemon, total: int) -> bool:

@@ -62,8 +62,14 @@ def _seen(work: Work) -> Counter[str]:
     return counts
 
 
-@pytest.mark.parametrize("kill_after", [random.Random(s).randint(20, 160) for s in range(3)])
-def test_sigkill_during_a_burst_loses_and_doubles_nothing(work: Work, kill_after: int) -> None:
+@pytest.mark.parametrize(
+    ("state_backend", "kill_after"),
+    [("sqlite", random.Random(s).randint(20, 160)) for s in range(3)]
+    + [("postgresql", random.Random(3).randint(20, 160))],
+)
+def test_sigkill_during_a_burst_loses_and_doubles_nothing(
+    work: Work, state_backend: str, kill_after: int
+) -> None:
     work.configure(github={"enabled": True}, routing={"maxConcurrentSessions": ITEMS})
     daemon = Daemon(work)
     daemon.start()

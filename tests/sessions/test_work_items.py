@@ -8,9 +8,19 @@ import re
 import subprocess
 import sys
 
+import pytest
+
+from tests.conftest import BACKENDS
 from tests.fakes import payloads as P
 from tests.helpers import run_in_terminal, wait_until
 from tests.work import Work
+
+
+@pytest.fixture(params=BACKENDS)
+def state_backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return str(request.param)
+
 
 TARGET = "loop-github-octo-repo-15"
 REF = "github:octo/repo#15"

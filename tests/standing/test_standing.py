@@ -11,11 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import BACKENDS
 from tests.standing.conftest import Standing, alive
 from the_loop import standing
 from the_loop.context import Ctx
 from the_loop.errors import LoopError
 from the_loop.prompts import render_standing
+
+
+@pytest.fixture(params=BACKENDS)
+def state_backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return str(request.param)
+
 
 TARGET = "loop-standing-probe"
 

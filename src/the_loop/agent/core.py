@@ -16,7 +16,6 @@ before it pastes into, signals or kills a target; a foreign occupant is refused,
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -32,6 +31,7 @@ from the_loop.refs import new_session_id
 from the_loop.runner.outcomes import Answer, Killed, Probe
 from the_loop.runner.tmux import TerminateReport
 from the_loop.store import prompts as queue
+from the_loop.store.conn import Connection
 
 if TYPE_CHECKING:
     from the_loop.context import Ctx
@@ -45,7 +45,8 @@ def hold(ctx: Ctx, keys: list[str]) -> ExitStack:
     """Hold the processing locks of KEYS (sorted, so two holders never deadlock)."""
     stack = ExitStack()
     for key in sorted(set(keys)):
-        stack.enter_context(ctx.runners.locks.hold(key))
+        shared = ctx.db.item_lock(key)  # several nodes: a lock in the database
+        stack.enter_context(ctx.runners.locks.hold(key) if shared is None else shared)
     return stack
 
 
@@ -98,7 +99,7 @@ def resume(ctx: Ctx, agent: Agent, fallback: str | None) -> Resumed:
 # --- deliver --------------------------------------------------------------------------------
 
 
-def enqueue(tx: sqlite3.Connection, agent: Agent, prompt: str, delivery_id: str | None) -> bool:
+def enqueue(tx: Connection, agent: Agent, prompt: str, delivery_id: str | None) -> bool:
     """Queue PROMPT for AGENT in transaction TX; False when DELIVERY_ID was queued already."""
     return queue.add(tx, agent.key, prompt, delivery_id) is not None
 
@@ -107,7 +108,7 @@ def flush(
     ctx: Ctx,
     agent: Agent,
     revive: Revive | None,
-    record: Callable[[sqlite3.Connection], None] | None = None,
+    record: Callable[[Connection], None] | None = None,
     on_delivered: Callable[[int], None] | None = None,
 ) -> Flushed:
     """Deliver AGENT's queued prompts in order, each exactly once, even across a crash.

@@ -28,9 +28,8 @@ from the_loop.store.db import Database
 from the_loop.store.outbox import NewWrite, SlackPayload
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from the_loop.config import Config
+    from the_loop.store.conn import Connection
 
 SLACK = "slack"
 STANDING_PREFIX = "standing:"
@@ -59,14 +58,14 @@ def wake(ctx: Ctx) -> None:
 
 
 def _insert(
-    tx: sqlite3.Connection, key: str, what: str, work_item: str | None, payload: SlackPayload
+    tx: Connection, key: str, what: str, work_item: str | None, payload: SlackPayload
 ) -> int:
     new = NewWrite(key=key, target=SLACK, what=what, work_item=work_item, payload=payload)
     return outbox_store.insert(tx, new).id
 
 
 def queue_post(
-    tx: sqlite3.Connection,
+    tx: Connection,
     *,
     key: str,
     what: str,
@@ -93,9 +92,7 @@ def queue_post(
     return _insert(tx, f"slack:{key}", what, work_item, payload)
 
 
-def queue_update(
-    tx: sqlite3.Connection, *, key: str, prompt_id: str, channel: str, text: str
-) -> int:
+def queue_update(tx: Connection, *, key: str, prompt_id: str, channel: str, text: str) -> int:
     """Queue ``chat.update`` of the message posted for PROMPT_ID (its buttons removed)."""
     blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
     payload = SlackPayload(
@@ -107,7 +104,7 @@ def queue_update(
 
 
 def queue_ephemeral(
-    tx: sqlite3.Connection, *, key: str, channel: str, user: str, text: str, thread_ts: str | None
+    tx: Connection, *, key: str, channel: str, user: str, text: str, thread_ts: str | None
 ) -> int:
     """Queue ``chat.postEphemeral``: TEXT shown to USER only."""
     args: dict[str, Any] = {"channel": channel, "user": user, "text": text}
@@ -162,7 +159,7 @@ def announce_standing(ctx: Ctx, name: str) -> bool:
     return True
 
 
-def queue_work_item(tx: sqlite3.Connection, ctx: Ctx, ref: WorkItemRef, session_id: str) -> bool:
+def queue_work_item(tx: Connection, ctx: Ctx, ref: WorkItemRef, session_id: str) -> bool:
     """In the spawn's transaction TX: with ``slack.workItems``, announce REF's new session in
     ``slack.channel`` and bind the thread (once per work item). True when queued."""
     slack = ctx.config.slack
@@ -191,9 +188,7 @@ def queue_work_item(tx: sqlite3.Connection, ctx: Ctx, ref: WorkItemRef, session_
     return True
 
 
-def queue_thread_reply(
-    tx: sqlite3.Connection, thread_key: str, channel: str, text: str, key: str
-) -> int:
+def queue_thread_reply(tx: Connection, thread_key: str, channel: str, text: str, key: str) -> int:
     """Queue TEXT as a reply in THREAD_KEY's bound thread (KEY makes it unique)."""
     return queue_post(tx, key=key, what="reply", channel=channel, text=text, thread=thread_key)
 

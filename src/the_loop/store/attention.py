@@ -18,9 +18,10 @@ import os
 from the_loop import hook_json as json
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hook imports this module: neither json (re) nor sqlite3 (datetime)
-    import sqlite3
+if TYPE_CHECKING:  # the hook imports this module: no json (re), sqlite3 (datetime) or typing
     from typing import Any
+
+    from the_loop.store.conn import Connection, OwnConnection
 
 WORKING = "working"
 WAITING = "waiting"
@@ -118,9 +119,15 @@ class Change:
         self.before, self.after, self.prompt_id = before, after, prompt_id
 
 
-def connect(path: str) -> sqlite3.Connection:
+def connect(path: str) -> OwnConnection:
     """An autocommit connection to the database at PATH, set up as ``store.db`` sets its own
-    (WAL, commits not synced one by one), for a process that only writes attention."""
+    (WAL, commits not synced one by one), for a process that only writes attention; PATH may
+    be a ``postgresql://`` URL instead (the state lives in PostgreSQL)."""
+    if path.startswith(("postgresql://", "postgres://")):
+        # lazy: start-up (psycopg is loaded only where the state lives in PostgreSQL)
+        from the_loop.store.pg import HookConnection
+
+        return HookConnection(path)
     conn = _sqlite3.connect(path, timeout=10, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -141,24 +148,24 @@ def _prompt(row: tuple[Any, ...] | None) -> Prompt | None:
     return None if row is None else Prompt(row)
 
 
-def get_prompt(conn: sqlite3.Connection, prompt_id: str) -> Prompt | None:
+def get_prompt(conn: Connection, prompt_id: str) -> Prompt | None:
     """The prompt PROMPT_ID (answered, closed or pending), None when there is none."""
     cur = conn.execute(f"SELECT {_PROMPT} FROM attention_prompts WHERE id = ?", (prompt_id,))
     return _prompt(cur.fetchone())
 
 
-def _row(conn: sqlite3.Connection, values: tuple[Any, ...]) -> Row:
+def _row(conn: Connection, values: tuple[Any, ...]) -> Row:
     prompt = get_prompt(conn, values[10]) if values[10] else None
     return Row(values, prompt)
 
 
-def get(conn: sqlite3.Connection, agent: str) -> Row | None:
+def get(conn: Connection, agent: str) -> Row | None:
     """AGENT's attention row, None when nothing was recorded for it yet."""
     found = conn.execute(f"SELECT {_ROW} FROM attention WHERE agent = ?", (agent,)).fetchone()
     return None if found is None else _row(conn, found)
 
 
-def rows(conn: sqlite3.Connection, agents: list[str] | None = None) -> list[Row]:
+def rows(conn: Connection, agents: list[str] | None = None) -> list[Row]:
     """Every attention row (or those of AGENTS), oldest ``since`` first."""
     found = conn.execute(f"SELECT {_ROW} FROM attention ORDER BY since, agent").fetchall()
     wanted = None if agents is None else set(agents)
@@ -166,7 +173,7 @@ def rows(conn: sqlite3.Connection, agents: list[str] | None = None) -> list[Row]
 
 
 def register(
-    tx: sqlite3.Connection,
+    tx: Connection,
     agent: str,
     *,
     work_item: str | None,
@@ -188,7 +195,7 @@ def register(
 
 
 def set_state(
-    tx: sqlite3.Connection,
+    tx: Connection,
     agent: str,
     state: str,
     signal: str,
@@ -258,7 +265,7 @@ def set_state(
     return Change(before, state, prompt_id)
 
 
-def _open_prompt(tx: sqlite3.Connection, agent: str, prompt: NewPrompt, now: float) -> str:
+def _open_prompt(tx: Connection, agent: str, prompt: NewPrompt, now: float) -> str:
     for _ in range(8):
         prompt_id = "p" + os.urandom(3).hex()[:5]
         try:
@@ -267,14 +274,14 @@ def _open_prompt(tx: sqlite3.Connection, agent: str, prompt: NewPrompt, now: flo
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (prompt_id, agent, prompt.kind, prompt.tool, prompt.input, prompt.text, now),
             )
-        except _sqlite3.IntegrityError:
+        except tx.IntegrityError:
             continue
         return prompt_id
     raise RuntimeError("could not mint a prompt id")
 
 
 def _events(
-    tx: sqlite3.Connection,
+    tx: Connection,
     row: Row,
     before: str | None,
     state: str,
@@ -325,7 +332,7 @@ def _events(
 
 
 def _append(
-    tx: sqlite3.Connection,
+    tx: Connection,
     now: float,
     type_: str,
     level: int,
@@ -351,9 +358,7 @@ def _append(
     )
 
 
-def answer(
-    tx: sqlite3.Connection, prompt_id: str, decision: str, actor: str, via: str, now: float
-) -> bool:
+def answer(tx: Connection, prompt_id: str, decision: str, actor: str, via: str, now: float) -> bool:
     """Record DECISION (allow or deny) for PROMPT_ID if it is still pending; the first answer
     wins (False when it was answered or closed before)."""
     cur = tx.execute(
@@ -364,7 +369,7 @@ def answer(
     return cur.rowcount == 1
 
 
-def close_prompt(tx: sqlite3.Connection, prompt_id: str, outcome: str, now: float) -> None:
+def close_prompt(tx: Connection, prompt_id: str, outcome: str, now: float) -> None:
     """Close PROMPT_ID with OUTCOME (its answer was taken, it timed out, ...)."""
     tx.execute(
         "UPDATE attention_prompts SET closed_at = COALESCE(closed_at, ?),"
@@ -373,7 +378,7 @@ def close_prompt(tx: sqlite3.Connection, prompt_id: str, outcome: str, now: floa
     )
 
 
-def due_notices(conn: sqlite3.Connection, before: float) -> list[Prompt]:
+def due_notices(conn: Connection, before: float) -> list[Prompt]:
     """Open prompts of work items waiting since BEFORE or earlier, with no notice yet."""
     cur = conn.execute(
         f"SELECT {', '.join('p.' + c.strip() for c in _PROMPT.split(','))}"
@@ -385,7 +390,7 @@ def due_notices(conn: sqlite3.Connection, before: float) -> list[Prompt]:
     return [Prompt(r) for r in cur.fetchall()]
 
 
-def due_followups(conn: sqlite3.Connection) -> list[Prompt]:
+def due_followups(conn: Connection) -> list[Prompt]:
     """Prompts with a notice posted that were answered or closed, not yet followed up."""
     cur = conn.execute(
         f"SELECT {_PROMPT} FROM attention_prompts WHERE notice_at IS NOT NULL"
@@ -395,7 +400,7 @@ def due_followups(conn: sqlite3.Connection) -> list[Prompt]:
     return [Prompt(r) for r in cur.fetchall()]
 
 
-def mark_notice(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
+def mark_notice(tx: Connection, prompt_id: str, now: float) -> bool:
     """Record the notice of PROMPT_ID; False when one was recorded already."""
     cur = tx.execute(
         "UPDATE attention_prompts SET notice_at = ? WHERE id = ? AND notice_at IS NULL",
@@ -404,7 +409,7 @@ def mark_notice(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
     return cur.rowcount == 1
 
 
-def mark_followup(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
+def mark_followup(tx: Connection, prompt_id: str, now: float) -> bool:
     cur = tx.execute(
         "UPDATE attention_prompts SET followup_at = ? WHERE id = ? AND followup_at IS NULL",
         (now, prompt_id),
@@ -412,14 +417,14 @@ def mark_followup(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
     return cur.rowcount == 1
 
 
-def pending_of(conn: sqlite3.Connection, agent: str) -> Prompt | None:
+def pending_of(conn: Connection, agent: str) -> Prompt | None:
     """AGENT's pending prompt, if any."""
     row = get(conn, agent)
     return row.prompt if row and row.prompt and row.prompt.pending else None
 
 
 def write_state(
-    conn: sqlite3.Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
+    conn: Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
 ) -> Change | None:
     """``set_state`` in a transaction of its own on autocommit connection CONN."""
     conn.execute("BEGIN IMMEDIATE")
@@ -432,7 +437,7 @@ def write_state(
     return change
 
 
-def give_up(conn: sqlite3.Connection, prompt_id: str, deny: bool, now: float) -> Prompt | None:
+def give_up(conn: Connection, prompt_id: str, deny: bool, now: float) -> Prompt | None:
     """A wait that timed out: deny PROMPT_ID (unless answered meanwhile) or close it as
     ``timed-out``; returns the prompt as it then is."""
     conn.execute("BEGIN IMMEDIATE")

@@ -1,4 +1,8 @@
-"""The database connection: WAL, busy timeout, named migrations applied at open.
+"""The database: the embedded SQLite file (the default) or PostgreSQL (``database.url``).
+
+``Database`` is what the store modules and services use; ``SqliteDatabase`` below is the
+SQLite one (WAL, busy timeout, named migrations applied at open) and ``store.pg`` holds the
+PostgreSQL one. Both apply the same migrations, recorded in ``schema_migrations``.
 
 Every read-modify-write that decides something runs in ``Database.transaction()``, which takes
 SQLite's write lock up front (``BEGIN IMMEDIATE``), so two processes can never both win.
@@ -21,17 +25,24 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from the_loop.errors import StateError
+from the_loop.store.base import Database
+from the_loop.store.dialect import statements
 from the_loop.store.migrations import MIGRATIONS
+
+__all__ = ["Database", "SqliteDatabase", "open_database"]
 
 DB_NAME = "the-loop.db"
 BUSY_TIMEOUT_MS = 30_000
 
 
-class Database:
+class SqliteDatabase(Database):
     """One SQLite database file; hands out a connection per thread."""
+
+    kind = "sqlite"
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.location = str(path)
         self._local = threading.local()
         self._writer = threading.RLock()
         self.auto_checkpoint = True
@@ -61,6 +72,10 @@ class Database:
             self.connect().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from None
+
+    def sync_commits(self) -> None:
+        # this thread's connection only: every other connection keeps NORMAL
+        self.connect().execute("PRAGMA synchronous = FULL")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -154,13 +169,20 @@ def _ensure_state_dir(state_dir: Path) -> None:
         raise StateError(f"the state directory {state_dir} is not writable")
 
 
-def open_database(state_dir: Path) -> Database:
-    """Open (creating if needed) the database in STATE_DIR and apply pending migrations.
+def open_database(state_dir: Path, url: str | None = None, pool_size: int = 16) -> Database:
+    """Open (creating if needed) the database and apply pending migrations: the SQLite file in
+    STATE_DIR, or the PostgreSQL database at URL (``postgresql://...``).
 
-    Raises ``StateError`` with a clear message for an unwritable directory or a corrupt file.
+    Raises ``StateError`` with a clear message for an unwritable directory, a corrupt file or a
+    database that cannot be reached.
     """
     _ensure_state_dir(state_dir)
-    db = Database(state_dir / DB_NAME)
+    if url:
+        # lazy: psycopg is loaded only by installations that use PostgreSQL
+        from the_loop.store.pg import open_postgres
+
+        return open_postgres(url, pool_size)
+    db = SqliteDatabase(state_dir / DB_NAME)
     try:
         _migrate(db)
     except sqlite3.Error as exc:
@@ -168,7 +190,7 @@ def open_database(state_dir: Path) -> Database:
     return db
 
 
-def _migrate(db: Database) -> None:
+def _migrate(db: SqliteDatabase) -> None:
     conn = db.connect()
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations "
@@ -182,13 +204,9 @@ def _migrate(db: Database) -> None:
         for name, sql in MIGRATIONS:
             if name in done:
                 continue
-            for statement in _statements(sql):
+            for statement in statements(sql):
                 tx.execute(statement)
             tx.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                 (name, time.time()),
             )
-
-
-def _statements(sql: str) -> list[str]:
-    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -7,7 +7,6 @@ stores rows and turns them into ``Event`` models.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -16,6 +15,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from the_loop.errors import BadInput
+from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 from the_loop.wire import UtcDatetime, Wire
 
@@ -91,7 +91,7 @@ def append(db: Database, event: NewEvent) -> int:
         return insert(tx, event)
 
 
-def insert(tx: sqlite3.Connection, event: NewEvent) -> int:
+def insert(tx: Connection, event: NewEvent) -> int:
     """Append EVENT within the caller's open transaction TX; returns its id."""
     row = (
         event.ts,

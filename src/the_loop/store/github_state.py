@@ -14,16 +14,16 @@ defence, table ``github_seen``) and the rate limits in force (table ``github_rat
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 
+from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 
 # --- seen objects -----------------------------------------------------------------------------
 
 
-def seen_by(conn: sqlite3.Connection, key: str | None, other_than: str = "") -> str | None:
+def seen_by(conn: Connection, key: str | None, other_than: str = "") -> str | None:
     """The delivery id that first processed the object KEY, unless it is OTHER_THAN (the
     asking delivery's own earlier, interrupted processing); None when no other delivery did,
     or KEY is None."""
@@ -35,9 +35,7 @@ def seen_by(conn: sqlite3.Connection, key: str | None, other_than: str = "") -> 
     return str(row[0])
 
 
-def record(
-    tx: sqlite3.Connection, key: str | None, delivery_id: str, work_item: object | None
-) -> None:
+def record(tx: Connection, key: str | None, delivery_id: str, work_item: object | None) -> None:
     """Remember that DELIVERY_ID processed the object KEY about WORK_ITEM (a ref, kept as its
     text). The first delivery to do so stays recorded; later calls, and a KEY of None, change
     nothing."""

@@ -13,7 +13,6 @@ neither (``None``); their consumer derives both from the body.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from the_loop.store import events
+from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 from the_loop.store.events import NewEvent
 from the_loop.wire import Timestamp, Wire
@@ -118,7 +118,7 @@ class Acceptance:
     record: Callable[[Accepted], NewEvent | None] | None = None
 
 
-def accept_in(tx: sqlite3.Connection, job: Acceptance) -> Accepted:
+def accept_in(tx: Connection, job: Acceptance) -> Accepted:
     """``accept`` within the caller's open write transaction TX (group commit: several
     acceptances share one commit, and so one sync)."""
     now = time.time()
@@ -148,7 +148,7 @@ def accept_in(tx: sqlite3.Connection, job: Acceptance) -> Accepted:
     return accepted
 
 
-def _make_ready(tx: sqlite3.Connection, delivery_id: str, now: float) -> None:
+def _make_ready(tx: Connection, delivery_id: str, now: float) -> None:
     tx.execute(
         "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?"
         " WHERE delivery_id = ?",
@@ -176,10 +176,12 @@ def claim(db: Database, delivery_id: str) -> Claimed | None:
 
 
 def _claim(db: Database, where: str, args: tuple[Any, ...], now: float) -> Claimed | None:
-    """In one transaction: select the first item matching WHERE and mark it processing."""
-    with db.transaction() as tx:
+    """In one transaction: select the first item matching WHERE and mark it processing (on a
+    shared database, skipping rows another node's claim holds)."""
+    skip_locked = " FOR UPDATE SKIP LOCKED" if db.shared else ""
+    with db.claim_transaction() as tx:
         row = tx.execute(
-            f"SELECT {_COLUMNS}, payload, work, lane FROM inbox WHERE {where}", args
+            f"SELECT {_COLUMNS}, payload, work, lane FROM inbox WHERE {where}{skip_locked}", args
         ).fetchone()
         if row is None:
             return None

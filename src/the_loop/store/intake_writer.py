@@ -114,8 +114,7 @@ class IntakeWriter:
     def _commit(self, jobs: list[_Job], queued: list[NewEvent]) -> None:
         started = time.perf_counter()
         try:
-            # this thread's connection only: every other connection keeps NORMAL
-            self.db.connect().execute("PRAGMA synchronous = FULL")
+            self.db.sync_commits()
             with self.db.transaction() as tx:
                 results = [inbox.accept_in(tx, job.acceptance) for job in jobs]
                 for event in queued:

@@ -12,7 +12,6 @@ may have reached the other side, so it looks before posting again. Every row car
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from enum import StrEnum
@@ -21,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
+from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 from the_loop.wire import UtcDatetime, Wire
 
@@ -132,7 +132,7 @@ def _item(row: tuple[Any, ...]) -> OutboxItem:
     return OutboxItem.model_validate(values)
 
 
-def insert(tx: sqlite3.Connection, new: NewWrite, now: float | None = None) -> Enqueued:
+def insert(tx: Connection, new: NewWrite, now: float | None = None) -> Enqueued:
     """Store NEW inside the caller's transaction TX, unless a row with its key exists."""
     now = time.time() if now is None else now
     payload = json.dumps(new.payload.model_dump(mode="json"), separators=(",", ":"))
@@ -196,7 +196,7 @@ def claim(db: Database, item_id: int, owner: str, lease: float) -> OutboxItem | 
     return item
 
 
-def _take(tx: sqlite3.Connection, item: OutboxItem, owner: str, until: float, now: float) -> None:
+def _take(tx: Connection, item: OutboxItem, owner: str, until: float, now: float) -> None:
     tx.execute(
         "UPDATE outbox SET status = 'sending', attempts = attempts + 1, verify = ?,"
         " claimed_by = ?, claimed_until = ?, updated_at = ? WHERE id = ?",

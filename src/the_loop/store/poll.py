@@ -4,13 +4,13 @@ complete listing, checked again every cycle until GitHub answers; kept across re
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 from the_loop.wire import Timestamp
 
@@ -38,7 +38,7 @@ class CycleRecord(BaseModel):
     error: str | None = None
 
 
-def seen(conn: sqlite3.Connection, repo: str) -> dict[int, SeenItem]:
+def seen(conn: Connection, repo: str) -> dict[int, SeenItem]:
     rows = conn.execute(
         "SELECT repo, number, is_pull, state, updated_at, baseline_at, baseline_comment_id"
         " FROM poll_items WHERE repo = ?",
@@ -146,7 +146,7 @@ def owe_closure_checks(db: Database, repo: str, checks: list[ClosureCheck]) -> N
             )
 
 
-def closure_checks(conn: sqlite3.Connection, repo: str) -> list[ClosureCheck]:
+def closure_checks(conn: Connection, repo: str) -> list[ClosureCheck]:
     """The closure checks owed for REPO, oldest first."""
     rows = conn.execute(
         "SELECT repo, number, work_item, attempts, last_error FROM poll_closure_checks"

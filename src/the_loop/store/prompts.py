@@ -8,10 +8,11 @@ at most once per agent.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from enum import StrEnum
+
+from the_loop.store.conn import Connection
 
 
 class PromptStatus(StrEnum):
@@ -31,7 +32,7 @@ class QueuedPrompt:
     status: PromptStatus
 
 
-def add(tx: sqlite3.Connection, agent: str, prompt: str, delivery_id: str | None) -> int | None:
+def add(tx: Connection, agent: str, prompt: str, delivery_id: str | None) -> int | None:
     """Queue PROMPT for AGENT; its sequence number, or None when DELIVERY_ID was already queued
     for AGENT."""
     try:
@@ -40,12 +41,12 @@ def add(tx: sqlite3.Connection, agent: str, prompt: str, delivery_id: str | None
             " VALUES (?, ?, ?, 'pending', ?)",
             (agent, delivery_id, prompt, time.time()),
         )
-    except sqlite3.IntegrityError:
+    except tx.IntegrityError:
         return None
     return int(cur.lastrowid or 0)
 
 
-def pending(conn: sqlite3.Connection, agent: str) -> list[QueuedPrompt]:
+def pending(conn: Connection, agent: str) -> list[QueuedPrompt]:
     """AGENT's prompts not yet delivered (``pending`` or ``staged``), oldest first."""
     rows = conn.execute(
         "SELECT seq, prompt, delivery_id, status FROM agent_prompts"
@@ -55,21 +56,21 @@ def pending(conn: sqlite3.Connection, agent: str) -> list[QueuedPrompt]:
     return [QueuedPrompt(int(r[0]), str(r[1]), r[2], PromptStatus(r[3])) for r in rows]
 
 
-def mark(tx: sqlite3.Connection, seq: int, status: PromptStatus | str) -> None:
+def mark(tx: Connection, seq: int, status: PromptStatus | str) -> None:
     tx.execute(
         "UPDATE agent_prompts SET status = ?, delivered_at = ? WHERE seq = ?",
         (str(status), time.time(), seq),
     )
 
 
-def delivered_count(conn: sqlite3.Connection, agent: str) -> int:
+def delivered_count(conn: Connection, agent: str) -> int:
     row = conn.execute(
         "SELECT COUNT(*) FROM agent_prompts WHERE agent = ? AND status = 'delivered'", (agent,)
     ).fetchone()
     return int(row[0])
 
 
-def delivered_total(conn: sqlite3.Connection) -> int:
+def delivered_total(conn: Connection) -> int:
     """Prompts delivered to any agent (for metrics)."""
     row = conn.execute("SELECT COUNT(*) FROM agent_prompts WHERE status = 'delivered'").fetchone()
     return int(row[0])

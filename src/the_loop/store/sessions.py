@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from enum import StrEnum
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from the_loop.config import RunnerKind
 from the_loop.errors import Conflict
 from the_loop.store import prompts
+from the_loop.store.conn import Connection
 from the_loop.store.usage import Usage
 from the_loop.wire import Timestamp, Wire
 
@@ -62,7 +62,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
     return SessionRecord.model_validate(dict(zip(names, row, strict=True)))
 
 
-def insert(tx: sqlite3.Connection, rec: SessionRecord) -> None:
+def insert(tx: Connection, rec: SessionRecord) -> None:
     """Insert REC; raise ``Conflict`` when the work item already has a live session."""
     values = rec.model_dump(by_alias=False)
     names = [c.strip() for c in _COLUMNS.split(",")]
@@ -71,11 +71,11 @@ def insert(tx: sqlite3.Connection, rec: SessionRecord) -> None:
             f"INSERT INTO sessions ({_COLUMNS}) VALUES ({', '.join('?' * len(names))})",
             [values[n] for n in names],
         )
-    except sqlite3.IntegrityError:
+    except tx.IntegrityError:
         raise Conflict(f"{rec.work_item} already has a live session") from None
 
 
-def live_for(conn: sqlite3.Connection, work_item: str) -> SessionRecord | None:
+def live_for(conn: Connection, work_item: str) -> SessionRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE work_item = ? AND status IN (?, ?, ?)",
         (work_item, *LIVE),
@@ -83,7 +83,7 @@ def live_for(conn: sqlite3.Connection, work_item: str) -> SessionRecord | None:
     return _record(row) if row else None
 
 
-def latest_for(conn: sqlite3.Connection, work_item: str) -> SessionRecord | None:
+def latest_for(conn: Connection, work_item: str) -> SessionRecord | None:
     """The live session of WORK_ITEM, else its most recently created one."""
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE work_item = ?"
@@ -93,13 +93,13 @@ def latest_for(conn: sqlite3.Connection, work_item: str) -> SessionRecord | None
     return _record(row) if row else None
 
 
-def get(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+def get(conn: Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     return _record(row) if row else None
 
 
 def list_sessions(
-    conn: sqlite3.Connection, status: SessionStatus | None = None, limit: int | None = None
+    conn: Connection, status: SessionStatus | None = None, limit: int | None = None
 ) -> list[SessionRecord]:
     """Sessions newest first, optionally of one STATUS."""
     sql = f"SELECT {_COLUMNS} FROM sessions"
@@ -114,13 +114,13 @@ def list_sessions(
     return [_record(r) for r in conn.execute(sql, args)]
 
 
-def count_running(conn: sqlite3.Connection) -> int:
+def count_running(conn: Connection) -> int:
     """Sessions holding a slot: active or paused (queued ones wait for a slot)."""
     row = conn.execute("SELECT COUNT(*) FROM sessions WHERE status IN ('active', 'paused')")
     return int(row.fetchone()[0])
 
 
-def oldest_queued(conn: sqlite3.Connection) -> SessionRecord | None:
+def oldest_queued(conn: Connection) -> SessionRecord | None:
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE status = 'queued' ORDER BY created_at, rowid"
         " LIMIT 1"
@@ -128,7 +128,7 @@ def oldest_queued(conn: sqlite3.Connection) -> SessionRecord | None:
     return _record(row) if row else None
 
 
-def update(tx: sqlite3.Connection, session_id: str, **fields: Any) -> None:
+def update(tx: Connection, session_id: str, **fields: Any) -> None:
     """Set FIELDS (snake_case column names) on one session and touch ``last_event_at``."""
     fields.setdefault("last_event_at", time.time())
     allowed = {c.strip() for c in _COLUMNS.split(",")} - {"id", "work_item"}
@@ -140,16 +140,12 @@ def update(tx: sqlite3.Connection, session_id: str, **fields: Any) -> None:
     tx.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", [*values, session_id])
 
 
-def add_prompt(
-    tx: sqlite3.Connection, session_id: str, prompt: str, delivery_id: str | None
-) -> int | None:
+def add_prompt(tx: Connection, session_id: str, prompt: str, delivery_id: str | None) -> int | None:
     """Queue PROMPT for SESSION_ID; None when this delivery was already queued for it."""
     return prompts.add(tx, session_id, prompt, delivery_id)
 
 
-def pending_prompts(
-    conn: sqlite3.Connection, session_id: str
-) -> list[tuple[int, str, str | None, str]]:
+def pending_prompts(conn: Connection, session_id: str) -> list[tuple[int, str, str | None, str]]:
     """(seq, prompt, delivery id, status) of prompts not yet delivered to SESSION_ID, in order;
     status is ``pending``, or ``staged`` when a paste may have happened before a crash."""
     return [
@@ -157,20 +153,20 @@ def pending_prompts(
     ]
 
 
-def mark_prompt(tx: sqlite3.Connection, seq: int, status: str) -> None:
+def mark_prompt(tx: Connection, seq: int, status: str) -> None:
     prompts.mark(tx, seq, status)
 
 
-def delivered_count(conn: sqlite3.Connection, session_id: str) -> int:
+def delivered_count(conn: Connection, session_id: str) -> int:
     return prompts.delivered_count(conn, session_id)
 
 
-def counts_by_status(conn: sqlite3.Connection) -> dict[str, int]:
+def counts_by_status(conn: Connection) -> dict[str, int]:
     """How many sessions have each status (statuses without sessions are absent)."""
     rows = conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status")
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-def delivered_total(conn: sqlite3.Connection) -> int:
+def delivered_total(conn: Connection) -> int:
     """How many prompts were delivered into any agent session."""
     return prompts.delivered_total(conn)

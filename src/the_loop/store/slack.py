@@ -10,9 +10,9 @@ and how) was queued.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import NamedTuple
 
+from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 
 
@@ -41,7 +41,7 @@ class DuePrompt(NamedTuple):
     thread_key: str
 
 
-def reserve(tx: sqlite3.Connection, key: str, channel: str, now: float) -> bool:
+def reserve(tx: Connection, key: str, channel: str, now: float) -> bool:
     """Bind KEY to a thread in CHANNEL still to be posted; False when KEY has one already."""
     cur = tx.execute(
         "INSERT INTO slack_threads (key, channel, thread_ts, created_at) VALUES (?, ?, NULL, ?)"
@@ -60,14 +60,14 @@ def set_thread(db: Database, key: str, channel: str, thread_ts: str, now: float)
         )
 
 
-def thread_of(conn: sqlite3.Connection, key: str) -> Thread | None:
+def thread_of(conn: Connection, key: str) -> Thread | None:
     row = conn.execute(
         "SELECT key, channel, thread_ts FROM slack_threads WHERE key = ?", (key,)
     ).fetchone()
     return None if row is None else Thread(*row)
 
 
-def key_of(conn: sqlite3.Connection, channel: str, thread_ts: str) -> str | None:
+def key_of(conn: Connection, channel: str, thread_ts: str) -> str | None:
     """The key the thread THREAD_TS of CHANNEL is bound to, None when it is bound to nothing."""
     row = conn.execute(
         "SELECT key FROM slack_threads WHERE channel = ? AND thread_ts = ?", (channel, thread_ts)
@@ -75,7 +75,7 @@ def key_of(conn: sqlite3.Connection, channel: str, thread_ts: str) -> str | None
     return None if row is None else str(row[0])
 
 
-def add_prompt(tx: sqlite3.Connection, prompt_id: str, key: str, channel: str, now: float) -> bool:
+def add_prompt(tx: Connection, prompt_id: str, key: str, channel: str, now: float) -> bool:
     """Record that PROMPT_ID is posted into KEY's thread; False when it was already."""
     cur = tx.execute(
         "INSERT INTO slack_prompts (prompt_id, thread_key, channel, ts, queued_at)"
@@ -90,7 +90,7 @@ def set_prompt_ts(db: Database, prompt_id: str, ts: str) -> None:
         tx.execute("UPDATE slack_prompts SET ts = ? WHERE prompt_id = ?", (ts, prompt_id))
 
 
-def posted_prompt(conn: sqlite3.Connection, prompt_id: str) -> PostedPrompt | None:
+def posted_prompt(conn: Connection, prompt_id: str) -> PostedPrompt | None:
     row = conn.execute(
         "SELECT prompt_id, thread_key, channel, ts FROM slack_prompts WHERE prompt_id = ?",
         (prompt_id,),
@@ -98,7 +98,7 @@ def posted_prompt(conn: sqlite3.Connection, prompt_id: str) -> PostedPrompt | No
     return None if row is None else PostedPrompt(*row)
 
 
-def due_prompts(conn: sqlite3.Connection, before: float) -> list[DuePrompt]:
+def due_prompts(conn: Connection, before: float) -> list[DuePrompt]:
     """Pending prompts opened at BEFORE or earlier, not yet posted, whose agent's thread
     (the standing session's, else the work item's) is bound."""
     cur = conn.execute(
@@ -114,7 +114,7 @@ def due_prompts(conn: sqlite3.Connection, before: float) -> list[DuePrompt]:
     return [DuePrompt(*r) for r in cur.fetchall()]
 
 
-def due_updates(conn: sqlite3.Connection) -> list[str]:
+def due_updates(conn: Connection) -> list[str]:
     """Posted prompts that were answered or closed since, whose update is not queued yet."""
     cur = conn.execute(
         "SELECT s.prompt_id FROM slack_prompts s JOIN attention_prompts p ON p.id = s.prompt_id"
@@ -124,7 +124,7 @@ def due_updates(conn: sqlite3.Connection) -> list[str]:
     return [str(r[0]) for r in cur.fetchall()]
 
 
-def mark_update(tx: sqlite3.Connection, prompt_id: str, now: float) -> bool:
+def mark_update(tx: Connection, prompt_id: str, now: float) -> bool:
     """Record that PROMPT_ID's update was queued; False when it was already."""
     cur = tx.execute(
         "UPDATE slack_prompts SET update_queued_at = ? WHERE prompt_id = ?"

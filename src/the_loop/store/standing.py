@@ -9,7 +9,6 @@ definition columns are a snapshot of the last start, the config stays the source
 from __future__ import annotations
 
 import json
-import sqlite3
 from enum import StrEnum
 from typing import Any
 
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic.alias_generators import to_camel
 
 from the_loop.errors import Conflict
+from the_loop.store.conn import Connection
 
 
 class StandingSource(StrEnum):
@@ -89,17 +89,17 @@ def _column_value(name: str, value: Any) -> Any:
     return value
 
 
-def get(conn: sqlite3.Connection, name: str) -> StandingRecord | None:
+def get(conn: Connection, name: str) -> StandingRecord | None:
     row = conn.execute(f"SELECT {_COLUMNS} FROM standing WHERE name = ?", (name,)).fetchone()
     return _record(row) if row else None
 
 
-def list_records(conn: sqlite3.Connection) -> list[StandingRecord]:
+def list_records(conn: Connection) -> list[StandingRecord]:
     """Every record, by name."""
     return [_record(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM standing ORDER BY name")]
 
 
-def insert(tx: sqlite3.Connection, rec: StandingRecord) -> None:
+def insert(tx: Connection, rec: StandingRecord) -> None:
     """Insert REC; raise ``Conflict`` when a record of that name exists."""
     values = rec.model_dump()
     try:
@@ -107,11 +107,11 @@ def insert(tx: sqlite3.Connection, rec: StandingRecord) -> None:
             f"INSERT INTO standing ({_COLUMNS}) VALUES ({', '.join('?' * len(_NAMES))})",
             [_column_value(n, values[n]) for n in _NAMES],
         )
-    except sqlite3.IntegrityError:
+    except tx.IntegrityError:
         raise Conflict(f"a standing session named {rec.name} is already recorded") from None
 
 
-def update(tx: sqlite3.Connection, name: str, **fields: Any) -> None:
+def update(tx: Connection, name: str, **fields: Any) -> None:
     """Set FIELDS (snake_case column names) on the record NAME."""
     unknown = set(fields) - (set(_NAMES) - {"name"})
     if unknown:
@@ -123,6 +123,6 @@ def update(tx: sqlite3.Connection, name: str, **fields: Any) -> None:
     tx.execute(f"UPDATE standing SET {assignments} WHERE name = ?", [*values, name])
 
 
-def delete(tx: sqlite3.Connection, name: str) -> bool:
+def delete(tx: Connection, name: str) -> bool:
     """Remove the record NAME; True when there was one."""
     return tx.execute("DELETE FROM standing WHERE name = ?", (name,)).rowcount > 0

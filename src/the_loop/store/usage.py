@@ -8,10 +8,10 @@ figure seen) or per turn (kind ``turn``). Sums are grouped by model so the calle
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from the_loop.store.conn import Connection
 from the_loop.wire import Wire
 
 MESSAGE = "message"
@@ -67,9 +67,7 @@ def _larger(column: str) -> str:
     )
 
 
-def add_entries(
-    tx: sqlite3.Connection, agent: str, entries: list[Entry], day: str, at: float
-) -> int:
+def add_entries(tx: Connection, agent: str, entries: list[Entry], day: str, at: float) -> int:
     """Record ENTRIES of AGENT read on DAY at AT; a known entry keeps the larger figure of each
     token kind (and its first day). Returns how many were given."""
     for e in entries:
@@ -108,7 +106,7 @@ def _sums(rows: list[tuple[Any, ...]]) -> list[ModelSum]:
     return [ModelSum(str(r[0]), *(int(v or 0) for v in r[1:6])) for r in rows]
 
 
-def sums_of_agents(conn: sqlite3.Connection, agents: list[str]) -> dict[str, list[ModelSum]]:
+def sums_of_agents(conn: Connection, agents: list[str]) -> dict[str, list[ModelSum]]:
     """Per agent of AGENTS (those with entries), its sums by model."""
     out: dict[str, list[ModelSum]] = {}
     for start in range(0, len(agents), 500):
@@ -124,7 +122,7 @@ def sums_of_agents(conn: sqlite3.Connection, agents: list[str]) -> dict[str, lis
     return out
 
 
-def sums_of_work_item(conn: sqlite3.Connection, work_item: str) -> list[ModelSum]:
+def sums_of_work_item(conn: Connection, work_item: str) -> list[ModelSum]:
     """Sums by model over every session of WORK_ITEM (respawns and earlier sessions)."""
     rows = conn.execute(
         _SUMS + " WHERE agent IN (SELECT id FROM sessions WHERE work_item = ?) GROUP BY model",
@@ -133,12 +131,12 @@ def sums_of_work_item(conn: sqlite3.Connection, work_item: str) -> list[ModelSum
     return _sums(rows)
 
 
-def sums_of_day(conn: sqlite3.Connection, day: str) -> list[ModelSum]:
+def sums_of_day(conn: Connection, day: str) -> list[ModelSum]:
     """Sums by model of everything recorded on DAY (``YYYY-MM-DD``, UTC)."""
     return _sums(conn.execute(_SUMS + " WHERE day = ? GROUP BY model", (day,)).fetchall())
 
 
-def days(conn: sqlite3.Connection, limit: int) -> list[str]:
+def days(conn: Connection, limit: int) -> list[str]:
     """The newest LIMIT days with entries, newest first."""
     rows = conn.execute(
         "SELECT DISTINCT day FROM usage_entries ORDER BY day DESC LIMIT ?", (limit,)
@@ -149,14 +147,14 @@ def days(conn: sqlite3.Connection, limit: int) -> list[str]:
 # --- where the meter has read up to ---------------------------------------------------------
 
 
-def read_bytes(conn: sqlite3.Connection, agent: str, path: str) -> int:
+def read_bytes(conn: Connection, agent: str, path: str) -> int:
     row = conn.execute(
         "SELECT read_bytes FROM usage_sources WHERE agent = ? AND path = ?", (agent, path)
     ).fetchone()
     return int(row[0]) if row else 0
 
 
-def set_read_bytes(tx: sqlite3.Connection, agent: str, path: str, size: int, now: float) -> None:
+def set_read_bytes(tx: Connection, agent: str, path: str, size: int, now: float) -> None:
     tx.execute(
         "INSERT INTO usage_sources (agent, path, read_bytes, read_at) VALUES (?, ?, ?, ?)"
         " ON CONFLICT (agent, path) DO UPDATE SET read_bytes = excluded.read_bytes,"
@@ -165,7 +163,7 @@ def set_read_bytes(tx: sqlite3.Connection, agent: str, path: str, size: int, now
     )
 
 
-def transcripts(conn: sqlite3.Connection, agents: list[str]) -> dict[str, str]:
+def transcripts(conn: Connection, agents: list[str]) -> dict[str, str]:
     """The transcript path each of AGENTS' harness reported (through its hooks), if any."""
     out: dict[str, str] = {}
     for start in range(0, len(agents), 500):
@@ -197,29 +195,29 @@ def _spend(row: tuple[Any, ...]) -> Spend:
     )
 
 
-def get_spend(conn: sqlite3.Connection, agent: str) -> Spend:
+def get_spend(conn: Connection, agent: str) -> Spend:
     """AGENT's hold and extensions (no hold, no extension when nothing was recorded)."""
     row = conn.execute(f"SELECT {_SPEND} FROM spend WHERE agent = ?", (agent,)).fetchone()
     return _spend(row) if row else Spend(agent, None, "", None, 0, 0.0, 0, None)
 
 
-def held(conn: sqlite3.Connection) -> list[Spend]:
+def held(conn: Connection) -> list[Spend]:
     """Every agent with a hold."""
     rows = conn.execute(f"SELECT {_SPEND} FROM spend WHERE hold IS NOT NULL").fetchall()
     return [_spend(r) for r in rows]
 
 
-def holds_of(conn: sqlite3.Connection, agents: list[str]) -> dict[str, str]:
+def holds_of(conn: Connection, agents: list[str]) -> dict[str, str]:
     """The hold of each of AGENTS that has one."""
     found = {s.agent: s.hold for s in held(conn) if s.hold}
     return {a: found[a] for a in agents if a in found}
 
 
-def _ensure(tx: sqlite3.Connection, agent: str) -> None:
+def _ensure(tx: Connection, agent: str) -> None:
     tx.execute("INSERT INTO spend (agent) VALUES (?) ON CONFLICT (agent) DO NOTHING", (agent,))
 
 
-def set_hold(tx: sqlite3.Connection, agent: str, hold: str, reason: str, now: float) -> int:
+def set_hold(tx: Connection, agent: str, hold: str, reason: str, now: float) -> int:
     """Put AGENT on HOLD for REASON; returns its count of holds so far (this one included)."""
     _ensure(tx, agent)
     tx.execute(
@@ -230,7 +228,7 @@ def set_hold(tx: sqlite3.Connection, agent: str, hold: str, reason: str, now: fl
     return get_spend(tx, agent).holds
 
 
-def clear_hold(tx: sqlite3.Connection, agent: str, hold: str | None = None) -> bool:
+def clear_hold(tx: Connection, agent: str, hold: str | None = None) -> bool:
     """Lift AGENT's hold (only if it is HOLD, when given); False when there was none."""
     sql = "UPDATE spend SET hold = NULL, hold_reason = '', waiting_since = NULL WHERE agent = ?"
     args: list[Any] = [agent]
@@ -242,7 +240,7 @@ def clear_hold(tx: sqlite3.Connection, agent: str, hold: str | None = None) -> b
     return tx.execute(sql, args).rowcount == 1
 
 
-def extend(tx: sqlite3.Connection, agent: str, usd: float, turns: int) -> Spend:
+def extend(tx: Connection, agent: str, usd: float, turns: int) -> Spend:
     """Add USD and TURNS to AGENT's allowance."""
     _ensure(tx, agent)
     tx.execute(
@@ -252,7 +250,7 @@ def extend(tx: sqlite3.Connection, agent: str, usd: float, turns: int) -> Spend:
     return get_spend(tx, agent)
 
 
-def mark_waiting(tx: sqlite3.Connection, agent: str, now: float) -> bool:
+def mark_waiting(tx: Connection, agent: str, now: float) -> bool:
     """Record that AGENT's resume waits for admission (the first time only); True when new."""
     cur = tx.execute(
         "UPDATE spend SET waiting_since = ? WHERE agent = ? AND waiting_since IS NULL",
@@ -261,7 +259,7 @@ def mark_waiting(tx: sqlite3.Connection, agent: str, now: float) -> bool:
     return cur.rowcount == 1
 
 
-def waiting_resumes(conn: sqlite3.Connection) -> list[Spend]:
+def waiting_resumes(conn: Connection) -> list[Spend]:
     """Suspended agents whose resume waits for admission, oldest first."""
     rows = conn.execute(
         f"SELECT {_SPEND} FROM spend WHERE waiting_since IS NOT NULL ORDER BY waiting_since"
