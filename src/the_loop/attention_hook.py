@@ -27,12 +27,13 @@ import time
 from the_loop import hook_json as json
 from the_loop.errors import StateError
 from the_loop.store import attention as store
-from the_loop.store.conn import Connection
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs (no json, no re)
+if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs (no json, re, typing)
     from collections.abc import Callable, Mapping
     from typing import Any
+
+    from the_loop.store.conn import Connection
 
 AGENT_ENV = "THE_LOOP_AGENT"
 DB_ENV = "THE_LOOP_DB"

@@ -1,12 +1,10 @@
 """The work-item session service: carries out the engine's decisions.
 
-A policy on top of the agent-session layer (``the_loop.agent``): it decides what to start,
-when and with which prompt — spawn (workspace, prompt, id, register, events), deliver (respawning
-with resume when the agent is gone), close (terminate, keep or kill tmux, workspace policy),
-pause/resume, and the FIFO queue behind ``routing.maxConcurrentSessions``. How an agent is
-started, fed exactly once, probed and stopped is the layer's. One work item's processing is
-serialized across processes by a lock per item; one live session per item is guaranteed by a
-unique index.
+A policy on the agent-session layer (``the_loop.agent``): what to start, when, with which
+prompt — spawn, deliver (respawning with resume when the agent is gone), close, pause/resume,
+and the FIFO queue behind ``routing.maxConcurrentSessions``; how an agent is started, fed once,
+probed and stopped is the layer's. One work item is serialized by a lock per item; one live
+session per item is guaranteed by a unique index.
 """
 
 from __future__ import annotations
