@@ -33,7 +33,7 @@ def test_start_status_stop_status(loop_env: Env) -> None:
     assert token_file.stat().st_mode & 0o777 == 0o600
     auth = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
     assert httpx.get(f"{info.url}/api/v1/health", headers=auth).json()["status"] == "ok"
-    assert "the-loop" in httpx.get(f"{info.url}/").text
+    assert "the-loop" in httpx.get(f"{info.url}/login").text
     t0 = time.monotonic()
     stopped = loop_env.run("stop")
     assert stopped.exit_code == 0, stopped.stderr
@@ -150,9 +150,10 @@ def test_healthz_and_the_first_page_need_no_token_and_say_nothing_else(loop_env:
         info = wait_until(lambda: read_info(loop_env.state_dir), timeout=20, what="daemon")
         live = httpx.get(f"{info.url}/healthz")
         assert live.status_code == 200 and live.json() == {"ok": True}
-        page = httpx.get(f"{info.url}/")
-        assert page.status_code == 200
-        assert 'href="/healthz"' in page.text and "Authorization: Bearer" in page.text
+        first = httpx.get(f"{info.url}/")  # the dashboard: its login page, which says nothing
+        assert first.status_code == 303 and first.headers["location"].startswith("/login")
+        page = httpx.get(f"{info.url}{first.headers['location']}")
+        assert page.status_code == 200 and 'name="token"' in page.text
         assert str(loop_env.state_dir) not in page.text and '/api/v1/health"' not in page.text
         assert httpx.get(f"{info.url}/api/v1/health").status_code == 401
         assert httpx.get(f"{info.url}/health").status_code == 401
