@@ -39,8 +39,12 @@
   }
 
   function show(el, text, ok) {
-    const out = resultFor(el);
+    let out = resultFor(el);
     if (!out) return;
+    // A live re-render during the request replaced the control's card: show the result in
+    // the card that replaced it (found by the same id), not in the detached one.
+    const key = out.closest("[id]")?.id;
+    if (!out.isConnected && key) out = document.getElementById(key)?.querySelector("[data-result]") ?? out;
     out.textContent = text;
     out.className = `result ${ok ? "ok" : "error"}`;
     remember(out);
