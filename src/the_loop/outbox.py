@@ -278,13 +278,12 @@ async def _refused(ctx: Ctx, item: OutboxItem, owner: str, error: str) -> DrainR
     return DrainReport(failed=1)
 
 
-async def _emit_item(ctx: Ctx, type_: str, item: OutboxItem, **extra: Any) -> None:
-    """Record event TYPE_ about outbox ITEM (off the event loop)."""
-    await asyncio.to_thread(
-        ev.emit,
+def item_event(ctx: Ctx, type_: str, item: OutboxItem, source: str = SOURCE, **extra: Any) -> None:
+    """Record event TYPE_ about outbox ITEM (its work item, what, kind, id and attempts)."""
+    ev.emit(
         ctx.db,
         type_,
-        source=SOURCE,
+        source=source,
         work_item=item.work_item,
         what=item.what,
         kind=item.kind.value,
@@ -292,6 +291,11 @@ async def _emit_item(ctx: Ctx, type_: str, item: OutboxItem, **extra: Any) -> No
         attempts=item.attempts,
         **extra,
     )
+
+
+async def _emit_item(ctx: Ctx, type_: str, item: OutboxItem, **extra: Any) -> None:
+    """``item_event`` off the event loop."""
+    await asyncio.to_thread(item_event, ctx, type_, item, **extra)
 
 
 async def _post(client: GitHubClient, config: GitHubConfig, item: OutboxItem) -> str:

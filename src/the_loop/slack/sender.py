@@ -29,7 +29,6 @@ import time
 import urllib.error
 from typing import Any
 
-from the_loop import events as ev
 from the_loop import outbox
 from the_loop.context import Ctx
 from the_loop.faults import crash_point
@@ -197,17 +196,7 @@ def send_item(ctx: Ctx, client: Any, item: OutboxItem, owner: str) -> str:
 
 
 def _emit(ctx: Ctx, type_: str, item: OutboxItem, **extra: Any) -> None:
-    ev.emit(
-        ctx.db,
-        type_,
-        source=SOURCE,
-        work_item=item.work_item,
-        what=item.what,
-        kind=item.kind.value,
-        outboxId=item.id,
-        attempts=item.attempts,
-        **extra,
-    )
+    outbox.item_event(ctx, type_, item, source=SOURCE, **extra)
 
 
 class _Sender:
