@@ -11,7 +11,6 @@ notices, every ``attention.pollSeconds``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 from the_loop import outbox
@@ -19,7 +18,7 @@ from the_loop.attention_screen import ScreenDetector, detect_once
 from the_loop.context import Ctx
 from the_loop.refs import WorkItemRef
 from the_loop.store import attention as store
-from the_loop.supervise import monitor
+from the_loop.supervise import periodic
 
 QUOTE_LIMIT = 600
 
@@ -104,11 +103,10 @@ def attention_pass(ctx: Ctx, detector: ScreenDetector) -> None:
 async def attention_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's attention task: a pass every ``attention.pollSeconds`` until STOP."""
     detector = ScreenDetector()
-    watch = monitor(ctx, "attention")
-    while True:
-        await asyncio.to_thread(attention_pass, ctx, detector)
-        watch.progressed()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=ctx.config.attention.poll_seconds)
-        if stop.is_set():
-            return
+    await periodic(
+        ctx,
+        stop,
+        "attention",
+        lambda: attention_pass(ctx, detector),
+        lambda: ctx.config.attention.poll_seconds,
+    )

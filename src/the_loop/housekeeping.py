@@ -8,7 +8,6 @@ works again."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 
 from the_loop import config_cache, sessions, standing
@@ -16,9 +15,11 @@ from the_loop import events as ev
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
+from the_loop.store import sessions as session_store
+from the_loop.store import usage as usage_store
 from the_loop.store.integrity import quick_check
 from the_loop.store.sessions import SessionStatus
-from the_loop.supervise import board_for, monitor
+from the_loop.supervise import board_for, monitor, periodic, wait_or_stop
 from the_loop.wire import iso_now
 
 SOURCE = "daemon"
@@ -27,21 +28,15 @@ PRUNE_EVERY_SECONDS = 3600.0
 RELOAD_POLL_SECONDS = 1.0
 
 
-async def _wait(stop: asyncio.Event, seconds: float) -> bool:
-    """Wait SECONDS or until STOP; True when stopping."""
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
-    return stop.is_set()
-
-
 async def prune_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Prune events older than ``events.retentionDays`` at start and every hour."""
-    watch = monitor(ctx, "prune-events")
-    while True:
-        await asyncio.to_thread(ev.prune, ctx.db, ctx.config.events.retention_days)
-        watch.progressed()
-        if await _wait(stop, PRUNE_EVERY_SECONDS):
-            return
+    await periodic(
+        ctx,
+        stop,
+        "prune-events",
+        lambda: ev.prune(ctx.db, ctx.config.events.retention_days),
+        lambda: PRUNE_EVERY_SECONDS,
+    )
 
 
 CHECKPOINT_SECONDS = 0.25
@@ -52,7 +47,7 @@ async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     no commit on the daemon's request path waits for a checkpoint's copy and fsync."""
     ctx.db.defer_checkpoints()
     watch = monitor(ctx, "checkpoint")
-    while not await _wait(stop, CHECKPOINT_SECONDS):
+    while not await wait_or_stop(stop, CHECKPOINT_SECONDS):
         await asyncio.to_thread(ctx.db.checkpoint)
         watch.progressed()
     await asyncio.to_thread(ctx.db.checkpoint)
@@ -78,10 +73,10 @@ async def reload_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     reloaded (``reload_config``): one edit, one ``config.reloaded``."""
     seen = _stamp(ctx)
     watch = monitor(ctx, "reload-config")
-    while not await _wait(stop, RELOAD_POLL_SECONDS):
+    while not await wait_or_stop(stop, RELOAD_POLL_SECONDS):
         current = _stamp(ctx)
         if current is not None and current != seen:
-            if await _wait(stop, RELOAD_SETTLE_SECONDS):
+            if await wait_or_stop(stop, RELOAD_SETTLE_SECONDS):
                 return
             if _stamp(ctx) != current:
                 continue  # still being written: look again on the next poll
@@ -158,7 +153,7 @@ async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Report live sessions whose tmux target vanished or whose agent exited (once each)."""
     reported: set[str] = set()
     watch = monitor(ctx, "reconciler")
-    while not await _wait(stop, RECONCILE_SECONDS):
+    while not await wait_or_stop(stop, RECONCILE_SECONDS):
         await asyncio.to_thread(reconcile_once, ctx, reported)
         watch.progressed()
 
@@ -166,9 +161,12 @@ async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
 def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
     """One pass; returns the sessions newly found without a live agent."""
     found: list[str] = []
+    conn = ctx.db.connect()
     for status in (SessionStatus.active, SessionStatus.paused):
-        for rec in sessions.list_sessions(ctx, status):
-            if rec.runner != "tmux" or rec.started_at is None or rec.hold is not None:
+        records = session_store.list_sessions(conn, status, None)
+        held = usage_store.holds_of(conn, [r.id for r in records])
+        for rec in records:
+            if rec.runner != "tmux" or rec.started_at is None or rec.id in held:
                 continue  # a held session's harness was stopped on purpose
             pane = sessions.probe(ctx, rec)
             if pane in ("dead", "absent") and rec.id not in reported:
@@ -197,5 +195,5 @@ async def integrity_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     while True:
         board.integrity = await asyncio.to_thread(quick_check, ctx.db)
         monitor(ctx, "integrity").progressed()
-        if await _wait(stop, INTEGRITY_EVERY_SECONDS):
+        if await wait_or_stop(stop, INTEGRITY_EVERY_SECONDS):
             return

@@ -20,7 +20,6 @@ delivers what was kept.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from the_loop.store import prompts as queue
 from the_loop.store import sessions as session_store
 from the_loop.store import usage as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
-from the_loop.supervise import monitor
+from the_loop.supervise import periodic
 from the_loop.wire import Wire
 
 SOURCE = "spend"
@@ -306,11 +305,10 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
 async def spend_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's spend task: a pass every ``attention.pollSeconds`` until STOP."""
     watch = SpendWatch()
-    task = monitor(ctx, "spend")
-    while True:
-        await asyncio.to_thread(spend_pass, ctx, watch)
-        task.progressed()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=ctx.config.attention.poll_seconds)
-        if stop.is_set():
-            return
+    await periodic(
+        ctx,
+        stop,
+        "spend",
+        lambda: spend_pass(ctx, watch),
+        lambda: ctx.config.attention.poll_seconds,
+    )

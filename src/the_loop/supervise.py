@@ -244,11 +244,28 @@ def monitor(ctx: Ctx, name: str) -> TaskMonitor:
     return board_for(ctx.db).monitor(name)
 
 
-async def _wait(stop: asyncio.Event, seconds: float) -> bool:
+async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
     """Wait SECONDS or until STOP; True when stopping."""
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(stop.wait(), timeout=seconds)
     return stop.is_set()
+
+
+async def periodic(
+    ctx: Ctx,
+    stop: asyncio.Event,
+    name: str,
+    step: Callable[[], object],
+    seconds: Callable[[], float],
+) -> None:
+    """Run STEP in a worker thread, report progress to task NAME's monitor, then wait
+    ``SECONDS()`` (read anew each time, so a config reload applies) or until STOP."""
+    watch = monitor(ctx, name)
+    while True:
+        await asyncio.to_thread(step)
+        watch.progressed()
+        if await wait_or_stop(stop, seconds()):
+            return
 
 
 async def supervised(name: str, fn: TaskFn, ctx: Ctx, stop: asyncio.Event) -> None:
@@ -270,5 +287,5 @@ async def supervised(name: str, fn: TaskFn, ctx: Ctx, stop: asyncio.Event) -> No
             mon.finished()
             return
         mon.state.restarts += 1
-        if await _wait(stop, delay):
+        if await wait_or_stop(stop, delay):
             return

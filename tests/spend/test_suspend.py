@@ -16,6 +16,8 @@ from tests.fakes import fake_agent
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.context import open_ctx
+from the_loop.housekeeping import reconcile_once
 
 SUSPEND_MINUTES = 0.02  # 1.2 s
 ATTENTION = {
@@ -91,6 +93,8 @@ def test_idle_session_suspended_then_resumed_by_a_comment_once(spend_daemon: Dae
     assert first["id"] not in agents_in_status(d), "a suspended session counts no memory"
     suspended = d.api("GET", "/events", params={"type": "session.suspended"}).json()
     assert len(suspended) == 1 and "suspendAfterMinutes" in suspended[0]["payload"]["reason"]
+    # its pane is dead on purpose: the reconciler does not report it as vanished
+    assert reconcile_once(open_ctx(work.env.config_path), set()) == []
 
     comment(d, 15, "WAKE-UP-PROMPT please look again", "wake-1")
     prompts = work.wait_prompts(conversation, 2, timeout=30)
