@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.claude_daemon import start_claude_daemon
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
@@ -56,36 +57,13 @@ def reply(request: RecordedRequest) -> str | ToolUse:
 @pytest.fixture
 def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
     with FakeGitHub() as gh, FakeAnthropic(reply=reply) as api:
-        gh.create_repo(REPO)
-        gh.add_issue(REPO, "Flaky", "the scheduler test fails", labels=["the-loop"])
-        home = loop_env.root / "home"
-        claude_env = {**api.claude_env(loop_env.root / "claude-config"), "HOME": str(home)}
-        loop_env.write_config(
-            harnesses={
-                "claude": {
-                    "binary": str(CLAUDE_BIN),
-                    "env": claude_env,
-                    "args": ["--permission-mode", "default"],
-                }
-            },
-            routing={"defaultHarness": "claude", "authorizedUsers": ["alice", "carol"]},
-            github={
-                "enabled": True,
-                "apiUrl": gh.api_url,
-                "tokenEnv": "FAKE_GH_TOKEN",
-                "repos": [REPO],
-                "timeoutSeconds": 2,
-                "retries": 1,
-                "poller": {"enabled": True, "intervalSeconds": 1},
-            },
+        daemon = start_claude_daemon(
+            work,
+            loop_env,
+            gh,
+            api,
+            ["alice", "carol"],
             attention={"notifyAfterSeconds": 1, "pollSeconds": 0.1},
-        )
-        daemon = Daemon(work)
-        daemon.start(FAKE_GH_TOKEN=gh.token)
-        wait_until(
-            lambda: daemon.api("GET", "/events", params={"type": "poll.cycle"}).json(),
-            20,
-            what="the first poll",
         )
         gh.add_comment(REPO, 1, "the-loop do say hello", author="alice")
         try:

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.claude_daemon import start_claude_daemon
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest
@@ -56,38 +57,15 @@ def reply(request: RecordedRequest) -> str:
 @pytest.fixture
 def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
     with FakeGitHub() as gh, FakeAnthropic(reply=reply, usage=usage_of, model=MODEL) as api:
-        gh.create_repo(REPO)
-        gh.add_issue(REPO, "Flaky", "the scheduler test fails", labels=["the-loop"])
-        home = loop_env.root / "home"
-        claude_env = {**api.claude_env(loop_env.root / "claude-config"), "HOME": str(home)}
-        loop_env.write_config(
-            harnesses={
-                "claude": {
-                    "binary": str(CLAUDE_BIN),
-                    "env": claude_env,
-                    "model": MODEL,
-                    "args": ["--permission-mode", "default"],
-                }
-            },
-            routing={"defaultHarness": "claude", "authorizedUsers": ["alice"]},
-            github={
-                "enabled": True,
-                "apiUrl": gh.api_url,
-                "tokenEnv": "FAKE_GH_TOKEN",
-                "repos": [REPO],
-                "timeoutSeconds": 2,
-                "retries": 1,
-                "poller": {"enabled": True, "intervalSeconds": 1},
-            },
+        daemon = start_claude_daemon(
+            work,
+            loop_env,
+            gh,
+            api,
+            ["alice"],
+            model=MODEL,
             attention={"pollSeconds": 0.1},
             budgets={"prices": {"claude-sonnet-4": PRICE}, "perSessionUsd": 1.5 * TURN_USD},
-        )
-        daemon = Daemon(work)
-        daemon.start(FAKE_GH_TOKEN=gh.token)
-        wait_until(
-            lambda: daemon.api("GET", "/events", params={"type": "poll.cycle"}).json(),
-            20,
-            what="the first poll",
         )
         gh.add_comment(REPO, 1, "the-loop do FIRST-PROMPT", author="alice")
         try:
