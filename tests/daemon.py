@@ -56,8 +56,10 @@ class Daemon:
             wait_until(lambda: _healthy(self.url, self.token, seen), timeout=60, what="health")
         except AssertionError as exc:
             answers = "; ".join(seen[-5:])
+            stacks = _stacks(proc, self.log_path)
             raise AssertionError(
                 f"{exc} (last answers: {answers}); the daemon's output:\n{self.log()[-4000:]}"
+                f"\nits threads:\n{stacks}"
             ) from None
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
@@ -94,6 +96,24 @@ class Daemon:
         if chosen is not None:
             headers["Authorization"] = f"Bearer {chosen}"
         return httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kw)
+
+
+def _stacks(proc: subprocess.Popen[str], log_path: Path) -> str:
+    """Ask a daemon that does not answer for its threads' stacks (SIGUSR1, see ``serve``)."""
+    before = log_path.stat().st_size if log_path.exists() else 0
+    if proc.poll() is not None:
+        return f"(the daemon exited with {proc.returncode})"
+    proc.send_signal(signal.SIGUSR1)
+
+    def dumped() -> bool:
+        text = log_path.read_text(encoding="utf-8", errors="replace")[before:]
+        return "Current thread" in text or "most recent call first" in text
+
+    try:
+        wait_until(dumped, timeout=10, what="the stack dump")
+    except AssertionError:
+        return "(no stack dump within 10 s)"
+    return log_path.read_text(encoding="utf-8", errors="replace")[before:][-12000:]
 
 
 def _healthy(url: str, token: str, seen: list[str] | None = None) -> bool:

@@ -8,6 +8,7 @@ per state dir is enforced by an ``flock`` on ``daemon.lock``, not by a pid file 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import signal
 import socket
@@ -124,6 +125,9 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, request_exit)
     signal.signal(signal.SIGINT, request_exit)
+    # `kill -USR1 <pid>` prints every thread's stack to the daemon's stderr (a hung daemon
+    # can say where it hangs without a debugger)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     write_info(ctx.state_dir, info)
     record_running(ctx.state_dir, ctx.loaded, info.pid)
     ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)

@@ -23,12 +23,16 @@ def _foreign(tmux_run: object, target: str, sink: Path) -> int:
     """Replace TARGET with a program that looks ready for input (it shows the fake agent's
     ready line and a shell prompt) and records whatever it is sent; return its pid."""
     run = tmux_run  # the fixture's `tmux` helper
-    assert run("kill-session", "-t", f"={target}").returncode == 0  # type: ignore[operator]
+    # The newcomer is made first under another name: killing the server's only session
+    # first would let the server exit under the next command ("server exited unexpectedly").
     started = run(  # type: ignore[operator]
-        "new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-x", "80", "-y", "20",
-        f"echo '{fake_agent.READY}'; echo '$ '; cat > {sink}",
+        "new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", "foreign-newcomer", "-x", "80",
+        "-y", "20", f"echo '{fake_agent.READY}'; echo '$ '; cat > {sink}",
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
+    assert run("kill-session", "-t", f"={target}").returncode == 0  # type: ignore[operator]
+    renamed = run("rename-session", "-t", "=foreign-newcomer", target)  # type: ignore[operator]
+    assert renamed.returncode == 0, renamed.stderr
     pid = int(started.stdout.strip())
     wait_until(lambda: sink.exists(), timeout=10, what="the foreign program to start")
     return pid
