@@ -26,7 +26,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from the_loop import __version__, config_cache, config_warnings
+from the_loop import __version__, config_cache, config_warnings, private_cache
+from the_loop.cli_facts import facts_key, resolve_config_path, write_facts
 from the_loop.config_attention import AttentionConfig
 from the_loop.config_database import DatabaseConfig
 from the_loop.config_errors import (
@@ -40,7 +41,6 @@ from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
 from the_loop.errors import ConfigInvalid
 from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
 
-CONFIG_ENV = "THE_LOOP_CONFIG"
 BUILTIN_HARNESSES = ("claude", "codex", "gemini", "cursor")
 DEFAULT_WEBHOOK_EVENTS = [
     "issues",
@@ -436,19 +436,6 @@ VALIDATION_ENV: tuple[str, ...] = ()
 used). Their values are part of the validated-config cache's key."""
 
 
-def resolve_config_path(explicit: Path | None = None) -> Path | None:
-    """Apply the resolution order; return the file to read, or None for all defaults."""
-    if explicit is not None:
-        return explicit
-    env = os.environ.get(CONFIG_ENV)
-    if env:
-        return Path(env)
-    for candidate in (Path("the-loop.yaml"), Path("~/.config/the-loop/config.yaml").expanduser()):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def load_config(explicit: Path | None = None) -> LoadedConfig:
     """Resolve, read and validate the config; raise ``ConfigInvalid`` listing every error.
 
@@ -469,7 +456,21 @@ def config_from_bytes(path: Path | None, raw: bytes) -> LoadedConfig:
         else:
             config = parse_config_text(_decode(raw, path), source=str(path))
         config_cache.store_validated(key, config)
-    return LoadedConfig(config, path, None if path is None else config_cache.digest(raw))
+    write_facts(facts_key(path, raw), fast_facts(config))
+    return LoadedConfig(config, path, None if path is None else private_cache.digest(raw))
+
+
+def fast_facts(config: Config) -> dict[str, Any]:
+    """What the CLI's fast path needs of CONFIG (``the_loop.cli_facts``)."""
+    prices = config.budgets.prices
+    return {
+        "stateDir": str(config.state_dir),
+        "databaseUrl": config.database.url,
+        "tokenEnv": config.server.token_env,
+        "prices": {
+            name: [p.input, p.output, p.cache_creation, p.cache_read] for name, p in prices.items()
+        },
+    }
 
 
 def read_config_bytes(path: Path) -> bytes:
@@ -500,7 +501,7 @@ def _cache_key(raw: bytes, defaults: bool) -> str:
     """Everything a validated config depends on: see ``the_loop.config_cache``."""
     sources = b"".join(config_cache.model_sources(Config))
     env = "\0".join(f"{k}={os.environ.get(k, '')}" for k in VALIDATION_ENV)
-    return config_cache.digest(
+    return private_cache.digest(
         f"the-loop {__version__}; python {sys.version}; pydantic {pydantic.VERSION}".encode(),
         sources,
         env.encode(),

@@ -21,11 +21,9 @@ invalid, the CLI can still find the state dir and the settings the daemon uses (
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import pickle
-import stat
 import sys
 import time
 import typing
@@ -33,6 +31,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+
+from the_loop.private_cache import cache_dir, digest, read_private, write_private
 
 MAX_ENTRIES = 32
 RECORD_NAME = "daemon-config.json"
@@ -51,40 +51,11 @@ _LOAD_ERRORS = (
 """What unpickling an entry written by another version can raise: such an entry is a miss."""
 
 
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/the-loop``, else ``~/.cache/the-loop``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "the-loop"
-
-
-def digest(*parts: bytes) -> str:
-    """The SHA-256 of PARTS, each length-prefixed (so no two sequences collide)."""
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(len(part).to_bytes(8, "big"))
-        h.update(part)
-    return h.hexdigest()
-
-
 def load_validated(key: str, kind: type[T]) -> T | None:
     """The cached KIND under KEY, or None (missing, not ours, or not loadable)."""
-    path = cache_dir() / "config" / f"{key}.pickle"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+    data = read_private(cache_dir() / "config" / f"{key}.pickle")
+    if data is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return None
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1
-            data = handle.read()
-    except OSError:
-        return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
     try:
         # our own entry, in a directory only we can open, from a file only we can write
         value = pickle.loads(data)
@@ -97,17 +68,8 @@ def store_validated(key: str, value: object) -> None:
     """Keep VALUE (already validated) under KEY; a cache that cannot be written is skipped."""
     folder = cache_dir() / "config"
     with contextlib.suppress(OSError, pickle.PicklingError):
-        _write_private(folder, f"{key}.pickle", pickle.dumps(value, protocol=5))
+        write_private(folder, f"{key}.pickle", pickle.dumps(value, protocol=5))
         _prune(folder)
-
-
-def _write_private(folder: Path, name: str, data: bytes) -> None:
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    tmp.replace(folder / name)
 
 
 def _prune(folder: Path) -> None:
@@ -175,12 +137,12 @@ def record_running(
     real = os.path.realpath(config_path) if config_path is not None else None
     body = {"configPath": real, "pid": pid, "recordedAt": time.time(), "config": config}
     with contextlib.suppress(OSError):
-        _write_private(state_dir, RECORD_NAME, json.dumps(body).encode())
+        write_private(state_dir, RECORD_NAME, json.dumps(body).encode())
     if config_path is not None:
         pointer = {"configPath": real, "stateDir": str(state_dir)}
         with contextlib.suppress(OSError):
             target = _pointer(config_path)
-            _write_private(target.parent, target.name, json.dumps(pointer).encode())
+            write_private(target.parent, target.name, json.dumps(pointer).encode())
 
 
 def recorded(config_path: Path) -> tuple[Path, dict[str, Any]] | None:

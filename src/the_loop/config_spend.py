@@ -6,6 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from the_loop.pricing import longest_match
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(
@@ -49,10 +51,7 @@ class BudgetsConfig(_Model):
 
     def price(self, model: str) -> ModelPrice | None:
         """The price of MODEL: its exact entry, else the longest entry it starts with."""
-        if model in self.prices:
-            return self.prices[model]
-        matches = [name for name in self.prices if model.startswith(name)]
-        return self.prices[max(matches, key=len)] if matches else None
+        return longest_match(model, self.prices)
 
     @property
     def any_usd(self) -> bool:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from the_loop import config_cache, sessions, standing
 from the_loop import events as ev
+from the_loop import private_cache, sessions, standing
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
@@ -112,7 +112,7 @@ def reload_config(ctx: Ctx) -> bool:
         raw = read_config_bytes(path)
     except ConfigInvalid as exc:
         return _refused(ctx, None, exc)
-    digest = config_cache.digest(raw)
+    digest = private_cache.digest(raw)
     if digest in (ctx.loaded.digest, ctx.config_rejected):
         return False
     try:

@@ -16,9 +16,9 @@ from typing import IO
 from pydantic import BaseModel
 
 from the_loop.errors import AlreadyRunning, StateError
-
-LOCK_NAME = "daemon.lock"
-INFO_NAME = "daemon.json"
+from the_loop.local_client import INFO_NAME as INFO_NAME  # re-exported
+from the_loop.local_client import LOCK_NAME as LOCK_NAME  # re-exported
+from the_loop.local_client import daemon_running as daemon_running  # re-exported
 
 
 class DaemonInfo(BaseModel):
@@ -62,20 +62,6 @@ def acquire_lock(state_dir: Path) -> DaemonLock:
             "stop it with `the-loop stop` or use another stateDir"
         ) from None
     return DaemonLock(handle)
-
-
-def daemon_running(state_dir: Path) -> bool:
-    """True when some process holds STATE_DIR's daemon lock."""
-    path = state_dir / LOCK_NAME
-    if not path.exists():
-        return False
-    with path.open("a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
 
 
 def read_info(state_dir: Path) -> DaemonInfo | None:

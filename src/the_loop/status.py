@@ -117,8 +117,9 @@ def _verdict(problems: list[str], detail: dict[str, Any]) -> Health:
     )
 
 
+Checks = tuple[list[str], dict[str, Any]]
 _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="health")
-_INFLIGHT: dict[int, Future[tuple[list[str], dict[str, Any]]]] = {}
+_INFLIGHT: dict[int, Future[Checks]] = {}
 _INFLIGHT_LOCK = threading.Lock()
 
 
@@ -126,12 +127,7 @@ async def health_now(ctx: Ctx, wait: float = DB_ANSWER_SECONDS) -> Health:
     """``health`` for the endpoints: answers within about WAIT seconds whatever the database
     does (see the module docstring). Concurrent callers share one database read."""
     problems, detail = _tasks_health(ctx)
-    key = id(ctx.db)
-    with _INFLIGHT_LOCK:
-        future = _INFLIGHT.get(key)
-        if future is None:
-            future = _INFLIGHT[key] = _EXECUTOR.submit(_run, ctx, HEALTH_CHECKS)
-            future.add_done_callback(lambda _: _forget(key))
+    future = shared(id(ctx.db), lambda: _run(ctx, HEALTH_CHECKS))
     try:
         found, info = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait)
     except TimeoutError:
@@ -141,9 +137,24 @@ async def health_now(ctx: Ctx, wait: float = DB_ANSWER_SECONDS) -> Health:
     return _verdict(problems + found, merged)
 
 
-def _forget(key: int) -> None:
+def shared(key: int, run: Callable[[], Checks]) -> Future[Checks]:
+    """The health pass in flight for KEY, else RUN started in the health thread: concurrent
+    callers share one pass, and the next caller after it ends starts a new one."""
     with _INFLIGHT_LOCK:
-        _INFLIGHT.pop(key, None)
+        future = _INFLIGHT.get(key)
+        if future is not None:
+            return future
+        future = _INFLIGHT[key] = _EXECUTOR.submit(run)
+    # Outside the lock: on a future already done, the callback runs at once in this thread,
+    # and it takes the lock (registered inside it, that deadlocked the event loop).
+    future.add_done_callback(lambda done: _forget(key, done))
+    return future
+
+
+def _forget(key: int, done: Future[Checks]) -> None:
+    with _INFLIGHT_LOCK:
+        if _INFLIGHT.get(key) is done:
+            del _INFLIGHT[key]
 
 
 async def status_now(ctx: Ctx) -> StatusReport:

@@ -14,6 +14,7 @@ from the_loop.context import Ctx
 from the_loop.errors import StateError
 from the_loop.health import Health, StatusReport
 from the_loop.instance import DaemonInfo, daemon_running, read_info
+from the_loop.local_client import get
 from the_loop.store import inbox
 from the_loop.store.sessions import counts_by_status
 
@@ -24,24 +25,10 @@ def ask_daemon(ctx: Ctx, info: DaemonInfo, path: str, timeout: float) -> tuple[i
     The standard library's client: one question on loopback loads no HTTP client library (or
     the web stack), since ``status`` is a fast command. Raises ``OSError`` when the daemon does
     not answer."""
-    # lazy: start-up (the HTTP client and the token module load only when a daemon runs)
-    import http.client
-    from urllib.parse import urlsplit
-
+    # lazy: start-up (the token module loads only when a daemon runs)
     from the_loop.web.auth import client_token
 
-    token = client_token(ctx)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    url = urlsplit(info.url)
-    conn = http.client.HTTPConnection(url.hostname or info.host, url.port, timeout=timeout)
-    try:
-        conn.request("GET", path, headers=headers)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    except http.client.HTTPException as exc:
-        raise OSError(str(exc) or type(exc).__name__) from exc
-    finally:
-        conn.close()
+    return get(info.url, path, client_token(ctx), timeout)
 
 
 def status_report(ctx: Ctx, timeout: float = 2.0) -> StatusReport:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from the_loop.config_spend import BudgetsConfig
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
+from the_loop.pricing import Rates, tally
 from the_loop.refs import WorkItemRef
 from the_loop.store import usage as store
 from the_loop.store.usage import ModelSum, Usage
@@ -47,33 +48,23 @@ def today() -> str:
 
 
 def priced(sums: list[ModelSum], budgets: BudgetsConfig) -> Usage:
-    """SUMS (by model) added up, with the cost of the priced models (rounded to 1e-6 USD)."""
-    out = Usage()
-    cost = 0.0
-    for s in sums:
-        out.input_tokens += s.input_tokens
-        out.output_tokens += s.output_tokens
-        out.cache_creation_tokens += s.cache_creation_tokens
-        out.cache_read_tokens += s.cache_read_tokens
-        out.turns += s.turns
-        if not s.model:
-            continue
-        out.models.append(s.model)
-        price = budgets.price(s.model)
-        if price is None:
-            if s.input_tokens or s.output_tokens or s.cache_creation_tokens or s.cache_read_tokens:
-                out.unpriced_models.append(s.model)
-            continue
-        cost += (
-            s.input_tokens * price.input
-            + s.output_tokens * price.output
-            + s.cache_creation_tokens * price.cache_creation
-            + s.cache_read_tokens * price.cache_read
-        ) / 1_000_000
-    out.cost_usd = round(cost, 6)
-    out.models.sort()
-    out.unpriced_models.sort()
-    return out
+    """SUMS (by model) added up, with the cost of the priced models (``pricing.tally``)."""
+
+    def rates(model: str) -> Rates | None:
+        p = budgets.price(model)
+        return None if p is None else (p.input, p.output, p.cache_creation, p.cache_read)
+
+    t = tally(sums, rates)
+    return Usage(
+        input_tokens=t.input_tokens,
+        output_tokens=t.output_tokens,
+        cache_creation_tokens=t.cache_creation_tokens,
+        cache_read_tokens=t.cache_read_tokens,
+        turns=t.turns,
+        cost_usd=t.cost_usd,
+        models=t.models,
+        unpriced_models=t.unpriced_models,
+    )
 
 
 def of_agents(ctx: Ctx, agents: list[str]) -> dict[str, Usage]:

@@ -6,14 +6,24 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from the_loop.config import LoadedConfig, load_config, load_recorded, resolve_config_path
+from the_loop.cli.plain import (
+    STATUS_COLOURS,
+    ago,
+    colour_enabled,
+    paint,
+    print_empty,
+    print_error,
+    print_table,
+    status_word,
+)
+from the_loop.cli_facts import resolve_config_path
+from the_loop.config import LoadedConfig, load_config, load_recorded
 from the_loop.config_errors import problems_word
 from the_loop.context import Ctx, open_ctx
 from the_loop.errors import BadInput, ConfigInvalid
@@ -21,6 +31,18 @@ from the_loop.wire import dumps
 
 if TYPE_CHECKING:
     from the_loop.runner import AttachCommand
+
+
+__all__ = [  # what the commands print through (defined in cli.plain, shared with the fast path)
+    "STATUS_COLOURS",
+    "ago",
+    "colour_enabled",
+    "paint",
+    "print_empty",
+    "print_error",
+    "print_table",
+    "status_word",
+]
 
 
 class Format(StrEnum):
@@ -95,61 +117,10 @@ def drain_outbox() -> None:
     outbox.drain_pending(STATE.ctx, since=STATE.started_at)
 
 
-def print_error(message: str) -> None:
-    print(f"{paint('error:', 'red', sys.stderr)} {message}", file=sys.stderr)
-
-
 def print_warning(message: str, stream: TextIO | None = None) -> None:
     """``warning: MESSAGE`` on STREAM (default stderr), the label yellow on a terminal."""
     out = stream or sys.stderr
     print(f"{paint('warning:', 'yellow', out)} {message}", file=out, flush=True)
-
-
-_SGR = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
-
-STATUS_COLOURS: dict[str, str] = {
-    "ok": "green",
-    "healthy": "green",
-    "running": "green",
-    "active": "green",
-    "started": "green",
-    "resumed": "green",
-    "stopped": "dim",
-    "closed": "dim",
-    "absent": "dim",
-    "warn": "yellow",
-    "paused": "yellow",
-    "queued": "yellow",
-    "already-running": "yellow",
-    "unhealthy": "red",
-    "failed": "red",
-    "MISSING": "red",
-    "FAILED": "red",
-}
-"""The colour a status word gets on a terminal (``status_word``)."""
-
-
-def colour_enabled(stream: TextIO) -> bool:
-    """Colour only on a terminal, never when NO_COLOR is set (https://no-color.org) or the
-    terminal is dumb; pipes and files always get plain text."""
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    try:
-        return stream.isatty()
-    except ValueError:  # a closed stream
-        return False
-
-
-def paint(text: str, colour: str | None, stream: TextIO | None = None) -> str:
-    """TEXT in COLOUR (a key of ``_SGR``) when STREAM (default stdout) shows colour."""
-    if colour is None or not colour_enabled(stream or sys.stdout):
-        return text
-    return f"\x1b[{_SGR[colour]}m{text}\x1b[0m"
-
-
-def status_word(word: str, stream: TextIO | None = None, width: int = 0) -> str:
-    """A status word padded to WIDTH, coloured by ``STATUS_COLOURS`` on a terminal."""
-    return paint(word.ljust(width), STATUS_COLOURS.get(word.strip()), stream)
 
 
 @contextlib.contextmanager
@@ -165,28 +136,10 @@ def waiting(message: str) -> Iterator[None]:
         yield
 
 
-def print_empty(what: str, hint: str) -> None:
-    """What an empty table says instead: ``no WHAT`` and how to get one."""
-    print(f"no {what}; {hint}")
-
-
 def print_json(data: Any) -> None:
     """DATA (a model, a list of them, a dataclass, plain values) in the output contract: the
     same JSON the API answers for the same object (``the_loop.wire``)."""
     sys.stdout.write(dumps(data) + "\n")
-
-
-def ago(when: float | datetime | None, now: float | None = None) -> str:
-    """How long ago WHEN (epoch seconds or a datetime) was, for people: ``45s ago``, ``3m ago``,
-    ``2h ago``, ``4d ago``; ``-`` for None. Tables show this; JSON keeps the ISO time."""
-    if when is None:
-        return "-"
-    moment = when.timestamp() if isinstance(when, datetime) else when
-    seconds = max(0.0, (time.time() if now is None else now) - moment)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
 
 
 def require_terminal(what: str, instead: str) -> None:
@@ -213,24 +166,3 @@ def exec_attach(command: AttachCommand, prefix: str, read_only: bool) -> None:
         flush=True,
     )
     os.execvpe(command.argv[0], list(command.argv), dict(command.env))
-
-
-def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
-    """A table for people: Rich on a terminal; plain aligned columns (never wrapped) otherwise."""
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
-    if not sys.stdout.isatty():
-        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-        for line in [list(columns), *cells]:
-            print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
-        return
-    # lazy: start-up (Rich loads only for a table on a terminal)
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=title or None, box=None, pad_edge=False, header_style="bold")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in cells:
-        table.add_row(*(Text.from_ansi(c) for c in row))
-    Console(soft_wrap=True).print(table)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from the_loop.cli import common
+from the_loop.cli.plain import describe, status_text
 from the_loop.errors import Unavailable
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def start(
         health = start_detached(ctx, timeout=timeout)
     print(f"the-loop is running at {health.url} (pid {health.pid})")
     for part, detail in health.detail.items():
-        print(f"  {part + ':':<9}{_describe(detail)}")
+        print(f"  {part + ':':<9}{describe(detail)}")
     # lazy: start-up
     from the_loop.web.auth import client_token
 
@@ -155,31 +156,5 @@ def status(
     if fmt is common.Format.json:
         common.print_json(report)
     else:
-        state = "healthy" if report.healthy else ("unhealthy" if report.running else "stopped")
-        print(f"the-loop: {common.status_word(state)}")
-        if report.running:
-            up = common.ago(report.started_at).removesuffix(" ago")
-            print(
-                f"  url:     {report.url}\n  pid:     {report.pid}\n"
-                f"  version: {report.version}\n  uptime:  {up}"
-            )
-        for part, detail in report.health.detail.items():
-            print(f"  {part + ':':<9}{_describe(detail)}")
-        print(f"  sessions: {_describe(report.sessions) if report.sessions else 'none'}")
-        if report.memory is not None:
-            free = report.memory.available_mb
-            print(
-                f"  memory:  {report.memory.live_agents} live agents hold "
-                f"{report.memory.agents_rss_mb:.0f} MiB; "
-                f"{'?' if free is None else f'{free:.0f}'} MiB available"
-                + (f" (starts wait: {report.memory.waiting})" if report.memory.waiting else "")
-            )
-        for problem in report.problems:
-            print(f"  problem: {problem}")
+        print(status_text(report.model_dump(mode="json")))
     raise typer.Exit(0 if report.healthy else 1)
-
-
-def _describe(detail: object) -> str:
-    if isinstance(detail, dict):
-        return ", ".join(f"{k}={v}" for k, v in detail.items()) or "-"
-    return str(detail)

@@ -9,6 +9,7 @@ import typer
 
 from the_loop import events as ev
 from the_loop.cli import common
+from the_loop.cli.plain import event_line
 from the_loop.wire import dumps
 
 
@@ -52,12 +53,7 @@ def events(
 def _print_one(event: ev.Event, fmt: EventFormat) -> None:
     if fmt is EventFormat.table:
         subject = event.work_item or (f"standing:{event.standing}" if event.standing else "-")
-        detail = " ".join(f"{k}={v}" for k, v in event.payload.items())
-        line = (
-            f"{event.ts.strftime('%Y-%m-%d %H:%M:%S')}  {event.level:<7}  "
-            f"{event.type:<26}  {subject:<28}  {detail}"
-        )
-        print(line.rstrip())
+        print(event_line(event.ts, event.level, event.type, subject, event.payload))
     else:
         print(dumps(event, indent=None))
     sys.stdout.flush()

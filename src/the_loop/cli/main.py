@@ -19,7 +19,18 @@ def run(argv: list[str] | None = None) -> None:
         from the_loop.attention_hook import main as hook
 
         sys.exit(hook(args[1:]))
+    if FAST_WORDS.intersection(args[:3]):
+        # lazy: start-up (the fast path of the read-only commands, docs/decisions/0033)
+        from the_loop.cli import fast
+
+        code = fast.run(args)
+        if code is not None:
+            sys.exit(code)
     sys.exit(_dispatch(args))
+
+
+FAST_WORDS = frozenset({"sessions", "events", "status"})
+"""The commands ``cli.fast`` may answer without the full CLI."""
 
 
 def _dispatch(args: list[str]) -> int:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import typer
 
 from the_loop.cli import common
+from the_loop.cli.plain import print_sessions
 from the_loop.errors import BadInput
 
 app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", no_args_is_help=True)
@@ -35,43 +35,23 @@ def list_(
     if fmt is common.Format.json:
         common.print_json(rows)
         return
-    if not rows:
-        common.print_empty(
-            f"{status} sessions" if status else "sessions",
-            "one starts when an authorized user comments `the-loop start` on an issue "
-            "(or try `the-loop dispatch`, see docs/sessions.md)",
-        )
-        return
-    att = {r.id: r.attention.state if r.attention else "-" for r in rows}
-    now = time.time()
-    common.print_table(
-        [
-            "WORK ITEM",
-            "STATUS",
-            "ATTENTION",
-            "HARNESS",
-            "RUNNER",
-            "TMUX TARGET",
-            "TURNS",
-            "COST USD",
-            "CREATED",
-            "LAST EVENT",
-        ],
+    print_sessions(
         [
             (
                 r.work_item,
-                common.status_word(r.status.value),
-                att[r.id],
+                r.status.value,
+                r.attention.state if r.attention else "-",
                 r.harness,
                 r.runner,
-                r.tmux_target or "-",
+                r.tmux_target,
                 r.usage.turns if r.usage else 0,
-                f"{r.usage.cost_usd:.4f}" if r.usage else "-",
-                common.ago(r.created_at, now),
-                common.ago(r.last_event_at, now),
+                r.usage.cost_usd if r.usage else None,
+                r.created_at,
+                r.last_event_at,
             )
             for r in rows
         ],
+        status,
     )
 
 

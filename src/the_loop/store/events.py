@@ -9,29 +9,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import IntEnum
 from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from the_loop.errors import BadInput
 from the_loop.store.conn import Connection
 from the_loop.store.db import Database
+from the_loop.store.rows import (
+    EVENT_COLUMNS,
+    event_where,
+    level_name,
+    newest_event_rows,
+)
+from the_loop.store.rows import EventFilter as EventFilter  # re-exported
+from the_loop.store.rows import Level as Level  # re-exported
 from the_loop.wire import UtcDatetime, Wire
-
-
-class Level(IntEnum):
-    debug = 10
-    info = 20
-    warning = 30
-    error = 40
-
-    @classmethod
-    def parse(cls, text: str) -> Level:
-        try:
-            return cls[text.lower()]
-        except KeyError:
-            raise BadInput(f"invalid level {text!r}: one of debug, info, warning, error") from None
 
 
 class Event(Wire):
@@ -49,25 +41,6 @@ class Event(Wire):
     session_id: str | None = None
     delivery_id: str | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class EventFilter:
-    """What ``query`` and ``follow`` select; every field narrows the selection."""
-
-    types: tuple[str, ...] = ()
-    work_item: str | None = None
-    standing: str | None = None
-    min_level: Level = Level.debug
-    since: float | None = None
-    after_id: int = 0
-    limit: int | None = 100
-
-    def following(self, after_id: int) -> EventFilter:
-        """The same selection, for events after AFTER_ID, unlimited and without ``since``."""
-        return EventFilter(
-            self.types, self.work_item, self.standing, self.min_level, None, after_id, None
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,33 +85,12 @@ def insert(tx: Connection, event: NewEvent) -> int:
     return int(cur.lastrowid or 0)
 
 
-def _where(f: EventFilter) -> tuple[str, list[Any]]:
-    clauses = ["id > ?"]
-    args: list[Any] = [f.after_id]
-    if f.types:
-        clauses.append("(" + " OR ".join("type GLOB ?" for _ in f.types) + ")")
-        args.extend(f.types)
-    if f.work_item is not None:
-        clauses.append("work_item = ?")
-        args.append(f.work_item)
-    if f.standing is not None:
-        clauses.append("standing = ?")
-        args.append(f.standing)
-    if f.min_level > Level.debug:
-        clauses.append("level >= ?")
-        args.append(int(f.min_level))
-    if f.since is not None:
-        clauses.append("ts >= ?")
-        args.append(f.since)
-    return " AND ".join(clauses), args
-
-
 def _row_to_event(row: tuple[Any, ...]) -> Event:
     return Event(
         id=row[0],
         ts=datetime.fromtimestamp(row[1], tz=UTC),
         type=row[2],
-        level=Level(row[3]).name if row[3] in Level._value2member_map_ else str(row[3]),
+        level=level_name(row[3]),
         source=row[4],
         work_item=row[5],
         standing=row[6],
@@ -148,24 +100,15 @@ def _row_to_event(row: tuple[Any, ...]) -> Event:
     )
 
 
-_COLUMNS = "id, ts, type, level, source, work_item, standing, session_id, delivery_id, payload"
-
-
 def newest(db: Database, f: EventFilter) -> list[Event]:
     """The newest ``limit`` events matching F, oldest first."""
-    where, args = _where(f)
-    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id DESC"
-    if f.limit is not None:
-        sql += " LIMIT ?"
-        args.append(f.limit)
-    rows = db.connect().execute(sql, args).fetchall()
-    return [_row_to_event(r) for r in reversed(rows)]
+    return [_row_to_event(r) for r in newest_event_rows(db.connect(), f)]
 
 
 def after(db: Database, f: EventFilter, batch: int = 500) -> list[Event]:
     """Events after ``f.after_id`` matching F, oldest first (at most BATCH)."""
-    where, args = _where(f)
-    sql = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY id ASC LIMIT ?"
+    where, args = event_where(f)
+    sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE {where} ORDER BY id ASC LIMIT ?"
     rows = db.connect().execute(sql, [*args, batch]).fetchall()
     return [_row_to_event(r) for r in rows]
 

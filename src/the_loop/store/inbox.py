@@ -25,6 +25,7 @@ from the_loop.store import events
 from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 from the_loop.store.events import NewEvent
+from the_loop.store.rows import inbox_counts
 from the_loop.wire import Timestamp, Wire
 
 MAX_ATTEMPTS = 5
@@ -259,8 +260,7 @@ def list_items(
 
 
 def counts(db: Database) -> dict[str, int]:
-    rows = db.connect().execute("SELECT status, COUNT(*) FROM inbox GROUP BY status")
-    return {str(r[0]): int(r[1]) for r in rows}
+    return inbox_counts(db.connect())
 
 
 def next_due(db: Database) -> float | None:

@@ -10,10 +10,10 @@ from the_loop.config import RunnerKind
 from the_loop.errors import Conflict
 from the_loop.store import prompts
 from the_loop.store.conn import Connection
+from the_loop.store.rows import LIVE as LIVE  # re-exported
+from the_loop.store.rows import SESSION_COLUMNS, session_counts, session_rows
 from the_loop.store.usage import Usage
 from the_loop.wire import Timestamp, Wire
-
-LIVE = ("queued", "active", "paused")
 
 
 class SessionStatus(StrEnum):
@@ -51,10 +51,7 @@ class SessionRecord(Wire):
         return self.status in LIVE
 
 
-_COLUMNS = (
-    "id, work_item, harness, harness_session_id, runner, tmux_target, cwd, status, title, url,"
-    " created_at, started_at, last_event_at, closed_at, close_reason"
-)
+_COLUMNS = SESSION_COLUMNS
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:
@@ -102,16 +99,7 @@ def list_sessions(
     conn: Connection, status: SessionStatus | None = None, limit: int | None = None
 ) -> list[SessionRecord]:
     """Sessions newest first, optionally of one STATUS."""
-    sql = f"SELECT {_COLUMNS} FROM sessions"
-    args: list[Any] = []
-    if status is not None:
-        sql += " WHERE status = ?"
-        args.append(status.value)
-    sql += " ORDER BY created_at DESC"
-    if limit is not None:
-        sql += " LIMIT ?"
-        args.append(limit)
-    return [_record(r) for r in conn.execute(sql, args)]
+    return [_record(r) for r in session_rows(conn, status.value if status else None, limit)]
 
 
 def count_running(conn: Connection) -> int:
@@ -163,8 +151,7 @@ def delivered_count(conn: Connection, session_id: str) -> int:
 
 def counts_by_status(conn: Connection) -> dict[str, int]:
     """How many sessions have each status (statuses without sessions are absent)."""
-    rows = conn.execute("SELECT status, COUNT(*) FROM sessions GROUP BY status")
-    return {str(r[0]): int(r[1]) for r in rows}
+    return session_counts(conn)
 
 
 def delivered_total(conn: Connection) -> int:

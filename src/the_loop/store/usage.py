@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from the_loop.store.conn import Connection
+from the_loop.store.rows import SUMS, sums
+from the_loop.store.rows import ModelSum as ModelSum  # re-exported
+from the_loop.store.rows import sums_of_agents as sums_of_agents  # re-exported
 from the_loop.wire import Wire
 
 MESSAGE = "message"
@@ -31,18 +34,6 @@ class Entry:
     output_tokens: int = 0
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSum:
-    """Tokens of one model summed over some entries, and the turns among them."""
-
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cache_creation_tokens: int
-    cache_read_tokens: int
-    turns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,45 +86,18 @@ def add_entries(tx: Connection, agent: str, entries: list[Entry], day: str, at: 
     return len(entries)
 
 
-_SUMS = (
-    "SELECT model, SUM(input_tokens), SUM(output_tokens), SUM(cache_creation_tokens),"
-    " SUM(cache_read_tokens), SUM(CASE WHEN kind = 'turn' THEN 1 ELSE 0 END)"
-    " FROM usage_entries"
-)
-
-
-def _sums(rows: list[tuple[Any, ...]]) -> list[ModelSum]:
-    return [ModelSum(str(r[0]), *(int(v or 0) for v in r[1:6])) for r in rows]
-
-
-def sums_of_agents(conn: Connection, agents: list[str]) -> dict[str, list[ModelSum]]:
-    """Per agent of AGENTS (those with entries), its sums by model."""
-    out: dict[str, list[ModelSum]] = {}
-    for start in range(0, len(agents), 500):
-        chunk = agents[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
-        rows = conn.execute(
-            _SUMS.replace("SELECT ", "SELECT agent, ", 1)
-            + f" WHERE agent IN ({marks}) GROUP BY agent, model",
-            chunk,
-        ).fetchall()
-        for row in rows:
-            out.setdefault(str(row[0]), []).extend(_sums([row[1:]]))
-    return out
-
-
 def sums_of_work_item(conn: Connection, work_item: str) -> list[ModelSum]:
     """Sums by model over every session of WORK_ITEM (respawns and earlier sessions)."""
     rows = conn.execute(
-        _SUMS + " WHERE agent IN (SELECT id FROM sessions WHERE work_item = ?) GROUP BY model",
+        SUMS + " WHERE agent IN (SELECT id FROM sessions WHERE work_item = ?) GROUP BY model",
         (work_item,),
     ).fetchall()
-    return _sums(rows)
+    return sums(rows)
 
 
 def sums_of_day(conn: Connection, day: str) -> list[ModelSum]:
     """Sums by model of everything recorded on DAY (``YYYY-MM-DD``, UTC)."""
-    return _sums(conn.execute(_SUMS + " WHERE day = ? GROUP BY model", (day,)).fetchall())
+    return sums(conn.execute(SUMS + " WHERE day = ? GROUP BY model", (day,)).fetchall())
 
 
 def days(conn: Connection, limit: int) -> list[str]:

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Forbidden, Unauthorized
+from the_loop.local_client import TOKEN_FILE, local_token
 
 if TYPE_CHECKING:
     from fastapi import Request  # the CLI asks for its token without loading the web stack
 
-TOKEN_FILE = "api-token"
 MIN_TOKEN_LENGTH = 32
 """Off loopback every configured token (full and read-only) must be at least this long."""
 
@@ -100,13 +100,7 @@ def _generated_token(state_dir: Path) -> str:
 
 def client_token(ctx: Ctx) -> str | None:
     """The token a local client (CLI, SDK over HTTP) should present."""
-    env = os.environ.get(ctx.config.server.token_env)
-    if env:
-        return env
-    try:
-        return token_file(ctx.state_dir).read_text("utf-8").strip() or None
-    except OSError:
-        return None
+    return local_token(ctx.config.server.token_env, ctx.state_dir)
 
 
 def _presented(request: Request) -> str | None:

@@ -1,0 +1,202 @@
+"""Output for people that needs neither typer nor pydantic: errors, colour, status words,
+ages and tables. The full CLI (``cli.common`` re-exports these) and the fast path of the
+read-only commands (``cli.fast``) print through the same functions, so they print alike.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TextIO
+
+
+def print_error(message: str) -> None:
+    print(f"{paint('error:', 'red', sys.stderr)} {message}", file=sys.stderr)
+
+
+_SGR = {"red": "31", "green": "32", "yellow": "33", "bold": "1", "dim": "2"}
+
+STATUS_COLOURS: dict[str, str] = {
+    "ok": "green",
+    "healthy": "green",
+    "running": "green",
+    "active": "green",
+    "started": "green",
+    "resumed": "green",
+    "stopped": "dim",
+    "closed": "dim",
+    "absent": "dim",
+    "warn": "yellow",
+    "paused": "yellow",
+    "queued": "yellow",
+    "already-running": "yellow",
+    "unhealthy": "red",
+    "failed": "red",
+    "MISSING": "red",
+    "FAILED": "red",
+}
+"""The colour a status word gets on a terminal (``status_word``)."""
+
+
+def colour_enabled(stream: TextIO) -> bool:
+    """Colour only on a terminal, never when NO_COLOR is set (https://no-color.org) or the
+    terminal is dumb; pipes and files always get plain text."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
+def paint(text: str, colour: str | None, stream: TextIO | None = None) -> str:
+    """TEXT in COLOUR (a key of ``_SGR``) when STREAM (default stdout) shows colour."""
+    if colour is None or not colour_enabled(stream or sys.stdout):
+        return text
+    return f"\x1b[{_SGR[colour]}m{text}\x1b[0m"
+
+
+def status_word(word: str, stream: TextIO | None = None, width: int = 0) -> str:
+    """A status word padded to WIDTH, coloured by ``STATUS_COLOURS`` on a terminal."""
+    return paint(word.ljust(width), STATUS_COLOURS.get(word.strip()), stream)
+
+
+def print_empty(what: str, hint: str) -> None:
+    """What an empty table says instead: ``no WHAT`` and how to get one."""
+    print(f"no {what}; {hint}")
+
+
+def ago(when: float | datetime | None, now: float | None = None) -> str:
+    """How long ago WHEN (epoch seconds or a datetime) was, for people: ``45s ago``, ``3m ago``,
+    ``2h ago``, ``4d ago``; ``-`` for None. Tables show this; JSON keeps the ISO time."""
+    if when is None:
+        return "-"
+    moment = when.timestamp() if isinstance(when, datetime) else when
+    seconds = max(0.0, (time.time() if now is None else now) - moment)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
+    """A table for people: Rich on a terminal; plain aligned columns (never wrapped) otherwise."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    if not sys.stdout.isatty():
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+        for line in [list(columns), *cells]:
+            print("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+        return
+    # lazy: start-up (Rich loads only for a table on a terminal)
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title or None, box=None, pad_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in cells:
+        table.add_row(*(Text.from_ansi(c) for c in row))
+    Console(soft_wrap=True).print(table)
+
+
+# --- the read-only commands' output (both the full CLI and ``cli.fast`` print through these) --
+
+SessionLine = tuple[str, str, str, str, str, str | None, int, float | None, float, float]
+"""One ``sessions list`` row: work item, status, attention state (``-`` when none), harness,
+runner, tmux target, turns, cost in USD (None: not metered), created and last-event times."""
+
+
+def print_sessions(lines: Sequence[SessionLine], status: str | None) -> None:
+    """The ``sessions list`` table of LINES (newest first), or what an empty one says."""
+    if not lines:
+        print_empty(
+            f"{status} sessions" if status else "sessions",
+            "one starts when an authorized user comments `the-loop start` on an issue "
+            "(or try `the-loop dispatch`, see docs/sessions.md)",
+        )
+        return
+    now = time.time()
+    print_table(
+        [
+            "WORK ITEM",
+            "STATUS",
+            "ATTENTION",
+            "HARNESS",
+            "RUNNER",
+            "TMUX TARGET",
+            "TURNS",
+            "COST USD",
+            "CREATED",
+            "LAST EVENT",
+        ],
+        [
+            (
+                item,
+                status_word(state),
+                attention,
+                harness,
+                runner,
+                target or "-",
+                turns,
+                "-" if cost is None else f"{cost:.4f}",
+                ago(created, now),
+                ago(last, now),
+            )
+            for item, state, attention, harness, runner, target, turns, cost, created, last in lines
+        ],
+    )
+
+
+def event_line(ts: datetime, level: str, type_: str, subject: str, payload: dict[str, Any]) -> str:
+    """One event as ``events`` prints it in a table: time (UTC), level, type, subject
+    (work item, ``standing:NAME`` or ``-``) and the payload as ``key=value``."""
+    detail = " ".join(f"{k}={v}" for k, v in payload.items())
+    line = f"{ts.strftime('%Y-%m-%d %H:%M:%S')}  {level:<7}  {type_:<26}  {subject:<28}  {detail}"
+    return line.rstrip()
+
+
+def status_text(report: dict[str, Any]) -> str:
+    """``status`` for people, from the status report's JSON (REPORT)."""
+    running = bool(report.get("running"))
+    state = "healthy" if report.get("healthy") else ("unhealthy" if running else "stopped")
+    out = [f"the-loop: {status_word(state)}"]
+    if running:
+        started = report.get("startedAt")
+        up = ago(_parse_iso(started) if isinstance(started, str) else None).removesuffix(" ago")
+        out.append(
+            f"  url:     {report.get('url')}\n  pid:     {report.get('pid')}\n"
+            f"  version: {report.get('version')}\n  uptime:  {up}"
+        )
+    health = report.get("health") or {}
+    for part, detail in (health.get("detail") or {}).items():
+        out.append(f"  {part + ':':<9}{describe(detail)}")
+    sessions = report.get("sessions")
+    out.append(f"  sessions: {describe(sessions) if sessions else 'none'}")
+    memory = report.get("memory")
+    if memory is not None:
+        free = memory.get("availableMb")
+        waiting = memory.get("waiting")
+        out.append(
+            f"  memory:  {memory.get('liveAgents')} live agents hold "
+            f"{memory.get('agentsRssMb'):.0f} MiB; "
+            f"{'?' if free is None else f'{free:.0f}'} MiB available"
+            + (f" (starts wait: {waiting})" if waiting else "")
+        )
+    out.extend(f"  problem: {problem}" for problem in health.get("problems") or [])
+    return "\n".join(out)
+
+
+def describe(detail: object) -> str:
+    """A detail for people: a dict as ``k=v, …`` (``-`` when empty), anything else as text."""
+    if isinstance(detail, dict):
+        return ", ".join(f"{k}={v}" for k, v in detail.items()) or "-"
+    return str(detail)
+
+
+def _parse_iso(text: str) -> datetime:
+    # the output contract's times (``wire_text.iso``): UTC with a ``Z``
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
