@@ -49,13 +49,19 @@ EVENT_TYPES = [
 
 
 def cli_ms(
-    install: Install, args: list[str], runs: int, argv: list[str] | None = None
+    install: Install,
+    args: list[str],
+    runs: int,
+    argv: list[str] | None = None,
+    full: bool = False,
 ) -> list[float]:
     """Wall time (ms) of RUNS fresh ``the-loop ARGS`` processes (after two warm-up runs), or of
-    ARGV when given."""
+    ARGV when given; FULL sends them down the full CLI (``THE_LOOP_NO_FAST_PATH=1``)."""
     out: list[float] = []
     argv = argv or [*install.cli_argv(), *args]
     env = install.env()
+    if full:
+        env["THE_LOOP_NO_FAST_PATH"] = "1"
     for i in range(runs + 2):
         t0 = time.perf_counter()
         proc = subprocess.run(argv, capture_output=True, env=env, cwd=install.root, check=False)
@@ -247,6 +253,16 @@ def main() -> None:
                     running = {
                         "status": cli_ms(install, ["status"], args.runs),
                         "standing": cli_ms(install, ["standing", "list"], args.runs),
+                        "status_full": cli_ms(install, ["status"], args.runs, full=True),
+                        "sessions_full": cli_ms(
+                            install, ["sessions", "list"], args.runs, full=True
+                        ),
+                        "events_full": cli_ms(
+                            install,
+                            ["events", "--limit", "50", "--format", "json"],
+                            args.runs,
+                            full=True,
+                        ),
                     }
             finally:
                 daemon.stop()
@@ -279,6 +295,16 @@ def main() -> None:
             )
             report.figure(Figure(f"cli.{key}", f"{label} (daemon running), p50", s.p50, "ms", 100))
             bars.append((label.removeprefix("the-loop "), s.p50, 100, None))
+        for key, label in (
+            ("sessions_full", "sessions list, full CLI"),
+            ("events_full", "events --limit 50 --format json, full CLI"),
+            ("status_full", "status, full CLI"),
+        ):
+            if key in running:  # the same commands without the fast path, in the same run
+                s = report.distribution(
+                    key, f"{label} (THE_LOOP_NO_FAST_PATH=1), same state", running[key]
+                )
+                report.figure(Figure(f"cli.{key}", f"{label}, p50", s.p50, "ms", None))
     path = common.PLOTS / f"{NAME}.svg"
     common.svg_bars(path, "CLI and API read latency, p50 (ms)", bars, "ms")
     report.plot(path)

@@ -6,7 +6,6 @@ per-model token sums costs. ``usage.priced`` (every surface) and the CLI's fast 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from the_loop.store.rows import ModelSum
@@ -24,16 +23,26 @@ def longest_match(model: str, table: Mapping[str, T]) -> T | None:
     return table[max(matches, key=len)] if matches else None
 
 
-@dataclass(slots=True)
 class Tally:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_tokens: int = 0
-    cache_read_tokens: int = 0
-    turns: int = 0
-    cost_usd: float = 0.0
-    models: list[str] = field(default_factory=list)
-    unpriced_models: list[str] = field(default_factory=list)
+    """Tokens by kind, turns and cost added up (a plain class: see ``store.rows``)."""
+
+    __slots__ = (
+        "cache_creation_tokens",
+        "cache_read_tokens",
+        "cost_usd",
+        "input_tokens",
+        "models",
+        "output_tokens",
+        "turns",
+        "unpriced_models",
+    )
+
+    def __init__(self) -> None:
+        self.input_tokens = self.output_tokens = self.turns = 0
+        self.cache_creation_tokens = self.cache_read_tokens = 0
+        self.cost_usd = 0.0
+        self.models: list[str] = []
+        self.unpriced_models: list[str] = []
 
 
 def tally(sums: list[ModelSum], rates: Callable[[str], Rates | None]) -> Tally:

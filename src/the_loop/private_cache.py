@@ -8,10 +8,17 @@ knows whether it needs pydantic.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
+
+try:  # CPython's own SHA-256: `hashlib` would load OpenSSL (several ms of every command)
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - another interpreter, or Python 3.12+
+    try:
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]
+    except ImportError:
+        from hashlib import sha256 as _sha256
 
 
 def cache_dir() -> Path:
@@ -22,11 +29,11 @@ def cache_dir() -> Path:
 
 def digest(*parts: bytes) -> str:
     """The SHA-256 of PARTS, each length-prefixed (so no two sequences collide)."""
-    h = hashlib.sha256()
+    h = _sha256()
     for part in parts:
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
-    return h.hexdigest()
+    return str(h.hexdigest())
 
 
 def read_private(path: Path) -> bytes | None:

@@ -5,7 +5,6 @@ path (``cli.fast``) renders plain rows through the same two functions.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,5 +22,7 @@ def iso(value: float | datetime) -> str:
 
 def json_text(values: Any, indent: int | None = 2) -> str:
     """Plain JSON VALUES as text (non-ASCII kept); compact when INDENT is None."""
+    import json  # lazy: start-up (`json` loads `re`; the fast path's tables need neither)
+
     separators = (",", ":") if indent is None else None
     return json.dumps(values, indent=indent, separators=separators, ensure_ascii=False)

@@ -17,9 +17,7 @@ first and printed at the end, so a fall-back never prints twice.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import json
 import os
 import sqlite3
 import sys
@@ -28,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from the_loop import hook_json
 from the_loop.cli import plain
 from the_loop.cli_facts import facts_key, read_facts, resolve_config_path
 from the_loop.errors import LoopError
@@ -63,9 +62,11 @@ def run(args: list[str]) -> int | None:
         text, code = handler(_State(facts), options)
     except (_Unsure, LoopError, OSError, sqlite3.Error, ValueError, KeyError, TypeError):
         return None
-    with contextlib.suppress(BrokenPipeError):
+    try:
         sys.stdout.write(text)
         sys.stdout.flush()
+    except BrokenPipeError:
+        pass
     return code
 
 
@@ -107,8 +108,7 @@ class _State:
             if not path.is_file():
                 raise _Unsure("no database yet")
             conn = sqlite3.connect(path, timeout=5)
-            names = sorted(r[0] for r in conn.execute("SELECT name FROM schema_migrations"))
-            if names != sorted(name for name, _ in MIGRATIONS):
+            if rows.migration_names(conn) != sorted(name for name, _ in MIGRATIONS):
                 conn.close()
                 raise _Unsure("migrations pending")
             self._conn = conn
@@ -237,7 +237,7 @@ def _events(state: _State, options: list[str]) -> Answer:
 
 def _event(row: tuple[Any, ...]) -> dict[str, Any]:
     """An event row as the output contract shows an event (``store.events.Event``)."""
-    payload = json.loads(row[9])
+    payload = hook_json.loads(row[9])
     if not isinstance(payload, dict):
         raise _Unsure("a payload that is not an object")
     out: dict[str, Any] = {
@@ -276,10 +276,10 @@ def _report(state: _State) -> dict[str, Any]:
 
     if not local_client.daemon_running(state.dir):
         raise _Unsure("no daemon: the full CLI reports from the database")
-    info = json.loads((state.dir / local_client.INFO_NAME).read_text("utf-8"))
+    info = hook_json.loads((state.dir / local_client.INFO_NAME).read_text("utf-8"))
     token = local_client.local_token(str(state.facts["tokenEnv"]), state.dir)
     status, body = local_client.get(str(info["url"]), "/api/v1/status", token, 2.0)
-    report = json.loads(body) if status == 200 else None
+    report = hook_json.loads(body.decode("utf-8")) if status == 200 else None
     if not isinstance(report, dict) or not isinstance(report.get("health"), dict):
         raise _Unsure(f"HTTP {status}")
     return report

@@ -3,17 +3,24 @@
 ``sessions list``, ``events`` and ``status`` answer without pydantic (``the_loop.cli.fast``),
 so the SQL they need lives here, free of models: ``store.sessions``, ``store.events``,
 ``store.usage`` and ``store.inbox`` build their models from these same rows, and the fast
-path renders them directly. One query, two consumers.
+path renders them directly. One query, two consumers. Records are named tuples, not
+dataclasses: ``dataclasses`` (and the ``inspect`` it loads) would be most of the fast path's
+imports.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from the_loop.errors import BadInput
 from the_loop.store.conn import Connection
+
+
+def migration_names(conn: Connection) -> list[str]:
+    """The names of the migrations applied, sorted."""
+    return sorted(str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations"))
+
 
 # --- sessions --------------------------------------------------------------------------------
 
@@ -56,8 +63,7 @@ def inbox_counts(conn: Connection) -> dict[str, int]:
 # --- usage -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ModelSum:
+class ModelSum(NamedTuple):
     """Tokens of one model summed over some entries, and the turns among them."""
 
     model: str
@@ -112,8 +118,7 @@ class Level(IntEnum):
             raise BadInput(f"invalid level {text!r}: one of debug, info, warning, error") from None
 
 
-@dataclass(frozen=True, slots=True)
-class EventFilter:
+class EventFilter(NamedTuple):
     """What ``query`` and ``follow`` select; every field narrows the selection."""
 
     types: tuple[str, ...] = ()
