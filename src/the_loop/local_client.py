@@ -41,20 +41,48 @@ def local_token(token_env: str, state_dir: Path) -> str | None:
 
 
 def get(url: str, path: str, token: str | None, timeout: float) -> tuple[int, bytes]:
-    """GET PATH of the daemon at URL with TOKEN: its HTTP status and body; ``OSError`` when
-    it does not answer."""
-    # lazy: start-up (the HTTP client loads only when a daemon runs)
-    import http.client
-    from urllib.parse import urlsplit
+    """GET PATH of the daemon at URL (``http://host:port``) with TOKEN: its HTTP status and
+    body; ``OSError`` when it does not answer, or answers something that is not HTTP/1.1 with
+    a length. One request on a plain socket: ``http.client`` would load the ``email`` package
+    (several ms of every ``status``)."""
+    # lazy: start-up (the socket module loads only when a daemon runs)
+    import socket
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
-    try:
-        conn.request("GET", path, headers=headers)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    except http.client.HTTPException as exc:
-        raise OSError(str(exc) or type(exc).__name__) from exc
-    finally:
-        conn.close()
+    host, port = _host_port(url)
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}"
+        "Accept: application/json\r\nConnection: close\r\n\r\n"
+    ).encode("latin-1")
+    with socket.create_connection((host.strip("[]"), port), timeout=timeout) as conn:
+        conn.sendall(request)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return _response(b"".join(chunks))
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    rest = url.removeprefix("http://").split("/", 1)[0]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise OSError(f"not a daemon URL: {url!r}")
+    return host, int(port)
+
+
+def _response(raw: bytes) -> tuple[int, bytes]:
+    head, sep, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+        raise OSError("the daemon's answer is not HTTP")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = headers.get("content-length")
+    if "chunked" in headers.get("transfer-encoding", "") or (
+        length is not None and (not length.isdigit() or int(length) != len(body))
+    ):
+        raise OSError("the daemon's answer is cut short or chunked")
+    return int(parts[1]), body
