@@ -156,6 +156,13 @@ def cli_md() -> str:
         "UTC times (`2026-12-01T12:34:56.789Z`); see",
         "[the output contract](api.md#the-output-contract).",
         "",
+        "`sessions list`, `events` and `status` (with the daemon running) usually answer on a",
+        "fast path that loads neither typer nor the config models: it prints exactly what the",
+        "full CLI prints, and hands over to it for any form it does not know, a config whose",
+        "bytes have not been validated yet, a PostgreSQL store or a pending migration",
+        "([decision 0033](decisions/0033-cli-fast-path.md)). `THE_LOOP_NO_FAST_PATH=1` turns",
+        "it off.",
+        "",
     ]
 
     def walk(cmd: click.Command, path: list[str], parent: click.Context | None = None) -> None:
