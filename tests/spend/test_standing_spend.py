@@ -22,7 +22,7 @@ from tests.daemon import Daemon
 from tests.fakes import fake_agent
 from tests.fakes.fake_slack import FakeSlack
 from tests.helpers import wait_until
-from tests.slack.conftest import CHANNEL, slack_section, start
+from tests.slack.conftest import CHANNEL, Slack, slack_section, start
 from tests.spend.test_meter import assistant, lines, prompt
 from tests.spend.test_suspend import ATTENTION
 from tests.work import Work
@@ -213,6 +213,15 @@ def test_budget_stops_a_standing_session_say_refused_extend_resumes(
         assert "over budget" in refused.stderr and "standing extend ops" in refused.stderr
         api = d.api("POST", f"/standing/{name}/messages", json={"text": "THIRD-PROMPT"})
         assert api.status_code == 409 and "standing extend" in api.json()["error"]["message"]
+        slack = Slack(d, fake_slack)
+        thread = slack.announcement(f"*{name}*").ts
+        assert slack.reply("THIRD-PROMPT from slack", thread).status_code == 200
+        assert slack.dropped("standing-refused")["standing"] == name
+        wait_until(
+            lambda: [m for m in fake_slack.posts(CHANNEL) if "standing extend ops" in m.text][1:],
+            30,
+            what="the refusal in the thread",
+        )
         started = work.cli("standing", "start", name)
         assert started.exit_code == 2 and "standing extend ops" in started.stderr
         assert not any("THIRD-PROMPT" in p for p in work.prompts(ops))
