@@ -561,11 +561,12 @@ def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
 
 def autostart(ctx: Ctx) -> list[StartOutcome]:
     """For the daemon, after the service is up: start every auto-start session (declared
-    ``autoStart`` and created ``auto_start``) when ``standing.enabled``; never raises for one
-    session (failures are outcomes ``failed``)."""
+    ``autoStart`` and created ``auto_start``, not a suspended one) when ``standing.enabled``;
+    never raises for one session (failures are outcomes ``failed``)."""
     if not ctx.config.standing.enabled:
         return []
-    return [_start_captured(ctx, name) for name in auto_start_names(ctx)]
+    names = auto_start_names(ctx)  # a suspended one stays asleep until a `say`
+    return [_start_captured(ctx, n) for n in names if not standing_spend.suspended(ctx, n)]
 
 
 def stop_all(ctx: Ctx) -> list[StopOutcome]:

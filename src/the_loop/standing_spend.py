@@ -112,18 +112,26 @@ def lift_suspended(ctx: Ctx, name: str, why: str) -> bool:
 def after_stop(ctx: Ctx, name: str) -> None:
     """NAME was stopped: a suspension ends there (it is just stopped now); over-budget stays
     until ``extend``."""
-    key = key_of(name)
-    with ctx.db.transaction() as tx:
-        if usage_store.clear_hold(tx, key, usage_store.SUSPENDED):
-            attention_store.set_state(
-                tx, key, attention_store.EXITED, "spend", "stopped", now=time.time(), source=SOURCE
-            )
+    _clear(ctx, name, usage_store.SUSPENDED, "stopped")
 
 
 def forget(ctx: Ctx, name: str) -> None:
     """NAME's record was deleted: its hold goes too (a new one of that name starts free)."""
+    _clear(ctx, name, None, "deleted")
+
+
+def _clear(ctx: Ctx, name: str, hold: str | None, why: str) -> None:
+    """Drop NAME's hold (only HOLD, when given); its attention, held until now, is ``exited``."""
+    key = key_of(name)
     with ctx.db.transaction() as tx:
-        usage_store.clear_hold(tx, key_of(name))
+        if usage_store.clear_hold(tx, key, hold):
+            attention_store.set_state(
+                tx, key, attention_store.EXITED, "spend", why, now=time.time(), source=SOURCE
+            )
+
+
+def suspended(ctx: Ctx, name: str) -> bool:
+    return hold_of(ctx, name).hold == usage_store.SUSPENDED
 
 
 @dataclass(frozen=True, slots=True)
