@@ -11,12 +11,14 @@ reports the transcript's path through the real ``the-loop hook``, as Claude Code
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.api.test_dashboard_pages import logged_in
 from tests.attention.test_hook import run_hook
 from tests.daemon import Daemon
 from tests.fakes import fake_agent
@@ -81,6 +83,13 @@ def test_idle_standing_session_suspended_and_resumed_by_say_once(idle_daemon: Da
     status = work.env.run("status", "--format", "json")
     assert status.exit_code == 0, status.stdout  # a suspended auto-start session is healthy
     assert json.loads(status.stdout)["health"]["detail"]["standing"]["helper"] == "suspended"
+
+    client, _csrf = logged_in(d, d.token)  # the dashboard says so and still takes a message
+    card = client.get("/standing").text.split('id="standing-helper"')[1].split("</li>")[0]
+    assert "badge-suspended" in card and "(resumes it)" in card
+    assert re.search(r'<input id="say-helper"[^>]*>', card) and " disabled" not in card
+    page = client.get("/standing/helper").text
+    assert "Suspended while idle" in page and 'id="msg-text"' in page
 
     said = work.cli("standing", "say", "helper", "--text", "WAKE-UP-PROMPT now")
     assert said.exit_code == 0, said.stdout + said.stderr
