@@ -28,6 +28,7 @@ from tests.slack.conftest import CHANNEL, Slack, slack_section, start
 from tests.spend.test_meter import assistant, lines, prompt
 from tests.spend.test_suspend import ATTENTION
 from tests.work import Work
+from the_loop import TheLoop
 
 SUSPEND_MINUTES = 0.02  # 1.2 s
 TARGET = "loop-standing-{}"
@@ -238,6 +239,8 @@ def test_budget_stops_a_standing_session_say_refused_extend_resumes(
 
         short = work.cli("standing", "extend", name, "--usd", "0.05")
         assert short.exit_code == 0 and "still over budget" in short.stdout
+        turns = TheLoop(work.env.config_path).standing.extend(name, turns=3)  # the SDK
+        assert turns.extra_turns == 3 and "perSessionUsd" in (turns.over_budget or "")
         done = d.api("POST", f"/standing/{name}/extend", json={"usd": 1})
         assert done.status_code == 200, done.text
         assert done.json()["overBudget"] is None and done.json()["extraUsd"] == 1.05
