@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 
 from tests.api.test_dashboard_pages import logged_in
 from tests.attention.test_hook import run_hook
+from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes import fake_agent
 from tests.fakes.fake_slack import FakeSlack
@@ -28,7 +30,11 @@ from tests.slack.conftest import CHANNEL, Slack, slack_section, start
 from tests.spend.test_meter import assistant, lines, prompt
 from tests.spend.test_suspend import ATTENTION
 from tests.work import Work
-from the_loop import TheLoop
+from the_loop import TheLoop, standing_spend
+from the_loop.context import open_ctx
+from the_loop.errors import Conflict
+from the_loop.store import attention as attention_store
+from the_loop.store import usage as usage_store
 
 SUSPEND_MINUTES = 0.02  # 1.2 s
 TARGET = "loop-standing-{}"
@@ -255,3 +261,35 @@ def test_budget_stops_a_standing_session_say_refused_extend_resumes(
     finally:
         d.stop()
         work.cli("standing", "stop")
+
+
+def test_stop_ends_a_suspension_delete_drops_any_hold(loop_env: Env) -> None:
+    """On a real database: a stop lifts ``suspended`` (over-budget stays), a delete lifts
+    every hold, and the attention state they held is released (``exited``), so the screen
+    detector and the spend pass see the next start afresh."""
+    loop_env.write_config()
+    ctx = open_ctx(loop_env.config_path)
+    key = standing_spend.key_of("ops")
+
+    def hold(kind: str) -> None:
+        with ctx.db.transaction() as tx:
+            usage_store.set_hold(tx, key, kind, "why", time.time())
+            attention_store.set_state(
+                tx, key, kind, "spend", "why", now=time.time(), source="spend", standing="ops"
+            )
+
+    def state() -> tuple[str | None, str]:
+        row = attention_store.get(ctx.db.connect(), key)
+        return standing_spend.hold_of(ctx, "ops").hold, row.state if row else ""
+
+    hold("over-budget")
+    standing_spend.after_stop(ctx, "ops")
+    assert state() == ("over-budget", "over-budget")
+    with pytest.raises(Conflict, match="standing extend ops"):
+        standing_spend.refuse_over_budget(ctx, "ops")
+    standing_spend.forget(ctx, "ops")
+    assert state() == (None, "exited")
+    hold("suspended")
+    standing_spend.after_stop(ctx, "ops")
+    assert state() == (None, "exited")
+    standing_spend.refuse_over_budget(ctx, "ops")
