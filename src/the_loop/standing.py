@@ -9,6 +9,8 @@ are serialized across processes (a lock per name). The record says what the-loop
 a spawn failed, so a live pane whose record is missing or ``stopped`` was not started by
 the-loop and is never adopted, signalled or killed. A ``say`` is queued in the database and
 delivered exactly once, even across a crash (the next ``say`` delivers what a crash left).
+Budgets and idle suspend (``over-budget`` refuses ``say``/``start``, ``suspended`` is resumed by
+them) are ``the_loop.standing_spend``'s.
 """
 
 from __future__ import annotations
