@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from the_loop.context import Ctx
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
 from the_loop.store import usage as store
+from the_loop.store.attention import STANDING_PREFIX
 from the_loop.store.usage import Entry
 from the_loop.usage import day_of
 
@@ -264,5 +266,39 @@ def meter_agents(ctx: Ctx, agents: list[str]) -> list[str]:
     changed = []
     for agent, paths in sources(ctx, agents).items():
         if sum(read_source(ctx, agent, p) for p in paths):
+            changed.append(agent)
+    return changed
+
+
+_ROLLOUT_RE = re.compile(r"\Arollout-.*-([0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})\.jsonl\Z")
+
+
+def follow_codex_threads(ctx: Ctx, agents: list[str]) -> list[str]:
+    """An interactive Codex chooses its thread id itself, and the-loop learns it only from the
+    rollout file its turn-complete ``notify`` named: record that thread as the conversation of
+    each of AGENTS (a work-item session's ``harnessSessionId``, a standing session's
+    conversation id) so that a wake, an ``extend`` or a ``start`` resumes it. The agents whose
+    conversation changed."""
+    conn = ctx.db.connect()
+    changed = []
+    for agent, path in store.transcripts(conn, agents).items():
+        found = _ROLLOUT_RE.match(Path(path).name)
+        if found is None:
+            continue
+        thread = found.group(1)
+        if agent.startswith(STANDING_PREFIX):
+            name = agent.removeprefix(STANDING_PREFIX)
+            standing = standing_store.get(conn, name)
+            if standing is not None and standing.conversation_id != thread:
+                with ctx.db.transaction() as tx:
+                    standing_store.update(tx, name, conversation_id=thread)
+                changed.append(agent)
+            continue
+        rec = session_store.get(conn, agent)
+        if rec is not None and rec.harness_session_id != thread:
+            with ctx.db.transaction() as tx:
+                session_store.update(
+                    tx, agent, harness_session_id=thread, last_event_at=rec.last_event_at
+                )
             changed.append(agent)
     return changed

@@ -2,7 +2,8 @@
 
 The daemon runs ``spend_loop``; each pass:
 
-1. reads the live agents' new usage (``the_loop.meter``);
+1. reads the live agents' new usage (``the_loop.meter``), and the thread an interactive Codex
+   runs;
 2. for each work-item session whose turn has ended (attention ``waiting``): a budget reached
    (``budgets.perSessionUsd``, ``perWorkItemUsd``, ``perDayUsd``, ``maxTurns``, each lifted by
    the session's extensions) stops it — hold ``over-budget``, harness terminated, pane and
@@ -234,7 +235,9 @@ def resume_waiting(ctx: Ctx) -> list[str]:
 def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
     """One pass: meter, budgets and idle suspend at turn ends, then what waits for memory."""
     now = time.time() if now is None else now
-    changed = set(meter.meter_agents(ctx, meter.live_agents(ctx)))
+    agents = meter.live_agents(ctx)
+    changed = set(meter.meter_agents(ctx, agents))
+    meter.follow_codex_threads(ctx, agents)
     suspend_after = ctx.config.sessions.suspend_after_minutes * 60
     conn = ctx.db.connect()
     waiting = {

@@ -2,7 +2,9 @@
 the fake Responses API answering with known usage figures: its turn-complete ``notify`` names
 the thread, the meter reads the thread's rollout file (``$CODEX_HOME/sessions/…``), and the
 session's tokens, turns and cost are exactly what the fake sent in the conversation; a
-per-session budget stops it after the turn that crossed it (pane dead, ``over-budget``)."""
+per-session budget stops it after the turn that crossed it (pane dead, ``over-budget``); the
+thread its notify named is recorded as its conversation, so ``extend`` resumes that thread
+(``codex resume``) and delivers the comment kept meanwhile."""
 
 from __future__ import annotations
 
@@ -101,3 +103,23 @@ def test_interactive_codex_usage_is_metered_and_budgeted(
     wait_until(lambda: work.pane_dead(found["tmuxTarget"]) == "1", 30, what="the pane dead")
     stopped = d.api("GET", "/events", params={"type": "session.over_budget"}).json()
     assert len(stopped) == 1 and "perSessionUsd" in stopped[0]["payload"]["reason"]
+    (rollout,) = (work.env.root / "codex-home").glob("sessions/*/*/*/rollout-*.jsonl")
+    thread = rollout.stem[-36:]
+    assert found["harnessSessionId"] == thread, "the thread its notify named is its conversation"
+
+    kept = P.issue_comment_event("THIRD-PROMPT now", number=41)
+    assert d.post("issue_comment", kept, "cxu-3").status_code == 202
+    wait_until(lambda: d.api("GET", "/events", params={"type": "session.held"}).json(), 60)
+    done = d.api("POST", f"/sessions/{found['id']}/extend", json={"usd": 1})
+    assert done.status_code == 200 and done.json()["overBudget"] is None, done.text
+    wait_until(
+        lambda: any("THIRD-PROMPT" in (r.prompt or "") for r in api.conversation_turns()),
+        150,
+        what="the kept comment delivered after extend",
+    )
+    resumed = api.conversation_turns()[-1].user_texts()
+    assert any("count the stars" in t for t in resumed[:-1]), "the same thread, resumed"
+    assert any("also the planets" in t for t in resumed[:-1]) and "THIRD-PROMPT" in resumed[-1]
+    respawned = d.api("GET", "/events", params={"type": "session.respawned"}).json()
+    assert respawned and respawned[0]["payload"]["resumed"] is True
+    assert session(d)["harnessSessionId"] == thread
