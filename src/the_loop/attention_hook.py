@@ -96,6 +96,8 @@ def _codex_turn(db_path: str, agent: str, data: dict[str, Any], env: Mapping[str
     if kind != "agent-turn-complete":
         return
     message = data.get("last-assistant-message")
+    thread = data.get("thread-id")
+    rollout = codex_rollout(env, thread) if isinstance(thread, str) else None
     conn = store.connect(db_path)
     try:
         _write(
@@ -104,6 +106,7 @@ def _codex_turn(db_path: str, agent: str, data: dict[str, Any], env: Mapping[str
             store.WAITING,
             f"codex-notify:{kind}",
             "the turn finished",
+            transcript=rollout,
             last_message=message[-4000:] if isinstance(message, str) and message else None,
             work_item=env.get(WORK_ITEM_ENV) or None,
             standing=agent.removeprefix(store.STANDING_PREFIX)
@@ -112,6 +115,41 @@ def _codex_turn(db_path: str, agent: str, data: dict[str, Any], env: Mapping[str
         )
     finally:
         conn.close()
+
+
+def codex_rollout(env: Mapping[str, str], thread: str) -> str | None:
+    """The rollout file Codex writes thread THREAD's events to (its usage is read from
+    there): ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl``, the newest day
+    first (a thread's file stays in the directory of the day it began); None when not found."""
+    if not thread or not all(c.isalnum() or c == "-" for c in thread) or len(thread) > 100:
+        return None
+    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or "~", ".codex")
+    root = os.path.join(os.path.expanduser(home), "sessions")
+    suffix = f"-{thread}.jsonl"
+    for day in _days(root):
+        try:
+            names = os.listdir(day)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("rollout-") and name.endswith(suffix):
+                return os.path.join(day, name)
+    return None
+
+
+def _days(root: str) -> list[str]:
+    """ROOT's YYYY/MM/DD directories, newest first."""
+    out: list[str] = []
+    for depth in range(3):
+        parents = [root] if depth == 0 else out
+        found: list[str] = []
+        for parent in parents:
+            try:
+                found += [os.path.join(parent, n) for n in sorted(os.listdir(parent), reverse=True)]
+            except OSError:
+                continue
+        out = found
+    return out
 
 
 def _run_chained(args: list[str]) -> None:

@@ -122,7 +122,13 @@ class TmuxConfig(Model):
     )
     resume_on_respawn: bool = Field(True, description="Resume the conversation on respawn.")
     resume_probe_seconds: float = Field(
-        2, ge=0, le=120, description="How long a resumed agent must stay alive."
+        2,
+        ge=0,
+        le=120,
+        description=(
+            "How long a resumed agent must stay alive; it ends early once the harness's "
+            "ready pattern shows (the agent takes input)."
+        ),
     )
     window_size: str = Field("200x50", description="Fixed agent window size, COLSxROWS.")
 

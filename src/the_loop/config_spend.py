@@ -61,14 +61,15 @@ class BudgetsConfig(_Model):
 
 
 class SessionsConfig(_Model):
-    """Work-item sessions that sleep when idle and wake on the next event."""
+    """Sessions that sleep when idle and wake on the next event or message."""
 
     suspend_after_minutes: float = Field(
         60.0,
         ge=0,
         description=(
-            "A session waiting (turn finished, nothing pending) this long is suspended: its "
-            "harness is terminated, pane and transcript kept; the next event resumes it. "
+            "A session (work-item or standing) waiting (turn finished, nothing pending) this "
+            "long is suspended: its harness is terminated, pane and transcript kept; the next "
+            "event (a standing session's next say) resumes it. "
             "Fractions are allowed (0.05 = 3 s); 0 never suspends."
         ),
     )

@@ -205,6 +205,12 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("standing.stopped", _I, "A standing session was stopped."),
         _spec("standing.stop_failed", _E, "Stopping a standing session failed.", ErrorText),
         _spec("standing.said", _I, "A message was delivered to a standing session."),
+        _spec(
+            "standing.over_budget", _W, "A budget was reached: the standing agent stopped.", Reason
+        ),
+        _spec("standing.suspended", _I, "An idle standing session's harness was stopped.", Reason),
+        _spec("standing.woken", _I, "A held standing session is lifted to be resumed."),
+        _spec("standing.extended", _I, "A standing session's budget was extended."),
         _spec("slack.received", _D, "A Slack event was received."),
         _spec("slack.posted", _I, "The-loop posted to Slack."),
         _spec("slack.dropped", _I, "A Slack message was dropped.", Reason),

@@ -5,6 +5,9 @@ not delivered until ``sessions extend`` lifts the hold. A delivery into a suspen
 wakes it: when admission lets it start, the hold is lifted and the delivery goes on, reviving
 the agent with its conversation resumed; otherwise it waits in the queue (``dispatch.queued``
 reason ``memory``) and the daemon resumes it once memory allows.
+
+``stop`` and ``lift_agent`` put an agent on hold and take it off, for work-item and standing
+sessions alike.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import time
 
 from the_loop import admission
+from the_loop import agent as layer
 from the_loop import events as ev
+from the_loop.agent import Agent
 from the_loop.context import Ctx
 from the_loop.store import attention as attention_store
 from the_loop.store import usage as store
@@ -62,21 +67,65 @@ def gate(ctx: Ctx, rec: SessionRecord, delivery_id: str | None) -> str | None:
 def lift(ctx: Ctx, rec: SessionRecord, why: str) -> bool:
     """Lift REC's hold (the agent is about to be resumed): its attention becomes ``working``.
     False when it had none."""
+    return lift_agent(ctx, rec.id, why, "session.woken", work_item=rec.work_item)
+
+
+def lift_agent(
+    ctx: Ctx,
+    agent: str,
+    why: str,
+    event: str,
+    work_item: str | None = None,
+    standing: str | None = None,
+) -> bool:
+    """Lift AGENT's hold and make its attention ``working``; report EVENT (for WORK_ITEM's
+    session or STANDING session). False when it had none."""
     now = time.time()
     with ctx.db.transaction() as tx:
-        spend = store.get_spend(tx, rec.id)
-        if not store.clear_hold(tx, rec.id):
+        spend = store.get_spend(tx, agent)
+        if not store.clear_hold(tx, agent):
             return False
         attention_store.set_state(
-            tx, rec.id, attention_store.WORKING, "spend:resume", why, now=now, source=SOURCE
+            tx, agent, attention_store.WORKING, "spend:resume", why, now=now, source=SOURCE
         )
     ev.emit(
         ctx.db,
-        "session.woken",
+        event,
         source=SOURCE,
-        work_item=rec.work_item,
-        session_id=rec.id,
+        work_item=work_item,
+        standing=standing,
+        session_id=agent if work_item else None,
         hold=spend.hold,
         heldSeconds=round(now - (spend.held_at or now), 3),
     )
+    return True
+
+
+def stop(ctx: Ctx, agent: Agent, hold: str, reason: str, *, headless: bool = False) -> bool:
+    """Put AGENT on HOLD for REASON and terminate its harness (its own live pane only; a
+    HEADLESS agent has nothing running between deliveries). The hold is recorded before the
+    harness is signalled (its exit hooks cannot race it) and undone when the terminate is
+    refused or fails. False, with nothing changed, when it could not be stopped."""
+    if not headless and (layer.probe(ctx, agent) != "live" or layer.owned(ctx, agent) is not True):
+        return False
+    now = time.time()
+    with ctx.db.transaction() as tx:
+        store.set_hold(tx, agent.key, hold, reason, now)
+        attention_store.set_state(tx, agent.key, hold, "spend", reason, now=now, source=SOURCE)
+    if headless:
+        return True
+    report = layer.terminate(ctx, agent)
+    if report.refused or report.error:
+        with ctx.db.transaction() as tx:
+            store.clear_hold(tx, agent.key, hold)
+            attention_store.set_state(
+                tx,
+                agent.key,
+                attention_store.WAITING,
+                "spend",
+                "stop refused",
+                now=now,
+                source=SOURCE,
+            )
+        return False
     return True

@@ -13,14 +13,22 @@ What counts:
   entries are keyed by that id and each token kind keeps its largest figure;
 - a person's prompt (a user entry that is not a tool result or a meta line) is one turn, keyed
   by its ``uuid``; a headless ``result`` line is one turn too;
-- Codex's ``turn.completed`` carries the turn's usage (its cached input is part of its input).
+- Codex's ``turn.completed`` (``codex exec --json``) carries the turn's usage (its cached
+  input is part of its input);
+- an interactive Codex's rollout file (``$CODEX_HOME/sessions/…/rollout-…-<thread>.jsonl``,
+  whose path its turn-complete ``notify`` reports) has one ``token_usage_record`` per model
+  response (keyed by its ``response_id``), the model of the turn in the ``turn_context`` line
+  before it, and one ``task_started`` event per turn. Its ``token_count`` events repeat the
+  same figures (running totals) and are not counted again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +36,7 @@ from the_loop.context import Ctx
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
 from the_loop.store import usage as store
+from the_loop.store.attention import STANDING_PREFIX
 from the_loop.store.usage import Entry
 from the_loop.usage import day_of
 
@@ -95,9 +104,58 @@ def _codex(data: dict[str, Any], where: str) -> list[Entry]:
     return [message, Entry(entry=f"t:{where}", kind=store.TURN)]
 
 
-def parse_line(line: str, where: str) -> list[Entry]:
+@dataclass
+class ReadState:
+    """What one read of a file carries from line to line: the model of the Codex turn."""
+
+    model: str = ""
+
+
+# The rollout lines the pinned Codex CLI (0.171.0) writes, as seen in its files, e.g.:
+#   {"timestamp": …, "type": "turn_context", "payload": {"turn_id": …, "model": "gpt-…", …}}
+#   {"timestamp": …, "type": "event_msg", "payload": {"type": "task_started", "turn_id": …}}
+#   {"timestamp": …, "type": "token_usage_record", "payload": {"thread_id": …, "turn_id": …,
+#    "response_id": "resp_…", "usage": {"input_tokens": 10, "cached_input_tokens": 0,
+#    "cache_write_input_tokens": 0, "output_tokens": 4, "reasoning_output_tokens": 0,
+#    "total_tokens": 14}, …}}
+# Input counts include the cached and cache-written tokens; output includes reasoning.
+def _rollout(kind: str, data: dict[str, Any], state: ReadState) -> list[Entry]:
+    payload = data.get("payload")
+    if not isinstance(payload, dict):
+        return []
+    if kind == "turn_context":
+        state.model = str(payload.get("model") or state.model)
+        return []
+    if kind == "event_msg":
+        turn = payload.get("turn_id")
+        if payload.get("type") == "task_started" and isinstance(turn, str) and turn:
+            return [Entry(entry=f"t:{turn}", kind=store.TURN)]
+        return []
+    usage, response = payload.get("usage"), payload.get("response_id")
+    if not isinstance(usage, dict) or not isinstance(response, str) or not response:
+        return []
+    cached = _int(usage.get("cached_input_tokens"))
+    written = _int(usage.get("cache_write_input_tokens"))
+    return [
+        Entry(
+            entry=f"r:{response}",
+            kind=store.MESSAGE,
+            model=state.model,
+            input_tokens=max(0, _int(usage.get("input_tokens")) - cached - written),
+            output_tokens=_int(usage.get("output_tokens")),
+            cache_creation_tokens=written,
+            cache_read_tokens=cached,
+        )
+    ]
+
+
+ROLLOUT_KINDS = ("turn_context", "event_msg", "token_usage_record")
+
+
+def parse_line(line: str, where: str, state: ReadState | None = None) -> list[Entry]:
     """The entries one transcript LINE records; WHERE (path and byte offset) names entries
-    the line carries no id for. Pure; a line that is not JSON records nothing."""
+    the line carries no id for; STATE carries what a Codex rollout's earlier lines said. A
+    line that is not JSON records nothing."""
     try:
         data = json.loads(line)
     except ValueError:
@@ -115,7 +173,25 @@ def parse_line(line: str, where: str) -> list[Entry]:
         return [Entry(entry=f"t:{data.get('uuid') or where}", kind=store.TURN)]
     if kind == "turn.completed":
         return _codex(data, where)
+    if kind in ROLLOUT_KINDS:
+        return _rollout(str(kind), data, state if state is not None else ReadState())
     return []
+
+
+def _model_before(path: Path, start: int, window: int = 1 << 20) -> str:
+    """The model of the last ``turn_context`` line of rollout PATH before byte START (a read
+    that begins mid-turn), from at most WINDOW bytes back; empty when none."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, start - window))
+            chunk = handle.read(min(start, window))
+    except OSError:
+        return ""
+    state = ReadState()
+    for raw in chunk.split(b"\n"):
+        if b'"turn_context"' in raw:
+            parse_line(raw.decode("utf-8", "replace"), "", state)
+    return state.model
 
 
 def read_source(ctx: Ctx, agent: str, path: Path) -> int:
@@ -139,8 +215,12 @@ def read_source(ctx: Ctx, agent: str, path: Path) -> int:
     end = chunk.rfind(b"\n") + 1
     entries: list[Entry] = []
     offset = start
+    state = ReadState()
+    if start and path.name.startswith("rollout-"):
+        state.model = _model_before(path, start)
     for raw in chunk[:end].split(b"\n")[:-1]:
-        entries.extend(parse_line(raw.decode("utf-8", "replace"), f"{path.name}@{offset}"))
+        line = raw.decode("utf-8", "replace")
+        entries.extend(parse_line(line, f"{path.name}@{offset}", state))
         offset += len(raw) + 1
     now = time.time()
     with ctx.db.transaction() as tx:
@@ -186,5 +266,39 @@ def meter_agents(ctx: Ctx, agents: list[str]) -> list[str]:
     changed = []
     for agent, paths in sources(ctx, agents).items():
         if sum(read_source(ctx, agent, p) for p in paths):
+            changed.append(agent)
+    return changed
+
+
+_ROLLOUT_RE = re.compile(r"\Arollout-.*-([0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})\.jsonl\Z")
+
+
+def follow_codex_threads(ctx: Ctx, agents: list[str]) -> list[str]:
+    """An interactive Codex chooses its thread id itself, and the-loop learns it only from the
+    rollout file its turn-complete ``notify`` named: record that thread as the conversation of
+    each of AGENTS (a work-item session's ``harnessSessionId``, a standing session's
+    conversation id) so that a wake, an ``extend`` or a ``start`` resumes it. The agents whose
+    conversation changed."""
+    conn = ctx.db.connect()
+    changed = []
+    for agent, path in store.transcripts(conn, agents).items():
+        found = _ROLLOUT_RE.match(Path(path).name)
+        if found is None:
+            continue
+        thread = found.group(1)
+        if agent.startswith(STANDING_PREFIX):
+            name = agent.removeprefix(STANDING_PREFIX)
+            standing = standing_store.get(conn, name)
+            if standing is not None and standing.conversation_id != thread:
+                with ctx.db.transaction() as tx:
+                    standing_store.update(tx, name, conversation_id=thread)
+                changed.append(agent)
+            continue
+        rec = session_store.get(conn, agent)
+        if rec is not None and rec.harness_session_id != thread:
+            with ctx.db.transaction() as tx:
+                session_store.update(
+                    tx, agent, harness_session_id=thread, last_event_at=rec.last_event_at
+                )
             changed.append(agent)
     return changed

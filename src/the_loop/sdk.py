@@ -148,8 +148,15 @@ class Standing:
         return standing_service.restart(self._ctx, name)
 
     def say(self, name: str, text: str, actor: str | None = None) -> standing_service.SayResult:
-        """Deliver TEXT into the running session; never starts it (``NotRunning``)."""
+        """Deliver TEXT into the running session; never starts it (``NotRunning``), but a
+        suspended one is resumed; ``Conflict`` while it is over budget."""
         return standing_service.say(self._ctx, name, text, actor)
+
+    def extend(
+        self, name: str, usd: float = 0.0, turns: int = 0
+    ) -> standing_service.StandingExtended:
+        """Raise NAME's budget; one stopped over budget resumes (``standing extend``)."""
+        return standing_service.extend(self._ctx, name, usd, turns)
 
 
 class Events:

@@ -2,13 +2,15 @@
 
 The daemon runs ``spend_loop``; each pass:
 
-1. reads the live agents' new usage (``the_loop.meter``);
+1. reads the live agents' new usage (``the_loop.meter``), and the thread an interactive Codex
+   runs;
 2. for each work-item session whose turn has ended (attention ``waiting``): a budget reached
    (``budgets.perSessionUsd``, ``perWorkItemUsd``, ``perDayUsd``, ``maxTurns``, each lifted by
    the session's extensions) stops it — hold ``over-budget``, harness terminated, pane and
    transcript kept, one notice on the ticket; else, waiting for ``sessions.suspendAfterMinutes``
    suspends it (hold ``suspended``). Never a session that is working, needs input or needs
    permission, and only a live pane that carries the session's own mark;
+   standing sessions the same (``the_loop.standing_spend``), their notice in Slack;
 3. resumes the suspended sessions whose delivery waited for memory, oldest first, then starts
    the queued spawns (FIFO) while admission lets them.
 
@@ -21,12 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from the_loop import agent as layer
+from the_loop import budgets, holds, meter, outbox, sessions, standing_spend, usage
 from the_loop import events as ev
-from the_loop import holds, meter, outbox, sessions, usage
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotRunning
 from the_loop.refs import WorkItemRef
@@ -61,29 +62,7 @@ class Extended(Wire):
 
 def over_budget(ctx: Ctx, rec: SessionRecord) -> str | None:
     """Which budget REC has reached (with its extensions), None when none."""
-    budgets = ctx.config.budgets
-    spend = store.get_spend(ctx.db.connect(), rec.id)
-    mine = usage.of_agent(ctx, rec.id)
-    if budgets.max_turns is not None and mine.turns >= budgets.max_turns + spend.extra_turns:
-        return (
-            f"{mine.turns} turns reached budgets.maxTurns {budgets.max_turns + spend.extra_turns}"
-        )
-    limits: list[tuple[str, float | None, Callable[[], float]]] = [
-        ("perSessionUsd", budgets.per_session_usd, lambda: mine.cost_usd),
-        ("perWorkItemUsd", budgets.per_work_item_usd, lambda: _item_cost(ctx, rec)),
-        ("perDayUsd", budgets.per_day_usd, lambda: usage.of_day(ctx, usage.today()).cost_usd),
-    ]
-    for name, limit, spent in limits:
-        if limit is None:
-            continue
-        allowed, cost = limit + spend.extra_usd, spent()
-        if cost >= allowed:
-            return f"${cost:.4f} reached budgets.{name} ${allowed:.2f}"
-    return None
-
-
-def _item_cost(ctx: Ctx, rec: SessionRecord) -> float:
-    return usage.of_work_item(ctx, rec.work_item).cost_usd
+    return budgets.reached(ctx, rec.id, rec.work_item)
 
 
 # --- stopping at the end of a turn ----------------------------------------------------------
@@ -98,28 +77,9 @@ def _turn_ended(ctx: Ctx, rec: SessionRecord) -> attention_store.Row | None:
     return row
 
 
-def _stop(ctx: Ctx, rec: SessionRecord, hold: str, reason: str, rule: str) -> bool:
-    """Put REC on HOLD and terminate its harness (its own live pane only); False (and nothing
-    changed) when the pane is not its own live one or the harness could not be stopped."""
-    agent = sessions.agent_of(rec)
-    headless = rec.runner == "process"  # nothing runs between its deliveries: nothing to stop
-    if not headless and (layer.probe(ctx, agent) != "live" or layer.owned(ctx, agent) is not True):
-        return False
-    now = time.time()
-    with ctx.db.transaction() as tx:
-        store.set_hold(tx, rec.id, hold, reason, now)
-        attention_store.set_state(tx, rec.id, hold, "spend", rule, now=now, source=SOURCE)
-    if headless:
-        return True
-    report = layer.terminate(ctx, agent)
-    if report.refused or report.error:
-        with ctx.db.transaction() as tx:
-            store.clear_hold(tx, rec.id, hold)
-            attention_store.set_state(
-                tx, rec.id, attention_store.WAITING, "spend", "stop refused", now=now, source=SOURCE
-            )
-        return False
-    return True
+def _stop(ctx: Ctx, rec: SessionRecord, hold: str, reason: str) -> bool:
+    """Put REC on HOLD and terminate its harness (see ``holds.stop``)."""
+    return holds.stop(ctx, sessions.agent_of(rec), hold, reason, headless=rec.runner == "process")
 
 
 def _notice(ctx: Ctx, rec: SessionRecord, reason: str, count: int) -> None:
@@ -147,7 +107,7 @@ def stop_over_budget(ctx: Ctx, rec: SessionRecord) -> str | None:
         if fresh.runner == "tmux" and _turn_ended(ctx, fresh) is None:
             return None
         reason = over_budget(ctx, fresh)
-        if reason is None or not _stop(ctx, fresh, store.OVER_BUDGET, reason, reason):
+        if reason is None or not _stop(ctx, fresh, store.OVER_BUDGET, reason):
             return None
         count = store.get_spend(ctx.db.connect(), rec.id).holds
     ev.emit(
@@ -180,7 +140,7 @@ def suspend_idle(ctx: Ctx, rec: SessionRecord, now: float | None = None) -> bool
             return False
         idle = now - row.since
         reason = f"waiting {idle:.0f}s (sessions.suspendAfterMinutes)"
-        if not _stop(ctx, fresh, store.SUSPENDED, reason, reason):
+        if not _stop(ctx, fresh, store.SUSPENDED, reason):
             return False
     ev.emit(
         ctx.db,
@@ -275,7 +235,9 @@ def resume_waiting(ctx: Ctx) -> list[str]:
 def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
     """One pass: meter, budgets and idle suspend at turn ends, then what waits for memory."""
     now = time.time() if now is None else now
-    changed = set(meter.meter_agents(ctx, meter.live_agents(ctx)))
+    agents = meter.live_agents(ctx)
+    changed = set(meter.meter_agents(ctx, agents))
+    meter.follow_codex_threads(ctx, agents)
     suspend_after = ctx.config.sessions.suspend_after_minutes * 60
     conn = ctx.db.connect()
     waiting = {
@@ -298,6 +260,7 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
                     continue
             if 0 < suspend_after <= now - row.since:
                 suspend_idle(ctx, rec, now)
+    standing_spend.standing_pass(ctx, watch.checked, changed, now)
     resume_waiting(ctx)
     sessions.start_queued(ctx)
 

@@ -9,12 +9,12 @@ are serialized across processes (a lock per name). The record says what the-loop
 a spawn failed, so a live pane whose record is missing or ``stopped`` was not started by
 the-loop and is never adopted, signalled or killed. A ``say`` is queued in the database and
 delivered exactly once, even across a crash (the next ``say`` delivers what a crash left).
+Budgets and idle suspend (``over-budget`` refuses ``say``/``start``, ``suspended`` is resumed by
+them) are ``the_loop.standing_spend``'s.
 """
 
 from __future__ import annotations
 
-import getpass
-import re
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,7 +22,8 @@ from typing import Any
 
 from the_loop import agent as layer
 from the_loop import events as ev
-from the_loop.agent import Agent, AgentKind
+from the_loop import standing_spend, usage
+from the_loop.agent import Agent
 from the_loop.context import Ctx
 from the_loop.errors import (
     BadInput,
@@ -44,6 +45,7 @@ from the_loop.standing_defs import (
     Definition,
     DeleteResult,
     SayResult,
+    StandingExtended,
     StandingView,
     StartKind,
     StartOutcome,
@@ -57,7 +59,9 @@ from the_loop.standing_defs import (
     from_record,
     new_record,
     snapshot,
+    speaker,
 )
+from the_loop.standing_spend import agent_of
 from the_loop.standing_views import auto_start_names, health_problems, list_standing
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
@@ -67,17 +71,20 @@ __all__ = [
     "Definition",
     "DeleteResult",
     "SayResult",
+    "StandingExtended",
     "StandingView",
     "StartKind",
     "StartOutcome",
     "StopKind",
     "StopOutcome",
     "ViewStatus",
+    "agent_of",
     "autostart",
     "create",
     "default_cwd",
     "definition",
     "delete",
+    "extend",
     "health_problems",
     "list_standing",
     "restart",
@@ -88,36 +95,6 @@ __all__ = [
 ]
 
 SOURCE = "standing"
-_ACTOR_RE = re.compile(r"\A[^\x00-\x1f\x7f]{1,100}\Z")
-
-
-def agent_of(defn: Definition, conversation: str | None) -> Agent:
-    """The agent session of standing definition DEFN, as the agent-session layer sees it."""
-    return Agent(
-        key=f"standing:{defn.name}",
-        kind=AgentKind.STANDING,
-        harness=defn.harness,
-        runner="tmux",
-        cwd=defn.cwd,
-        target=defn.target,
-        args=defn.args,
-        conversation_id=conversation,
-        label=f"standing session {defn.name}",
-    )
-
-
-def _record_agent(rec: StandingRecord) -> Agent:
-    """The agent of a record (for stop, which works from the records alone)."""
-    return Agent(
-        key=f"standing:{rec.name}",
-        kind=AgentKind.STANDING,
-        harness=rec.harness or "",
-        runner="tmux",
-        cwd=Path(rec.cwd or "."),
-        target=standing_target(rec.name),
-        conversation_id=rec.conversation_id,
-        label=f"standing session {rec.name}",
-    )
 
 
 # --- create / delete ------------------------------------------------------------------------
@@ -201,6 +178,7 @@ def delete(ctx: Ctx, name: str) -> DeleteResult:
         stopped = _stop_locked(ctx, name)
         with ctx.db.transaction() as tx:
             store.delete(tx, name)
+        standing_spend.forget(ctx, name)
     _emit(ctx, "standing.deleted", name)
     return DeleteResult(name=name, stop=stopped)
 
@@ -242,7 +220,10 @@ def _all_names(ctx: Ctx) -> list[str]:
 
 
 def _start_locked(ctx: Ctx, defn: Definition) -> StartOutcome:
-    """Start DEFN with its lock held: already running, resumed, or started fresh."""
+    """Start DEFN with its lock held: already running, resumed, or started fresh. Refused
+    while over budget; a suspended one is lifted and resumed."""
+    standing_spend.refuse_over_budget(ctx, defn.name)
+    standing_spend.lift_suspended(ctx, defn.name, "started")
     rec = store.get(ctx.db.connect(), defn.name)
     probe = ctx.runners.tmux.probe(defn.target)
     if probe is Probe.UNKNOWN:
@@ -436,7 +417,7 @@ def _stop_locked(ctx: Ctx, name: str) -> StopOutcome:
 
 
 def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
-    agent = _record_agent(rec)
+    agent = standing_spend.record_agent(rec)
     layer.refuse_foreign(ctx, agent)
     report = layer.terminate(ctx, agent)
     problem = _terminate_problem(report)
@@ -449,6 +430,7 @@ def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
         raise Unavailable(f"could not stop standing session {rec.name}: {problem}")
     with ctx.db.transaction() as tx:
         store.update(tx, rec.name, status=StandingStatus.stopped)
+    standing_spend.after_stop(ctx, rec.name)
     _emit(
         ctx,
         "standing.stopped",
@@ -480,8 +462,29 @@ def restart(ctx: Ctx, name: str) -> StartOutcome:
     stopped, when the definition is unusable."""
     with _locked(ctx, name):
         defn = definition(ctx, name).require_valid()
+        standing_spend.refuse_over_budget(ctx, name)
         _stop_locked(ctx, name)
         return _start_locked(ctx, defn)
+
+
+def extend(ctx: Ctx, name: str, usd: float = 0.0, turns: int = 0) -> StandingExtended:
+    """Raise NAME's allowance by USD dollars and TURNS turns; when that lifts it over its
+    budgets and it was running, resume its conversation (``standing extend``)."""
+    with _locked(ctx, name):
+        defn = definition(ctx, name)
+        rec = store.get(ctx.db.connect(), name)
+        done = standing_spend.grant(ctx, name, usd, turns)
+        started = None
+        if done.lifted and rec is not None and rec.status is StandingStatus.running:
+            started = _start_locked(ctx, defn.require_valid())
+    return StandingExtended(
+        name=name,
+        extra_usd=done.spend.extra_usd,
+        extra_turns=done.spend.extra_turns,
+        over_budget=done.still,
+        resumed=started,
+        usage=usage.of_agent(ctx, standing_spend.key_of(name)),
+    )
 
 
 # --- say ------------------------------------------------------------------------------------
@@ -490,18 +493,22 @@ def restart(ctx: Ctx, name: str) -> StartOutcome:
 def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
     """Deliver "Message from ACTOR to standing session `NAME`:", a blank line and TEXT into the
     running session, exactly once (queued first; a crash leaves it for the next ``say``);
-    never spawns. Waits until the agent takes input (after a spawn).
+    never spawns, but a suspended session is resumed first. Waits until the agent takes input.
 
-    Raises ``BadInput`` for blank TEXT or a bad actor, ``NotRunning`` (naming
+    Raises ``BadInput`` for blank TEXT or a bad actor, ``Conflict`` while over budget (naming
+    the budget and ``the-loop standing extend NAME``), ``NotRunning`` (naming
     ``the-loop standing start NAME``) when it is not running, ``Refused`` for a live pane
     the-loop did not start, ``Unavailable`` when tmux does not answer or the agent never
     became ready.
     """
     if not text.strip():
         raise BadInput("refusing to send an empty message")
-    who = _actor(actor)
+    who = speaker(actor)
     with _locked(ctx, name):
         defn = definition(ctx, name).require_valid()
+        standing_spend.refuse_over_budget(ctx, name)
+        if standing_spend.hold_of(ctx, name).hold is not None:
+            _start_locked(ctx, defn)  # suspended: resume its conversation first
         rec = _running_record(ctx, defn)
         agent = agent_of(defn, rec.conversation_id)
         body = f"Message from {who} to standing session `{name}`:\n\n{text}"
@@ -533,13 +540,6 @@ def _flush(ctx: Ctx, defn: Definition, agent: Agent) -> list[int]:
         raise _not_running(defn.name) from None
 
 
-def _actor(actor: str | None) -> str:
-    who = (actor if actor is not None else getpass.getuser()).strip()
-    if not _ACTOR_RE.match(who):
-        raise BadInput(f"invalid actor {actor!r}: one line of at most 100 characters")
-    return who
-
-
 def _not_running(name: str) -> NotRunning:
     return NotRunning(
         f"standing session {name} is not running; start it with `the-loop standing start {name}`"
@@ -563,11 +563,12 @@ def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
 
 def autostart(ctx: Ctx) -> list[StartOutcome]:
     """For the daemon, after the service is up: start every auto-start session (declared
-    ``autoStart`` and created ``auto_start``) when ``standing.enabled``; never raises for one
-    session (failures are outcomes ``failed``)."""
+    ``autoStart`` and created ``auto_start``, not a suspended one) when ``standing.enabled``;
+    never raises for one session (failures are outcomes ``failed``)."""
     if not ctx.config.standing.enabled:
         return []
-    return [_start_captured(ctx, name) for name in auto_start_names(ctx)]
+    names = auto_start_names(ctx)  # a suspended one stays asleep until a `say`
+    return [_start_captured(ctx, n) for n in names if not standing_spend.suspended(ctx, n)]
 
 
 def stop_all(ctx: Ctx) -> list[StopOutcome]:
@@ -585,8 +586,7 @@ def stop_all(ctx: Ctx) -> list[StopOutcome]:
 
 
 def _locked(ctx: Ctx, name: str) -> ExitStack:
-    """Hold the cross-process lock of standing session NAME."""
-    return layer.hold(ctx, [f"standing-{validate_standing_name(name)}"])
+    return standing_spend.locked(ctx, name)
 
 
 def _emit(ctx: Ctx, type_: str, name: str, **payload: Any) -> None:

@@ -9,6 +9,8 @@ harness's configuration (an explicit ``[]`` means none), the cwd is ``<stateDir>
 
 from __future__ import annotations
 
+import getpass
+import re
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -41,10 +43,14 @@ class StopKind(StrEnum):
 
 
 class ViewStatus(StrEnum):
-    """``running``: a live pane the-loop started; ``stopped``: not live, a conversation is
-    recorded to resume; ``absent``: not live and nothing to resume (never started)."""
+    """``running``: a live pane the-loop started; ``suspended``: idle, its harness stopped
+    (the next ``say`` resumes it); ``over-budget``: stopped by a budget until ``standing
+    extend``; ``stopped``: not live, a conversation is recorded to resume; ``absent``: not
+    live and nothing to resume (never started)."""
 
     running = "running"
+    suspended = "suspended"
+    over_budget = "over-budget"
     stopped = "stopped"
     absent = "absent"
 
@@ -120,6 +126,18 @@ class DeleteResult(Result):
     stop: StopOutcome
 
 
+class StandingExtended(Result):
+    """What ``standing extend`` did: the allowance now, the budget still reached (so still
+    held), the start that resumed it (when it was lifted while running), its usage."""
+
+    name: str
+    extra_usd: float
+    extra_turns: int
+    over_budget: str | None = None
+    resumed: StartOutcome | None = None
+    usage: Usage
+
+
 class StandingView(Result):
     """One line of ``list``."""
 
@@ -139,6 +157,19 @@ class StandingView(Result):
     note: str | None = None
     attention: SessionAttention | None = None
     usage: Usage | None = None
+    hold: str | None = None
+    """``suspended`` or ``over-budget`` (the spend policy stopped it), else None."""
+
+
+ACTOR_RE = re.compile(r"\A[^\x00-\x1f\x7f]{1,100}\Z")
+
+
+def speaker(actor: str | None) -> str:
+    """Who a ``say`` names: ACTOR (one line), else the user running it."""
+    who = (actor if actor is not None else getpass.getuser()).strip()
+    if not ACTOR_RE.match(who):
+        raise BadInput(f"invalid actor {actor!r}: one line of at most 100 characters")
+    return who
 
 
 # --- the resolver ---------------------------------------------------------------------------

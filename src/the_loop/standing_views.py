@@ -11,23 +11,33 @@ from the_loop.context import Ctx
 from the_loop.runner.outcomes import Probe
 from the_loop.standing_defs import Definition, StandingView, ViewStatus, from_declared, from_record
 from the_loop.store import standing as store
+from the_loop.store import usage as usage_store
 from the_loop.store.attention import STANDING_PREFIX
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
+from the_loop.store.usage import Spend
 
 
 def list_standing(ctx: Ctx) -> list[StandingView]:
-    """Declared (config order) then created (by name), each with its live status. A record
-    left by a declaration since removed from the config is listed too, with a problem."""
-    records = {rec.name: rec for rec in store.list_records(ctx.db.connect())}
+    """Declared (config order) then created (by name), each with its live status and its hold.
+    A record left by a declaration since removed from the config is listed too, with a
+    problem."""
+    conn = ctx.db.connect()
+    records = {rec.name: rec for rec in store.list_records(conn)}
+    held = {s.agent: s for s in usage_store.held(conn)}
     targets = ctx.runners.tmux.list_targets()
-    views = []
-    for index, entry in enumerate(ctx.config.standing.sessions):
-        defn = from_declared(ctx, index, entry)
-        views.append(_view(ctx, defn, records.pop(entry.name, None), targets))
-    for rec in records.values():
-        views.append(_view(ctx, from_record(ctx, rec), rec, targets))
-    used = usage.of_agents(ctx, [f"{STANDING_PREFIX}{v.name}" for v in views])
-    found = of_sessions(ctx, [(f"{STANDING_PREFIX}{v.name}", v.status == "running") for v in views])
+    pairs = [
+        (from_declared(ctx, index, entry), records.pop(entry.name, None))
+        for index, entry in enumerate(ctx.config.standing.sessions)
+    ]
+    pairs += [(from_record(ctx, rec), rec) for rec in records.values()]
+    views = [
+        _view(ctx, defn, rec, targets, held.get(f"{STANDING_PREFIX}{defn.name}"))
+        for defn, rec in pairs
+    ]
+    keys = [f"{STANDING_PREFIX}{v.name}" for v in views]
+    used = usage.of_agents(ctx, keys)
+    live = (ViewStatus.running, ViewStatus.suspended, ViewStatus.over_budget)
+    found = of_sessions(ctx, [(f"{STANDING_PREFIX}{v.name}", v.status in live) for v in views])
     return [
         v.model_copy(
             update={
@@ -40,9 +50,19 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
 
 
 def _view(
-    ctx: Ctx, defn: Definition, rec: StandingRecord | None, targets: list[str] | None
+    ctx: Ctx,
+    defn: Definition,
+    rec: StandingRecord | None,
+    targets: list[str] | None,
+    spend: Spend | None,
 ) -> StandingView:
-    status, note = _status(ctx, defn.target, rec, targets)
+    hold = spend.hold if spend is not None else None
+    status, note = _status(ctx, defn.target, rec, targets, hold)
+    if spend is not None and hold == usage_store.OVER_BUDGET:
+        note = note or (
+            f"over budget ({spend.hold_reason}); lift it with "
+            f"`the-loop standing extend {defn.name} --usd N` (or `--turns N`)"
+        )
     return StandingView(
         name=defn.name,
         source=defn.source,
@@ -58,13 +78,20 @@ def _view(
         last_message_at=_when(rec.last_message_at if rec else None),
         problems=defn.problems,
         note=note,
+        hold=hold,
     )
 
 
 def _status(
-    ctx: Ctx, target: str, rec: StandingRecord | None, targets: list[str] | None
+    ctx: Ctx, target: str, rec: StandingRecord | None, targets: list[str] | None, hold: str | None
 ) -> tuple[ViewStatus, str | None]:
+    """The live status; a session the spend policy stopped shows its HOLD (``suspended``,
+    ``over-budget``) while its pane is not live, an over-budget one also once stopped."""
     resting = ViewStatus.stopped if rec and rec.conversation_id else ViewStatus.absent
+    if hold == usage_store.OVER_BUDGET and rec is not None:
+        resting = ViewStatus.over_budget
+    elif hold == usage_store.SUSPENDED and rec is not None:
+        resting = ViewStatus.suspended if rec.status is StandingStatus.running else resting
     if targets is None:
         return resting, "tmux did not answer; status unknown"
     if target not in targets:
@@ -99,7 +126,7 @@ def health_problems(ctx: Ctx) -> list[str]:
     wanted = set(auto_start_names(ctx))
     problems = []
     for view in list_standing(ctx):
-        if view.name in wanted and view.status is not ViewStatus.running:
+        if view.name in wanted and view.status not in (ViewStatus.running, ViewStatus.suspended):
             detail = f" ({view.note})" if view.note else ""
             problems.append(
                 f"standing session {view.name} (autoStart) is not running: {view.status}{detail}"

@@ -37,6 +37,8 @@ KEY_ENV = "FAKE_OPENAI_API_KEY"
 PLACEHOLDER_KEY = "sk-fake-openai-key-for-tests"
 
 Reply = Callable[["ResponsesRequest"], str]
+Usage = Callable[["ResponsesRequest", str], dict[str, Any]]
+"""The ``usage`` object of a response to a request with reply text (``default_usage``)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,10 @@ class FakeOpenAI(LoopbackServer):
     """The fake API server. Start with ``start()`` or a ``with`` block; ``url`` is its base."""
 
     reply: Reply = default_reply
+    usage: Usage | None = None
     requests: list[ResponsesRequest] = field(default_factory=list)
+    sent_usage: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The usage object each answered request (by ``seq``) was sent."""
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         return _Handler
@@ -197,12 +202,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, request: ResponsesRequest) -> None:
         text = self.fake.reply(request)
+        usage = (self.fake.usage or default_usage)(request, text)
+        with self.fake._lock:
+            self.fake.sent_usage[request.seq] = usage
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("connection", "close")
         self.end_headers()
-        for event in _events(request.seq, text):
+        for event in _events(request.seq, text, usage):
             self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
             self.wfile.flush()
         self.close_connection = True
@@ -212,7 +220,18 @@ def _model() -> dict[str, Any]:
     return {"id": MODEL, "object": "model", "created": 0, "owned_by": "fake"}
 
 
-def _events(seq: int, text: str) -> list[dict[str, Any]]:
+def default_usage(request: ResponsesRequest, text: str) -> dict[str, Any]:
+    output = max(1, len(text) // 4)
+    return {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 10 + output,
+    }
+
+
+def _events(seq: int, text: str, usage: dict[str, Any]) -> list[dict[str, Any]]:
     response_id, item_id = f"resp_fake_{seq:06d}", f"msg_fake_{seq:06d}"
     response = {
         "id": response_id,
@@ -228,13 +247,6 @@ def _events(seq: int, text: str) -> list[dict[str, Any]]:
         "role": "assistant",
         "status": "completed",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
-    usage = {
-        "input_tokens": 10,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": max(1, len(text) // 4),
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 10 + max(1, len(text) // 4),
     }
     return [
         {"type": "response.created", "response": response},

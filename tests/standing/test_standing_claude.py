@@ -3,6 +3,7 @@ stop, start — the resumed agent sends the earlier conversation again."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +22,9 @@ pytestmark = [
         reason=f"Claude Code CLI not installed at {CLAUDE_BIN} (run `make setup`)",
     ),
 ]
+
+
+PROBE = 60.0
 
 
 @pytest.fixture
@@ -46,7 +50,7 @@ def test_claude_standing_session_resumes_its_conversation(st: Standing, api: Fak
     st.configure(
         harnesses={"claude": {"binary": str(CLAUDE_BIN), "env": env}},
         routing={"defaultHarness": "claude"},
-        tmux={"resumeProbeSeconds": 3},
+        tmux={"resumeProbeSeconds": PROBE},
     )
     created = st.ok("standing", "create", "probe", "--prompt", "brief: count the stars")
     assert "probe: started" in created.stdout
@@ -61,7 +65,10 @@ def test_claude_standing_session_resumes_its_conversation(st: Standing, api: Fak
     st.ok("standing", "stop", "probe")
     assert not st.has_session("loop-standing-probe")
 
+    began = time.monotonic()
     assert "probe: resumed" in st.ok("standing", "start", "probe").stdout
+    # the resume probe ends once the resumed agent shows its input box, not after PROBE s
+    assert time.monotonic() - began < PROBE / 2
     assert st.conversation("probe") == conversation
     st.ok("standing", "say", "probe", "--text", "after the restart", "--actor", "bob")
     wait_until(lambda: answered(api, "after the restart"), 90, what="the message after restart")

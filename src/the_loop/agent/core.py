@@ -4,8 +4,9 @@ Work-item sessions and standing sessions are policies on top of these functions 
 start, when, with which prompt); this module is the one place that knows how, for every runner.
 
 - ``start``: a fresh conversation with its first prompt.
-- ``resume``: the recorded conversation, checked alive after ``tmux.resumeProbeSeconds``;
-  when it dies, a fresh conversation with the policy's fallback prompt.
+- ``resume``: the recorded conversation, checked alive after ``tmux.resumeProbeSeconds`` (or
+  as soon as its harness's ready pattern shows); when it dies, a fresh conversation with the
+  policy's fallback prompt.
 - ``enqueue`` + ``flush``: every prompt is queued in the database (once per delivery id) and
   delivered in order, exactly once even across a crash (two-phase staged paste under tmux).
 - ``terminate``, ``kill``, ``probe``, ``screen``, ``owned``.

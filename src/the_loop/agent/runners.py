@@ -245,8 +245,16 @@ class TmuxAgents:
 
     def stays_alive(self, ctx: Ctx, agent: Agent, seconds: float) -> bool:
         """True when the pane is still live after SECONDS (a resumed agent that failed to
-        resume exits at once); polls, so a death is seen as soon as tmux shows it."""
+        resume exits at once), or as soon as the harness's ready pattern shows (the resumed
+        agent takes input: it resumed); polls, so a death is seen as soon as tmux shows it. A
+        harness without a ready pattern is watched for the whole SECONDS."""
         tmux = ctx.runners.tmux
+        pattern = adapter_for(ctx, agent.harness, agent.args).ready_pattern
+        if pattern is not None and seconds > 0:
+            if tmux.wait_ready(agent.tmux_target, pattern, timeout=seconds):
+                ctx.ready.add(agent.tmux_target)
+                return True
+            return tmux.probe(agent.tmux_target) is Probe.LIVE
         deadline = time.monotonic() + seconds
         while True:
             probe = tmux.probe(agent.tmux_target)

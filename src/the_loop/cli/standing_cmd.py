@@ -221,6 +221,35 @@ def say(
     print(f"delivered to {result.name} ({result.chars} chars)")
 
 
+@app.command("extend")
+def extend(
+    name: str = typer.Argument(..., help=NAME_HELP),
+    usd: float = typer.Option(0.0, "--usd", min=0, help="Dollars added to its budgets."),
+    turns: int = typer.Option(0, "--turns", min=0, help="Turns added to budgets.maxTurns."),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Raise a standing session's budget (and resume it).
+
+    One stopped over budget resumes its conversation; messages can be sent again.
+    """
+    # lazy: start-up
+    from the_loop import standing
+
+    with common.waiting(f"extending {name}…"):
+        done = standing.extend(common.ctx(), name, usd, turns)
+    if fmt is common.Format.json:
+        common.print_json(done)
+        return
+    print(
+        f"extended {done.name}: +${done.extra_usd:g}, +{done.extra_turns} turns in all; spent "
+        f"${done.usage.cost_usd:.4f} in {done.usage.turns} turns"
+    )
+    if done.over_budget:
+        print(f"still over budget: {done.over_budget}; it stays stopped")
+    elif done.resumed is not None:
+        _print_starts([done.resumed])
+
+
 @app.command("attach")
 def attach(
     name: str = typer.Argument(..., help=NAME_HELP),

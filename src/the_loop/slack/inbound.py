@@ -115,6 +115,9 @@ def _message(ctx: Ctx, m: SlackMessage, delivery_id: str) -> str:
                 delivery_id,
             )
             return _drop(ctx, delivery_id, "standing-stopped", user=m.user, standing=name)
+        except Conflict as exc:  # over budget (or a foreign pane): the reply says why
+            _reply(ctx, key, m.channel, f"<@{m.user}> {exc.message}", delivery_id)
+            return _drop(ctx, delivery_id, "standing-refused", user=m.user, standing=name)
         return f"said to standing session {name}"
     try:
         sessions.say(ctx, key, text, actor=actor)

@@ -211,3 +211,22 @@ def queue_budget_notice(ctx: Ctx, work_item: str, reason: str, key: str) -> bool
         queued = queue_thread_reply(tx, thread_key, thread.channel, text, key)
     wake(ctx)
     return bool(queued)
+
+
+def queue_standing_budget_notice(ctx: Ctx, name: str, reason: str, hint: str, key: str) -> bool:
+    """Say in standing session NAME's bound thread (when Slack is on for it) that it stopped
+    over budget and how to lift it (HINT); KEY makes it unique (one per stop)."""
+    if standing_channel(ctx.config, name) is None:
+        return False
+    thread_key = f"{STANDING_PREFIX}{name}"
+    thread = store.thread_of(ctx.db.connect(), thread_key)
+    if thread is None:
+        return False
+    text = (
+        f"Standing session *{name}* stopped at the end of its turn: {reason}. Messages are "
+        f"refused until its budget is raised: {hint}."
+    )
+    with ctx.db.transaction() as tx:
+        queued = queue_thread_reply(tx, thread_key, thread.channel, text, key)
+    wake(ctx)
+    return bool(queued)

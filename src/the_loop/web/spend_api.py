@@ -1,4 +1,5 @@
-"""``/api/v1`` spend routes: the usage meters, and extending a session's budget."""
+"""``/api/v1`` spend routes: the usage meters, and extending the budget of a work-item session
+or a standing session."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from the_loop import spend, usage
+from the_loop import spend, standing, usage
 from the_loop.context import Ctx
 from the_loop.spend import Extended
+from the_loop.standing import StandingExtended
 from the_loop.usage import UsageReport
 
 
@@ -41,5 +43,11 @@ def spend_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]) 
         """Raise a session's budget by usd and/or turns; a session stopped over budget
         resumes its conversation and gets what was kept for it."""
         return await asyncio.to_thread(spend.extend, get_ctx(), session_id, body.usd, body.turns)
+
+    @router.post("/standing/{name}/extend", tags=["spend"], dependencies=write)
+    async def post_standing_extend(name: str, body: ExtendIn) -> StandingExtended:
+        """Raise a standing session's budget by usd and/or turns; one stopped over budget
+        resumes its conversation."""
+        return await asyncio.to_thread(standing.extend, get_ctx(), name, body.usd, body.turns)
 
     return router
