@@ -58,8 +58,8 @@ class Database(ABC):
         uses its host-local lock."""
         return None
 
-    def claim_daemon(self) -> None:
-        """Make this process the one daemon serving this database, or raise
+    def claim_daemon(self, node: str) -> None:
+        """Make this process the one daemon of node NODE on this database, or raise
         ``AlreadyRunning`` (SQLite: the state dir's lock already does it)."""
         return None
 

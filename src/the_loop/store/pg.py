@@ -49,7 +49,8 @@ WRITE_LOCK = "SELECT pg_advisory_xact_lock(32272, 1)"
 """Take the two-key advisory lock every write transaction holds (the one-key space, used by
 ``item_lock``, never overlaps the two-key one)."""
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(32272, 2)"
-DAEMON_LOCK = "SELECT pg_try_advisory_lock(32272, 3)"
+NODE_LOCK = "SELECT pg_try_advisory_lock(32273, hashtext(%s))"
+"""One daemon per node name (its own key space: ``item_lock`` uses the one-key form)."""
 POOL_SIZE = 16
 LOCK_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT = 10.0
@@ -288,21 +289,21 @@ class PgDatabase(Database):
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
                 raise state_error(self.location, exc) from None
 
-    def claim_daemon(self) -> None:
-        """An advisory lock held on a connection of its own for the life of the process (a
-        killed daemon's connection closes, which frees it): until nodes share a database, two
-        daemons on one database would each take the other's interrupted work back."""
+    def claim_daemon(self, node: str) -> None:
+        """An advisory lock on NODE's name, held on a connection of its own for the life of
+        the process (a killed daemon's connection closes, which frees it): two daemons with
+        one node name would each take the other's claims and sessions for their own."""
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-            row = conn.execute(DAEMON_LOCK).fetchone()
+            row = conn.execute(NODE_LOCK, (node,)).fetchone()
         except psycopg.Error as exc:
             raise state_error(self.location, exc) from None
         if row is None or not row[0]:
             conn.close()
             raise AlreadyRunning(
-                f"another the-loop daemon already serves the state database {self.location}; "
-                "stop it with `the-loop stop` on its host, or give this one a database of its "
-                "own (one daemon per database: docs/scaling.md)"
+                f"another the-loop daemon already runs as node {node!r} on the state database "
+                f"{self.location}; stop it with `the-loop stop` on its host, or give this one "
+                "another `node.name` (docs/scaling.md)"
             )
         self._daemon_conn = conn
 
