@@ -209,6 +209,7 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     if ctx.db.shared and not inbox.holds_claim(ctx.db, item.delivery_id, nodes.node_name(ctx)):
         # declared dead meanwhile: the claim was released and is another node's now
         return DispatchResult(item.delivery_id, item.event, False, "released", "claim released")
+    nodes.begin_work(ctx)
     try:
         if item.source == slack_intake.SOURCE:
             summary = slack_inbound.process(ctx, claimed.work or "", item.delivery_id)
@@ -225,7 +226,7 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
         return _failed(ctx, claimed, exc, transient=transient)
     except Exception as exc:  # the inbox processing edge: a bug must not wedge the inbox
         return _failed(ctx, claimed, exc, transient=True)
-    inbox.succeed(ctx.db, item.delivery_id, summary)
+    inbox.succeed(ctx.db, item.delivery_id, summary, _claimer(ctx))
     ev.emit(
         ctx.db,
         "dispatch.succeeded",
@@ -236,6 +237,11 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     return DispatchResult(
         item.delivery_id, item.event, False, InboxStatus.succeeded.value, summary, reasons
     )
+
+
+def _claimer(ctx: Ctx) -> str | None:
+    """Whose claim an outcome is recorded under: this node's on a shared database."""
+    return nodes.node_name(ctx) if ctx.db.shared else None
 
 
 def _forward(ctx: Ctx, claimed: Claimed, node: str) -> DispatchResult:
@@ -249,7 +255,7 @@ def _forward(ctx: Ctx, claimed: Claimed, node: str) -> DispatchResult:
 def _failed(ctx: Ctx, claimed: Claimed, exc: Exception, transient: bool) -> DispatchResult:
     item = claimed.item
     message = str(exc) or repr(exc)
-    status = inbox.fail(ctx.db, item, message, transient)
+    status = inbox.fail(ctx.db, item, message, transient, _claimer(ctx))
     if status is InboxStatus.dead:
         ev.emit(
             ctx.db,

@@ -23,6 +23,7 @@ from typing import Any
 
 from the_loop import events as ev
 from the_loop.context import Ctx
+from the_loop.errors import Unavailable
 from the_loop.store import Database
 from the_loop.store import nodes as store
 from the_loop.store.events import NewEvent
@@ -65,7 +66,7 @@ def dead_after(ctx: Ctx) -> float:
 
 def claim(ctx: Ctx) -> None:
     """Make this process the one daemon of its node name, or raise ``AlreadyRunning``."""
-    ctx.db.claim_daemon(node_name(ctx))
+    ctx.db.claim_daemon(node_name(ctx), dead_after(ctx))
 
 
 def register(ctx: Ctx, url: str) -> None:
@@ -94,6 +95,28 @@ def may_claim(ctx: Ctx) -> bool:
         return True
     beat_at = state_for(ctx.db).beat_at
     return beat_at is not None and time.monotonic() - beat_at < dead_after(ctx) / 2
+
+
+_WORK = threading.local()
+
+
+def begin_work(ctx: Ctx) -> None:
+    """This thread starts processing a claim: ``check_fence`` refuses from now on if this node
+    rejoins meanwhile (it was declared dead: its claims are another node's)."""
+    _WORK.epoch = state_for(ctx.db).rejoined
+
+
+def check_fence(ctx: Ctx) -> None:
+    """Raise ``Unavailable`` unless this node may act on an agent now: its heartbeat fresh, and
+    not rejoined since this thread's ``begin_work`` (a paste right after a long pause, or after
+    being declared dead, could double a prompt another node delivered)."""
+    if not ctx.db.shared:
+        return
+    if not may_claim(ctx):
+        raise Unavailable(f"node {node_name(ctx)}: its own heartbeat is stale; not delivering")
+    epoch = getattr(_WORK, "epoch", None)
+    if epoch is not None and epoch != state_for(ctx.db).rejoined:
+        raise Unavailable(f"node {node_name(ctx)} was declared dead meanwhile; not delivering")
 
 
 def alive(ctx: Ctx, name: str) -> bool:
@@ -150,7 +173,7 @@ def _dead_event(ctx: Ctx, declared: Declared, now: float) -> NewEvent:
         source=SOURCE,
         node=declared.name,
         by=node_name(ctx),
-        silent_seconds=round(now - declared.heartbeat_at, 2),
+        silentSeconds=round(now - declared.heartbeat_at, 2),
         orphaned=[session for session, _ in declared.orphaned],
         released=declared.released,
     )

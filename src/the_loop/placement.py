@@ -17,6 +17,7 @@ from the_loop import events as ev
 from the_loop import nodes, workspace
 from the_loop.context import Ctx
 from the_loop.refs import WorkItemRef
+from the_loop.store import prompts
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
@@ -60,18 +61,24 @@ def settle(ctx: Ctx, items: Iterable[WorkItemRef]) -> None:
 
 
 def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
-    """Record REC (orphaned, or its node dead) as node ME's, active, in a workspace of ME."""
+    """Record REC (orphaned, or its node dead) as node ME's, active, in a workspace of ME.
+
+    A prompt the old node had staged may or may not have reached its agent: it is delivered
+    again here (at least once; ``inFlight`` in ``session.moved`` counts them), since a
+    prompt lost for good is worse than one read twice."""
     path = workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path
     with ctx.db.transaction() as tx:
         store.update(tx, rec.id, node=me, status=SessionStatus.active, cwd=str(path))
+        in_flight = prompts.requeue_staged(tx, rec.id)
     ev.emit(
         ctx.db,
         "session.moved",
         source=SOURCE,
         work_item=rec.work_item,
         session_id=rec.id,
-        from_node=rec.node,
-        to_node=me,
+        fromNode=rec.node,
+        toNode=me,
+        inFlight=in_flight,
     )
 
 

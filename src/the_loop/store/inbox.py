@@ -236,17 +236,28 @@ def forward(db: Database, delivery_id: str, node: str, to: str) -> bool:
         return cur.rowcount > 0
 
 
-def succeed(db: Database, delivery_id: str, outcome: str) -> None:
+def _held_by(node: str | None) -> tuple[str, tuple[str, ...]]:
+    """The guard of a claim's outcome: only while NODE holds it (None: whoever does)."""
+    return ("", ()) if node is None else (" AND claimed_by = ?", (node,))
+
+
+def succeed(db: Database, delivery_id: str, outcome: str, node: str | None = None) -> None:
+    """Record DELIVERY_ID processed (with NODE: only while NODE's claim of it stands)."""
+    guard, held = _held_by(node)
     with db.transaction() as tx:
         tx.execute(
             "UPDATE inbox SET status = 'succeeded', outcome = ?, last_error = NULL,"
-            " claimed_by = NULL, node = NULL, updated_at = ? WHERE delivery_id = ?",
-            (outcome, time.time(), delivery_id),
+            f" claimed_by = NULL, node = NULL, updated_at = ? WHERE delivery_id = ?{guard}",
+            (outcome, time.time(), delivery_id, *held),
         )
 
 
-def fail(db: Database, item: InboxItem, error: str, transient: bool) -> InboxStatus:
-    """Record a failure; transient ones retry with backoff until ``MAX_ATTEMPTS``."""
+def fail(
+    db: Database, item: InboxItem, error: str, transient: bool, node: str | None = None
+) -> InboxStatus:
+    """Record a failure; transient ones retry with backoff until ``MAX_ATTEMPTS`` (with NODE:
+    only while NODE's claim of it stands)."""
+    guard, held = _held_by(node)
     now = time.time()
     dead = not transient or item.attempts >= MAX_ATTEMPTS
     delay = BACKOFF_SECONDS[min(item.attempts - 1, len(BACKOFF_SECONDS) - 1)]
@@ -254,8 +265,8 @@ def fail(db: Database, item: InboxItem, error: str, transient: bool) -> InboxSta
     with db.transaction() as tx:
         tx.execute(
             "UPDATE inbox SET status = ?, last_error = ?, updated_at = ?, next_attempt_at = ?,"
-            " claimed_by = NULL WHERE delivery_id = ?",
-            (status.value, error[:2000], now, now + delay, item.delivery_id),
+            f" claimed_by = NULL WHERE delivery_id = ?{guard}",
+            (status.value, error[:2000], now, now + delay, item.delivery_id, *held),
         )
     return status
 
