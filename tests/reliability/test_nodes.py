@@ -141,7 +141,6 @@ def _wait_drained(db: Database, timeout: float = 120, cluster: Any = None) -> No
             for i in inbox.list_items(db, limit=10_000)
             if i.status not in ("succeeded", "dead")
         ]
-        recent = [(e.type, e.payload) for e in ev.query(db, ev.EventFilter(limit=40))]
         import psycopg  # lazy: only a failing wait asks the server what it is doing
 
         url = getattr(db, "url", "")
