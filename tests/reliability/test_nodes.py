@@ -91,15 +91,18 @@ def _second_env(root: Path, url: str | None) -> Env:
 
 
 @pytest.fixture
-def cluster(work: Work, tmp_path: Path) -> Iterator[list[Node]]:
+def cluster(work: Work, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[list[Node]]:
+    """Nodes ``node-a`` and ``node-b`` (with the slots the test's indirect parameter gives,
+    20 each by default)."""
+    slots = getattr(request, "param", (20, 20))
     other = _second_env(tmp_path / "node-b", work.env.database_url)
     (other.root / "agents").mkdir()
     works = [work, Work(other, other.root / "agents", cli=None)]
     found = []
-    for name, w in zip(("node-a", "node-b"), works, strict=True):
+    for name, w, n in zip(("node-a", "node-b"), works, slots, strict=True):
         w.configure(
             github={"enabled": True},
-            routing={"maxConcurrentSessions": 20},
+            routing={"maxConcurrentSessions": n},
             node={"name": name, "deadAfterSeconds": DEAD_AFTER},
         )
         found.append(Node(name, w, Daemon(w)))
@@ -199,6 +202,24 @@ def test_webhooks_to_both_nodes_one_session_per_item_each_delivery_once(
     # each node took deliveries for the other's items, and handed them over
     assert _events(db, "dispatch.forwarded")
     assert not _events(db, "node.dead")
+
+
+@pytest.mark.parametrize("cluster", [(1, 3)], indirect=True)
+def test_new_sessions_start_on_a_node_with_free_slots(cluster: list[Node]) -> None:
+    for item in range(1, 5):  # all to node-a, which has one slot
+        assert cluster[0].post(item, 0) == 202
+    db = _db(cluster)
+    _wait_drained(db, cluster=cluster)
+    records = session_store.list_sessions(db.connect())
+    started = Counter(r.node for r in records if r.status is SessionStatus.active)
+    assert started == Counter({"node-a": 1, "node-b": 3}), [(r.node, r.status) for r in records]
+    wait_until(lambda: {f"{i}-0" for i in range(1, 5)} <= set(_seen(cluster)), timeout=60)
+    _check_placement(db, cluster, range(1, 5))
+    # the next one finds no free slot anywhere: queued (FIFO), none started beyond the slots
+    assert cluster[1].post(5, 0) == 202
+    _wait_drained(db, cluster=cluster)
+    queued = [r for r in session_store.list_sessions(db.connect()) if r.work_item.endswith("#5")]
+    assert [r.status for r in queued] == [SessionStatus.queued]
 
 
 def _burst(node: Node, plan: list[tuple[int, int]], acked: set[str], stop: threading.Event) -> None:
