@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from the_loop import events as ev
 from the_loop import nodes, workspace
 from the_loop.context import Ctx
+from the_loop.errors import Conflict
 from the_loop.refs import WorkItemRef
 from the_loop.store import prompts
 from the_loop.store import sessions as store
@@ -89,3 +90,16 @@ def place_new(ctx: Ctx, full: bool) -> None:
         other = nodes.free_node(ctx)
         if other is not None:
             raise Elsewhere(other)
+
+
+def require_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
+    """Raise ``Conflict`` naming the exact command to run on REC's node when its agent runs on
+    another node (its tmux server is there): COMMAND is the ``the-loop`` command line."""
+    if not ctx.db.shared or rec.node in (None, nodes.node_name(ctx)):
+        return
+    if rec.status is SessionStatus.orphaned or rec.status is SessionStatus.queued:
+        return  # no agent anywhere yet: nothing to look at elsewhere either
+    raise Conflict(
+        f"session {rec.id} of {rec.work_item} runs on node {rec.node}; its terminal is "
+        f"there: run `{command}` on {rec.node} (for example `ssh -t {rec.node} {command}`)"
+    )

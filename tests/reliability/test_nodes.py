@@ -202,6 +202,30 @@ def test_webhooks_to_both_nodes_one_session_per_item_each_delivery_once(
     # each node took deliveries for the other's items, and handed them over
     assert _events(db, "dispatch.forwarded")
     assert not _events(db, "node.dead")
+    _check_views(cluster, db)
+
+
+def _check_views(cluster: list[Node], db: Database) -> None:
+    """Every node lists every session with its node; a terminal view of another node's session
+    names the exact command to run on the owning host (SPEC §17, decision 0032)."""
+    a = cluster[0]
+    listed = a.work.env.run("sessions", "list")
+    assert listed.exit_code == 0, listed.stderr
+    assert "NODE" in listed.stdout.splitlines()[0]
+    records = session_store.list_sessions(db.connect())
+    for rec in records:
+        line = next(row for row in listed.stdout.splitlines() if rec.work_item in row)
+        assert str(rec.node) in line
+    theirs = next((r for r in records if r.node == "node-b"), None)
+    assert theirs is not None, "no session started on node-b"
+    logs = a.work.env.run("sessions", "logs", theirs.work_item, "-n", "5")
+    assert logs.exit_code == 2 and "Traceback" not in logs.stderr
+    assert "runs on node node-b" in logs.stderr
+    assert f"ssh -t node-b the-loop sessions logs {theirs.work_item} -n 5" in logs.stderr
+    screen = a.daemon.api("GET", f"/sessions/{theirs.id}/screen")
+    assert screen.status_code == 409 and "node-b" in screen.text
+    mine = cluster[1].daemon.api("GET", f"/sessions/{theirs.id}/screen")
+    assert mine.status_code == 200 and "FAKE-AGENT" in mine.json()["text"]
 
 
 @pytest.mark.parametrize("cluster", [(1, 3)], indirect=True)

@@ -16,13 +16,16 @@ app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", n
 
 @app.command("list")
 def list_(
-    status: str | None = typer.Option(None, "--status", help="queued|active|paused|closed"),
+    status: str | None = typer.Option(
+        None, "--status", help="queued|active|paused|orphaned|closed"
+    ),
     limit: int = typer.Option(100, "--limit", min=1, help="At most this many, newest first."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List sessions, newest first.
 
-    Shows work item, status, harness, runner, tmux target and age.
+    Shows work item, status, harness, runner, tmux target and age; on a database several
+    nodes share, also the node each session runs on.
     """
     from the_loop.session_records import list_sessions  # lazy: start-up
     from the_loop.store.sessions import SessionStatus  # lazy: start-up
@@ -30,7 +33,9 @@ def list_(
     try:
         wanted = SessionStatus(status) if status else None
     except ValueError:
-        raise BadInput(f"invalid --status {status!r}: queued, active, paused or closed") from None
+        raise BadInput(
+            f"invalid --status {status!r}: queued, active, paused, orphaned or closed"
+        ) from None
     rows = list_sessions(common.ctx(), wanted, limit)
     if fmt is common.Format.json:
         common.print_json(rows)
@@ -44,35 +49,28 @@ def list_(
         return
     att = {r.id: r.attention.state if r.attention else "-" for r in rows}
     now = time.time()
-    common.print_table(
+    headers = ["WORK ITEM", "STATUS", "ATTENTION", "HARNESS", "RUNNER", "TMUX TARGET"]
+    headers += ["TURNS", "COST USD", "CREATED", "LAST EVENT"]
+    table = [
         [
-            "WORK ITEM",
-            "STATUS",
-            "ATTENTION",
-            "HARNESS",
-            "RUNNER",
-            "TMUX TARGET",
-            "TURNS",
-            "COST USD",
-            "CREATED",
-            "LAST EVENT",
-        ],
-        [
-            (
-                r.work_item,
-                common.status_word(r.status.value),
-                att[r.id],
-                r.harness,
-                r.runner,
-                r.tmux_target or "-",
-                r.usage.turns if r.usage else 0,
-                f"{r.usage.cost_usd:.4f}" if r.usage else "-",
-                common.ago(r.created_at, now),
-                common.ago(r.last_event_at, now),
-            )
-            for r in rows
-        ],
-    )
+            r.work_item,
+            common.status_word(r.status.value),
+            att[r.id],
+            r.harness,
+            r.runner,
+            r.tmux_target or "-",
+            r.usage.turns if r.usage else 0,
+            f"{r.usage.cost_usd:.4f}" if r.usage else "-",
+            common.ago(r.created_at, now),
+            common.ago(r.last_event_at, now),
+        ]
+        for r in rows
+    ]
+    if common.ctx().db.shared:  # several nodes may share it: which one runs each session
+        headers.insert(2, "NODE")
+        for row, r in zip(table, rows, strict=True):
+            row.insert(2, r.node or "-")
+    common.print_table(headers, table)
 
 
 @app.command("show")
