@@ -110,8 +110,8 @@ def check_fence(ctx: Ctx) -> None:
     """Raise ``Unavailable`` unless this node may act on an agent now: its heartbeat fresh, and
     not rejoined since this thread's ``begin_work`` (a paste right after a long pause, or after
     being declared dead, could double a prompt another node delivered)."""
-    if not ctx.db.shared:
-        return
+    if not ctx.db.shared or state_for(ctx.db).beat_at is None:
+        return  # one node, or not a daemon (an operator's command acts on its own host)
     if not may_claim(ctx):
         raise Unavailable(f"node {node_name(ctx)}: its own heartbeat is stale; not delivering")
     epoch = getattr(_WORK, "epoch", None)

@@ -11,6 +11,7 @@ one (``Elsewhere`` again), else it is queued (FIFO, started by the first node wi
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 
 from the_loop import events as ev
@@ -92,14 +93,33 @@ def place_new(ctx: Ctx, full: bool) -> None:
             raise Elsewhere(other)
 
 
+def command(verb: str, *args: str) -> str:
+    """The shell command line of ``the-loop sessions VERB ARGS`` (quoted as needed)."""
+    return shlex.join(["the-loop", "sessions", verb, *args])
+
+
+def _there(rec: SessionRecord, node: str, command: str) -> str:
+    return (
+        f"session {rec.id} of {rec.work_item} runs on node {node}; its agent's terminal is "
+        f"there: run `{command}` on {node} (for example `ssh -t {node} {command}`)"
+    )
+
+
 def require_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
-    """Raise ``Conflict`` naming the exact command to run on REC's node when its agent runs on
-    another node (its tmux server is there): COMMAND is the ``the-loop`` command line."""
+    """Raise ``Conflict`` naming the exact COMMAND to run on REC's node when its agent runs on
+    another node (its tmux server is there)."""
     if not ctx.db.shared or rec.node in (None, nodes.node_name(ctx)):
         return
     if rec.status is SessionStatus.orphaned or rec.status is SessionStatus.queued:
         return  # no agent anywhere yet: nothing to look at elsewhere either
-    raise Conflict(
-        f"session {rec.id} of {rec.work_item} runs on node {rec.node}; its terminal is "
-        f"there: run `{command}` on {rec.node} (for example `ssh -t {rec.node} {command}`)"
-    )
+    raise Conflict(_there(rec, rec.node, command))
+
+
+def operate_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
+    """Before an operator's verb acts on REC's agent (with its item locked): ``Conflict``
+    naming COMMAND on the owning node when another live node runs it; an orphaned session is
+    taken over here first."""
+    try:
+        settle(ctx, [WorkItemRef.parse(rec.work_item)])
+    except Elsewhere as exc:
+        raise Conflict(_there(rec, exc.node, command)) from None

@@ -125,14 +125,9 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         close(ctx, action.session_id, reason=action.reason.value, auto=True, event=event)
         return f"closed {action.item} ({action.reason.value})"
     if isinstance(action, engine.KeepOpen):
-        _emit(
-            ctx,
-            "session.kept_open",
-            event,
-            work_item=str(action.item),
-            session_id=action.session_id,
-            reason=f"{action.closed_item} closed",
-        )
+        why = f"{action.closed_item} closed"
+        kw = {"work_item": str(action.item), "session_id": action.session_id, "reason": why}
+        _emit(ctx, "session.kept_open", event, **kw)
         return f"kept {action.item} open"
     if isinstance(action, engine.AnswerPermission):
         return attention.answer_from_comment(ctx, action, event.delivery_id)
@@ -572,12 +567,14 @@ def say(ctx: Ctx, ref_or_id: str, text: str, actor: str | None = None) -> str:
     who = actor or getpass.getuser()
     prompt = f"Message from {who} (operator) about {rec.work_item}:\n\n{text}"
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
-        return deliver(ctx, rec, prompt, None)
+        placement.operate_here(ctx, rec, placement.command("say", rec.work_item, "--text", text))
+        return deliver(ctx, _get(ctx, rec.id), prompt, None)
 
 
 def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -> SessionRecord:
     rec = resolve(ctx, ref_or_id)
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        placement.operate_here(ctx, rec, placement.command("close", rec.work_item))
         closed = close(ctx, rec.id, "operator", kill_tmux=kill_tmux)
     start_queued(ctx)
     return closed

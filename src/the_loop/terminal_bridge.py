@@ -63,7 +63,7 @@ def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
     rec = sessions.resolve(ctx, ref_or_id)
     if rec.runner != "tmux" or not rec.tmux_target:
         raise BadInput(f"session {rec.id} runs headless: it has no terminal")
-    placement.require_here(ctx, rec, f"the-loop sessions attach {rec.work_item}")
+    placement.require_here(ctx, rec, placement.command("attach", rec.work_item))
     return _plan(ctx, sessions.agent_of(rec), viewer_read_only or not rec.live)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -221,7 +222,11 @@ def _check_views(cluster: list[Node], db: Database) -> None:
     logs = a.work.env.run("sessions", "logs", theirs.work_item, "-n", "5")
     assert logs.exit_code == 2 and "Traceback" not in logs.stderr
     assert "runs on node node-b" in logs.stderr
-    assert f"ssh -t node-b the-loop sessions logs {theirs.work_item} -n 5" in logs.stderr
+    exact = shlex.join(["the-loop", "sessions", "logs", theirs.work_item, "-n", "5"])
+    assert f"ssh -t node-b {exact}" in logs.stderr
+    said = a.work.env.run("sessions", "say", theirs.work_item, "--text", "hi there")
+    assert said.exit_code == 2 and "runs on node node-b" in said.stderr, said.stderr
+    assert shlex.join(["--text", "hi there"]) in said.stderr
     screen = a.daemon.api("GET", f"/sessions/{theirs.id}/screen")
     assert screen.status_code == 409 and "node-b" in screen.text
     mine = cluster[1].daemon.api("GET", f"/sessions/{theirs.id}/screen")
