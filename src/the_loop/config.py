@@ -36,6 +36,7 @@ from the_loop.config_errors import (
     validation_problems,
     yaml_problem,
 )
+from the_loop.config_node import NodeConfig
 from the_loop.config_slack import SlackConfig, StandingSlackConfig
 from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
 from the_loop.errors import ConfigInvalid
@@ -359,6 +360,7 @@ class Config(Model):
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    node: NodeConfig = Field(default_factory=NodeConfig)
 
     @field_validator("harnesses")
     @classmethod

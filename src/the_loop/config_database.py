@@ -18,7 +18,8 @@ class DatabaseConfig(BaseModel):
         None,
         description=(
             "Unset: the SQLite file `the-loop.db` in `stateDir`. `postgresql://user@host:port/db`"
-            ": that PostgreSQL database (one daemon per database; the CLI on any host). Keep the "
+            ": that PostgreSQL database (several daemons, `node`s, may share it; the CLI on any "
+            "host). Keep the "
             "password out of the URL: libpq reads `PGPASSWORD` or `~/.pgpass`. Restart-only."
         ),
     )

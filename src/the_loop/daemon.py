@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from the_loop import __version__
+from the_loop import __version__, nodes
 from the_loop import events as ev
 from the_loop.config import record_running
 from the_loop.context import Ctx
@@ -86,7 +86,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     ctx.loaded.require_valid_file()
     check_bind(ctx)
     lock = acquire_lock(ctx.state_dir)
-    ctx.db.claim_daemon()
+    nodes.claim(ctx)  # one daemon per node name (with SQLite: the lock above)
     ctx.started_with = ctx.loaded
     cfg = ctx.config.server
     sock = bind_socket(cfg.host, cfg.port)
@@ -102,6 +102,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         started_at=time.time(),
         config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
     )
+    nodes.register(ctx, url)
     app = create_app(ctx, daemon=info, background=run_background)
     server = uvicorn.Server(
         uvicorn.Config(
@@ -154,12 +155,14 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     from the_loop.attention_notice import attention_loop
     from the_loop.github.poller import poll_loop
     from the_loop.inbox_worker import inbox_loop
+    from the_loop.node_loop import node_loop
     from the_loop.outbox import outbox_loop
     from the_loop.slack.sender import slack_loop
     from the_loop.spend import spend_loop
     from the_loop.supervise import supervised
 
     builtin: list[tuple[str, BackgroundTask]] = [
+        ("node", node_loop),
         ("checkpoint", housekeeping.checkpoint_loop),
         ("prune-events", housekeeping.prune_loop),
         ("reload-config", housekeeping.reload_loop),

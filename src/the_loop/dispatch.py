@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from the_loop import engine, sessions
+from the_loop import engine, nodes, placement, sessions
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError, StateError, Unavailable
@@ -206,6 +206,10 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     item = claimed.item
     prior = engine.PriorDelivery.FAILED if item.attempts > 1 else engine.PriorDelivery.NONE
     reasons: tuple[str, ...] = ()
+    if ctx.db.shared and not inbox.holds_claim(ctx.db, item.delivery_id, nodes.node_name(ctx)):
+        # declared dead meanwhile: the claim was released and is another node's now
+        return DispatchResult(item.delivery_id, item.event, False, "released", "claim released")
+    nodes.begin_work(ctx)
     try:
         if item.source == slack_intake.SOURCE:
             summary = slack_inbound.process(ctx, claimed.work or "", item.delivery_id)
@@ -215,12 +219,14 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
                 raise BadInput(delivery.refusal or "the delivery names no work event")
             outcome = sessions.handle_event(ctx, delivery.work, prior)
             summary, reasons = outcome.summary, tuple(outcome.reasons)
+    except placement.Elsewhere as exc:
+        return _forward(ctx, claimed, exc.node)
     except LoopError as exc:
         transient = isinstance(exc, Unavailable | StateError)  # the state may come back
         return _failed(ctx, claimed, exc, transient=transient)
     except Exception as exc:  # the inbox processing edge: a bug must not wedge the inbox
         return _failed(ctx, claimed, exc, transient=True)
-    inbox.succeed(ctx.db, item.delivery_id, summary)
+    inbox.succeed(ctx.db, item.delivery_id, summary, _claimer(ctx))
     ev.emit(
         ctx.db,
         "dispatch.succeeded",
@@ -233,10 +239,23 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     )
 
 
+def _claimer(ctx: Ctx) -> str | None:
+    """Whose claim an outcome is recorded under: this node's on a shared database."""
+    return nodes.node_name(ctx) if ctx.db.shared else None
+
+
+def _forward(ctx: Ctx, claimed: Claimed, node: str) -> DispatchResult:
+    """Hand CLAIMED to NODE (its item's session runs there, or it has a free slot)."""
+    item = claimed.item
+    inbox.forward(ctx.db, item.delivery_id, nodes.node_name(ctx), node)
+    ev.emit(ctx.db, "dispatch.forwarded", source=SOURCE, delivery_id=item.delivery_id, node=node)
+    return DispatchResult(item.delivery_id, item.event, False, "forwarded", f"to node {node}")
+
+
 def _failed(ctx: Ctx, claimed: Claimed, exc: Exception, transient: bool) -> DispatchResult:
     item = claimed.item
     message = str(exc) or repr(exc)
-    status = inbox.fail(ctx.db, item, message, transient)
+    status = inbox.fail(ctx.db, item, message, transient, _claimer(ctx))
     if status is InboxStatus.dead:
         ev.emit(
             ctx.db,
@@ -282,7 +301,7 @@ def _now(ctx: Ctx, delivery: Intake, body: bytes, source: str) -> DispatchResult
     accepted = accept(ctx, delivery, body, source)
     if accepted.duplicate:
         return DispatchResult(delivery_id, event, True, accepted.status.value, "duplicate")
-    claimed = inbox.claim(ctx.db, delivery_id)
+    claimed = inbox.claim(ctx.db, delivery_id, nodes.node_name(ctx))
     if claimed is None:
         return DispatchResult(delivery_id, event, True, "processing", "taken by another worker")
     return process(ctx, claimed)

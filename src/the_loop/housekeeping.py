@@ -11,7 +11,7 @@ import asyncio
 import os
 
 from the_loop import events as ev
-from the_loop import private_cache, sessions, standing
+from the_loop import nodes, private_cache, sessions, standing
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
@@ -97,6 +97,8 @@ def restart_needed(running: LoadedConfig, new: LoadedConfig) -> list[str]:
         changed.append("tmux.socket")
     if a.database != b.database:
         changed.append("database")
+    if a.node != b.node:
+        changed.append("node")
     return changed
 
 
@@ -162,12 +164,15 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
     """One pass; returns the sessions newly found without a live agent."""
     found: list[str] = []
     conn = ctx.db.connect()
+    me = nodes.node_name(ctx)
     for status in (SessionStatus.active, SessionStatus.paused):
         records = session_store.list_sessions(conn, status, None)
         held = usage_store.holds_of(conn, [r.id for r in records])
         for rec in records:
             if rec.runner != "tmux" or rec.started_at is None or rec.id in held:
                 continue  # a held session's harness was stopped on purpose
+            if ctx.db.shared and rec.node not in (None, me):
+                continue  # another node's agent: its tmux server is not ours
             pane = sessions.probe(ctx, rec)
             if pane in ("dead", "absent") and rec.id not in reported:
                 reported.add(rec.id)

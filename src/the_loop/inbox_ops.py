@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from the_loop import dispatch
+from the_loop import dispatch, nodes
 from the_loop.context import Ctx
 from the_loop.errors import NotFound
 from the_loop.instance import daemon_running
@@ -49,7 +49,7 @@ def replay(ctx: Ctx, delivery_id: str) -> Replayed:
         raise NotFound(f"no inbox item {delivery_id!r}")
     if daemon_running(ctx.state_dir):
         return Replayed(delivery_id=delivery_id, outcome=ReplayOutcome.daemon)
-    claimed = inbox.claim(ctx.db, delivery_id)
+    claimed = inbox.claim(ctx.db, delivery_id, nodes.node_name(ctx))
     if claimed is None:
         return Replayed(delivery_id=delivery_id, outcome=ReplayOutcome.ready)
     result = dispatch.process(ctx, claimed)

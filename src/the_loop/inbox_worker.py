@@ -3,7 +3,8 @@
 Ready items are claimed in arrival order and processed in lanes: deliveries that name the same
 work item run one after another (in order), different items run in parallel. The lane key was
 computed at intake and stored with the item (``dispatch.Intake.lane``); the worker never
-decodes a payload. On start, items left ``processing`` by a crash are made ready again. Failed
+decodes a payload. On start, items left ``processing`` by a crash are made ready again (with
+several nodes on one database: this node's own claims only; see ``the_loop.nodes``). Failed
 items come back when their backoff expires; the worker also notices items another process
 (``the-loop inbox replay``) made ready.
 
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
-from the_loop import dispatch
+from the_loop import dispatch, nodes
 from the_loop.context import Ctx
 from the_loop.store import Database, inbox
 from the_loop.store.inbox import Claimed
@@ -50,10 +52,17 @@ class InboxWorker:
     async def run(self, stop: asyncio.Event) -> None:
         """Recover, then claim and process until STOP; faults are retried, never fatal."""
         self.stop = stop
-        while not stop.is_set() and await self._try(inbox.recover, stop) is False:
+        me = nodes.node_name(self.ctx)
+        recover = functools.partial(inbox.recover, node=me if self.ctx.db.shared else None)
+        claim_next = functools.partial(inbox.claim_next, node=me)
+        while not stop.is_set() and await self._try(recover, stop) is False:
             pass
         while not stop.is_set():
-            claimed = await self._try(inbox.claim_next, stop)
+            if not nodes.may_claim(self.ctx):  # its own heartbeat is stale: claim nothing
+                self.wake.clear()
+                await self._sleep(stop, None)
+                continue
+            claimed = await self._try(claim_next, stop)
             if claimed is False:
                 continue
             if claimed is not None:

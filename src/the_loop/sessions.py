@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from the_loop import admission, attention, engine, holds, outbox, workspace, writebacks
+from the_loop import admission, attention, engine, holds, outbox, placement, workspace, writebacks
 from the_loop import agent as layer
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
@@ -60,6 +60,7 @@ def handle_event(
     object EVENT authored is remembered as processed (with the prompt queued for it, if any)."""
     keys = [item.slug for item in event.items] or ["no-item"]
     with layer.hold(ctx, keys):
+        placement.settle(ctx, event.items)  # another node's session: handed over to it
         state = _route_state(ctx, event, prior)
         decision = engine.decide(event, state, ctx.config)
         outcome = Outcome(reasons=list(decision.reasons))
@@ -108,13 +109,8 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         _emit(ctx, "webhook.duplicate", event)
         return "duplicate"
     if isinstance(action, engine.Unauthorized):
-        _emit(
-            ctx,
-            "route.unauthorized",
-            event,
-            work_item=str(event.own) if event.own else None,
-            actor=action.actor,
-        )
+        ref = str(event.own) if event.own else None
+        _emit(ctx, "route.unauthorized", event, work_item=ref, actor=action.actor)
         return f"unauthorized ({action.actor})"
     if isinstance(action, engine.Reply):
         _emit(ctx, "route.replied", event, work_item=str(action.item), text=action.text)
@@ -129,14 +125,9 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         close(ctx, action.session_id, reason=action.reason.value, auto=True, event=event)
         return f"closed {action.item} ({action.reason.value})"
     if isinstance(action, engine.KeepOpen):
-        _emit(
-            ctx,
-            "session.kept_open",
-            event,
-            work_item=str(action.item),
-            session_id=action.session_id,
-            reason=f"{action.closed_item} closed",
-        )
+        why = f"{action.closed_item} closed"
+        kw = {"work_item": str(action.item), "session_id": action.session_id, "reason": why}
+        _emit(ctx, "session.kept_open", event, **kw)
         return f"kept {action.item} open"
     if isinstance(action, engine.AnswerPermission):
         return attention.answer_from_comment(ctx, action, event.delivery_id)
@@ -170,11 +161,13 @@ def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> Ses
         url=event.item_url or "",
         created_at=now,
         last_event_at=now,
+        node=placement.this_node(ctx),
     )
     with ctx.db.transaction() as tx:
-        running = store.count_running(tx)
+        running = store.count_running(tx, placement.slot_node(ctx))
         ahead = ctx.config.admission.enabled and store.oldest_queued(tx) is not None
         full = running >= ctx.config.routing.max_concurrent_sessions
+        placement.place_new(ctx, full)
         queued = full or memory is not None or ahead
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
@@ -351,12 +344,15 @@ def start_queued(ctx: Ctx) -> list[SessionRecord]:
         if store.oldest_queued(ctx.db.connect()) is None or admission.blocked(ctx):
             return started  # memory is short: the daemon tries again (FIFO kept)
         with ctx.db.transaction() as tx:
-            if store.count_running(tx) >= ctx.config.routing.max_concurrent_sessions:
+            if store.count_running(tx, placement.slot_node(ctx)) >= (
+                ctx.config.routing.max_concurrent_sessions
+            ):
                 return started
             rec = store.oldest_queued(tx)
             if rec is None:
                 return started
-            store.update(tx, rec.id, status=SessionStatus.active)
+            rec.node = placement.this_node(ctx)
+            store.update(tx, rec.id, status=SessionStatus.active, node=rec.node)
         with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
             try:
                 started.append(_start(ctx, rec, None))
@@ -397,8 +393,7 @@ def deliver(
     if rec.status is SessionStatus.closed:
         raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
     if rec.started_at is None:
-        _start(ctx, rec, event)
-        return f"started {rec.id}"
+        return f"started {_start(ctx, rec, event).id}"
     held = holds.gate(ctx, rec, delivery_id)
     if held is not None:
         return held
@@ -572,12 +567,14 @@ def say(ctx: Ctx, ref_or_id: str, text: str, actor: str | None = None) -> str:
     who = actor or getpass.getuser()
     prompt = f"Message from {who} (operator) about {rec.work_item}:\n\n{text}"
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
-        return deliver(ctx, rec, prompt, None)
+        placement.operate_here(ctx, rec, placement.command("say", rec.work_item, "--text", text))
+        return deliver(ctx, _get(ctx, rec.id), prompt, None)
 
 
 def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -> SessionRecord:
     rec = resolve(ctx, ref_or_id)
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        placement.operate_here(ctx, rec, placement.command("close", rec.work_item))
         closed = close(ctx, rec.id, "operator", kill_tmux=kill_tmux)
     start_queued(ctx)
     return closed

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from the_loop import __version__, admission, outbox, standing
+from the_loop import __version__, admission, nodes, outbox, standing
 from the_loop.context import Ctx
 from the_loop.errors import StateError
 from the_loop.health import Health, StatusReport
@@ -71,6 +71,7 @@ HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
     ("poller", _poller_health),
     ("inbox", _inbox_health),
     ("outbox", _outbox_health),
+    ("nodes", nodes.health),
 ]
 """Each check returns (problems, figures); empty figures are left out of ``detail``."""
 

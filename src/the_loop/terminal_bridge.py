@@ -26,7 +26,7 @@ import tty
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from the_loop import sessions, standing_defs, views
+from the_loop import placement, sessions, standing_defs, views
 from the_loop.agent import Agent, owned
 from the_loop.agent.runners import foreign_occupant
 from the_loop.context import Ctx
@@ -63,6 +63,7 @@ def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
     rec = sessions.resolve(ctx, ref_or_id)
     if rec.runner != "tmux" or not rec.tmux_target:
         raise BadInput(f"session {rec.id} runs headless: it has no terminal")
+    placement.require_here(ctx, rec, placement.command("attach", rec.work_item))
     return _plan(ctx, sessions.agent_of(rec), viewer_read_only or not rec.live)
 
 

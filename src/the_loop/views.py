@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from the_loop import sessions, standing
+from the_loop import placement, sessions, standing
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound
 from the_loop.refs import validate_standing_name
@@ -53,6 +53,7 @@ def session_view(ctx: Ctx, ref_or_id: str) -> SessionView:
 def session_screen(ctx: Ctx, ref_or_id: str, lines: int = 200) -> Screen:
     """The last LINES lines of the session's screen (its transcript when headless)."""
     rec = sessions.resolve(ctx, ref_or_id)
+    placement.require_here(ctx, rec, placement.command("logs", rec.work_item, "-n", str(lines)))
     return Screen(session_id=rec.id, lines=lines, text=sessions.screen(ctx, rec.id, lines))
 
 
@@ -81,6 +82,7 @@ def attach_plan(ctx: Ctx, ref_or_id: str, read_only: bool = False) -> AttachPlan
     rec = sessions.resolve(ctx, ref_or_id)
     if rec.runner != "tmux" or not rec.tmux_target:
         raise BadInput(f"session {rec.id} runs headless; use `the-loop sessions logs {ref_or_id}`")
+    placement.require_here(ctx, rec, placement.command("attach", rec.work_item))
     note = None
     if not rec.live and not read_only:
         note = f"session {rec.id} of {rec.work_item} is closed; attaching read-only"

@@ -62,7 +62,7 @@ def test_status_report_and_metrics_figures_are_what_the_api_serves(daemon: Daemo
     assert summary.sessions == {"active": 1} and summary.health.ok and summary.healthy
     assert summary.pid == daemon.proc.pid if daemon.proc else False
     found = metrics.figures(ctx)
-    assert found.sessions == {"queued": 0, "active": 1, "paused": 0, "closed": 0}
+    assert found.sessions == {"queued": 0, "active": 1, "paused": 0, "closed": 0, "orphaned": 0}
     assert found.deliveries == 1 and found.inbox["succeeded"] == 1
     text = metrics.prometheus_text(ctx)
     auth = {"Authorization": f"Bearer {daemon.token}"}

@@ -1,5 +1,6 @@
 """The daemon with its state in PostgreSQL: it starts, reports and stops as on SQLite, a second
-daemon on the same database is refused until the first is gone (SIGKILL included), and a
+daemon with the same node name on the same database is refused until the first is gone
+(SIGKILL included), and a
 database that turns read-only is answered 503 until it is writable again."""
 
 from __future__ import annotations
@@ -53,14 +54,15 @@ def test_start_status_stop_on_postgresql(loop_env: Env) -> None:
     assert not (loop_env.state_dir / "the-loop.db").exists()
 
 
-def test_a_second_daemon_on_the_same_database_is_refused(loop_env: Env, tmp_path: Path) -> None:
+def test_a_second_daemon_with_the_same_node_name_is_refused(loop_env: Env, tmp_path: Path) -> None:
     other = _other_env(tmp_path / "other", loop_env.database_url)
     first = loop_env.popen("serve")
     try:
         wait_until(lambda: read_info(loop_env.state_dir), timeout=60, what="daemon info")
         second = other.run("serve", timeout=60)
         assert second.exit_code == 1
-        assert "another the-loop daemon already serves the state database" in second.stderr
+        assert "another the-loop daemon already runs as node" in second.stderr
+        assert "another `node.name`" in second.stderr
         assert "Traceback" not in second.stderr
         assert first.poll() is None
     finally:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
+from the_loop import nodes
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.attention_spawn import spawn_env
 from the_loop.errors import NotRunning, Refused, Unavailable
@@ -171,9 +172,11 @@ class TmuxAgents:
             if not buffer.exists:
                 return
             _mark(ctx, item.seq, PromptStatus.pending)
+        nodes.check_fence(ctx)  # a node paused past its death delivers nothing
         self._stage(ctx, agent, item, name, revive)
         crash_point("after-staged")
         gap = adapter_for(ctx, agent.harness, agent.args).submit_gap
+        nodes.check_fence(ctx)
         pasted = tmux.paste_staged(agent.tmux_target, name, gap)
         if pasted.answer in (Answer.DEAD, Answer.ABSENT):
             _mark(ctx, item.seq, PromptStatus.pending)

@@ -150,7 +150,7 @@ def _limit(text: str, most: int) -> int:
 
 # --- sessions list ---------------------------------------------------------------------------
 
-_STATUSES = ("queued", "active", "paused", "closed")
+_STATUSES = ("queued", "active", "paused", "orphaned", "closed")
 
 
 def _sessions_list(state: _State, options: list[str]) -> Answer:

@@ -112,8 +112,11 @@ SessionLine = tuple[str, str, str, str, str, str | None, int, float | None, floa
 runner, tmux target, turns, cost in USD (None: not metered), created and last-event times."""
 
 
-def print_sessions(lines: Sequence[SessionLine], status: str | None) -> None:
-    """The ``sessions list`` table of LINES (newest first), or what an empty one says."""
+def print_sessions(
+    lines: Sequence[SessionLine], status: str | None, nodes: Sequence[str] | None = None
+) -> None:
+    """The ``sessions list`` table of LINES (newest first), or what an empty one says; with
+    NODES (one per line), a NODE column after the status."""
     if not lines:
         print_empty(
             f"{status} sessions" if status else "sessions",
@@ -122,35 +125,28 @@ def print_sessions(lines: Sequence[SessionLine], status: str | None) -> None:
         )
         return
     now = time.time()
-    print_table(
+    headers = ["WORK ITEM", "STATUS", "ATTENTION", "HARNESS", "RUNNER", "TMUX TARGET"]
+    headers += ["TURNS", "COST USD", "CREATED", "LAST EVENT"]
+    table: list[list[Any]] = [
         [
-            "WORK ITEM",
-            "STATUS",
-            "ATTENTION",
-            "HARNESS",
-            "RUNNER",
-            "TMUX TARGET",
-            "TURNS",
-            "COST USD",
-            "CREATED",
-            "LAST EVENT",
-        ],
-        [
-            (
-                item,
-                status_word(state),
-                attention,
-                harness,
-                runner,
-                target or "-",
-                turns,
-                "-" if cost is None else f"{cost:.4f}",
-                ago(created, now),
-                ago(last, now),
-            )
-            for item, state, attention, harness, runner, target, turns, cost, created, last in lines
-        ],
-    )
+            item,
+            status_word(state),
+            attention,
+            harness,
+            runner,
+            target or "-",
+            turns,
+            "-" if cost is None else f"{cost:.4f}",
+            ago(created, now),
+            ago(last, now),
+        ]
+        for item, state, attention, harness, runner, target, turns, cost, created, last in lines
+    ]
+    if nodes is not None:
+        headers.insert(2, "NODE")
+        for row, node in zip(table, nodes, strict=True):
+            row.insert(2, node)
+    print_table(headers, table)
 
 
 def event_line(ts: datetime, level: str, type_: str, subject: str, payload: dict[str, Any]) -> str:

@@ -16,13 +16,16 @@ app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", n
 
 @app.command("list")
 def list_(
-    status: str | None = typer.Option(None, "--status", help="queued|active|paused|closed"),
+    status: str | None = typer.Option(
+        None, "--status", help="queued|active|paused|orphaned|closed"
+    ),
     limit: int = typer.Option(100, "--limit", min=1, help="At most this many, newest first."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List sessions, newest first.
 
-    Shows work item, status, harness, runner, tmux target and age.
+    Shows work item, status, harness, runner, tmux target and age; on a database several
+    nodes share, also the node each session runs on.
     """
     from the_loop.session_records import list_sessions  # lazy: start-up
     from the_loop.store.sessions import SessionStatus  # lazy: start-up
@@ -30,7 +33,9 @@ def list_(
     try:
         wanted = SessionStatus(status) if status else None
     except ValueError:
-        raise BadInput(f"invalid --status {status!r}: queued, active, paused or closed") from None
+        raise BadInput(
+            f"invalid --status {status!r}: queued, active, paused, orphaned or closed"
+        ) from None
     rows = list_sessions(common.ctx(), wanted, limit)
     if fmt is common.Format.json:
         common.print_json(rows)
@@ -52,6 +57,8 @@ def list_(
             for r in rows
         ],
         status,
+        # several nodes may share the database: which one runs each session
+        nodes=[r.node or "-" for r in rows] if common.ctx().db.shared else None,
     )
 
 

@@ -58,9 +58,11 @@ class Database(ABC):
         uses its host-local lock."""
         return None
 
-    def claim_daemon(self) -> None:
-        """Make this process the one daemon serving this database, or raise
-        ``AlreadyRunning`` (SQLite: the state dir's lock already does it)."""
+    def claim_daemon(self, node: str, lease_seconds: float | None = None) -> None:
+        """Make this process the one daemon of node NODE on this database, or raise
+        ``AlreadyRunning`` (SQLite: the state dir's lock already does it); with LEASE_SECONDS
+        (shared databases), the database locks it holds expire when it stops running that
+        long."""
         return None
 
     def hook_address(self) -> str:

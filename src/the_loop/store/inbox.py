@@ -151,32 +151,43 @@ def accept_in(tx: Connection, job: Acceptance) -> Accepted:
 
 def _make_ready(tx: Connection, delivery_id: str, now: float) -> None:
     tx.execute(
-        "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?"
+        "UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?,"
+        " node = NULL, claimed_by = NULL"
         " WHERE delivery_id = ?",
         (now, now, delivery_id),
     )
 
 
-def claim_next(db: Database, now: float | None = None) -> Claimed | None:
-    """Take the oldest ready item (pending, or failed and due) and mark it processing."""
+def claim_next(db: Database, now: float | None = None, node: str | None = None) -> Claimed | None:
+    """Take the oldest ready item (pending, or failed and due) and mark it processing; with
+    NODE (several nodes share the database), one meant for any node or forwarded to NODE,
+    recorded as NODE's claim."""
     now = time.time() if now is None else now
+    mine = "" if node is None else " AND (node IS NULL OR node = ?)"
     return _claim(
         db,
-        "status IN ('pending', 'failed') AND next_attempt_at <= ?"
+        f"status IN ('pending', 'failed') AND next_attempt_at <= ?{mine}"
         " ORDER BY received_at, rowid LIMIT 1",
-        (now,),
+        (now,) if node is None else (now, node),
         now,
+        node,
     )
 
 
-def claim(db: Database, delivery_id: str) -> Claimed | None:
+def claim(db: Database, delivery_id: str, node: str | None = None) -> Claimed | None:
     """Take one named item if it is ready (used by ``dispatch`` to process synchronously)."""
     return _claim(
-        db, "delivery_id = ? AND status IN ('pending', 'failed')", (delivery_id,), time.time()
+        db,
+        "delivery_id = ? AND status IN ('pending', 'failed')",
+        (delivery_id,),
+        time.time(),
+        node,
     )
 
 
-def _claim(db: Database, where: str, args: tuple[Any, ...], now: float) -> Claimed | None:
+def _claim(
+    db: Database, where: str, args: tuple[Any, ...], now: float, node: str | None
+) -> Claimed | None:
     """In one transaction: select the first item matching WHERE and mark it processing (on a
     shared database, skipping rows another node's claim holds)."""
     skip_locked = " FOR UPDATE SKIP LOCKED" if db.shared else ""
@@ -188,9 +199,9 @@ def _claim(db: Database, where: str, args: tuple[Any, ...], now: float) -> Claim
             return None
         item = _item(row[:-3])
         tx.execute(
-            "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?"
-            " WHERE delivery_id = ?",
-            (now, item.delivery_id),
+            "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?,"
+            " claimed_by = ? WHERE delivery_id = ?",
+            (now, node, item.delivery_id),
         )
     item.status = InboxStatus.processing
     item.attempts += 1
@@ -198,36 +209,79 @@ def _claim(db: Database, where: str, args: tuple[Any, ...], now: float) -> Claim
     return Claimed(item, bytes(payload), work, lane)
 
 
-def succeed(db: Database, delivery_id: str, outcome: str) -> None:
+def holds_claim(db: Database, delivery_id: str, node: str) -> bool:
+    """Whether NODE's claim of DELIVERY_ID still stands (it is gone when NODE was declared dead
+    meanwhile and the item was released for the other nodes)."""
+    row = (
+        db.connect()
+        .execute(
+            "SELECT 1 FROM inbox WHERE delivery_id = ? AND status = 'processing'"
+            " AND claimed_by = ?",
+            (delivery_id, node),
+        )
+        .fetchone()
+    )
+    return row is not None
+
+
+def forward(db: Database, delivery_id: str, node: str, to: str) -> bool:
+    """Hand NODE's claim of DELIVERY_ID to node TO: ready again for TO only (its claim is not
+    counted as an attempt); False when NODE no longer holds it."""
+    with db.transaction() as tx:
+        cur = tx.execute(
+            "UPDATE inbox SET status = 'pending', node = ?, claimed_by = NULL,"
+            " attempts = attempts - 1, updated_at = ? WHERE delivery_id = ?"
+            " AND status = 'processing' AND claimed_by = ?",
+            (to, time.time(), delivery_id, node),
+        )
+        return cur.rowcount > 0
+
+
+def _held_by(node: str | None) -> tuple[str, tuple[str, ...]]:
+    """The guard of a claim's outcome: only while NODE holds it (None: whoever does)."""
+    return ("", ()) if node is None else (" AND claimed_by = ?", (node,))
+
+
+def succeed(db: Database, delivery_id: str, outcome: str, node: str | None = None) -> None:
+    """Record DELIVERY_ID processed (with NODE: only while NODE's claim of it stands)."""
+    guard, held = _held_by(node)
     with db.transaction() as tx:
         tx.execute(
             "UPDATE inbox SET status = 'succeeded', outcome = ?, last_error = NULL,"
-            " updated_at = ? WHERE delivery_id = ?",
-            (outcome, time.time(), delivery_id),
+            f" claimed_by = NULL, node = NULL, updated_at = ? WHERE delivery_id = ?{guard}",
+            (outcome, time.time(), delivery_id, *held),
         )
 
 
-def fail(db: Database, item: InboxItem, error: str, transient: bool) -> InboxStatus:
-    """Record a failure; transient ones retry with backoff until ``MAX_ATTEMPTS``."""
+def fail(
+    db: Database, item: InboxItem, error: str, transient: bool, node: str | None = None
+) -> InboxStatus:
+    """Record a failure; transient ones retry with backoff until ``MAX_ATTEMPTS`` (with NODE:
+    only while NODE's claim of it stands)."""
+    guard, held = _held_by(node)
     now = time.time()
     dead = not transient or item.attempts >= MAX_ATTEMPTS
     delay = BACKOFF_SECONDS[min(item.attempts - 1, len(BACKOFF_SECONDS) - 1)]
     status = InboxStatus.dead if dead else InboxStatus.failed
     with db.transaction() as tx:
         tx.execute(
-            "UPDATE inbox SET status = ?, last_error = ?, updated_at = ?, next_attempt_at = ?"
-            " WHERE delivery_id = ?",
-            (status.value, error[:2000], now, now + delay, item.delivery_id),
+            "UPDATE inbox SET status = ?, last_error = ?, updated_at = ?, next_attempt_at = ?,"
+            f" claimed_by = NULL WHERE delivery_id = ?{guard}",
+            (status.value, error[:2000], now, now + delay, item.delivery_id, *held),
         )
     return status
 
 
-def recover(db: Database) -> int:
-    """Make items interrupted mid-processing (a crash) ready again; returns how many."""
+def recover(db: Database, node: str | None = None) -> int:
+    """Make items interrupted mid-processing (a crash) ready again; returns how many. With
+    NODE (several nodes share the database), only NODE's own claims and claims older than
+    nodes: another node's claims are its own, until it is declared dead."""
+    mine = "" if node is None else " AND (claimed_by IS NULL OR claimed_by = ?)"
     with db.transaction() as tx:
         cur = tx.execute(
-            "UPDATE inbox SET status = 'pending', updated_at = ? WHERE status = 'processing'",
-            (time.time(),),
+            "UPDATE inbox SET status = 'pending', claimed_by = NULL, updated_at = ?"
+            f" WHERE status = 'processing'{mine}",
+            (time.time(),) if node is None else (time.time(), node),
         )
         return cur.rowcount
 

@@ -356,3 +356,27 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0019_nodes",
+        """
+        CREATE TABLE nodes (
+            name TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,
+            url TEXT NOT NULL DEFAULT '',
+            capacity INTEGER NOT NULL DEFAULT 0,
+            started_at REAL NOT NULL,
+            heartbeat_at REAL NOT NULL,
+            dead_at REAL
+        );
+        ALTER TABLE sessions ADD COLUMN node TEXT;
+        ALTER TABLE inbox ADD COLUMN node TEXT;
+        ALTER TABLE inbox ADD COLUMN claimed_by TEXT;
+        DROP INDEX sessions_one_live;
+        CREATE UNIQUE INDEX sessions_one_live ON sessions (work_item)
+            WHERE status IN ('queued', 'active', 'paused', 'orphaned');
+        CREATE INDEX sessions_node ON sessions (node, status)
+        """,
+    ),
+]

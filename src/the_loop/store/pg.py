@@ -15,9 +15,12 @@ semantics are kept as they are on SQLite:
 - Commits are durable (``synchronous_commit = on`` on every connection): the daemon
   acknowledges a delivery only after its commit returned; concurrent commits share WAL
   flushes (PostgreSQL's own group commit).
-- Per-item serialization (``item_lock``) is a session-level advisory lock on a key's hash,
-  held on a pooled connection for the duration of the block, so two nodes never process one
-  work item at once.
+- Per-item serialization (``item_lock``) is a transaction-level advisory lock on a key's
+  hash, held in a transaction of a pooled connection for the duration of the block, so two
+  nodes never process one work item at once.
+- A daemon's locks are leases (``claim_daemon``): a transaction left idle longer than
+  ``node.deadAfterSeconds`` is ended by the server, so a paused node cannot hold the write
+  lock or an item lock for ever; while the process runs, item-lock transactions are touched.
 
 Database errors leave the backend as ``StateError`` with the URL's password removed, except
 integrity errors, which a caller may catch as ``conn.IntegrityError``.
@@ -49,7 +52,8 @@ WRITE_LOCK = "SELECT pg_advisory_xact_lock(32272, 1)"
 """Take the two-key advisory lock every write transaction holds (the one-key space, used by
 ``item_lock``, never overlaps the two-key one)."""
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(32272, 2)"
-DAEMON_LOCK = "SELECT pg_try_advisory_lock(32272, 3)"
+NODE_LOCK = "SELECT pg_try_advisory_lock(32273, hashtext(%s))"
+"""One daemon per node name (its own key space: ``item_lock`` uses the one-key form)."""
 POOL_SIZE = 16
 LOCK_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT = 10.0
@@ -195,6 +199,8 @@ class PgDatabase(Database):
         self._pool_size = pool_size
         self._lock_timeout_ms = lock_timeout_ms
         self._guard = threading.Lock()
+        self._lease_ms: int | None = None
+        self._held: set[psycopg.Connection[Any]] = set()
 
     @property
     def pool(self) -> psycopg_pool.ConnectionPool[Any]:
@@ -251,6 +257,18 @@ class PgDatabase(Database):
         wait as long as the holder holds the item."""
         _configure(conn)
         conn.execute(f"SET lock_timeout = {int(self._lock_timeout_ms)}")
+        if self._lease_ms is not None:
+            # a transaction left open that long is a paused or hung node's: the server ends
+            # it, and the locks it holds (the write lock, claimed rows) go with it
+            conn.execute(f"SET idle_in_transaction_session_timeout = {self._lease_ms}")
+
+    def _configure_locks(self, conn: psycopg.Connection[Any]) -> None:
+        """A daemon's item lock is held in a transaction the server ends when it stays idle
+        longer than the lease: ``_keep_held`` touches it while this process runs, so only a
+        paused or hung node's locks expire."""
+        _configure(conn)
+        if self._lease_ms is not None:
+            conn.execute(f"SET idle_in_transaction_session_timeout = {self._lease_ms}")
 
     @property
     def lock_pool(self) -> psycopg_pool.ConnectionPool[Any]:
@@ -264,7 +282,7 @@ class PgDatabase(Database):
                     min_size=0,
                     max_size=self._pool_size,
                     kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT)},
-                    configure=_configure,
+                    configure=self._configure_locks,
                     check=psycopg_pool.ConnectionPool.check_connection,
                     timeout=LOCK_WAIT_SECONDS,
                     open=True,
@@ -279,32 +297,62 @@ class PgDatabase(Database):
         # per key waits in PostgreSQL, whatever the number of threads
         with _thread_lock(key):
             try:
-                with self.lock_pool.connection() as conn:
-                    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+                with self.lock_pool.connection() as conn, conn.transaction():
+                    # transaction-scoped: a holder paused past its lease loses it (see
+                    # ``claim_daemon``), and its connection returns to the pool unlocked
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+                    with self._guard:
+                        self._held.add(conn)
                     try:
                         yield
                     finally:
-                        conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+                        with self._guard:
+                            self._held.discard(conn)
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
                 raise state_error(self.location, exc) from None
 
-    def claim_daemon(self) -> None:
-        """An advisory lock held on a connection of its own for the life of the process (a
-        killed daemon's connection closes, which frees it): until nodes share a database, two
-        daemons on one database would each take the other's interrupted work back."""
+    def claim_daemon(self, node: str, lease_seconds: float | None = None) -> None:
+        """An advisory lock on NODE's name, held on a connection of its own for the life of
+        the process (a killed daemon's connection closes, which frees it): two daemons with
+        one node name would each take the other's claims and sessions for their own.
+
+        With LEASE_SECONDS, the locks this process holds expire when it stops running for
+        that long (paused, hung): a transaction idle that long is ended by the server, and
+        item locks are held in transactions ended when idle that long, kept busy meanwhile."""
+        if lease_seconds is not None:
+            self._start_lease(lease_seconds)
         try:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-            row = conn.execute(DAEMON_LOCK).fetchone()
+            row = conn.execute(NODE_LOCK, (node,)).fetchone()
         except psycopg.Error as exc:
             raise state_error(self.location, exc) from None
         if row is None or not row[0]:
             conn.close()
             raise AlreadyRunning(
-                f"another the-loop daemon already serves the state database {self.location}; "
-                "stop it with `the-loop stop` on its host, or give this one a database of its "
-                "own (one daemon per database: docs/scaling.md)"
+                f"another the-loop daemon already runs as node {node!r} on the state database "
+                f"{self.location}; stop it with `the-loop stop` on its host, or give this one "
+                "another `node.name` (docs/scaling.md)"
             )
         self._daemon_conn = conn
+
+    def _start_lease(self, seconds: float) -> None:
+        self.close()  # connections opened before (start-up reads) have no lease
+        self._lease_ms = max(1000, int(seconds * 1000))
+        threading.Thread(target=self._keep_held, name="the-loop-item-locks", daemon=True).start()
+
+    def _keep_held(self) -> None:
+        """Keep the transactions holding item locks from looking idle while this process runs
+        (``idle_in_transaction_session_timeout``); each is touched several times per lease."""
+        interval = (self._lease_ms or 1000) / 4000
+        while True:
+            time.sleep(interval)
+            with self._guard:
+                held = list(self._held)
+            for conn in held:
+                try:
+                    conn.execute("SELECT 1")
+                except psycopg.Error:
+                    continue  # its holder finds out on its next statement
 
     def close(self) -> None:
         with self._guard:

@@ -74,3 +74,13 @@ def delivered_total(conn: Connection) -> int:
     """Prompts delivered to any agent (for metrics)."""
     row = conn.execute("SELECT COUNT(*) FROM agent_prompts WHERE status = 'delivered'").fetchone()
     return int(row[0])
+
+
+def requeue_staged(tx: Connection, agent: str) -> int:
+    """Make AGENT's ``staged`` prompts ``pending`` again (its agent moved to another node,
+    whose tmux has none of the old one's buffers: the prompt in flight is delivered again)."""
+    cur = tx.execute(
+        "UPDATE agent_prompts SET status = 'pending' WHERE agent = ? AND status = 'staged'",
+        (agent,),
+    )
+    return max(cur.rowcount, 0)

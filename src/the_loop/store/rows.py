@@ -24,10 +24,10 @@ def migration_names(conn: Connection) -> list[str]:
 
 # --- sessions --------------------------------------------------------------------------------
 
-LIVE = ("queued", "active", "paused")
+LIVE = ("queued", "active", "paused", "orphaned")
 SESSION_COLUMNS = (
     "id, work_item, harness, harness_session_id, runner, tmux_target, cwd, status, title, url,"
-    " created_at, started_at, last_event_at, closed_at, close_reason"
+    " created_at, started_at, last_event_at, closed_at, close_reason, node"
 )
 SESSION_NAMES = tuple(c.strip() for c in SESSION_COLUMNS.split(","))
 

@@ -21,6 +21,8 @@ class SessionStatus(StrEnum):
     active = "active"
     paused = "paused"
     closed = "closed"
+    orphaned = "orphaned"
+    """Its node was declared dead; the next event respawns it on a live node."""
 
 
 class SessionRecord(Wire):
@@ -43,6 +45,8 @@ class SessionRecord(Wire):
     close_reason: str | None = None
     hold: str | None = None
     """``suspended`` or ``over-budget`` while the agent is stopped by the spend policy."""
+    node: str | None = None
+    """The node it runs (or is queued) on; None only for sessions older than nodes."""
     usage: Usage | None = None
     """Tokens, turns and estimated cost so far (filled by the readers, not stored here)."""
 
@@ -74,7 +78,7 @@ def insert(tx: Connection, rec: SessionRecord) -> None:
 
 def live_for(conn: Connection, work_item: str) -> SessionRecord | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM sessions WHERE work_item = ? AND status IN (?, ?, ?)",
+        f"SELECT {_COLUMNS} FROM sessions WHERE work_item = ? AND status IN (?, ?, ?, ?)",
         (work_item, *LIVE),
     ).fetchone()
     return _record(row) if row else None
@@ -84,7 +88,8 @@ def latest_for(conn: Connection, work_item: str) -> SessionRecord | None:
     """The live session of WORK_ITEM, else its most recently created one."""
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE work_item = ?"
-        " ORDER BY status IN ('queued', 'active', 'paused') DESC, created_at DESC LIMIT 1",
+        " ORDER BY status IN ('queued', 'active', 'paused', 'orphaned') DESC, created_at DESC"
+        " LIMIT 1",
         (work_item,),
     ).fetchone()
     return _record(row) if row else None
@@ -102,9 +107,13 @@ def list_sessions(
     return [_record(r) for r in session_rows(conn, status.value if status else None, limit)]
 
 
-def count_running(conn: Connection) -> int:
-    """Sessions holding a slot: active or paused (queued ones wait for a slot)."""
-    row = conn.execute("SELECT COUNT(*) FROM sessions WHERE status IN ('active', 'paused')")
+def count_running(conn: Connection, node: str | None = None) -> int:
+    """Sessions holding a slot: active or paused (queued ones wait for a slot); with NODE,
+    those of that node (and of none: sessions older than nodes)."""
+    sql = "SELECT COUNT(*) FROM sessions WHERE status IN ('active', 'paused')"
+    if node is None:
+        return int(conn.execute(sql).fetchone()[0])
+    row = conn.execute(f"{sql} AND (node = ? OR node IS NULL)", (node,))
     return int(row.fetchone()[0])
 
 

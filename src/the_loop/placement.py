@@ -1,0 +1,125 @@
+"""Which node processes an event (several nodes on one database; a no-op with SQLite).
+
+An event for a work item whose live session runs on another live node is that node's: the
+processing node hands the delivery over (``Elsewhere``; the inbox makes it ready for that node
+only). A session whose node was declared dead (``orphaned``) is taken over by the node that
+processes its next event: recorded as this node's, in a workspace of this node; delivering the
+event then finds no agent here and respawns it, resuming its conversation when the harness
+can. A new session starts here when this node has a free slot, else on a live node that has
+one (``Elsewhere`` again), else it is queued (FIFO, started by the first node with a slot).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+
+from the_loop import events as ev
+from the_loop import nodes, workspace
+from the_loop.context import Ctx
+from the_loop.errors import Conflict
+from the_loop.refs import WorkItemRef
+from the_loop.store import prompts
+from the_loop.store import sessions as store
+from the_loop.store.sessions import SessionRecord, SessionStatus
+
+SOURCE = "placement"
+
+
+class Elsewhere(Exception):
+    """The event belongs to node NODE: hand the delivery over to it."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__(f"handed over to node {node}")
+        self.node = node
+
+
+def this_node(ctx: Ctx) -> str:
+    return nodes.node_name(ctx)
+
+
+def slot_node(ctx: Ctx) -> str | None:
+    """The node whose slots a new session takes: this one on a shared database; None (every
+    session) with SQLite."""
+    return nodes.node_name(ctx) if ctx.db.shared else None
+
+
+def settle(ctx: Ctx, items: Iterable[WorkItemRef]) -> None:
+    """With ITEMS locked, before deciding: raise ``Elsewhere`` when one has a started live
+    session on another live node; take over the sessions of dead nodes."""
+    if not ctx.db.shared:
+        return
+    me = nodes.node_name(ctx)
+    for item in items:
+        rec = store.live_for(ctx.db.connect(), str(item))
+        if rec is None or rec.status is SessionStatus.queued:
+            continue
+        orphaned = rec.status is SessionStatus.orphaned
+        if rec.node in (me, None) and not orphaned:
+            continue
+        if not orphaned and rec.node is not None and nodes.alive(ctx, rec.node):
+            raise Elsewhere(rec.node)
+        take_over(ctx, rec, me)
+
+
+def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
+    """Record REC (orphaned, or its node dead) as node ME's, active, in a workspace of ME.
+
+    A prompt the old node had staged may or may not have reached its agent: it is delivered
+    again here (at least once; ``inFlight`` in ``session.moved`` counts them), since a
+    prompt lost for good is worse than one read twice."""
+    path = workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path
+    with ctx.db.transaction() as tx:
+        store.update(tx, rec.id, node=me, status=SessionStatus.active, cwd=str(path))
+        in_flight = prompts.requeue_staged(tx, rec.id)
+    ev.emit(
+        ctx.db,
+        "session.moved",
+        source=SOURCE,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        fromNode=rec.node,
+        toNode=me,
+        inFlight=in_flight,
+    )
+
+
+def place_new(ctx: Ctx, full: bool) -> None:
+    """For a new session this node has no FULL slot for: raise ``Elsewhere`` naming a live
+    node with a free one, if any (else the session is queued here)."""
+    if full and ctx.db.shared:
+        other = nodes.free_node(ctx)
+        if other is not None:
+            raise Elsewhere(other)
+
+
+def command(verb: str, *args: str) -> str:
+    """The shell command line of ``the-loop sessions VERB ARGS`` (quoted as needed)."""
+    return shlex.join(["the-loop", "sessions", verb, *args])
+
+
+def _there(rec: SessionRecord, node: str, command: str) -> str:
+    return (
+        f"session {rec.id} of {rec.work_item} runs on node {node}; its agent's terminal is "
+        f"there: run `{command}` on {node} (for example `ssh -t {node} {command}`)"
+    )
+
+
+def require_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
+    """Raise ``Conflict`` naming the exact COMMAND to run on REC's node when its agent runs on
+    another node (its tmux server is there)."""
+    if not ctx.db.shared or rec.node in (None, nodes.node_name(ctx)):
+        return
+    if rec.status is SessionStatus.orphaned or rec.status is SessionStatus.queued:
+        return  # no agent anywhere yet: nothing to look at elsewhere either
+    raise Conflict(_there(rec, rec.node, command))
+
+
+def operate_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
+    """Before an operator's verb acts on REC's agent (with its item locked): ``Conflict``
+    naming COMMAND on the owning node when another live node runs it; an orphaned session is
+    taken over here first."""
+    try:
+        settle(ctx, [WorkItemRef.parse(rec.work_item)])
+    except Elsewhere as exc:
+        raise Conflict(_there(rec, exc.node, command)) from None

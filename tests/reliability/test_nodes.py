@@ -1,0 +1,391 @@
+"""Two real daemons ("nodes": two state dirs, tmux sockets and ports) on one real PostgreSQL:
+signed webhooks sent to both give one session per item and every delivery exactly once in the
+pane of the node that owns the item; a node killed or paused during a burst is declared dead
+within ``node.deadAfterSeconds``, its items move, and nothing is lost or delivered twice."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import Env
+from tests.daemon import SECRET, Daemon
+from tests.fakes import fake_agent
+from tests.fakes import payloads as P
+from tests.helpers import wait_until
+from tests.work import Work
+from the_loop import events as ev
+from the_loop.github.signature import sign
+from the_loop.store import Database, inbox, open_database
+from the_loop.store import sessions as session_store
+from the_loop.store.sessions import SessionStatus
+
+pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
+
+DEAD_AFTER = 4.0
+TOKEN = re.compile(r"tok-(\d+)-(\d+)-end")
+
+
+@pytest.fixture
+def state_backend() -> str:
+    return "postgresql"
+
+
+@dataclass
+class Node:
+    name: str
+    work: Work
+    daemon: Daemon
+
+    def post(self, item: int, seq: int) -> int:
+        """Send comment SEQ on issue ITEM to this node (a new connection, as GitHub does);
+        the HTTP status, or 0 when the node did not answer."""
+        text = f"the-loop start tok-{item}-{seq}-end" if seq == 0 else f"note tok-{item}-{seq}-end"
+        body = json.dumps(P.issue_comment_event(text, number=item)).encode()
+        headers = {
+            "X-GitHub-Event": "issue_comment",
+            "X-GitHub-Delivery": f"d-{item}-{seq}",
+            "X-Hub-Signature-256": sign(SECRET.encode(), body),
+            "Content-Type": "application/json",
+        }
+        try:
+            url = f"{self.daemon.url}/webhooks/github"
+            return httpx.post(url, content=body, headers=headers, timeout=5).status_code
+        except httpx.HTTPError:
+            return 0
+
+    def seen(self) -> Counter[str]:
+        """Each token as often as this node's fake agents received it."""
+        counts: Counter[str] = Counter()
+        for path in self.work.agent_dir.glob("*.jsonl"):
+            for record in fake_agent.read_prompts(self.work.agent_dir, path.stem):
+                for m in TOKEN.finditer(record.text):
+                    counts[f"{m.group(1)}-{m.group(2)}"] += 1
+        return counts
+
+
+def _second_env(root: Path, url: str | None) -> Env:
+    (root / "home").mkdir(parents=True)
+    env = Env(
+        root=root,
+        state_dir=root / "state",
+        config_path=root / "the-loop.yaml",
+        socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
+        database_url=url,
+    )
+    env.write_config()
+    return env
+
+
+@pytest.fixture
+def cluster(work: Work, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[list[Node]]:
+    """Nodes ``node-a`` and ``node-b`` (with the slots the test's indirect parameter gives,
+    20 each by default)."""
+    slots = getattr(request, "param", (20, 20))
+    other = _second_env(tmp_path / "node-b", work.env.database_url)
+    (other.root / "agents").mkdir()
+    works = [work, Work(other, other.root / "agents", cli=None)]
+    found = []
+    for name, w, n in zip(("node-a", "node-b"), works, slots, strict=True):
+        w.configure(
+            github={"enabled": True},
+            routing={"maxConcurrentSessions": n},
+            node={"name": name, "deadAfterSeconds": DEAD_AFTER},
+        )
+        found.append(Node(name, w, Daemon(w)))
+    for node in found:
+        node.daemon.start()
+    try:
+        yield found
+    finally:
+        for node in found:
+            if node.daemon.proc is not None and node.daemon.proc.poll() is None:
+                node.daemon.proc.send_signal(signal.SIGCONT)
+            try:
+                node.daemon.stop()
+            except subprocess.TimeoutExpired:
+                node.daemon.stop(signal.SIGKILL)
+        subprocess.run(["tmux", "-L", other.socket, "kill-server"], capture_output=True)
+
+
+def _db(cluster: list[Node]) -> Database:
+    url = cluster[0].work.env.database_url
+    return open_database(cluster[0].work.env.root / "reader", url)
+
+
+def _events(db: Database, *types: str) -> list[Any]:
+    return ev.query(db, ev.EventFilter(types=types, limit=None))
+
+
+def _drained(db: Database) -> bool:
+    return all(i.status in ("succeeded", "dead") for i in inbox.list_items(db, limit=10_000))
+
+
+def _wait_drained(db: Database, timeout: float = 120, cluster: Any = None) -> None:
+    """Wait until every inbox item is finished; on a timeout, say which are not and why."""
+    try:
+        wait_until(lambda: _drained(db), timeout=timeout, interval=0.2, what="the inbox to drain")
+    except AssertionError as exc:
+        left = [
+            (i.delivery_id, i.status, i.attempts, i.last_error, i.outcome)
+            for i in inbox.list_items(db, limit=10_000)
+            if i.status not in ("succeeded", "dead")
+        ]
+        import psycopg  # lazy: only a failing wait asks the server what it is doing
+
+        url = getattr(db, "url", "")
+        with psycopg.connect(url, autocommit=True) as conn:
+            act = conn.execute(
+                "SELECT a.pid, a.state, a.wait_event_type, a.wait_event, left(a.query, 80),"
+                " a.application_name, (SELECT string_agg(l.locktype || ':' || l.objid || ':' ||"
+                " l.granted, ',') FROM pg_locks l WHERE l.pid = a.pid AND l.locktype ="
+                " 'advisory') FROM pg_stat_activity a WHERE a.datname = current_database()"
+                " AND a.pid <> pg_backend_pid()"
+            ).fetchall()
+        from tests.daemon import _stacks  # lazy: only a failing wait needs the stacks
+
+        stacks = _stacks(cluster[0].daemon.proc, cluster[0].daemon.log_path) if cluster else ""
+        raise AssertionError(f"{exc}: left {left}; activity {act}; A: {stacks}") from None
+
+
+def _seen(cluster: list[Node]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for node in cluster:
+        total.update(node.seen())
+    return total
+
+
+def _check_placement(db: Database, cluster: list[Node], items: range) -> None:
+    """One session per item, and every token of an item only in its owning node's agents."""
+    by_node = {node.name: node.seen() for node in cluster}
+    records = session_store.list_sessions(db.connect())
+    for item in items:
+        mine = [r for r in records if r.work_item.endswith(f"#{item}")]
+        assert len(mine) == 1, [(r.id, r.status, r.node) for r in mine]
+        owner = mine[0].node
+        for name, seen in by_node.items():
+            tokens = [t for t in seen if t.startswith(f"{item}-")]
+            assert name == owner or not tokens, f"{tokens} of item {item} reached {name}"
+
+
+def test_webhooks_to_both_nodes_one_session_per_item_each_delivery_once(
+    cluster: list[Node],
+) -> None:
+    items, per_item = range(1, 5), 4
+    sent = []
+    for seq in range(per_item):
+        for item in items:
+            node = cluster[(item + seq) % 2]
+            assert node.post(item, seq) == 202
+            sent.append(f"{item}-{seq}")
+    db = _db(cluster)
+    wait_until(lambda: _drained(db), timeout=120, interval=0.2, what="the inbox to drain")
+    wait_until(lambda: set(sent) <= set(_seen(cluster)), timeout=60, interval=0.2)
+    seen = _seen(cluster)
+    assert not {k: v for k, v in seen.items() if v > 1}, seen
+    _check_placement(db, cluster, items)
+    owners = {r.node for r in session_store.list_sessions(db.connect())}
+    assert owners <= {"node-a", "node-b"}
+    # each node took deliveries for the other's items, and handed them over
+    assert _events(db, "dispatch.forwarded")
+    assert not _events(db, "node.dead")
+    _check_views(cluster, db)
+
+
+def _check_views(cluster: list[Node], db: Database) -> None:
+    """Every node lists every session with its node; a terminal view of another node's session
+    names the exact command to run on the owning host (SPEC §17, decision 0032)."""
+    a = cluster[0]
+    listed = a.work.env.run("sessions", "list")
+    assert listed.exit_code == 0, listed.stderr
+    assert "NODE" in listed.stdout.splitlines()[0]
+    records = session_store.list_sessions(db.connect())
+    for rec in records:
+        line = next(row for row in listed.stdout.splitlines() if rec.work_item in row)
+        assert str(rec.node) in line
+    theirs = next((r for r in records if r.node == "node-b"), None)
+    assert theirs is not None, "no session started on node-b"
+    logs = a.work.env.run("sessions", "logs", theirs.work_item, "-n", "5")
+    assert logs.exit_code == 2 and "Traceback" not in logs.stderr
+    assert "runs on node node-b" in logs.stderr
+    exact = shlex.join(["the-loop", "sessions", "logs", theirs.work_item, "-n", "5"])
+    assert f"ssh -t node-b {exact}" in logs.stderr
+    said = a.work.env.run("sessions", "say", theirs.work_item, "--text", "hi there")
+    assert said.exit_code == 2 and "runs on node node-b" in said.stderr, said.stderr
+    assert shlex.join(["--text", "hi there"]) in said.stderr
+    screen = a.daemon.api("GET", f"/sessions/{theirs.id}/screen")
+    assert screen.status_code == 409 and "node-b" in screen.text
+    mine = cluster[1].daemon.api("GET", f"/sessions/{theirs.id}/screen")
+    assert mine.status_code == 200 and "FAKE-AGENT" in mine.json()["text"]
+
+
+@pytest.mark.parametrize("cluster", [(1, 3)], indirect=True)
+def test_new_sessions_start_on_a_node_with_free_slots(cluster: list[Node]) -> None:
+    for item in range(1, 5):  # all to node-a, which has one slot
+        assert cluster[0].post(item, 0) == 202
+    db = _db(cluster)
+    _wait_drained(db, cluster=cluster)
+    records = session_store.list_sessions(db.connect())
+    started = Counter(r.node for r in records if r.status is SessionStatus.active)
+    assert started == Counter({"node-a": 1, "node-b": 3}), [(r.node, r.status) for r in records]
+    wait_until(lambda: {f"{i}-0" for i in range(1, 5)} <= set(_seen(cluster)), timeout=60)
+    _check_placement(db, cluster, range(1, 5))
+    # the next one finds no free slot anywhere: queued (FIFO), none started beyond the slots
+    assert cluster[1].post(5, 0) == 202
+    _wait_drained(db, cluster=cluster)
+    queued = [r for r in session_store.list_sessions(db.connect()) if r.work_item.endswith("#5")]
+    assert [r.status for r in queued] == [SessionStatus.queued]
+
+
+def _burst(node: Node, plan: list[tuple[int, int]], acked: set[str], stop: threading.Event) -> None:
+    for item, seq in plan:
+        if stop.is_set():
+            return
+        if node.post(item, seq) == 202:
+            acked.add(f"{item}-{seq}")
+
+
+def _run_burst(
+    cluster: list[Node], items: range, per_item: int, victim: Node, act: Any
+) -> set[str]:
+    """Send a burst split over both nodes (item-wise); ACT(victim) once a third is acked."""
+    acked: dict[str, set[str]] = {n.name: set() for n in cluster}
+    stop = threading.Event()
+    plan = [(i, s) for s in range(1, per_item) for i in items]
+    threads = [
+        threading.Thread(
+            target=_burst, args=(n, plan[k::2], acked[n.name], stop), name=f"burst-{n.name}"
+        )
+        for k, n in enumerate(cluster)
+    ]
+    for t in threads:
+        t.start()
+    wait_until(
+        lambda: (
+            sum(map(len, acked.values())) >= len(plan) // 3
+            or not any(t.is_alive() for t in threads)
+        ),
+        timeout=60,
+    )
+    act(victim)
+    for t in threads:
+        t.join(60)
+    return set().union(*acked.values())
+
+
+def _start_items(cluster: list[Node], items: range) -> None:
+    for item in items:
+        assert cluster[item % 2].post(item, 0) == 202
+    db = _db(cluster)
+    wait_until(
+        lambda: (
+            len([r for r in session_store.list_sessions(db.connect()) if r.started_at is not None])
+            >= len(items)
+        ),
+        timeout=120,
+        interval=0.2,
+        what="a started session per item",
+    )
+
+
+def _moved_in_flight(db: Database) -> int:
+    return sum(int(e.payload.get("inFlight", 0)) for e in _events(db, "session.moved"))
+
+
+def _dead_report(db: Database, name: str) -> Any:
+    found = [e for e in _events(db, "node.dead") if e.payload.get("node") == name]
+    return found[0] if found else None
+
+
+def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
+    cluster: list[Node],
+) -> None:
+    items, per_item = range(1, 7), 6
+    _start_items(cluster, items)
+    db = _db(cluster)
+    victim = cluster[1]
+    killed_at: list[float] = []
+
+    def kill(node: Node) -> None:
+        node.daemon.stop(signal.SIGKILL)
+        killed_at.append(time.time())
+
+    acked = _run_burst(cluster, items, per_item, victim, kill)
+    acked |= {f"{i}-0" for i in items}
+    report = wait_until(
+        lambda: _dead_report(db, victim.name), timeout=DEAD_AFTER * 6, what="node.dead"
+    )
+    # reported within deadAfterSeconds of its last heartbeat (plus one check interval)
+    assert report.payload["silentSeconds"] <= DEAD_AFTER + 2.0, report.payload
+    assert report.ts.timestamp() - killed_at[0] <= DEAD_AFTER + 3.0
+    # the next comment on each of its items respawns it on the live node
+    orphaned = set(report.payload["orphaned"])
+    for item in items:
+        if cluster[0].post(item, per_item) == 202:
+            acked.add(f"{item}-{per_item}")
+    _wait_drained(db, cluster=cluster)
+    wait_until(lambda: acked <= set(_seen(cluster)), timeout=60, interval=0.2)
+    seen = _seen(cluster)
+    doubled = {k: v for k, v in seen.items() if v > 1}
+    # only a prompt the dead node had in flight (staged, maybe pasted) can come twice
+    assert len(doubled) <= _moved_in_flight(db), doubled
+    records = session_store.list_sessions(db.connect())
+    assert all(r.node == cluster[0].name for r in records if r.id in orphaned)
+    assert {r.status for r in records} <= {SessionStatus.active}
+    assert len(_events(db, "session.moved")) == len(orphaned)
+
+
+def test_a_paused_node_declared_dead_delivers_nothing_twice_when_it_wakes(
+    cluster: list[Node],
+) -> None:
+    items, per_item = range(1, 7), 6
+    _start_items(cluster, items)
+    db = _db(cluster)
+    victim = cluster[1]
+
+    def pause(node: Node) -> None:
+        assert node.daemon.proc is not None
+        node.daemon.proc.send_signal(signal.SIGSTOP)
+
+    acked = _run_burst(cluster, items, per_item, victim, pause)
+    acked |= {f"{i}-0" for i in items}
+    wait_until(lambda: _dead_report(db, victim.name), timeout=DEAD_AFTER * 6, what="node.dead")
+    for item in items:
+        if cluster[0].post(item, per_item) == 202:
+            acked.add(f"{item}-{per_item}")
+    _wait_drained(db, cluster=cluster)
+    wait_until(lambda: acked <= set(_seen(cluster)), timeout=60, interval=0.2)
+    before = victim.seen()
+    assert victim.daemon.proc is not None
+    victim.daemon.proc.send_signal(signal.SIGCONT)
+    wait_until(
+        lambda: any(e.payload.get("node") == victim.name for e in _events(db, "node.rejoined")),
+        timeout=DEAD_AFTER * 6,
+        what="node.rejoined",
+    )
+    # what it had claimed before the pause was released and processed by the other node
+    for item in items:  # and new comments still reach each item once, wherever it runs now
+        assert cluster[item % 2].post(item, per_item + 1) == 202
+        acked.add(f"{item}-{per_item + 1}")
+    _wait_drained(db, cluster=cluster)
+    wait_until(lambda: acked <= set(_seen(cluster)), timeout=60, interval=0.2)
+    after = victim.seen()
+    woke = {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
+    assert not woke or all(k.endswith(f"-{per_item + 1}") for k in woke), woke
+    seen = _seen(cluster)
+    doubled = {k: v for k, v in seen.items() if v > 1}
+    assert len(doubled) <= _moved_in_flight(db), doubled
