@@ -37,6 +37,11 @@ def viewer(runner: TmuxRunner, target: str, cols: int = 60, rows: int = 15) -> I
     finally:
         proc.kill()
         proc.wait()
+        # The drain ends (EIO) once the client is gone; it must end before the descriptor
+        # closes: a number closed under a running read is soon another test's pipe, and the
+        # drain would swallow what that pipe carries.
+        drain.join(timeout=10)
+        assert not drain.is_alive(), "the pty drain did not end"
         os.close(master)
 
 

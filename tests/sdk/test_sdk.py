@@ -45,10 +45,10 @@ def test_public_names_and_import_stays_light() -> None:
     heavy = "('fastapi', 'mcp', 'typer', 'starlette', 'the_loop.sdk')"
     probe = f"import sys, the_loop; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "[]", (out.returncode, out.stdout, out.stderr)
     probe = "import sys; from the_loop import TheLoop; print('fastapi' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False", (out.returncode, out.stdout, out.stderr)
 
 
 def test_config_from_a_dict_a_model_or_a_file(loop_env: Env) -> None:
