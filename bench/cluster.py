@@ -9,8 +9,9 @@
    with two claiming threads each take 2,000 ready inbox items; each ``claim_next`` is timed
    (on PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, on SQLite ``BEGIN IMMEDIATE``).
 
-Intake with two daemons on one database is not measured: one daemon serves a database until
-nodes arrive (docs/scaling.md).
+3. **Two nodes**: two daemons (``node.name`` ``bench-a`` and ``bench-b``) on one PostgreSQL
+   database, the 32 clients split 16 and 16 between them, against one daemon's 32 clients on
+   the same database kind in the same run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import common
@@ -75,6 +77,50 @@ def intake(report: Report, backend: str, url: str | None, count: int, total: int
         daemon.stop()
 
 
+def two_nodes(report: Report, url: str, total: int) -> None:
+    """Accepted webhooks with 16 clients on each of two nodes sharing URL's database."""
+    with ExitStack() as stack:
+        daemons = []
+        for name in ("bench-a", "bench-b"):
+            install = stack.enter_context(Install(f"{NAME}-{name}"))
+            install.write_config(
+                github={"enabled": True}, database={"url": url}, node={"name": name}
+            )
+            daemons.append(Daemon(install).start())
+        batches = [
+            one_shot_requests(d, total // 2, f"two-{i}", accepted=True)
+            for i, d in enumerate(daemons)
+        ]
+        found: list[tuple[list[float], float]] = [([], 0.0), ([], 0.0)]
+
+        def hammer(i: int) -> None:
+            found[i] = concurrent_new(daemons[i], batches[i], 16, 202)
+
+        threads = [threading.Thread(target=hammer, args=(i,)) for i in range(2)]
+        with common.step(f"two nodes: {total} accepted deliveries over 2 x 16 clients"):
+            t0 = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            elapsed = time.perf_counter() - t0
+        lat = found[0][0] + found[1][0]
+        s = report.distribution("two.new.c32", "two nodes: accepted, 2 x 16 clients", lat)
+        report.figure(
+            Figure(
+                "two.ack.new.rate32",
+                "two nodes on one PostgreSQL: accepted/s, 2 x 16 clients",
+                len(lat) / elapsed,
+                "req/s",
+                2500,
+                better="higher",
+            )
+        )
+        report.figure(Figure("two.ack.new.p99_32", "two nodes: ack p99", s.p99, "ms", 30))
+        for daemon in daemons:
+            daemon.stop()
+
+
 def claims(report: Report, backend: str, server: PgServer, items: int) -> None:
     state = Path(tempfile.mkdtemp(prefix="the-loop-bench-claims-"))
     url = None
@@ -128,6 +174,8 @@ def main() -> None:
                 server.admin("CREATE DATABASE intake")
                 url = server.url("intake")
             intake(report, backend, url, args.count, args.total)
+        server.admin("CREATE DATABASE intake2")
+        two_nodes(report, server.url("intake2"), args.total)
         for backend in BACKENDS:
             claims(report, backend, server, args.items)
         report.note(

@@ -18,6 +18,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from the_loop import nodes
 from the_loop.config_attention import HarnessAttention
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, Unavailable
@@ -103,8 +104,11 @@ def watched(ctx: Ctx) -> list[Watched]:
     """The live tmux agents whose attention is read from the screen."""
     conn = ctx.db.connect()
     found: list[Watched] = []
+    here = nodes.node_name(ctx) if ctx.db.shared else None  # only this node's panes
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in session_store.list_sessions(conn, status, None):
+            if here is not None and rec.node not in (None, here):
+                continue
             if rec.runner == "tmux" and rec.tmux_target and rec.started_at is not None:
                 found.append(Watched(rec.id, rec.harness, rec.tmux_target, rec.work_item))
     for srec in standing_store.list_records(conn):

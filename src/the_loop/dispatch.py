@@ -219,7 +219,7 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
                 raise BadInput(delivery.refusal or "the delivery names no work event")
             outcome = sessions.handle_event(ctx, delivery.work, prior)
             summary, reasons = outcome.summary, tuple(outcome.reasons)
-    except placement.Elsewhere as exc:
+    except (placement.Elsewhere, placement.RunsElsewhere) as exc:  # e.g. a Slack reply
         return _forward(ctx, claimed, exc.node)
     except LoopError as exc:
         transient = isinstance(exc, Unavailable | StateError)  # the state may come back

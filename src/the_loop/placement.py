@@ -34,6 +34,15 @@ class Elsewhere(Exception):
         self.node = node
 
 
+class RunsElsewhere(Conflict):
+    """An operator's view or verb needs the agent, which runs on node NODE (the message names
+    the command to run there); the inbox hands a delivery that meets it over to NODE."""
+
+    def __init__(self, message: str, node: str) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 def this_node(ctx: Ctx) -> str:
     return nodes.node_name(ctx)
 
@@ -106,20 +115,20 @@ def _there(rec: SessionRecord, node: str, command: str) -> str:
 
 
 def require_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
-    """Raise ``Conflict`` naming the exact COMMAND to run on REC's node when its agent runs on
-    another node (its tmux server is there)."""
+    """Raise ``RunsElsewhere`` (a ``Conflict``) naming the exact COMMAND to run on REC's node
+    when its agent runs on another node (its tmux server is there)."""
     if not ctx.db.shared or rec.node in (None, nodes.node_name(ctx)):
         return
     if rec.status is SessionStatus.orphaned or rec.status is SessionStatus.queued:
         return  # no agent anywhere yet: nothing to look at elsewhere either
-    raise Conflict(_there(rec, rec.node, command))
+    raise RunsElsewhere(_there(rec, rec.node, command), rec.node)
 
 
 def operate_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
-    """Before an operator's verb acts on REC's agent (with its item locked): ``Conflict``
+    """Before an operator's verb acts on REC's agent (with its item locked): ``RunsElsewhere``
     naming COMMAND on the owning node when another live node runs it; an orphaned session is
     taken over here first."""
     try:
         settle(ctx, [WorkItemRef.parse(rec.work_item)])
     except Elsewhere as exc:
-        raise Conflict(_there(rec, exc.node, command)) from None
+        raise RunsElsewhere(_there(rec, exc.node, command), exc.node) from None

@@ -36,7 +36,7 @@ from the_loop.store.sessions import SessionStatus
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
 
-DEAD_AFTER = 4.0
+DEAD_AFTER = 5.0
 TOKEN = re.compile(r"tok-(\d+)-(\d+)-end")
 
 
@@ -330,8 +330,8 @@ def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
         lambda: _dead_report(db, victim.name), timeout=DEAD_AFTER * 6, what="node.dead"
     )
     # reported within deadAfterSeconds of its last heartbeat (plus one check interval)
-    assert report.payload["silentSeconds"] <= DEAD_AFTER + 2.0, report.payload
-    assert report.ts.timestamp() - killed_at[0] <= DEAD_AFTER + 3.0
+    assert report.payload["silentSeconds"] <= DEAD_AFTER + 3.0, report.payload
+    assert report.ts.timestamp() - killed_at[0] <= DEAD_AFTER + 4.0
     # the next comment on each of its items respawns it on the live node
     orphaned = set(report.payload["orphaned"])
     for item in items:
