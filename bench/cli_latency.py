@@ -18,7 +18,8 @@ first run it is served from the validated-config cache, as for any user whose fi
 change.
 
 Rows are inserted straight into a fresh state database with ``executemany`` in one
-transaction (sessions spread over 30 days, mostly closed; events of catalogued types over 7
+transaction (sessions spread over 30 days, mostly closed, each with its attention row as a
+spawn records it; events of catalogued types over 7
 days, a third naming a work item). Each CLI figure is the wall time of a fresh process,
 measured by this script around ``subprocess.run`` (start-up, imports, the query, output).
 """
@@ -123,6 +124,12 @@ def insert_sessions(install: Install, start: int, count: int) -> None:
             " tmux_target, cwd, status, title, url, created_at, started_at, last_event_at,"
             " closed_at, close_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             session_rows(start, count),
+        )
+        # every spawn registers its agent's attention (store.attention.register): one row each
+        conn.execute(
+            "INSERT INTO attention (agent, work_item, harness, state, since, signal, updated_at)"
+            " SELECT id, work_item, harness, 'waiting', last_event_at, 'spawn', last_event_at"
+            " FROM sessions WHERE id NOT IN (SELECT agent FROM attention)"
         )
     conn.close()
 
