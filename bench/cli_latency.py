@@ -68,7 +68,8 @@ def cli_ms(
         proc = subprocess.run(argv, capture_output=True, env=env, cwd=install.root, check=False)
         elapsed = (time.perf_counter() - t0) * 1000
         if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.decode()[-500:]}")
+            said = (proc.stdout + proc.stderr).decode()[-800:]
+            raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {said}")
         if i >= 2:
             out.append(elapsed)
     return out
@@ -99,7 +100,7 @@ def session_rows(start: int, count: int) -> Iterator[tuple[object, ...]]:
         live = i % 50 == 0
         yield (
             str(uuid.UUID(int=rng.getrandbits(128))),
-            f"github:octo/repo{i % 20}#{i}",
+            f"github:octo/repo{i % 20}#{i + 1}",  # issue numbers start at 1
             "claude",
             str(uuid.uuid4()),
             "tmux",
@@ -107,7 +108,7 @@ def session_rows(start: int, count: int) -> Iterator[tuple[object, ...]]:
             f"/srv/work/octo/repo{i % 20}/{i}",
             "active" if live else "closed",
             f"Work item {i}: make the scheduler less flaky",
-            f"https://github.com/octo/repo{i % 20}/issues/{i}",
+            f"https://github.com/octo/repo{i % 20}/issues/{i + 1}",
             created,
             created + 1,
             created + rng.uniform(1, 3600),
