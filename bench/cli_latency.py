@@ -18,7 +18,8 @@ first run it is served from the validated-config cache, as for any user whose fi
 change.
 
 Rows are inserted straight into a fresh state database with ``executemany`` in one
-transaction (sessions spread over 30 days, mostly closed; events of catalogued types over 7
+transaction (sessions spread over 30 days, mostly closed, each with its attention row as a
+spawn records it; events of catalogued types over 7
 days, a third naming a work item). Each CLI figure is the wall time of a fresh process,
 measured by this script around ``subprocess.run`` (start-up, imports, the query, output).
 """
@@ -67,7 +68,8 @@ def cli_ms(
         proc = subprocess.run(argv, capture_output=True, env=env, cwd=install.root, check=False)
         elapsed = (time.perf_counter() - t0) * 1000
         if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.decode()[-500:]}")
+            said = (proc.stdout + proc.stderr).decode()[-800:]
+            raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {said}")
         if i >= 2:
             out.append(elapsed)
     return out
@@ -98,7 +100,7 @@ def session_rows(start: int, count: int) -> Iterator[tuple[object, ...]]:
         live = i % 50 == 0
         yield (
             str(uuid.UUID(int=rng.getrandbits(128))),
-            f"github:octo/repo{i % 20}#{i}",
+            f"github:octo/repo{i % 20}#{i + 1}",  # issue numbers start at 1
             "claude",
             str(uuid.uuid4()),
             "tmux",
@@ -106,7 +108,7 @@ def session_rows(start: int, count: int) -> Iterator[tuple[object, ...]]:
             f"/srv/work/octo/repo{i % 20}/{i}",
             "active" if live else "closed",
             f"Work item {i}: make the scheduler less flaky",
-            f"https://github.com/octo/repo{i % 20}/issues/{i}",
+            f"https://github.com/octo/repo{i % 20}/issues/{i + 1}",
             created,
             created + 1,
             created + rng.uniform(1, 3600),
@@ -123,6 +125,12 @@ def insert_sessions(install: Install, start: int, count: int) -> None:
             " tmux_target, cwd, status, title, url, created_at, started_at, last_event_at,"
             " closed_at, close_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             session_rows(start, count),
+        )
+        # every spawn registers its agent's attention (store.attention.register): one row each
+        conn.execute(
+            "INSERT INTO attention (agent, work_item, harness, state, since, signal, updated_at)"
+            " SELECT id, work_item, harness, 'waiting', last_event_at, 'spawn', last_event_at"
+            " FROM sessions WHERE id NOT IN (SELECT agent FROM attention)"
         )
     conn.close()
 

@@ -167,9 +167,17 @@ def get(conn: Connection, agent: str) -> Row | None:
 
 def rows(conn: Connection, agents: list[str] | None = None) -> list[Row]:
     """Every attention row (or those of AGENTS), oldest ``since`` first."""
-    found = conn.execute(f"SELECT {_ROW} FROM attention ORDER BY since, agent").fetchall()
-    wanted = None if agents is None else set(agents)
-    return [_row(conn, r) for r in found if wanted is None or r[0] in wanted]
+    if agents is None:
+        found = conn.execute(f"SELECT {_ROW} FROM attention ORDER BY since, agent").fetchall()
+    else:  # only AGENTS' rows are read: a list of 100 sessions reads 100, not every one kept
+        found = []
+        for start in range(0, len(agents), 500):
+            chunk = agents[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT {_ROW} FROM attention WHERE agent IN ({marks})"
+            found += conn.execute(sql, chunk).fetchall()
+        found.sort(key=lambda r: (r[6], r[0]))
+    return [_row(conn, r) for r in found]
 
 
 def register(
