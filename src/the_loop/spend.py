@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from the_loop import agent as layer
-from the_loop import budgets, holds, meter, outbox, sessions, standing_spend, usage
+from the_loop import budgets, holds, meter, nodes, outbox, sessions, standing_spend, usage
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotRunning
@@ -245,8 +245,11 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
         for row in attention_store.rows(conn)
         if row.state == attention_store.WAITING and row.work_item is not None
     }
+    me = nodes.node_name(ctx) if ctx.db.shared else None
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in session_store.list_sessions(conn, status):
+            if me is not None and rec.node not in (None, me):
+                continue  # another node's agent: its own spend pass stops or suspends it
             if rec.runner == "process":  # a headless run is a whole turn: check what it spent
                 if rec.id in changed:
                     stop_over_budget(ctx, rec)
