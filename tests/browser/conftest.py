@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from tests.conftest import REPO, Env
 from tests.daemon import Daemon
@@ -26,6 +26,10 @@ from tests.fakes import fake_agent
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work
+
+# Every assertion waits as long as the actions do (the contexts' 30 s): the page answers after
+# a real agent did something, and a busy 2-core host (CI) can take longer than the 5 s default.
+expect.set_options(timeout=30_000)
 
 CHROMIUM = "/usr/bin/chromium"
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"

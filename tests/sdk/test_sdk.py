@@ -61,9 +61,9 @@ def test_config_from_a_dict_a_model_or_a_file(loop_env: Env) -> None:
     by_file = TheLoop(loop_env.config_path)
     assert by_file.config.tmux.socket == loop_env.socket
     with pytest.raises(ConfigInvalid) as bad:
-        TheLoop(config={"stateDir": str(loop_env.state_dir), "server": {"port": -1}, "nope": 1})
+        TheLoop(config={"stateDir": str(loop_env.state_dir), "server": {"port": -1}, "bogus": 1})
     assert sorted(bad.value.problems) == [
-        "nope: unknown key",
+        "bogus: unknown key",
         "server.port: Input should be greater than or equal to 0",
     ]
     with pytest.raises(BadInput):
