@@ -112,18 +112,25 @@ def db_url(state_backend: str, request: pytest.FixtureRequest) -> str | None:
     return url
 
 
-@pytest.fixture
-def loop_env(tmp_path: Path, db_url: str | None) -> Iterator[Env]:
-    """An isolated the-loop installation with a written default config."""
-    (tmp_path / "home").mkdir()
+def new_env(root: Path, db_url: str | None) -> Env:
+    """An installation under ROOT (its home, state dir, config and own tmux socket) with a
+    written default config; the caller kills its tmux server when done."""
+    (root / "home").mkdir(parents=True)
     env = Env(
-        root=tmp_path,
-        state_dir=tmp_path / "state",
-        config_path=tmp_path / "the-loop.yaml",
+        root=root,
+        state_dir=root / "state",
+        config_path=root / "the-loop.yaml",
         socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
         database_url=db_url,
     )
     env.write_config()
+    return env
+
+
+@pytest.fixture
+def loop_env(tmp_path: Path, db_url: str | None) -> Iterator[Env]:
+    """An isolated the-loop installation with a written default config."""
+    env = new_env(tmp_path, db_url)
     yield env
     subprocess.run(["tmux", "-L", env.socket, "kill-server"], capture_output=True, check=False)
     from the_loop.daemon import read_info

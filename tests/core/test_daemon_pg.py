@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import signal
-import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Env
+from tests.conftest import Env, new_env
 from tests.daemon import Daemon
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
@@ -26,19 +25,6 @@ from the_loop.store import open_database
 @pytest.fixture
 def state_backend() -> str:
     return "postgresql"
-
-
-def _other_env(root: Path, url: str | None) -> Env:
-    (root / "home").mkdir(parents=True)
-    env = Env(
-        root=root,
-        state_dir=root / "state",
-        config_path=root / "the-loop.yaml",
-        socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
-        database_url=url,
-    )
-    env.write_config()
-    return env
 
 
 def test_start_status_stop_on_postgresql(loop_env: Env) -> None:
@@ -55,7 +41,7 @@ def test_start_status_stop_on_postgresql(loop_env: Env) -> None:
 
 
 def test_a_second_daemon_with_the_same_node_name_is_refused(loop_env: Env, tmp_path: Path) -> None:
-    other = _other_env(tmp_path / "other", loop_env.database_url)
+    other = new_env(tmp_path / "other", loop_env.database_url)
     first = loop_env.popen("serve")
     try:
         wait_until(lambda: read_info(loop_env.state_dir), timeout=60, what="daemon info")

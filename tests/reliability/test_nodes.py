@@ -12,7 +12,6 @@ import signal
 import subprocess
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Env
+from tests.conftest import new_env
 from tests.daemon import SECRET, Daemon
 from tests.fakes import fake_agent
 from tests.fakes import payloads as P
@@ -78,25 +77,12 @@ class Node:
         return counts
 
 
-def _second_env(root: Path, url: str | None) -> Env:
-    (root / "home").mkdir(parents=True)
-    env = Env(
-        root=root,
-        state_dir=root / "state",
-        config_path=root / "the-loop.yaml",
-        socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
-        database_url=url,
-    )
-    env.write_config()
-    return env
-
-
 @pytest.fixture
 def cluster(work: Work, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[list[Node]]:
     """Nodes ``node-a`` and ``node-b`` (with the slots the test's indirect parameter gives,
     20 each by default)."""
     slots = getattr(request, "param", (20, 20))
-    other = _second_env(tmp_path / "node-b", work.env.database_url)
+    other = new_env(tmp_path / "node-b", work.env.database_url)
     (other.root / "agents").mkdir()
     works = [work, Work(other, other.root / "agents", cli=None)]
     found = []
