@@ -54,13 +54,18 @@ def test_dead_occupant_is_cleared(runner: TmuxRunner, agents: FakeAgents, workdi
 def test_immediate_exit_is_kept_as_a_dead_pane(runner: TmuxRunner, workdir: Path) -> None:
     runner.spawn("loop-quick", ["sh", "-c", "echo bye; exit 7"], cwd=workdir).unwrap()
     wait_until(lambda: runner.probe("loop-quick") is Probe.DEAD, 10)
-    # tmux may reap the child before it has read the last bytes of the pty: the screen
-    # catches up (waited for, never assumed)
-    wait_until(
-        lambda: "bye" in runner.capture("loop-quick").unwrap().text, 10, what="the last output"
-    )
     # tmux 3.3a sometimes learns the exit status only when another child exits: not asserted.
     assert runner.pane_status("loop-quick").panes[0].dead_status in (7, None)
+    # A child that exits at once can be reaped before tmux reads its last bytes from the pty:
+    # tmux 3.3a then drops them (seen in CI). Its screen is not asserted; see the next test.
+
+
+def test_a_dead_panes_last_output_is_kept(runner: TmuxRunner, workdir: Path) -> None:
+    # the child lives a moment after it writes (as any harness that prints an error does)
+    argv = ["sh", "-c", "echo bye; sleep 0.5; exit 7"]
+    runner.spawn("loop-last", argv, cwd=workdir).unwrap()
+    wait_until(lambda: runner.probe("loop-last") is Probe.DEAD, 10)
+    assert "bye" in runner.capture("loop-last").unwrap().text
 
 
 def test_concurrent_spawns_have_one_winner(
