@@ -104,10 +104,10 @@ def watched(ctx: Ctx) -> list[Watched]:
     """The live tmux agents whose attention is read from the screen."""
     conn = ctx.db.connect()
     found: list[Watched] = []
-    here = nodes.node_name(ctx) if ctx.db.shared else None  # only this node's panes
+    here = nodes.shared_name(ctx)  # only this node's panes
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in session_store.list_sessions(conn, status, None):
-            if here is not None and rec.node not in (None, here):
+            if nodes.elsewhere(here, rec.node):
                 continue
             if rec.runner == "tmux" and rec.tmux_target and rec.started_at is not None:
                 found.append(Watched(rec.id, rec.harness, rec.tmux_target, rec.work_item))

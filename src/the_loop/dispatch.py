@@ -241,7 +241,7 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
 
 def _claimer(ctx: Ctx) -> str | None:
     """Whose claim an outcome is recorded under: this node's on a shared database."""
-    return nodes.node_name(ctx) if ctx.db.shared else None
+    return nodes.shared_name(ctx)
 
 
 def _forward(ctx: Ctx, claimed: Claimed, node: str) -> DispatchResult:

@@ -164,14 +164,14 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
     """One pass; returns the sessions newly found without a live agent."""
     found: list[str] = []
     conn = ctx.db.connect()
-    me = nodes.node_name(ctx)
+    here = nodes.shared_name(ctx)
     for status in (SessionStatus.active, SessionStatus.paused):
         records = session_store.list_sessions(conn, status, None)
         held = usage_store.holds_of(conn, [r.id for r in records])
         for rec in records:
             if rec.runner != "tmux" or rec.started_at is None or rec.id in held:
                 continue  # a held session's harness was stopped on purpose
-            if ctx.db.shared and rec.node not in (None, me):
+            if nodes.elsewhere(here, rec.node):
                 continue  # another node's agent: its tmux server is not ours
             pane = sessions.probe(ctx, rec)
             if pane in ("dead", "absent") and rec.id not in reported:

@@ -60,6 +60,17 @@ def node_name(ctx: Ctx) -> str:
     return (ctx.started_with or ctx.loaded).config.node.resolved_name
 
 
+def shared_name(ctx: Ctx) -> str | None:
+    """This node's name on a database several nodes may share; None on one only it uses."""
+    return node_name(ctx) if ctx.db.shared else None
+
+
+def elsewhere(here: str | None, node: str | None) -> bool:
+    """Whether a session recorded on NODE runs on another node than HERE (``shared_name``):
+    never on an unshared database, nor for a session older than nodes."""
+    return here is not None and node not in (None, here)
+
+
 def dead_after(ctx: Ctx) -> float:
     return (ctx.started_with or ctx.loaded).config.node.dead_after_seconds
 

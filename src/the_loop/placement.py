@@ -50,7 +50,7 @@ def this_node(ctx: Ctx) -> str:
 def slot_node(ctx: Ctx) -> str | None:
     """The node whose slots a new session takes: this one on a shared database; None (every
     session) with SQLite."""
-    return nodes.node_name(ctx) if ctx.db.shared else None
+    return nodes.shared_name(ctx)
 
 
 def settle(ctx: Ctx, items: Iterable[WorkItemRef]) -> None:

@@ -245,10 +245,10 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
         for row in attention_store.rows(conn)
         if row.state == attention_store.WAITING and row.work_item is not None
     }
-    me = nodes.node_name(ctx) if ctx.db.shared else None
+    here = nodes.shared_name(ctx)
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in session_store.list_sessions(conn, status):
-            if me is not None and rec.node not in (None, me):
+            if nodes.elsewhere(here, rec.node):
                 continue  # another node's agent: its own spend pass stops or suspends it
             if rec.runner == "process":  # a headless run is a whole turn: check what it spent
                 if rec.id in changed:
