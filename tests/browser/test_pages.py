@@ -63,7 +63,8 @@ def test_attention_lists_a_permission_and_allow_answers_it(site: Site, login: Lo
     expect(card).to_contain_text("needs-permission")
     shot(page, "attention")
     card.get_by_role("button", name=re.compile("^Allow")).click()
-    expect(card.locator("[data-result]")).to_contain_text("allowed")
+    # The card leaves the list once the answer lands; the page's own region keeps the result.
+    expect(page.locator("[data-answered]")).to_contain_text("github:octo/repo#32: allowed")
     wait_until(
         lambda: any(r.get("kind") == "answer" for r in site.records(sid)),
         30,

@@ -48,6 +48,15 @@
     out.textContent = text;
     out.className = `result ${ok ? "ok" : "error"}`;
     remember(out);
+    // On Attention an answered card leaves the list at the next re-render: say who was
+    // answered, and how, in the page's own region too.
+    const page = document.querySelector("[data-answered]");
+    const card = el.closest("[data-agent]");
+    if (page && card) {
+      const who = card.querySelector("h2 a")?.textContent?.trim() ?? card.dataset.agent;
+      page.textContent = `${who}: ${text}`;
+      page.className = `result ${ok ? "ok" : "error"}`;
+    }
   }
 
   async function run(el, method, url, body) {
