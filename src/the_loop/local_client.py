@@ -13,6 +13,8 @@ from pathlib import Path
 LOCK_NAME = "daemon.lock"
 INFO_NAME = "daemon.json"
 TOKEN_FILE = "api-token"
+CONFIG_HEADER = "X-The-Loop-Config"
+"""Names the config an answer was computed under: its file's digest, or ``defaults``."""
 
 
 def daemon_running(state_dir: Path) -> bool:
@@ -45,6 +47,14 @@ def get(url: str, path: str, token: str | None, timeout: float) -> tuple[int, by
     body; ``OSError`` when it does not answer, or answers something that is not HTTP/1.1 with
     a length. One request on a plain socket: ``http.client`` would load the ``email`` package
     (several ms of every ``status``)."""
+    status, _, body = fetch(url, path, token, timeout)
+    return status, body
+
+
+def fetch(
+    url: str, path: str, token: str | None, timeout: float
+) -> tuple[int, dict[str, str], bytes]:
+    """As ``get``, with the answer's headers (names in lower case)."""
     # lazy: start-up (the socket module loads only when a daemon runs)
     import socket
 
@@ -70,7 +80,7 @@ def _host_port(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _response(raw: bytes) -> tuple[int, bytes]:
+def _response(raw: bytes) -> tuple[int, dict[str, str], bytes]:
     head, sep, body = raw.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
@@ -85,4 +95,4 @@ def _response(raw: bytes) -> tuple[int, bytes]:
         length is not None and (not length.isdigit() or int(length) != len(body))
     ):
         raise OSError("the daemon's answer is cut short or chunked")
-    return int(parts[1]), body
+    return int(parts[1]), headers, body

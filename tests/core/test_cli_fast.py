@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -185,3 +186,58 @@ def test_a_changed_config_or_a_pending_migration_goes_to_the_full_cli(state: Wor
     with db.transaction() as tx:  # a migration this version does not know (a newer one's)
         tx.execute("INSERT INTO schema_migrations (name, applied_at) VALUES ('9999_future', 0)")
     assert _run(env, ["sessions", "list"], fast=True)[3] == "typer=True pydantic=True"
+
+
+@pytest.fixture
+def standing_daemon(work: Work) -> Iterator[Daemon]:
+    """A running daemon with declared standing sessions that do not start by themselves (one
+    with a problem), beside the work items."""
+    work.configure(
+        github={"enabled": True},
+        standing={
+            "enabled": True,
+            "sessions": [
+                {"name": "supervisor", "prompt": "watch the queue", "autoStart": False},
+                {"name": "broken", "promptFile": "missing-brief.md", "autoStart": False},
+            ],
+        },
+    )
+    _state(work)
+    d = Daemon(work)
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_standing_list_of_a_running_daemon_matches(standing_daemon: Daemon) -> None:
+    daemon = standing_daemon
+    env = daemon.work.env
+    created = daemon.api(
+        "POST", "/standing", json={"name": "helper", "prompt": "tidy the docs", "start": True}
+    )
+    assert created.status_code == 201, created.text
+    full = _run(env, ["standing", "list"], fast=False)
+    fast = _run(env, ["standing", "list"], fast=True)
+    assert full[3] == "typer=True pydantic=True", full
+    assert fast[3] == "typer=False pydantic=False", fast
+    assert _ageless(fast[:3]) == _ageless(full[:3])
+    listed = fast[1]
+    assert re.search(r"^helper +created +running", listed, re.M), listed
+    assert re.search(r"^supervisor +declared +absent", listed, re.M), listed
+    assert "note: broken: " in listed  # its problem, as the full CLI says it
+
+
+def test_standing_list_under_another_config_than_the_daemons_goes_to_the_full_cli(
+    standing_daemon: Daemon,
+) -> None:
+    env = standing_daemon.work.env
+    assert _run(env, ["standing", "list"], fast=True)[3] == "typer=False pydantic=False"
+    other = env.root / "other.yaml"
+    other.write_text(env.config_path.read_text() + "\n# not what the daemon read\n")
+    args = ["--config", str(other), "standing", "list"]
+    assert _run(env, args, fast=False)[0] == 0  # its facts are stored: only the daemon differs
+    fast = _run(env, args, fast=True)
+    assert fast[3] == "typer=True pydantic=True", fast
+    assert _run(env, ["standing", "list", "--format", "json"], fast=True)[3].startswith(
+        "typer=True"
+    )

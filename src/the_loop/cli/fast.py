@@ -1,5 +1,6 @@
-"""The fast path of the read-only commands people run most: ``sessions list``, ``events`` and
-``status``, answered without typer, pydantic or the config models (docs/decisions/0033).
+"""The fast path of the read-only commands people run most: ``sessions list``, ``events``,
+``status`` and ``standing list``, answered without typer, pydantic or the config models
+(docs/decisions/0033).
 
 A command takes this path only when everything it needs is known to be exactly what the full
 CLI would use: the arguments are a form this module understands (anything else — help, an
@@ -31,6 +32,7 @@ from the_loop.cli import plain
 from the_loop.cli_facts import facts_key, read_facts, resolve_config_path
 from the_loop.errors import LoopError
 from the_loop.pricing import Rates, longest_match, tally
+from the_loop.private_cache import digest
 from the_loop.store import attention as attention_store
 from the_loop.store import rows
 from the_loop.store.migrations import MIGRATIONS
@@ -91,7 +93,8 @@ def _facts(explicit: Path | None) -> dict[str, Any]:
     facts = read_facts(facts_key(path, raw))
     if facts is None or facts.get("databaseUrl"):
         raise _Unsure("no facts for this config, or not SQLite")
-    return facts
+    # which config the daemon's answers must have been computed under (``standing list``)
+    return {**facts, "configDigest": "defaults" if path is None else digest(raw)}
 
 
 class _State:
@@ -272,17 +275,44 @@ def _status(state: _State, options: list[str]) -> Answer:
 def _report(state: _State) -> dict[str, Any]:
     """The daemon's own status report when it answers, as ``status_client.status_report``;
     anything else (not running, no answer) is left to the full CLI, which says why."""
-    from the_loop import local_client  # lazy: start-up (only `status` asks the daemon)
+    report = _ask(state, "/api/v1/status")[1]
+    if not isinstance(report, dict) or not isinstance(report.get("health"), dict):
+        raise _Unsure("not a status report")
+    return report
+
+
+def _ask(state: _State, path: str) -> tuple[dict[str, str], Any]:
+    """The headers and JSON of the running daemon's 200 answer to GET PATH; ``_Unsure`` when
+    no daemon runs or it answers anything else."""
+    from the_loop import local_client  # lazy: start-up (only these commands ask the daemon)
 
     if not local_client.daemon_running(state.dir):
-        raise _Unsure("no daemon: the full CLI reports from the database")
+        raise _Unsure("no daemon: the full CLI reads the database")
     info = hook_json.loads((state.dir / local_client.INFO_NAME).read_text("utf-8"))
     token = local_client.local_token(str(state.facts["tokenEnv"]), state.dir)
-    status, body = local_client.get(str(info["url"]), "/api/v1/status", token, 2.0)
-    report = hook_json.loads(body.decode("utf-8")) if status == 200 else None
-    if not isinstance(report, dict) or not isinstance(report.get("health"), dict):
+    status, headers, body = local_client.fetch(str(info["url"]), path, token, 2.0)
+    if status != 200:
         raise _Unsure(f"HTTP {status}")
-    return report
+    return headers, hook_json.loads(body.decode("utf-8"))
+
+
+# --- standing list ---------------------------------------------------------------------------
+
+
+def _standing_list(state: _State, options: list[str]) -> Answer:
+    """The running daemon's list (its tmux probes and the database), when the daemon runs on
+    the very config this command would read (a daemon yet to reload an edit, or one keeping
+    its config over an invalid edit, is left to the full CLI)."""
+    if _options(options, {"--format": "format"}).get("format", ["table"])[0] != "table":
+        raise _Unsure("only the table")
+    from the_loop.local_client import CONFIG_HEADER  # lazy: start-up (light; with `_ask`)
+
+    headers, views = _ask(state, "/api/v1/standing")
+    if headers.get(CONFIG_HEADER.lower()) != state.facts["configDigest"]:
+        raise _Unsure("the daemon runs on another config")
+    if not isinstance(views, list) or not all(isinstance(v, dict) for v in views):
+        raise _Unsure("not a list of standing sessions")
+    return _captured(lambda: plain.print_standing(views)), 0
 
 
 def _captured(printer: Callable[[], None]) -> str:
@@ -318,4 +348,5 @@ _COMMANDS: dict[tuple[str, ...], Callable[[_State, list[str]], Answer]] = {
     ("sessions", "list"): _sessions_list,
     ("events",): _events,
     ("status",): _status,
+    ("standing", "list"): _standing_list,
 }

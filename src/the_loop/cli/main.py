@@ -29,7 +29,7 @@ def run(argv: list[str] | None = None) -> None:
     sys.exit(_dispatch(args))
 
 
-FAST_WORDS = frozenset({"sessions", "events", "status"})
+FAST_WORDS = frozenset({"sessions", "events", "status", "standing"})
 """The commands ``cli.fast`` may answer without the full CLI."""
 
 

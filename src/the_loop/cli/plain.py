@@ -149,6 +149,50 @@ def print_sessions(
     print_table(headers, table)
 
 
+STANDING_COLUMNS = ["NAME", "SOURCE", "STATUS", "ATTENTION", "HARNESS", "CWD", "TMUX TARGET"]
+STANDING_COLUMNS += ["TURNS", "COST USD", "STARTED", "LAST MESSAGE"]
+
+
+def print_standing(views: Sequence[dict[str, Any]]) -> None:
+    """The ``standing list`` table of VIEWS (each as the API answers it: ``GET
+    /api/v1/standing``), its notes after it, or what an empty one says."""
+    if not views:
+        print_empty(
+            "standing sessions",
+            "declare one under standing.sessions in the config or run "
+            "`the-loop standing create NAME --prompt BRIEF`",
+        )
+        return
+    now = time.time()
+    table = []
+    for v in views:
+        attention, used = v.get("attention"), v.get("usage")
+        flagged = " (!)" if v.get("problems") or v.get("note") else ""
+        table.append(
+            [
+                v["name"],
+                v["source"],
+                status_word(str(v["status"])) + flagged,
+                attention["state"] if attention else "-",
+                v["harness"],
+                v["cwd"],
+                v["target"],
+                used["turns"] if used else 0,
+                f"{used['costUsd']:.4f}" if used else "-",
+                ago(_when(v.get("startedAt")), now),
+                ago(_when(v.get("lastMessageAt")), now),
+            ]
+        )
+    print_table(STANDING_COLUMNS, table)
+    for v in views:
+        for line in [*(v.get("problems") or []), *([v["note"]] if v.get("note") else [])]:
+            print(f"note: {v['name']}: {line}")
+
+
+def _when(text: object) -> datetime | None:
+    return _parse_iso(text) if isinstance(text, str) else None
+
+
 def event_line(ts: datetime, level: str, type_: str, subject: str, payload: dict[str, Any]) -> str:
     """One event as ``events`` prints it in a table: time (UTC), level, type, subject
     (work item, ``standing:NAME`` or ``-``) and the payload as ``key=value``."""

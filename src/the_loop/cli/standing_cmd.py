@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from the_loop.cli import common
+from the_loop.cli import common, plain
 from the_loop.errors import BadInput
+from the_loop.wire import to_wire
 
 if TYPE_CHECKING:
     from the_loop.standing import StartOutcome, StopOutcome
@@ -33,48 +34,7 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
     if fmt is common.Format.json:
         common.print_json(views)
         return
-    if not views:
-        common.print_empty(
-            "standing sessions",
-            "declare one under standing.sessions in the config or run "
-            "`the-loop standing create NAME --prompt BRIEF`",
-        )
-        return
-    att = {v.name: v.attention.state if v.attention else "-" for v in views}
-    common.print_table(
-        [
-            "NAME",
-            "SOURCE",
-            "STATUS",
-            "ATTENTION",
-            "HARNESS",
-            "CWD",
-            "TMUX TARGET",
-            "TURNS",
-            "COST USD",
-            "STARTED",
-            "LAST MESSAGE",
-        ],
-        [
-            (
-                v.name,
-                v.source.value,
-                common.status_word(v.status.value) + (" (!)" if v.problems or v.note else ""),
-                att[v.name],
-                v.harness,
-                v.cwd,
-                v.target,
-                v.usage.turns if v.usage else 0,
-                f"{v.usage.cost_usd:.4f}" if v.usage else "-",
-                common.ago(v.started_at),
-                common.ago(v.last_message_at),
-            )
-            for v in views
-        ],
-    )
-    for v in views:
-        for line in [*v.problems, *([v.note] if v.note else [])]:
-            print(f"note: {v.name}: {line}")
+    plain.print_standing(to_wire(views))
 
 
 @app.command("create")

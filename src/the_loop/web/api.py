@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import Field
 
@@ -24,6 +24,7 @@ from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
 from the_loop.health import Health, StatusReport
 from the_loop.inbox_ops import inbox_items
+from the_loop.local_client import CONFIG_HEADER
 from the_loop.session_records import SessionSummary
 from the_loop.status import health_now, status_now
 from the_loop.store.inbox import InboxItem, InboxStatus
@@ -147,9 +148,14 @@ def _standing_routes(
     router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]
 ) -> None:
     @router.get("/standing", tags=["standing"], dependencies=read)
-    async def list_standing() -> list[standing.StandingView]:
-        """Declared and created standing sessions with their status."""
-        return await asyncio.to_thread(standing.list_standing, get_ctx())
+    async def list_standing(response: Response) -> list[standing.StandingView]:
+        """Declared and created standing sessions with their status. The
+        ``X-The-Loop-Config`` header names the config they were read under (the digest of the
+        file's bytes, ``defaults`` without one): the CLI's fast path shows them only when that
+        is the file it would read itself."""
+        ctx = get_ctx()
+        response.headers[CONFIG_HEADER] = ctx.loaded.digest or "defaults"
+        return await asyncio.to_thread(standing.list_standing, ctx)
 
     @router.post("/standing", tags=["standing"], dependencies=write, status_code=201)
     async def create_standing(body: StandingIn) -> standing.CreateResult:
