@@ -226,14 +226,10 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
         return _failed(ctx, claimed, exc, transient=transient)
     except Exception as exc:  # the inbox processing edge: a bug must not wedge the inbox
         return _failed(ctx, claimed, exc, transient=True)
-    inbox.succeed(ctx.db, item.delivery_id, summary, _claimer(ctx))
-    ev.emit(
-        ctx.db,
-        "dispatch.succeeded",
-        source=SOURCE,
-        delivery_id=item.delivery_id,
-        summary=summary,
+    done = ev.build(
+        "dispatch.succeeded", source=SOURCE, delivery_id=item.delivery_id, summary=summary
     )
+    inbox.succeed(ctx.db, item.delivery_id, summary, _claimer(ctx), event=done)
     return DispatchResult(
         item.delivery_id, item.event, False, InboxStatus.succeeded.value, summary, reasons
     )
@@ -247,18 +243,16 @@ def _claimer(ctx: Ctx) -> str | None:
 def _forward(ctx: Ctx, claimed: Claimed, node: str) -> DispatchResult:
     """Hand CLAIMED to NODE (its item's session runs there, or it has a free slot)."""
     item = claimed.item
-    inbox.forward(ctx.db, item.delivery_id, nodes.node_name(ctx), node)
-    ev.emit(ctx.db, "dispatch.forwarded", source=SOURCE, delivery_id=item.delivery_id, node=node)
+    handed = ev.build("dispatch.forwarded", source=SOURCE, delivery_id=item.delivery_id, node=node)
+    inbox.forward(ctx.db, item.delivery_id, nodes.node_name(ctx), node, event=handed)
     return DispatchResult(item.delivery_id, item.event, False, "forwarded", f"to node {node}")
 
 
 def _failed(ctx: Ctx, claimed: Claimed, exc: Exception, transient: bool) -> DispatchResult:
     item = claimed.item
     message = str(exc) or repr(exc)
-    status = inbox.fail(ctx.db, item, message, transient, _claimer(ctx))
-    if status is InboxStatus.dead:
-        ev.emit(
-            ctx.db,
+    if inbox.failure_status(item, transient) is InboxStatus.dead:
+        event = ev.build(
             "dispatch.dead_lettered",
             source=SOURCE,
             delivery_id=item.delivery_id,
@@ -266,8 +260,7 @@ def _failed(ctx: Ctx, claimed: Claimed, exc: Exception, transient: bool) -> Disp
             attempts=item.attempts,
         )
     else:
-        ev.emit(
-            ctx.db,
+        event = ev.build(
             "dispatch.failed",
             source=SOURCE,
             delivery_id=item.delivery_id,
@@ -275,6 +268,7 @@ def _failed(ctx: Ctx, claimed: Claimed, exc: Exception, transient: bool) -> Disp
             will_retry=True,
             attempt=item.attempts,
         )
+    status = inbox.fail(ctx.db, item, message, transient, _claimer(ctx), event=event)
     code = exc.exit_code if isinstance(exc, LoopError) else 1
     return DispatchResult(
         item.delivery_id, item.event, False, status.value, error=message, exit_code=code

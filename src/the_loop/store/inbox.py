@@ -224,9 +224,11 @@ def holds_claim(db: Database, delivery_id: str, node: str) -> bool:
     return row is not None
 
 
-def forward(db: Database, delivery_id: str, node: str, to: str) -> bool:
+def forward(
+    db: Database, delivery_id: str, node: str, to: str, event: NewEvent | None = None
+) -> bool:
     """Hand NODE's claim of DELIVERY_ID to node TO: ready again for TO only (its claim is not
-    counted as an attempt); False when NODE no longer holds it."""
+    counted as an attempt); False when NODE no longer holds it. EVENT is written with it."""
     with db.transaction() as tx:
         cur = tx.execute(
             "UPDATE inbox SET status = 'pending', node = ?, claimed_by = NULL,"
@@ -234,6 +236,7 @@ def forward(db: Database, delivery_id: str, node: str, to: str) -> bool:
             " AND status = 'processing' AND claimed_by = ?",
             (to, time.time(), delivery_id, node),
         )
+        _record(tx, event)
         return cur.rowcount > 0
 
 
@@ -242,8 +245,20 @@ def _held_by(node: str | None) -> tuple[str, tuple[str, ...]]:
     return ("", ()) if node is None else (" AND claimed_by = ?", (node,))
 
 
-def succeed(db: Database, delivery_id: str, outcome: str, node: str | None = None) -> None:
-    """Record DELIVERY_ID processed (with NODE: only while NODE's claim of it stands)."""
+def _record(tx: Connection, event: NewEvent | None) -> None:
+    if event is not None:
+        events.insert(tx, event)
+
+
+def succeed(
+    db: Database,
+    delivery_id: str,
+    outcome: str,
+    node: str | None = None,
+    event: NewEvent | None = None,
+) -> None:
+    """Record DELIVERY_ID processed (with NODE: only while NODE's claim of it stands), and
+    EVENT (the outcome's event) in the same transaction."""
     guard, held = _held_by(node)
     with db.transaction() as tx:
         tx.execute(
@@ -251,24 +266,37 @@ def succeed(db: Database, delivery_id: str, outcome: str, node: str | None = Non
             f" claimed_by = NULL, node = NULL, updated_at = ? WHERE delivery_id = ?{guard}",
             (outcome, time.time(), delivery_id, *held),
         )
+        _record(tx, event)
+
+
+def failure_status(item: InboxItem, transient: bool) -> InboxStatus:
+    """What a failure of ITEM makes it: ``failed`` (retried with backoff) until a permanent
+    failure or ``MAX_ATTEMPTS``, then ``dead``."""
+    dead = not transient or item.attempts >= MAX_ATTEMPTS
+    return InboxStatus.dead if dead else InboxStatus.failed
 
 
 def fail(
-    db: Database, item: InboxItem, error: str, transient: bool, node: str | None = None
+    db: Database,
+    item: InboxItem,
+    error: str,
+    transient: bool,
+    node: str | None = None,
+    event: NewEvent | None = None,
 ) -> InboxStatus:
-    """Record a failure; transient ones retry with backoff until ``MAX_ATTEMPTS`` (with NODE:
-    only while NODE's claim of it stands)."""
+    """Record a failure (``failure_status``; with NODE: only while NODE's claim of it stands),
+    and EVENT in the same transaction."""
     guard, held = _held_by(node)
     now = time.time()
-    dead = not transient or item.attempts >= MAX_ATTEMPTS
     delay = BACKOFF_SECONDS[min(item.attempts - 1, len(BACKOFF_SECONDS) - 1)]
-    status = InboxStatus.dead if dead else InboxStatus.failed
+    status = failure_status(item, transient)
     with db.transaction() as tx:
         tx.execute(
             "UPDATE inbox SET status = ?, last_error = ?, updated_at = ?, next_attempt_at = ?,"
             f" claimed_by = NULL WHERE delivery_id = ?{guard}",
             (status.value, error[:2000], now, now + delay, item.delivery_id, *held),
         )
+        _record(tx, event)
     return status
 
 
