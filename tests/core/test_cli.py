@@ -36,6 +36,29 @@ def test_version_prints_without_loading_the_app() -> None:
     assert out.stdout.startswith("the-loop ")
 
 
+def test_serve_runs_without_the_cli_parser_and_its_errors_stay_plain(tmp_path: Path) -> None:
+    """``[--config X] [--debug] serve`` skips typer (the daemon keeps less resident); a bad
+    config still ends in ``error: …`` and exit 2; any other form of ``serve`` is typer's."""
+    code = (
+        "import sys; from the_loop.cli.main import run\n"
+        "try:\n    run(sys.argv[1:])\n"
+        "finally:\n    sys.stderr.write(f\"\\nTYPER={'typer' in sys.modules}\\n\")\n"
+    )
+    missing = str(tmp_path / "missing.yaml")
+    for args in (["--config", missing, "serve"], [f"--config={missing}", "--debug", "serve"]):
+        out = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 2, out
+        assert out.stderr.startswith(f"error: config file {missing} does not exist"), out.stderr
+        assert "Traceback" not in out.stderr and out.stderr.endswith("TYPER=False\n"), out.stderr
+    helped = subprocess.run(
+        [sys.executable, "-c", code, "serve", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert helped.returncode == 0 and "Run the daemon in the foreground" in helped.stdout
+    assert helped.stderr.endswith("TYPER=True\n")
+
+
 # --- the CLI people expect (issue 13, item 4) ---------------------------------------------
 
 CLI = str(Path(sys.executable).with_name("the-loop"))

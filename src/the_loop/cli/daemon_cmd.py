@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 import typer
 
-from the_loop.cli import common
+from the_loop.cli import common, serve_cmd
 from the_loop.cli.plain import describe, status_text
 from the_loop.errors import Unavailable
-
-if TYPE_CHECKING:
-    from the_loop.context import Ctx
 
 
 def register(app: typer.Typer) -> None:
@@ -28,34 +24,7 @@ def serve() -> None:
 
     For systemd, containers and `make run`; Ctrl-C or SIGTERM stops it.
     """
-    # lazy: start-up
-    from the_loop.daemon import serve as run_serve
-
-    ctx = common.ctx()
-
-    def banner(url: str) -> None:
-        print(
-            f"the-loop is serving on {url}\n"
-            f"  health:    {url}/healthz (no token needed)\n"
-            f"  api:       {url}/api/v1 ({_token_hint(ctx)})\n"
-            f"  state:     {ctx.state_dir}\n"
-            f"  events:    the-loop events --follow\n"
-            "press Ctrl-C to stop",
-            file=sys.stderr,
-            flush=True,
-        )
-        for warning in ctx.config.warnings():
-            common.print_warning(warning)
-
-    run_serve(ctx, banner=banner)
-
-
-def _token_hint(ctx: Ctx) -> str:
-    """Where a client finds the API token: its environment variable, else the generated file."""
-    token_env = ctx.config.server.token_env
-    if os.environ.get(token_env):
-        return f"Authorization: Bearer ${token_env}"
-    return f"Authorization: Bearer $(cat {ctx.state_dir / 'api-token'})"
+    serve_cmd.serve()
 
 
 def start(

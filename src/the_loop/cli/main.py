@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 
 def run(argv: list[str] | None = None) -> None:
@@ -35,21 +36,55 @@ FAST_WORDS = frozenset({"sessions", "events", "status", "standing"})
 
 def _dispatch(args: list[str]) -> int:
     """Run one command; map every error to ``error: …`` and its exit code."""
-    # lazy: start-up (`--version` answers before the CLI loads)
-    import sqlite3
+    plain_serve = _serve_args(args)
+    if plain_serve is not None:
+        # the daemon without typer (and Rich, which typer loads): ≈10 MB less resident
+        return _guarded(lambda: _serve(*plain_serve))
+    return _guarded(lambda: _typer(args))
 
+
+def _serve_args(args: list[str]) -> tuple[str | None, bool] | None:
+    """(``--config`` value, ``--debug``) when ARGS are ``[--config X] [--debug] serve``."""
+    config: str | None = None
+    debug = False
+    rest = list(args)
+    while rest and rest[0] != "serve":
+        flag = rest.pop(0)
+        if flag in ("--config", "-c") and rest and not rest[0].startswith("-"):
+            config = rest.pop(0)
+        elif flag.startswith("--config="):
+            config = flag.removeprefix("--config=")
+        elif flag == "--debug":
+            debug = True
+        else:
+            return None
+    return (config, debug) if rest == ["serve"] else None
+
+
+def _serve(config: str | None, debug: bool) -> int:
+    # lazy: start-up (what the daemon needs, and nothing of the CLI's parser)
+    from pathlib import Path
+
+    from the_loop.cli import common, serve_cmd
+
+    common.STATE.config_path = Path(config) if config is not None else None
+    common.STATE.debug = debug
+    serve_cmd.serve()
+    return 0
+
+
+def _typer(args: list[str]) -> int:
+    """Run ARGS through the typer app; click's own errors become ``error: …``."""
+    # lazy: start-up (`--version` answers before the CLI loads)
     import typer
     from typer._click import exceptions as click
 
     from the_loop.cli import common
     from the_loop.cli.app import app
-    from the_loop.errors import LoopError, ValidationFailed
 
     try:
         code = app(args=args, prog_name="the-loop", standalone_mode=False)
         return code if isinstance(code, int) else 0
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except click.UsageError as exc:
         common.print_error(usage_message(exc))
         if exc.ctx is not None:
@@ -61,6 +96,20 @@ def _dispatch(args: list[str]) -> int:
     except typer.Abort:
         print("aborted", file=sys.stderr)
         return 130
+
+
+def _guarded(run: Callable[[], int]) -> int:
+    """RUN's exit code; every error it raises as ``error: …`` and an exit code."""
+    # lazy: start-up (`--version` answers before the CLI loads)
+    import sqlite3
+
+    from the_loop.cli import common
+    from the_loop.errors import LoopError, ValidationFailed
+
+    try:
+        return run()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         print("aborted", file=sys.stderr)
         return 130
@@ -82,7 +131,6 @@ def _dispatch(args: list[str]) -> int:
             raise
         common.print_error(f"internal error: {exc!r} (run with --debug for the traceback)")
         return 1
-    return 0
 
 
 def usage_message(exc: Exception) -> str:
