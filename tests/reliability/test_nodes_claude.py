@@ -21,7 +21,7 @@ from tests.helpers import wait_until
 from tests.reliability.conftest import NodeConfig
 from tests.work import Work
 from the_loop import events as ev
-from the_loop.store import Database, outbox, transcripts
+from the_loop.store import Database, attention, outbox, transcripts
 from the_loop.store import sessions as session_store
 
 pytestmark = [
@@ -69,13 +69,10 @@ def _asked(api: FakeAnthropic, token: str) -> Any:
     return found[0] if found else None
 
 
-def _diag(db: Database, cluster: list[Node]) -> str:
-    from the_loop.store import attention
-
+def _diag(db: Database, conversation: str) -> str:
+    """What the hooks reported (for a failing wait)."""
     rows = [(r.agent, r.state, r.signal) for r in attention.rows(db.connect())]
-    tx = db.connect().execute("SELECT * FROM transcripts").fetchall()
-    logs = [n.daemon.log_path.read_text()[-3000:] for n in cluster]
-    return f"{rows} {tx} {cluster[0].work.env.database_url} {logs}"
+    return f"(attention {rows}, kept {transcripts.get(db.connect(), conversation)})"
 
 
 def _events(db: Database, kind: str) -> list[ev.Event]:
@@ -98,7 +95,7 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
         lambda: (data := transcripts.load(db.connect(), conversation)) and b"FAKE-REPLY" in data,
         60,
         interval=0.2,
-        what=f"the first turn in the store {_diag(db, cluster)}",
+        what=f"the first turn in the store {_diag(db, conversation)}",
     )
     assert kept
     victim = next(n for n in cluster if n.name == rec.node)
