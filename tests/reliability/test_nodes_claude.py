@@ -91,13 +91,15 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
     conversation = rec.harness_session_id
     assert conversation
     # the Stop hook kept the finished turn in the store
-    kept = wait_until(
-        lambda: (data := transcripts.load(db.connect(), conversation)) and b"FAKE-REPLY" in data,
-        60,
-        interval=0.2,
-        what=f"the first turn in the store {_diag(db, conversation)}",
-    )
-    assert kept
+    try:
+        wait_until(
+            lambda: b"FAKE-REPLY" in (transcripts.load(db.connect(), conversation) or b""),
+            60,
+            interval=0.2,
+            what="the first turn in the store",
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc} {_diag(db, conversation)}") from None
     victim = next(n for n in cluster if n.name == rec.node)
     live = next(n for n in cluster if n is not victim)
     victim.daemon.stop(signal.SIGKILL)
