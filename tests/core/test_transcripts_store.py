@@ -1,18 +1,20 @@
 """Transcripts in the store: appended chunk by chunk at their byte offsets, a chunk written
-twice kept once, a transcript over its cap dropped with one event, read back whole; on SQLite
-and on PostgreSQL."""
+twice kept once, a transcript over its cap dropped with one event, read back whole, those of
+closed sessions pruned; on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import BACKENDS
 from the_loop import events as ev
-from the_loop.store import Database, open_database
+from the_loop.store import Database, open_database, sessions
 from the_loop.store import transcripts as store
+from the_loop.store.sessions import SessionRecord, SessionStatus
 
 CONV = "2f0c6c5e-7d51-4d7e-9a57-2f2f0e6f4a10"
 AGENT = "s-1"
@@ -92,11 +94,28 @@ def test_not_utf8_is_refused_and_nothing_is_kept(db: Database) -> None:
     assert store.get(db.connect(), CONV) is None
 
 
-def test_forget_agent_drops_its_transcripts_only(db: Database) -> None:
-    assert _append(db, 0, _line(1)) == store.STORED
+def test_the_transcripts_of_closed_sessions_are_pruned(db: Database) -> None:
+    now = time.time()
     with db.transaction() as tx:
-        store.append(tx, "other", "s-2", 0, _line(1), now=1.0)
+        for sid, status in (("s-open", SessionStatus.active), ("s-done", SessionStatus.closed)):
+            sessions.insert(
+                tx,
+                SessionRecord(
+                    id=sid,
+                    work_item=f"github:o/r#{sid}",
+                    harness="claude",
+                    runner="tmux",
+                    cwd="/tmp",
+                    status=status,
+                    created_at=now,
+                    last_event_at=now,
+                ),
+            )
+            store.append(tx, f"conv-{sid}", sid, 0, _line(1), now=now)
+        store.append(tx, "conv-standing", "standing:triage", 0, _line(1), now=now)
     with db.transaction() as tx:
-        assert store.forget_agent(tx, AGENT) == 1
-    assert store.get(db.connect(), CONV) is None and store.load(db.connect(), CONV) is None
-    assert store.load(db.connect(), "other") == _line(1)
+        assert store.prune_closed(tx) == 1
+    assert store.load(db.connect(), "conv-s-done") is None
+    assert store.get(db.connect(), "conv-s-done") is None
+    assert store.load(db.connect(), "conv-s-open") == _line(1)
+    assert store.load(db.connect(), "conv-standing") == _line(1)

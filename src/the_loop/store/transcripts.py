@@ -190,9 +190,13 @@ def load(conn: Connection, conversation: str) -> bytes | None:
     return b"".join(parts) if at == found.bytes else None
 
 
-def forget_agent(tx: Connection, agent: str) -> int:
-    """Drop every transcript kept for AGENT (its session is over); how many."""
-    rows = tx.execute("SELECT conversation FROM transcripts WHERE agent = ?", (agent,)).fetchall()
+def prune_closed(tx: Connection) -> int:
+    """Drop the transcripts of work-item sessions that are closed (nothing resumes them any
+    more); how many. Standing sessions' transcripts are kept."""
+    rows = tx.execute(
+        "SELECT t.conversation FROM transcripts t JOIN sessions s ON s.id = t.agent"
+        " WHERE s.status = 'closed'"
+    ).fetchall()
     for (conversation,) in rows:
         tx.execute("DELETE FROM transcript_chunks WHERE conversation = ?", (conversation,))
         tx.execute("DELETE FROM transcripts WHERE conversation = ?", (conversation,))
