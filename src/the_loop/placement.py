@@ -99,22 +99,31 @@ def report_move(ctx: Ctx, rec: SessionRecord, resumed: bool, detail: str) -> Non
     what did not."""
     if not ctx.db.shared:
         return
-    kinds = ("session.moved", "session.respawned")
-    last = ev.query(ctx.db, ev.EventFilter(types=kinds, work_item=rec.work_item, limit=1))
+    kinds = ("session.moved", "session.respawned", "session.transcript_restored")
+    last = ev.query(ctx.db, ev.EventFilter(types=kinds, work_item=rec.work_item, limit=2))
+    restored = bool(last) and last[-1].type == "session.transcript_restored"
+    if restored:
+        last = last[:-1]
     if not last or last[-1].type != "session.moved" or last[-1].session_id != rec.id:
         return
     old = str(last[-1].payload.get("fromNode") or "another node")
-    text = move_notice(rec.id, old, nodes.node_name(ctx), resumed, detail)
+    text = move_notice(rec.id, old, nodes.node_name(ctx), (resumed, restored), detail)
     writebacks.reply(ctx, WorkItemRef.parse(rec.work_item), text)
 
 
-def move_notice(session_id: str, old: str, new: str, resumed: bool, detail: str) -> str:
-    """The ticket's notice of session SESSION_ID's move from node OLD to node NEW."""
-    if resumed:
+def move_notice(
+    session_id: str, old: str, new: str, resumed: tuple[bool, bool], detail: str
+) -> str:
+    """The ticket's notice of session SESSION_ID's move from node OLD to node NEW; RESUMED:
+    whether its conversation was resumed, and from a transcript the store kept."""
+    if resumed == (True, True):
         conversation = (
-            "Its conversation was resumed from the transcript the-loop keeps (up to the "
-            "agent's last finished turn; a reply it was still writing is lost)."
+            "Its conversation was resumed from the transcript the-loop keeps (as of the "
+            f"agent's last finished turn: a reply it was still writing when `{old}` stopped "
+            "is lost)."
         )
+    elif resumed[0]:
+        conversation = "Its conversation was resumed."
     else:
         why = f" ({detail})" if detail else ""
         conversation = (

@@ -1,6 +1,7 @@
 """A resume puts a kept transcript back where Claude Code reads it: under the config dir the
 harness uses and the slug of the NEW working directory; a file already there is left alone;
-nothing kept (or over its cap) writes nothing. Real store on SQLite and PostgreSQL."""
+nothing kept (or over its cap) writes nothing; the moved session's ticket is told which.
+Real store on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from the_loop.config import HarnessConfig
 from the_loop.context import Ctx, open_ctx
 from the_loop.harness import LaunchSpec, build_adapter
 from the_loop.harness.claude import project_slug
+from the_loop.placement import move_notice
 from the_loop.store import transcripts as store
 from the_loop.transcripts import restore
 
@@ -86,3 +88,15 @@ def test_nothing_kept_or_over_its_cap_writes_nothing(ctx: Ctx, tmp_path: Path) -
     _keep(ctx, b'{"n": 1}\n', cap=3)
     written, expected = _resume(ctx, cwd, tmp_path / "claude")
     assert written is None and not expected.exists()
+
+
+def test_the_move_notice_says_how_the_conversation_came_along_and_what_stayed() -> None:
+    kept = move_notice("s-1", "agents-2", "agents-1", (True, True), "")
+    assert "from node `agents-2`, which stopped answering, to node `agents-1`" in kept
+    assert "resumed from the transcript the-loop keeps" in kept
+    assert "uncommitted edits, untracked files, local commits" in kept
+    own = move_notice("s-1", "agents-2", "agents-1", (True, False), "")
+    assert "Its conversation was resumed." in own and "transcript" not in own
+    fresh = move_notice("s-1", "agents-2", "agents-1", (False, False), "no conversation recorded")
+    assert "could not be resumed (no conversation recorded): the agent starts afresh" in fresh
+    assert "uncommitted edits" in fresh

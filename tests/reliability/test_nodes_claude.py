@@ -127,4 +127,8 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
     notices = [i for i in outbox.list_items(db) if "moved the agent" in i.model_dump_json()]
     assert len(notices) == 1, notices
     body = notices[0].model_dump_json()
-    assert "was resumed" in body and f"`{victim.name}`" in body and "uncommitted" in body
+    assert (
+        "resumed from the transcript the-loop keeps" in body
+        and f"`{victim.name}`" in body
+        and "uncommitted" in body
+    )
