@@ -5,7 +5,8 @@ conversation into the store (``attention_hook.keep_transcript``, ``store.transcr
 session taken over by another node (``placement.take_over``) is respawned there with the
 harness's resume, which reads the transcript from this host's disk: ``restore`` writes the
 stored copy to the file the harness will read (``HarnessAdapter.conversation_file``, under the
-new working directory) when that file is missing, before the harness starts.
+new working directory) when that file is missing, before the harness starts. A headless run
+has no hooks: ``keep`` copies its new lines after it ends.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from the_loop import events as ev
 from the_loop.agent.model import Agent, AgentKind
+from the_loop.attention_hook import new_lines
 from the_loop.context import Ctx
 from the_loop.errors import SpawnFailed
 from the_loop.harness import HarnessAdapter, Launch
@@ -53,6 +56,36 @@ def restore(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> 
         path=str(path),
     )
     return path
+
+
+def keep(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> str | None:
+    """After the headless run LAUNCH of AGENT ended, on a shared database: copy the lines its
+    conversation file gained into the store, as the ``Stop`` hook does for an interactive
+    agent; the store's outcome, None when there was nothing to copy."""
+    path = adapter.conversation_file(launch) if ctx.db.shared else None
+    if path is None or launch.session_id is None:
+        return None
+    found = store.get(ctx.db.connect(), launch.session_id)
+    if found is not None and found.over_cap:
+        return None
+    start = 0 if found is None else found.bytes
+    chunk, size = new_lines(str(path), start, store.MAX_BYTES)
+    if not chunk and size <= store.MAX_BYTES:
+        return None
+    work_item = agent.kind is AgentKind.WORK_ITEM
+    with ctx.db.transaction() as tx, contextlib.suppress(ValueError):  # not UTF-8: not kept
+        return store.append(
+            tx,
+            launch.session_id,
+            agent.key,
+            start,
+            chunk,
+            now=time.time(),
+            seen=size,
+            work_item=agent.label if work_item else None,
+            standing=None if work_item else agent.key.removeprefix("standing:"),
+        )
+    return None
 
 
 def _write_private(path: Path, data: bytes) -> None:

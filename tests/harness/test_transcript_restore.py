@@ -20,7 +20,7 @@ from the_loop.harness import LaunchSpec, build_adapter
 from the_loop.harness.claude import project_slug
 from the_loop.placement import move_notice
 from the_loop.store import transcripts as store
-from the_loop.transcripts import restore
+from the_loop.transcripts import keep, restore
 
 CONV = "5d1e4c7a-3b2f-4e6a-9c8d-7f6e5d4c3b2a"
 
@@ -88,6 +88,28 @@ def test_nothing_kept_or_over_its_cap_writes_nothing(ctx: Ctx, tmp_path: Path) -
     _keep(ctx, b'{"n": 1}\n', cap=3)
     written, expected = _resume(ctx, cwd, tmp_path / "claude")
     assert written is None and not expected.exists()
+
+
+def test_a_headless_run_keeps_its_new_lines_on_a_shared_database(ctx: Ctx, tmp_path: Path) -> None:
+    config_dir, cwd = tmp_path / "claude", tmp_path / "ws"
+    cwd.mkdir()
+    adapter = build_adapter("claude", HarnessConfig(env={"CLAUDE_CONFIG_DIR": str(config_dir)}))
+    launch = adapter.headless(LaunchSpec(cwd=cwd, session_id=CONV, prompt="count the stars"))
+    agent = Agent("s-1", AgentKind.WORK_ITEM, "claude", "process", cwd, label="github:o/r#7")
+    path = config_dir / "projects" / project_slug(cwd) / f"{CONV}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"n": 1}\n{"n": 2}\n')
+    first = keep(ctx, agent, adapter, launch)
+    with path.open("ab") as handle:
+        handle.write(b'{"n": 3}\n{"n"')
+    second = keep(ctx, agent, adapter, launch)
+    if not ctx.db.shared:
+        assert (first, second) == (None, None)  # SQLite: one host, nothing to move
+        assert store.get(ctx.db.connect(), CONV) is None
+        return
+    assert (first, second) == (store.STORED, store.STORED)
+    assert store.load(ctx.db.connect(), CONV) == b'{"n": 1}\n{"n": 2}\n{"n": 3}\n'
+    assert keep(ctx, agent, adapter, launch) is None  # nothing new
 
 
 def test_the_move_notice_says_how_the_conversation_came_along_and_what_stayed() -> None:

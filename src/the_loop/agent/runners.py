@@ -321,6 +321,7 @@ class ProcessAgents:
         finally:
             if spec.prompt_file is not None:
                 spec.prompt_file.unlink(missing_ok=True)
+        transcripts.keep(ctx, agent, adapter, launch)
         ev.emit(
             ctx.db,
             "session.exited",
