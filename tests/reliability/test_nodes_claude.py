@@ -124,6 +124,13 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
     assert live.work.env.root.as_posix() in restored[0].payload["path"]
     assert [e.payload["resumed"] for e in _events(db, "session.respawned")] == [True]
     assert not _events(db, "session.resume_failed")
+    # the new node's hook goes on appending to the same kept transcript
+    wait_until(
+        lambda: AFTER.encode() in (transcripts.load(db.connect(), conversation) or b""),
+        60,
+        interval=0.2,
+        what="the turn after the move in the store",
+    )
     notices = [i for i in outbox.list_items(db) if "moved the agent" in i.model_dump_json()]
     assert len(notices) == 1, notices
     body = notices[0].model_dump_json()
