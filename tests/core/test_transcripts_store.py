@@ -81,6 +81,7 @@ def test_a_transcript_over_its_cap_is_dropped_with_one_event(db: Database) -> No
         "capBytes": 100,
     }
     assert found[0].work_item == "g:o/r#1" and found[0].session_id == AGENT
+    assert found[0].level == "warning"
 
 
 def test_the_file_size_alone_can_put_it_over_the_cap(db: Database) -> None:
