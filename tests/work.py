@@ -45,7 +45,10 @@ class Work:
         }
         tmux = {"resumeProbeSeconds": 0.5, **sections.pop("tmux", {})}
         self.env.write_config(
-            harnesses={"fake": fake_harness(self.agent_dir, **(harness_env or {}))},
+            harnesses={
+                "fake": fake_harness(self.agent_dir, **(harness_env or {})),
+                **sections.pop("harnesses", {}),
+            },
             routing=routing,
             tmux=tmux,
             **sections,

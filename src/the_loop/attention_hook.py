@@ -27,6 +27,7 @@ import time
 from the_loop import hook_json as json
 from the_loop.errors import StateError
 from the_loop.store import attention as store
+from the_loop.store import transcripts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs (no json, re, typing)
@@ -190,13 +191,71 @@ def handle(
         write(store.WAITING, "the agent started and waits for input")
     elif event == "Stop":
         write(store.WAITING, "the turn finished", last_message=_last_message(data))
+        keep_transcript(conn, agent, data, env, where)
     elif event == "SessionEnd":
         write(store.EXITED, "the agent's session ended")
+        keep_transcript(conn, agent, data, env, where)
     elif event == "Notification":
         _notification(data, write)
     elif event == "PermissionRequest":
         return _permission(conn, agent, data, env, write)
     return None
+
+
+def shared(env: Mapping[str, str]) -> bool:
+    """True when the state lives in PostgreSQL (several nodes may share it)."""
+    return (env.get(DB_ENV) or "").startswith(("postgresql://", "postgres://"))
+
+
+def keep_transcript(
+    conn: Connection,
+    agent: str,
+    data: dict[str, Any],
+    env: Mapping[str, str],
+    where: Mapping[str, str | None],
+) -> str | None:
+    """At the end of a turn, copy the lines the conversation's transcript file gained since
+    the last copy into the store (``store.transcripts``), so that another node can resume it.
+    Only on a shared database: with SQLite nothing moves to another host. The outcome, None
+    when there was nothing to copy."""
+    conversation, path = data.get("session_id"), data.get("transcript_path")
+    if not shared(env) or not isinstance(conversation, str) or not isinstance(path, str):
+        return None
+    found = transcripts.get(conn, conversation)
+    if found is not None and found.over_cap:
+        return None
+    start = 0 if found is None else found.bytes
+    chunk, size = new_lines(path, start, transcripts.MAX_BYTES)
+    if not chunk and size <= transcripts.MAX_BYTES:
+        return None
+    return transcripts.save(
+        conn,
+        conversation,
+        agent,
+        start,
+        chunk,
+        now=time.time(),
+        seen=size,
+        work_item=where.get("work_item"),
+        standing=where.get("standing"),
+    )
+
+
+def new_lines(path: str, start: int, cap: int) -> tuple[bytes, int]:
+    """The whole lines file PATH holds from byte START on, and the file's size (b"" when it
+    has none, or is shorter than START: not the file that was stored; b"" too when it is
+    larger than CAP, which is then not read)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size <= start or size > cap:
+                return b"", size
+            handle.seek(start)
+            data = handle.read(size - start)
+    except OSError:
+        return b"", 0
+    cut = data.rfind(b"\n")
+    return (data[: cut + 1] if cut >= 0 else b""), size
 
 
 def _write(

@@ -16,6 +16,7 @@ from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, 
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
 from the_loop.store import sessions as session_store
+from the_loop.store import transcripts as transcript_store
 from the_loop.store import usage as usage_store
 from the_loop.store.integrity import quick_check
 from the_loop.store.sessions import SessionStatus
@@ -29,14 +30,16 @@ RELOAD_POLL_SECONDS = 1.0
 
 
 async def prune_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """Prune events older than ``events.retentionDays`` at start and every hour."""
-    await periodic(
-        ctx,
-        stop,
-        "prune-events",
-        lambda: ev.prune(ctx.db, ctx.config.events.retention_days),
-        lambda: PRUNE_EVERY_SECONDS,
-    )
+    """Prune events older than ``events.retentionDays``, and the transcripts of closed
+    sessions, at start and every hour."""
+    await periodic(ctx, stop, "prune-events", lambda: prune(ctx), lambda: PRUNE_EVERY_SECONDS)
+
+
+def prune(ctx: Ctx) -> int:
+    """One pruning pass (events, closed sessions' transcripts); how many rows went."""
+    gone = ev.prune(ctx.db, ctx.config.events.retention_days)
+    with ctx.db.transaction() as tx:
+        return gone + transcript_store.prune_closed(tx)
 
 
 CHECKPOINT_SECONDS = 0.25

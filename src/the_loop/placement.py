@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterable
 
 from the_loop import events as ev
-from the_loop import nodes, workspace
+from the_loop import nodes, workspace, writebacks
 from the_loop.context import Ctx
 from the_loop.errors import Conflict
 from the_loop.refs import WorkItemRef
@@ -90,6 +90,54 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
         fromNode=rec.node,
         toNode=me,
         inFlight=in_flight,
+    )
+
+
+def report_move(ctx: Ctx, rec: SessionRecord, resumed: bool, detail: str) -> None:
+    """After REC's agent was respawned (RESUMED, else fresh because of DETAIL): when this is
+    its first respawn since it moved here from a dead node, say on its ticket what moved and
+    what did not."""
+    if not ctx.db.shared:
+        return
+    kinds = ("session.moved", "session.respawned", "session.transcript_restored")
+    last = ev.query(ctx.db, ev.EventFilter(types=kinds, work_item=rec.work_item, limit=2))
+    restored = bool(last) and last[-1].type == "session.transcript_restored"
+    if restored:
+        last = last[:-1]
+    if not last or last[-1].type != "session.moved" or last[-1].session_id != rec.id:
+        return
+    old = str(last[-1].payload.get("fromNode") or "another node")
+    text = move_notice(rec.id, old, nodes.node_name(ctx), (resumed, restored), detail)
+    writebacks.reply(ctx, WorkItemRef.parse(rec.work_item), text)
+
+
+def move_notice(
+    session_id: str, old: str, new: str, resumed: tuple[bool, bool], detail: str
+) -> str:
+    """The ticket's notice of session SESSION_ID's move from node OLD to node NEW; RESUMED:
+    whether its conversation was resumed, and from a transcript the store kept."""
+    if resumed == (True, True):
+        conversation = (
+            "Its conversation was resumed from the transcript the-loop keeps (as of the "
+            f"agent's last finished turn: a reply it was still writing when `{old}` stopped "
+            "is lost)."
+        )
+    elif resumed[0]:
+        conversation = "Its conversation was resumed."
+    else:
+        why = f" ({detail})" if detail else ""
+        conversation = (
+            f"Its earlier conversation could not be resumed{why}: the agent starts afresh, "
+            "told which item it works on, with the latest message."
+        )
+    return "\n\n".join(
+        [
+            f"the-loop moved the agent of this item (session `{session_id}`) from node "
+            f"`{old}`, which stopped answering, to node `{new}`. {conversation}",
+            f"Not moved: the worktree on `{old}`. Changes that were not pushed from there "
+            "(uncommitted edits, untracked files, local commits) are not in the agent's new "
+            f"worktree on `{new}`.",
+        ]
     )
 
 

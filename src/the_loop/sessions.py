@@ -457,8 +457,10 @@ def _respawn(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None
             work_item=rec.work_item,
             session_id=rec.id,
             harnessSessionId=outcome.previous,
+            reason=outcome.detail,
         )
     rec.harness_session_id = agent.conversation_id
+    placement.report_move(ctx, rec, outcome.resumed, outcome.detail)
     _respawned(ctx, rec, event, resumed=outcome.resumed)
 
 

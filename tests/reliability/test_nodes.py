@@ -5,112 +5,29 @@ within ``node.deadAfterSeconds``, its items move, and nothing is lost or deliver
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
 import signal
-import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.conftest import new_env
-from tests.daemon import SECRET, Daemon
-from tests.fakes import fake_agent
-from tests.fakes import payloads as P
+from tests.cluster import DEAD_AFTER, Node
+from tests.cluster import cluster_db as _db
 from tests.helpers import wait_until
-from tests.work import Work
 from the_loop import events as ev
-from the_loop.github.signature import sign
-from the_loop.store import Database, inbox, open_database
+from the_loop.store import Database, inbox
 from the_loop.store import sessions as session_store
 from the_loop.store.sessions import SessionStatus
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
 
-DEAD_AFTER = 5.0
-TOKEN = re.compile(r"tok-(\d+)-(\d+)-end")
-
 
 @pytest.fixture
 def state_backend() -> str:
     return "postgresql"
-
-
-@dataclass
-class Node:
-    name: str
-    work: Work
-    daemon: Daemon
-
-    def post(self, item: int, seq: int) -> int:
-        """Send comment SEQ on issue ITEM to this node (a new connection, as GitHub does);
-        the HTTP status, or 0 when the node did not answer."""
-        text = f"the-loop start tok-{item}-{seq}-end" if seq == 0 else f"note tok-{item}-{seq}-end"
-        body = json.dumps(P.issue_comment_event(text, number=item)).encode()
-        headers = {
-            "X-GitHub-Event": "issue_comment",
-            "X-GitHub-Delivery": f"d-{item}-{seq}",
-            "X-Hub-Signature-256": sign(SECRET.encode(), body),
-            "Content-Type": "application/json",
-        }
-        try:
-            url = f"{self.daemon.url}/webhooks/github"
-            return httpx.post(url, content=body, headers=headers, timeout=5).status_code
-        except httpx.HTTPError:
-            return 0
-
-    def seen(self) -> Counter[str]:
-        """Each token as often as this node's fake agents received it."""
-        counts: Counter[str] = Counter()
-        for path in self.work.agent_dir.glob("*.jsonl"):
-            for record in fake_agent.read_prompts(self.work.agent_dir, path.stem):
-                for m in TOKEN.finditer(record.text):
-                    counts[f"{m.group(1)}-{m.group(2)}"] += 1
-        return counts
-
-
-@pytest.fixture
-def cluster(work: Work, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[list[Node]]:
-    """Nodes ``node-a`` and ``node-b`` (with the slots the test's indirect parameter gives,
-    20 each by default)."""
-    slots = getattr(request, "param", (20, 20))
-    other = new_env(tmp_path / "node-b", work.env.database_url)
-    (other.root / "agents").mkdir()
-    works = [work, Work(other, other.root / "agents", cli=None)]
-    found = []
-    for name, w, n in zip(("node-a", "node-b"), works, slots, strict=True):
-        w.configure(
-            github={"enabled": True},
-            routing={"maxConcurrentSessions": n},
-            node={"name": name, "deadAfterSeconds": DEAD_AFTER},
-        )
-        found.append(Node(name, w, Daemon(w)))
-    for node in found:
-        node.daemon.start()
-    try:
-        yield found
-    finally:
-        for node in found:
-            if node.daemon.proc is not None and node.daemon.proc.poll() is None:
-                node.daemon.proc.send_signal(signal.SIGCONT)
-            try:
-                node.daemon.stop()
-            except subprocess.TimeoutExpired:
-                node.daemon.stop(signal.SIGKILL)
-        subprocess.run(["tmux", "-L", other.socket, "kill-server"], capture_output=True)
-
-
-def _db(cluster: list[Node]) -> Database:
-    url = cluster[0].work.env.database_url
-    return open_database(cluster[0].work.env.root / "reader", url)
 
 
 def _events(db: Database, *types: str) -> list[Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
-from the_loop import nodes
+from the_loop import nodes, transcripts
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.attention_spawn import spawn_env
 from the_loop.errors import NotRunning, Refused, Unavailable
@@ -136,6 +136,8 @@ class TmuxAgents:
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
         launch = with_located_binary(launch)
         adapter.prepare(launch)
+        if resume:
+            transcripts.restore(ctx, agent, adapter, launch)
         tmux = ctx.runners.tmux
         target = agent.tmux_target
         env = {**launch.env, **spawn_env(ctx, agent, adapter.adapter_name)}
@@ -305,6 +307,8 @@ class ProcessAgents:
         spec = _spec(ctx, adapter, agent, session_id, prompt)
         launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
         launch = with_located_binary(launch)
+        if resume:
+            transcripts.restore(ctx, agent, adapter, launch)
         try:
             result = ctx.runners.process.run(
                 agent.key,
@@ -317,6 +321,7 @@ class ProcessAgents:
         finally:
             if spec.prompt_file is not None:
                 spec.prompt_file.unlink(missing_ok=True)
+        transcripts.keep(ctx, agent, adapter, launch)
         ev.emit(
             ctx.db,
             "session.exited",

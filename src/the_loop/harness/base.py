@@ -207,6 +207,11 @@ class HarnessAdapter:
     def prepare(self, launch: Launch) -> None:
         """Prepare the harness's own settings before LAUNCH is spawned (default: nothing)."""
 
+    def conversation_file(self, launch: Launch) -> Path | None:
+        """The file a resume LAUNCH reads its conversation from on this host, when the harness
+        keeps it in one file the-loop can put back (default: None, it does not)."""
+        return None
+
     def session_id_from_output(self, output: str) -> str | None:
         """The harness-assigned conversation id found in headless OUTPUT, if any."""
         return None

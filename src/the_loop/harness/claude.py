@@ -11,7 +11,10 @@ the harness will use (see ``claude_prep``).
 
 from __future__ import annotations
 
+import os
+import re
 import uuid
+from pathlib import Path
 
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
@@ -25,7 +28,7 @@ from the_loop.harness.base import (
     register_adapter,
 )
 from the_loop.harness.claude_hooks import settings_argv
-from the_loop.harness.claude_prep import prepare_claude_config
+from the_loop.harness.claude_prep import claude_config_dir, prepare_claude_config
 
 # The input box: a horizontal rule (U+2500) directly followed by the prompt line that starts
 # with U+276F and a (non-breaking) space. Dialogs use that sign as their cursor too, but
@@ -78,9 +81,24 @@ class ClaudeAdapter(HarnessAdapter):
         if launch.kind.is_interactive:
             prepare_claude_config(launch.cwd, launch.env, options_before_separator(launch.argv))
 
+    def conversation_file(self, launch: Launch) -> Path | None:
+        """``<config dir>/projects/<slug of the cwd>/<id>.jsonl``, the transcript the CLI
+        resumes from (the config dir as ``prepare`` finds it)."""
+        if launch.session_id is None:
+            return None
+        projects = claude_config_dir(launch.env) / "projects"
+        return projects / project_slug(launch.cwd) / f"{launch.session_id}.jsonl"
+
     def session_id_from_output(self, output: str) -> str | None:
         """The ``session_id`` of the first stream-json event that carries one."""
         return first_json_field(output, "session_id")
+
+
+def project_slug(cwd: Path) -> str:
+    """The directory name Claude Code keeps a working directory's transcripts under: the
+    absolute path with every character other than an ASCII letter or digit turned into ``-``
+    (seen with 2.1.x: ``/w/github_octo.repo#15`` -> ``-w-github-octo-repo-15``)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", os.path.abspath(cwd))
 
 
 def _uuid(value: str) -> str:

@@ -366,6 +366,10 @@ def _append(
     )
 
 
+append_event = _append
+"""Write one event row in TX (for the hook's other writers, which load no event catalogue)."""
+
+
 def answer(tx: Connection, prompt_id: str, decision: str, actor: str, via: str, now: float) -> bool:
     """Record DECISION (allow or deny) for PROMPT_ID if it is still pending; the first answer
     wins (False when it was answered or closed before)."""

@@ -380,3 +380,26 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0020_transcripts",
+        """
+        CREATE TABLE transcripts (
+            conversation TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            bytes INTEGER NOT NULL DEFAULT 0,
+            over_cap INTEGER NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX transcripts_agent ON transcripts (agent);
+        CREATE TABLE transcript_chunks (
+            conversation TEXT NOT NULL,
+            start INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (conversation, start)
+        )
+        """,
+    ),
+]

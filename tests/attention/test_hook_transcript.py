@@ -1,0 +1,83 @@
+"""The ``Stop`` hook keeps the conversation's transcript in the store on a shared database:
+each turn copies only the whole lines the file gained, a repeated hook adds nothing; with
+SQLite (nothing moves to another host) nothing is copied. Real hook processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.attention.test_hook import hook_env
+from tests.conftest import BACKENDS, Env
+from the_loop.harness.claude_hooks import hook_argv
+from the_loop.store import open_database
+from the_loop.store import transcripts as store
+
+CONV = "0b3a9a3c-5f0e-4a57-8c43-1d6f3c2e9b71"
+
+
+@pytest.fixture(params=BACKENDS)
+def state_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _line(role: str, text: str) -> str:
+    return json.dumps({"type": role, "message": {"role": role, "content": text}}) + "\n"
+
+
+def _stop(env: dict[str, str], path: Path, event: str = "Stop") -> None:
+    """Run the hook exactly as Claude Code's settings name it (``hook_argv``: no ``site``)."""
+    data = {"hook_event_name": event, "session_id": CONV, "transcript_path": str(path)}
+    done = subprocess.run(
+        hook_argv(), input=json.dumps(data), text=True, env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+
+
+def _kept(env: Env) -> tuple[store.Stored | None, bytes | None]:
+    db = open_database(env.state_dir, env.database_url)
+    try:
+        return store.get(db.connect(), CONV), store.load(db.connect(), CONV)
+    finally:
+        db.close()
+
+
+def test_each_turn_copies_only_the_new_whole_lines(loop_env: Env, tmp_path: Path) -> None:
+    open_database(loop_env.state_dir, loop_env.database_url).close()
+    env = hook_env(loop_env)
+    path = tmp_path / f"{CONV}.jsonl"
+    turn1 = _line("user", "count the stars") + _line("assistant", "42")
+    path.write_text(turn1, encoding="utf-8")
+    _stop(env, path)
+    found, data = _kept(loop_env)
+    if loop_env.database_url is None:
+        assert found is None and data is None  # SQLite: one host, nothing to move
+        return
+    assert found is not None and found.bytes == len(turn1.encode()) and data == turn1.encode()
+    _stop(env, path)  # the same turn again: nothing new
+    turn2 = _line("user", "and the moons") + _line("assistant", "many")
+    partial = '{"type": "assistant", "mess'
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(turn2 + partial)  # a line still being written is left for the next turn
+    _stop(env, path, "SessionEnd")
+    found, data = _kept(loop_env)
+    assert data == (turn1 + turn2).encode()
+    assert found is not None and found.bytes == len((turn1 + turn2).encode())
+    assert found.agent == env["THE_LOOP_AGENT"]
+
+
+def test_a_missing_or_shrunk_file_changes_nothing(loop_env: Env, tmp_path: Path) -> None:
+    open_database(loop_env.state_dir, loop_env.database_url).close()
+    env = hook_env(loop_env)
+    path = tmp_path / f"{CONV}.jsonl"
+    _stop(env, path)  # no file yet
+    assert _kept(loop_env) == (None, None)
+    path.write_text(_line("user", "a") + _line("assistant", "b"), encoding="utf-8")
+    _stop(env, path)
+    before = _kept(loop_env)
+    path.write_text(_line("user", "a"), encoding="utf-8")  # not the file that was stored
+    _stop(env, path)
+    assert _kept(loop_env)[1] == before[1]
