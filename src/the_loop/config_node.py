@@ -20,6 +20,13 @@ def default_node_name() -> str:
     return raw or "node"
 
 
+def node_name_field(value: str | None) -> str | None:
+    """A field validator: VALUE, a node name or None."""
+    if value is not None and not NODE_NAME_RE.match(value):
+        raise ValueError(f"invalid node name {value!r}: {NODE_GRAMMAR}")
+    return value
+
+
 class NodeConfig(BaseModel):
     """This daemon as a node of a cluster (several daemons on one PostgreSQL database)."""
 
@@ -47,12 +54,7 @@ class NodeConfig(BaseModel):
         ),
     )
 
-    @field_validator("name")
-    @classmethod
-    def _safe(cls, value: str | None) -> str | None:
-        if value is not None and not NODE_NAME_RE.match(value):
-            raise ValueError(f"invalid node name {value!r}: {NODE_GRAMMAR}")
-        return value
+    _safe = field_validator("name")(node_name_field)
 
     @property
     def resolved_name(self) -> str:

@@ -5,112 +5,28 @@ within ``node.deadAfterSeconds``, its items move, and nothing is lost or deliver
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
 import signal
-import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.conftest import new_env
-from tests.daemon import SECRET, Daemon
-from tests.fakes import fake_agent
-from tests.fakes import payloads as P
+from tests.cluster import DEAD_AFTER, Node, cluster_db
 from tests.helpers import wait_until
-from tests.work import Work
 from the_loop import events as ev
-from the_loop.github.signature import sign
-from the_loop.store import Database, inbox, open_database
+from the_loop.store import Database, inbox
 from the_loop.store import sessions as session_store
 from the_loop.store.sessions import SessionStatus
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
 
-DEAD_AFTER = 5.0
-TOKEN = re.compile(r"tok-(\d+)-(\d+)-end")
-
 
 @pytest.fixture
 def state_backend() -> str:
     return "postgresql"
-
-
-@dataclass
-class Node:
-    name: str
-    work: Work
-    daemon: Daemon
-
-    def post(self, item: int, seq: int) -> int:
-        """Send comment SEQ on issue ITEM to this node (a new connection, as GitHub does);
-        the HTTP status, or 0 when the node did not answer."""
-        text = f"the-loop start tok-{item}-{seq}-end" if seq == 0 else f"note tok-{item}-{seq}-end"
-        body = json.dumps(P.issue_comment_event(text, number=item)).encode()
-        headers = {
-            "X-GitHub-Event": "issue_comment",
-            "X-GitHub-Delivery": f"d-{item}-{seq}",
-            "X-Hub-Signature-256": sign(SECRET.encode(), body),
-            "Content-Type": "application/json",
-        }
-        try:
-            url = f"{self.daemon.url}/webhooks/github"
-            return httpx.post(url, content=body, headers=headers, timeout=5).status_code
-        except httpx.HTTPError:
-            return 0
-
-    def seen(self) -> Counter[str]:
-        """Each token as often as this node's fake agents received it."""
-        counts: Counter[str] = Counter()
-        for path in self.work.agent_dir.glob("*.jsonl"):
-            for record in fake_agent.read_prompts(self.work.agent_dir, path.stem):
-                for m in TOKEN.finditer(record.text):
-                    counts[f"{m.group(1)}-{m.group(2)}"] += 1
-        return counts
-
-
-@pytest.fixture
-def cluster(work: Work, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[list[Node]]:
-    """Nodes ``node-a`` and ``node-b`` (with the slots the test's indirect parameter gives,
-    20 each by default)."""
-    slots = getattr(request, "param", (20, 20))
-    other = new_env(tmp_path / "node-b", work.env.database_url)
-    (other.root / "agents").mkdir()
-    works = [work, Work(other, other.root / "agents", cli=None)]
-    found = []
-    for name, w, n in zip(("node-a", "node-b"), works, slots, strict=True):
-        w.configure(
-            github={"enabled": True},
-            routing={"maxConcurrentSessions": n},
-            node={"name": name, "deadAfterSeconds": DEAD_AFTER},
-        )
-        found.append(Node(name, w, Daemon(w)))
-    for node in found:
-        node.daemon.start()
-    try:
-        yield found
-    finally:
-        for node in found:
-            if node.daemon.proc is not None and node.daemon.proc.poll() is None:
-                node.daemon.proc.send_signal(signal.SIGCONT)
-            try:
-                node.daemon.stop()
-            except subprocess.TimeoutExpired:
-                node.daemon.stop(signal.SIGKILL)
-        subprocess.run(["tmux", "-L", other.socket, "kill-server"], capture_output=True)
-
-
-def _db(cluster: list[Node]) -> Database:
-    url = cluster[0].work.env.database_url
-    return open_database(cluster[0].work.env.root / "reader", url)
 
 
 def _events(db: Database, *types: str) -> list[Any]:
@@ -178,7 +94,7 @@ def test_webhooks_to_both_nodes_one_session_per_item_each_delivery_once(
             node = cluster[(item + seq) % 2]
             assert node.post(item, seq) == 202
             sent.append(f"{item}-{seq}")
-    db = _db(cluster)
+    db = cluster_db(cluster)
     wait_until(lambda: _drained(db), timeout=120, interval=0.2, what="the inbox to drain")
     wait_until(lambda: set(sent) <= set(_seen(cluster)), timeout=60, interval=0.2)
     seen = _seen(cluster)
@@ -223,7 +139,7 @@ def _check_views(cluster: list[Node], db: Database) -> None:
 def test_new_sessions_start_on_a_node_with_free_slots(cluster: list[Node]) -> None:
     for item in range(1, 5):  # all to node-a, which has one slot
         assert cluster[0].post(item, 0) == 202
-    db = _db(cluster)
+    db = cluster_db(cluster)
     _wait_drained(db, cluster=cluster)
     records = session_store.list_sessions(db.connect())
     started = Counter(r.node for r in records if r.status is SessionStatus.active)
@@ -276,7 +192,7 @@ def _run_burst(
 def _start_items(cluster: list[Node], items: range) -> None:
     for item in items:
         assert cluster[item % 2].post(item, 0) == 202
-    db = _db(cluster)
+    db = cluster_db(cluster)
     wait_until(
         lambda: (
             len([r for r in session_store.list_sessions(db.connect()) if r.started_at is not None])
@@ -302,7 +218,7 @@ def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
 ) -> None:
     items, per_item = range(1, 7), 6
     _start_items(cluster, items)
-    db = _db(cluster)
+    db = cluster_db(cluster)
     victim = cluster[1]
     killed_at: list[float] = []
 
@@ -340,7 +256,7 @@ def test_a_paused_node_declared_dead_delivers_nothing_twice_when_it_wakes(
 ) -> None:
     items, per_item = range(1, 7), 6
     _start_items(cluster, items)
-    db = _db(cluster)
+    db = cluster_db(cluster)
     victim = cluster[1]
 
     def pause(node: Node) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -13,7 +13,7 @@ from the_loop.cli import common
 from the_loop.errors import BadInput
 
 if TYPE_CHECKING:
-    from the_loop.standing import StartOutcome, StopOutcome
+    from the_loop.standing import StandingView, StartOutcome, StopOutcome
 
 app = typer.Typer(
     help="Standing sessions: named agents that own no ticket.\n\n"
@@ -41,7 +41,22 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
         )
         return
     att = {v.name: v.attention.state if v.attention else "-" for v in views}
-    common.print_table(
+    shared = common.ctx().db.shared
+    headers, rows = _list_rows(views, att)
+    if shared:  # several nodes: which one runs each
+        headers.append("NODE")
+        for row, v in zip(rows, views, strict=True):
+            row.append(v.node or "-")
+    common.print_table(headers, rows)
+    for v in views:
+        for line in [*v.problems, *([v.note] if v.note else [])]:
+            print(f"note: {v.name}: {line}")
+
+
+def _list_rows(
+    views: Sequence[StandingView], att: dict[str, str]
+) -> tuple[list[str], list[list[Any]]]:
+    return (
         [
             "NAME",
             "SOURCE",
@@ -56,7 +71,7 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
             "LAST MESSAGE",
         ],
         [
-            (
+            [
                 v.name,
                 v.source.value,
                 common.status_word(v.status.value) + (" (!)" if v.problems or v.note else ""),
@@ -68,13 +83,10 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
                 f"{v.usage.cost_usd:.4f}" if v.usage else "-",
                 common.ago(v.started_at),
                 common.ago(v.last_message_at),
-            )
+            ]
             for v in views
         ],
     )
-    for v in views:
-        for line in [*v.problems, *([v.note] if v.note else [])]:
-            print(f"note: {v.name}: {line}")
 
 
 @app.command("create")

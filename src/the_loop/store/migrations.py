@@ -380,3 +380,12 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0021_standing_node",
+        """
+        ALTER TABLE standing ADD COLUMN node TEXT
+        """,
+    ),
+]
