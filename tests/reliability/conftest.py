@@ -25,11 +25,19 @@ def cluster_config() -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture
+def cluster_env() -> dict[str, dict[str, str]]:
+    """Environment variables each node's daemon gets (by node name); a test module overrides
+    this fixture to give them some."""
+    return {}
+
+
+@pytest.fixture
 def cluster(
     work: Work,
     tmp_path: Path,
     request: pytest.FixtureRequest,
     cluster_config: dict[str, dict[str, Any]],
+    cluster_env: dict[str, dict[str, str]],
 ) -> Iterator[list[Node]]:
     """Nodes ``node-a`` and ``node-b`` (with the slots the test's indirect parameter gives,
     20 each by default, and the sections ``cluster_config`` gives each)."""
@@ -48,7 +56,7 @@ def cluster(
         )
         found.append(Node(name, w, Daemon(w)))
     for node in found:
-        node.daemon.start()
+        node.daemon.start(**cluster_env.get(node.name, {}))
     try:
         yield found
     finally:

@@ -385,7 +385,8 @@ MIGRATIONS += [
     (
         "0021_standing_node",
         """
-        ALTER TABLE standing ADD COLUMN node TEXT
+        ALTER TABLE standing ADD COLUMN node TEXT;
+        ALTER TABLE nodes ADD COLUMN cluster INTEGER NOT NULL DEFAULT 0
         """,
     ),
 ]
