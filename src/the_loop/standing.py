@@ -194,15 +194,16 @@ def start(ctx: Ctx, name: str | None = None) -> list[StartOutcome]:
 
     With a NAME every refusal is raised: ``BadInput``/``ValidationFailed``, ``NotFound``,
     ``Refused`` (a live tmux session the-loop did not start), ``Unavailable`` (tmux not
-    answering: nothing spawned), ``SpawnFailed``. Without one, each failure becomes an outcome
-    ``failed`` carrying the message.
+    answering: nothing spawned), ``SpawnFailed``. Without one (this node's and unpinned ones on
+    a shared database), each failure becomes an outcome ``failed`` carrying the message.
     """
     if name is not None:
         with _locked(ctx, name):
             defn = definition(ctx, name).require_valid()
             pinning.require_here(ctx, name, pinning.command("start", name), take_over=True)
             return [_start_locked(ctx, defn)]
-    return [_start_captured(ctx, each) for each in _all_names(ctx)]
+    names = [each for each in _all_names(ctx) if pinning.startable_here(ctx, each)]
+    return [_start_captured(ctx, each) for each in names]
 
 
 def _start_captured(ctx: Ctx, name: str) -> StartOutcome:
@@ -382,14 +383,17 @@ def stop(ctx: Ctx, name: str | None = None) -> list[StopOutcome]:
     Works from the records, so it works while a declaration is unusable. With a NAME: a
     declared name never started is ``already-stopped``; ``NotFound`` for an unknown name,
     ``Refused`` for a live pane the-loop did not start, ``Unavailable`` when stopping failed
-    (``standing.stop_failed``). Without one, failures become outcomes ``failed``.
+    (``standing.stop_failed``). Without one (this node's on a shared database), failures
+    become outcomes ``failed``.
     """
     if name is not None:
         validate_standing_name(name)
         with _locked(ctx, name):
             pinning.require_here(ctx, name, pinning.command("stop", name))
             return [_stop_locked(ctx, name)]
-    return [_stop_captured(ctx, rec.name) for rec in store.list_records(ctx.db.connect())]
+    records = store.list_records(ctx.db.connect())
+    mine = [rec.name for rec in records if pinning.elsewhere(ctx, rec.name, rec) is None]
+    return [_stop_captured(ctx, each) for each in mine]
 
 
 def _stop_captured(ctx: Ctx, name: str) -> StopOutcome:

@@ -98,10 +98,18 @@ def test_a_standing_session_runs_only_on_its_node(cluster: list[Node]) -> None:
     assert _listed(b)["free"]["node"] == "node-a"
     assert not _has(b, "free")
 
+    # without a name, a node stops (and starts) only its own
+    every = b.work.env.run("standing", "stop")
+    assert every.exit_code == 0, every.stdout + every.stderr
+    assert "pinned" in every.stdout and "free" not in every.stdout + every.stderr
+    assert not _has(b, "pinned") and _has(a, "free") and _has(a, "local")
+    every = a.work.env.run("standing", "start")
+    assert every.exit_code == 0, every.stdout + every.stderr
+    assert "pinned" not in every.stdout + every.stderr and not _has(a, "pinned")
     # the owner does it
     stopped = b.work.env.run("standing", "stop", "pinned")
     assert stopped.exit_code == 0, stopped.stderr
-    assert not _has(b, "pinned")
+    assert "already-stopped" in stopped.stdout or "stopped" in stopped.stdout
     # stopped, it stays pinned by the config: node-a still may not start it
     _refused(a, "node-b", "standing", "start", "pinned")
 
