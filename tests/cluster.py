@@ -1,5 +1,7 @@
-"""Two real daemons ("nodes") on one database, as the cluster tests run them: ``Node`` (post a
-signed comment to it, what its fake agents received) and the database they share."""
+"""The two-node cluster the node tests share: two real daemons ("nodes": two state dirs, tmux
+sockets and ports) on one real PostgreSQL. The fixtures ``cluster`` and ``cluster_config`` are in
+``tests/reliability/conftest.py``; a test module using them sets ``state_backend`` to
+``postgresql``."""
 
 from __future__ import annotations
 

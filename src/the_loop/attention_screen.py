@@ -112,7 +112,7 @@ def watched(ctx: Ctx) -> list[Watched]:
             if rec.runner == "tmux" and rec.tmux_target and rec.started_at is not None:
                 found.append(Watched(rec.id, rec.harness, rec.tmux_target, rec.work_item))
     for srec in standing_store.list_records(conn):
-        if srec.status.value == "running":
+        if srec.status.value == "running" and not nodes.elsewhere(here, srec.node):
             harness = srec.harness or _declared_harness(ctx, srec.name)
             found.append(Watched(f"standing:{srec.name}", harness, standing_target(srec.name)))
     settings = ctx.config.attention

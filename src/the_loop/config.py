@@ -36,7 +36,7 @@ from the_loop.config_errors import (
     validation_problems,
     yaml_problem,
 )
-from the_loop.config_node import NodeConfig
+from the_loop.config_node import NodeConfig, node_name_field
 from the_loop.config_slack import SlackConfig, StandingSlackConfig
 from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
 from the_loop.errors import ConfigInvalid
@@ -301,7 +301,16 @@ class StandingSessionConfig(Model):
     prompt: str | None = None
     prompt_file: Path | None = None
     auto_start: bool = True
+    node: str | None = Field(
+        None,
+        description=(
+            "On a shared database (PostgreSQL), the node that runs it (unset: the first node "
+            "that starts it). Only that node starts, resumes and stops its agent."
+        ),
+    )
     slack: StandingSlackConfig = Field(default_factory=StandingSlackConfig)
+
+    _node = field_validator("node")(node_name_field)
 
     @field_validator("name")
     @classmethod

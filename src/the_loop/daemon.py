@@ -102,7 +102,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         started_at=time.time(),
         config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
     )
-    nodes.register(ctx, url)
+    nodes.register(ctx, ctx.config.node.url or url)  # what other nodes reach
     app = create_app(ctx, daemon=info, background=run_background)
     server = uvicorn.Server(
         uvicorn.Config(

@@ -109,6 +109,21 @@ class Unavailable(LoopError):
     code = "unavailable"
 
 
+class PeerFailed(LoopError):
+    """Another node did not give a usable answer to a node-to-node request (HTTP 502)."""
+
+    status = 502
+    exit_code = 1
+    code = "node_failed"
+
+
+class PeerTimeout(PeerFailed):
+    """Another node did not answer a node-to-node request in time (HTTP 504)."""
+
+    status = 504
+    code = "node_timeout"
+
+
 class StateError(LoopError):
     """The state directory or database cannot be used (unwritable, corrupt, locked)."""
 

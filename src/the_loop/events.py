@@ -211,6 +211,7 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("standing.suspended", _I, "An idle standing session's harness was stopped.", Reason),
         _spec("standing.woken", _I, "A held standing session is lifted to be resumed."),
         _spec("standing.extended", _I, "A standing session's budget was extended."),
+        _spec("standing.moved", _I, "A standing session of a dead node was taken over here."),
         _spec("slack.received", _D, "A Slack event was received."),
         _spec("slack.posted", _I, "The-loop posted to Slack."),
         _spec("slack.dropped", _I, "A Slack message was dropped.", Reason),

@@ -23,7 +23,7 @@ from typing import Any
 
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.errors import Unavailable
+from the_loop.errors import BadInput, Unavailable
 from the_loop.store import Database
 from the_loop.store import nodes as store
 from the_loop.store.events import NewEvent
@@ -31,6 +31,7 @@ from the_loop.store.events import insert as insert_event
 from the_loop.store.nodes import Declared, NodeRecord
 
 SOURCE = "nodes"
+MIN_CLUSTER_TOKEN = 32
 
 
 @dataclass
@@ -92,11 +93,27 @@ def register(ctx: Ctx, url: str) -> None:
         capacity=ctx.config.routing.max_concurrent_sessions,
         started_at=now,
         heartbeat_at=now,
+        cluster=cluster_token(ctx) is not None,
     )
     with ctx.db.transaction() as tx:
         store.register(tx, rec)
         store.adopt_sessions(tx, rec.name, only_unowned=ctx.db.shared)
     state_for(ctx.db).beat_at = began
+
+
+def cluster_token(ctx: Ctx) -> str | None:
+    """The cluster token (``node.clusterTokenEnv``), None when unset or empty; ``BadInput``
+    when it is shorter than ``MIN_CLUSTER_TOKEN`` characters. Never logged or echoed."""
+    env = (ctx.started_with or ctx.loaded).config.node.cluster_token_env
+    token = os.environ.get(env) if env else None
+    if not token:
+        return None
+    if len(token) < MIN_CLUSTER_TOKEN:
+        raise BadInput(
+            f"${env} (node.clusterTokenEnv) is {len(token)} characters; the cluster token "
+            f"must be at least {MIN_CLUSTER_TOKEN}"
+        )
+    return token
 
 
 def may_claim(ctx: Ctx) -> bool:
@@ -217,6 +234,7 @@ def health(ctx: Ctx) -> tuple[list[str], Any]:
             "sessions": store.running_on(conn, rec.name),
             "capacity": rec.capacity,
             "url": rec.url,
+            "cluster": rec.cluster,
         }
         for rec in store.list_nodes(conn)
     }

@@ -150,16 +150,21 @@ def place_new(ctx: Ctx, full: bool) -> None:
             raise Elsewhere(other)
 
 
-def command(verb: str, *args: str) -> str:
-    """The shell command line of ``the-loop sessions VERB ARGS`` (quoted as needed)."""
-    return shlex.join(["the-loop", "sessions", verb, *args])
+def command(verb: str, *args: str, group: str = "sessions") -> str:
+    """The shell command line of ``the-loop GROUP VERB ARGS`` (quoted as needed)."""
+    return shlex.join(["the-loop", group, verb, *args])
+
+
+def there(subject: str, node: str, command: str) -> str:
+    """Why SUBJECT's agent is out of reach here, and the exact COMMAND to run on NODE."""
+    return (
+        f"{subject} runs on node {node}; its agent's terminal is "
+        f"there: run `{command}` on {node} (for example `ssh -t {node} {command}`)"
+    )
 
 
 def _there(rec: SessionRecord, node: str, command: str) -> str:
-    return (
-        f"session {rec.id} of {rec.work_item} runs on node {node}; its agent's terminal is "
-        f"there: run `{command}` on {node} (for example `ssh -t {node} {command}`)"
-    )
+    return there(f"session {rec.id} of {rec.work_item}", node, command)
 
 
 def require_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:

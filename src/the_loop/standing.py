@@ -22,6 +22,7 @@ from typing import Any
 
 from the_loop import agent as layer
 from the_loop import events as ev
+from the_loop import standing_node as pinning
 from the_loop import standing_spend, usage
 from the_loop.agent import Agent
 from the_loop.context import Ctx
@@ -36,9 +37,8 @@ from the_loop.errors import (
 )
 from the_loop.faults import crash_point
 from the_loop.prompts import render_standing
-from the_loop.refs import new_session_id, safe_session_id, standing_target, validate_standing_name
+from the_loop.refs import new_session_id, standing_target, validate_standing_name
 from the_loop.runner.outcomes import Probe
-from the_loop.runner.tmux import TerminateReport
 from the_loop.slack.outbound import announce_standing
 from the_loop.standing_defs import (
     CreateResult,
@@ -58,8 +58,10 @@ from the_loop.standing_defs import (
     definition,
     from_record,
     new_record,
+    resumable,
     snapshot,
     speaker,
+    terminate_problem,
 )
 from the_loop.standing_spend import agent_of
 from the_loop.standing_views import auto_start_names, health_problems, list_standing
@@ -175,6 +177,7 @@ def delete(ctx: Ctx, name: str) -> DeleteResult:
     with _locked(ctx, name):
         if store.get(ctx.db.connect(), name) is None:
             raise NotFound(f"no standing session {name}")
+        pinning.require_here(ctx, name, pinning.command("delete", name))
         stopped = _stop_locked(ctx, name)
         with ctx.db.transaction() as tx:
             store.delete(tx, name)
@@ -191,13 +194,16 @@ def start(ctx: Ctx, name: str | None = None) -> list[StartOutcome]:
 
     With a NAME every refusal is raised: ``BadInput``/``ValidationFailed``, ``NotFound``,
     ``Refused`` (a live tmux session the-loop did not start), ``Unavailable`` (tmux not
-    answering: nothing spawned), ``SpawnFailed``. Without one, each failure becomes an outcome
-    ``failed`` carrying the message.
+    answering: nothing spawned), ``SpawnFailed``. Without one (this node's and unpinned ones on
+    a shared database), each failure becomes an outcome ``failed`` carrying the message.
     """
     if name is not None:
         with _locked(ctx, name):
-            return [_start_locked(ctx, definition(ctx, name).require_valid())]
-    return [_start_captured(ctx, each) for each in _all_names(ctx)]
+            defn = definition(ctx, name).require_valid()
+            pinning.require_here(ctx, name, pinning.command("start", name), take_over=True)
+            return [_start_locked(ctx, defn)]
+    names = [each for each in _all_names(ctx) if pinning.startable_here(ctx, each)]
+    return [_start_captured(ctx, each) for each in names]
 
 
 def _start_captured(ctx: Ctx, name: str) -> StartOutcome:
@@ -239,7 +245,7 @@ def _start_locked(ctx: Ctx, defn: Definition) -> StartOutcome:
             target=defn.target,
             conversation_id=rec.conversation_id,
         )
-    conversation = _resumable(rec)
+    conversation = resumable(rec)
     if conversation is not None:
         resumed = _try_resume(ctx, defn, conversation)
         if resumed is not None:
@@ -253,16 +259,6 @@ def _foreign(ctx: Ctx, target: str) -> Refused:
         f"a live tmux session {target} exists that the-loop did not start (no running record); "
         f"it will not adopt, signal or kill it. Look at it with `{inspect}`"
     )
-
-
-def _resumable(rec: StandingRecord | None) -> str | None:
-    """REC's conversation id when there is one that is safe to put in an argv."""
-    if rec is None or not rec.conversation_id:
-        return None
-    try:
-        return safe_session_id(rec.conversation_id)
-    except BadInput:
-        return None
 
 
 def _try_resume(ctx: Ctx, defn: Definition, conversation: str) -> StartOutcome | None:
@@ -352,9 +348,10 @@ def _mark_running(ctx: Ctx, defn: Definition, conversation: str) -> None:
     with ctx.db.transaction() as tx:
         rec = store.get(tx, defn.name)
         if rec is None:
-            store.insert(tx, declared_record(defn, conversation))
+            store.insert(tx, declared_record(defn, conversation, pinning.pin(ctx)))
             return
         fields = snapshot(defn) if rec.source is StandingSource.declared else {}
+        fields["node"] = pinning.pin(ctx)
         store.update(
             tx, defn.name, status=StandingStatus.running, conversation_id=conversation, **fields
         )
@@ -386,13 +383,17 @@ def stop(ctx: Ctx, name: str | None = None) -> list[StopOutcome]:
     Works from the records, so it works while a declaration is unusable. With a NAME: a
     declared name never started is ``already-stopped``; ``NotFound`` for an unknown name,
     ``Refused`` for a live pane the-loop did not start, ``Unavailable`` when stopping failed
-    (``standing.stop_failed``). Without one, failures become outcomes ``failed``.
+    (``standing.stop_failed``). Without one (this node's on a shared database), failures
+    become outcomes ``failed``.
     """
     if name is not None:
         validate_standing_name(name)
         with _locked(ctx, name):
+            pinning.require_here(ctx, name, pinning.command("stop", name))
             return [_stop_locked(ctx, name)]
-    return [_stop_captured(ctx, rec.name) for rec in store.list_records(ctx.db.connect())]
+    records = store.list_records(ctx.db.connect())
+    mine = [rec.name for rec in records if pinning.elsewhere(ctx, rec.name, rec) is None]
+    return [_stop_captured(ctx, each) for each in mine]
 
 
 def _stop_captured(ctx: Ctx, name: str) -> StopOutcome:
@@ -420,7 +421,7 @@ def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
     agent = standing_spend.record_agent(rec)
     layer.refuse_foreign(ctx, agent)
     report = layer.terminate(ctx, agent)
-    problem = _terminate_problem(report)
+    problem = terminate_problem(report)
     if problem is None:
         after = layer.kill(ctx, agent).probe
         if after is not Probe.ABSENT:
@@ -449,19 +450,12 @@ def _terminate(ctx: Ctx, rec: StandingRecord, target: str) -> StopOutcome:
     )
 
 
-def _terminate_problem(report: TerminateReport) -> str | None:
-    if report.refused or report.error:
-        return report.refused or report.error
-    if report.survivors:
-        return f"pids {list(report.survivors)} survived SIGKILL"
-    return None
-
-
 def restart(ctx: Ctx, name: str) -> StartOutcome:
     """Stop NAME, then start it again (resuming its conversation). Refused, before anything is
     stopped, when the definition is unusable."""
     with _locked(ctx, name):
         defn = definition(ctx, name).require_valid()
+        pinning.require_here(ctx, name, pinning.command("restart", name), take_over=True)
         standing_spend.refuse_over_budget(ctx, name)
         _stop_locked(ctx, name)
         return _start_locked(ctx, defn)
@@ -472,6 +466,8 @@ def extend(ctx: Ctx, name: str, usd: float = 0.0, turns: int = 0) -> StandingExt
     budgets and it was running, resume its conversation (``standing extend``)."""
     with _locked(ctx, name):
         defn = definition(ctx, name)
+        again = pinning.command("extend", name, "--usd", f"{usd:g}", "--turns", str(turns))
+        pinning.require_here(ctx, name, again)
         rec = store.get(ctx.db.connect(), name)
         done = standing_spend.grant(ctx, name, usd, turns)
         started = None
@@ -506,6 +502,7 @@ def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
     who = speaker(actor)
     with _locked(ctx, name):
         defn = definition(ctx, name).require_valid()
+        pinning.require_here(ctx, name, pinning.command("say", name, "--text", text))
         standing_spend.refuse_over_budget(ctx, name)
         if standing_spend.hold_of(ctx, name).hold is not None:
             _start_locked(ctx, defn)  # suspended: resume its conversation first
@@ -567,17 +564,17 @@ def autostart(ctx: Ctx) -> list[StartOutcome]:
     never raises for one session (failures are outcomes ``failed``)."""
     if not ctx.config.standing.enabled:
         return []
-    names = auto_start_names(ctx)  # a suspended one stays asleep until a `say`
+    names = [n for n in auto_start_names(ctx) if pinning.startable_here(ctx, n)]
     return [_start_captured(ctx, n) for n in names if not standing_spend.suspended(ctx, n)]
 
 
 def stop_all(ctx: Ctx) -> list[StopOutcome]:
-    """For ``the-loop stop``: stop every standing session recorded as running; never raises for
-    one session (failures are outcomes ``failed``)."""
+    """For ``the-loop stop``: stop every standing session recorded as running on this node;
+    never raises for one session (failures are outcomes ``failed``)."""
     running = [
         rec.name
         for rec in store.list_records(ctx.db.connect())
-        if rec.status is StandingStatus.running
+        if rec.status is StandingStatus.running and pinning.elsewhere(ctx, rec.name, rec) is None
     ]
     return [_stop_captured(ctx, name) for name in running]
 

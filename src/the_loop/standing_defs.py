@@ -22,7 +22,8 @@ from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound, ValidationFailed
 from the_loop.harness import configured_adapter
-from the_loop.refs import standing_target, validate_standing_name
+from the_loop.refs import safe_session_id, standing_target, validate_standing_name
+from the_loop.runner.tmux import TerminateReport
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 from the_loop.store.usage import Usage
@@ -159,6 +160,8 @@ class StandingView(Result):
     usage: Usage | None = None
     hold: str | None = None
     """``suspended`` or ``over-budget`` (the spend policy stopped it), else None."""
+    node: str | None = None
+    """On a shared database, the node it is pinned to (None: unpinned, or not shared)."""
 
 
 ACTOR_RE = re.compile(r"\A[^\x00-\x1f\x7f]{1,100}\Z")
@@ -360,12 +363,32 @@ def snapshot(defn: Definition) -> dict[str, Any]:
     }
 
 
-def declared_record(defn: Definition, conversation: str) -> StandingRecord:
+def declared_record(defn: Definition, conversation: str, node: str | None) -> StandingRecord:
     return StandingRecord(
         name=defn.name,
         source=StandingSource.declared,
         conversation_id=conversation,
         status=StandingStatus.running,
         created_at=time.time(),
+        node=node,
         **snapshot(defn),
     )
+
+
+def resumable(rec: StandingRecord | None) -> str | None:
+    """REC's conversation id when there is one that is safe to put in an argv."""
+    if rec is None or not rec.conversation_id:
+        return None
+    try:
+        return safe_session_id(rec.conversation_id)
+    except BadInput:
+        return None
+
+
+def terminate_problem(report: TerminateReport) -> str | None:
+    """Why stopping failed (REPORT of the harness's termination), or None."""
+    if report.refused or report.error:
+        return report.refused or report.error
+    if report.survivors:
+        return f"pids {list(report.survivors)} survived SIGKILL"
+    return None

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from the_loop import agent as layer
-from the_loop import budgets, holds
+from the_loop import budgets, holds, nodes
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
@@ -247,7 +247,10 @@ def standing_pass(ctx: Ctx, checked: dict[str, float], changed: set[str], now: f
     CHECKED keeps, per agent key, the turn end last checked."""
     conn = ctx.db.connect()
     suspend_after = ctx.config.sessions.suspend_after_minutes * 60
+    here = nodes.shared_name(ctx)  # only this node's agents
     for rec in store.list_records(conn):
+        if nodes.elsewhere(here, rec.node):
+            continue
         key = key_of(rec.name)
         row = attention_store.get(conn, key) if rec.status is StandingStatus.running else None
         if row is None or row.state != attention_store.WAITING:

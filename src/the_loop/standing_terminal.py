@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from the_loop import standing_node
 from the_loop.context import Ctx
 from the_loop.errors import NotFound, NotRunning
 from the_loop.refs import validate_standing_name
@@ -40,9 +41,17 @@ def running_view(ctx: Ctx, name: str) -> StandingView:
     return view
 
 
+def _here(ctx: Ctx, view: StandingView, command: str) -> None:
+    """``RunsElsewhere`` naming COMMAND when VIEW's agent runs on another live node."""
+    if view.node is not None:
+        standing_node.require_here(ctx, view.name, command)
+
+
 def attach_plan(ctx: Ctx, name: str, read_only: bool = False) -> StandingAttach:
     """How to attach a terminal to running standing session NAME's pane."""
     view = running_view(ctx, name)
+    flags = ["--read-only"] if read_only else []
+    _here(ctx, view, standing_node.command("attach", name, *flags))
     command = ctx.runners.tmux.attach_command(view.target, read_only=read_only).unwrap()
     return StandingAttach(name, command, read_only)
 
@@ -50,4 +59,5 @@ def attach_plan(ctx: Ctx, name: str, read_only: bool = False) -> StandingAttach:
 def screen(ctx: Ctx, name: str, lines: int = 200) -> str:
     """The last LINES lines of running standing session NAME's screen."""
     view = running_view(ctx, name)
+    _here(ctx, view, standing_node.command("logs", name, "-n", str(lines)))
     return ctx.runners.tmux.capture(view.target, lines).unwrap().text

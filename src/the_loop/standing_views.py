@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from the_loop import usage
+from the_loop import nodes, usage
 from the_loop.attention import of_sessions
 from the_loop.context import Ctx
 from the_loop.runner.outcomes import Probe
 from the_loop.standing_defs import Definition, StandingView, ViewStatus, from_declared, from_record
+from the_loop.standing_node import elsewhere, owner
 from the_loop.store import standing as store
 from the_loop.store import usage as usage_store
 from the_loop.store.attention import STANDING_PREFIX
@@ -57,7 +58,11 @@ def _view(
     spend: Spend | None,
 ) -> StandingView:
     hold = spend.hold if spend is not None else None
-    status, note = _status(ctx, defn.target, rec, targets, hold)
+    remote = elsewhere(ctx, defn.name, rec)
+    if remote is None:
+        status, note = _status(ctx, defn.target, rec, targets, hold)
+    else:
+        status, note = _remote_status(ctx, defn.name, remote, rec, hold)
     if spend is not None and hold == usage_store.OVER_BUDGET:
         note = note or (
             f"over budget ({spend.hold_reason}); lift it with "
@@ -79,6 +84,7 @@ def _view(
         problems=defn.problems,
         note=note,
         hold=hold,
+        node=owner(ctx, defn.name, rec) if ctx.db.shared else None,
     )
 
 
@@ -101,6 +107,25 @@ def _status(
     if rec is None or rec.status is StandingStatus.stopped:
         return resting, f"a live tmux session {target} that the-loop did not start"
     return ViewStatus.running, None
+
+
+def _remote_status(
+    ctx: Ctx, name: str, node: str, rec: StandingRecord | None, hold: str | None
+) -> tuple[ViewStatus, str | None]:
+    """The status of NAME, whose agent is on NODE: as its record says (this node cannot look
+    at that tmux server); a note when NODE is dead."""
+    resting = ViewStatus.stopped if rec and rec.conversation_id else ViewStatus.absent
+    if rec is not None and hold == usage_store.OVER_BUDGET:
+        resting = ViewStatus.over_budget
+    if not nodes.alive(ctx, node):
+        return resting, (
+            f"its node {node} is dead; `the-loop standing start {name}` here takes it over"
+        )
+    if rec is None or rec.status is StandingStatus.stopped:
+        return resting, None
+    if hold == usage_store.SUSPENDED:
+        return ViewStatus.suspended, None
+    return (resting if hold else ViewStatus.running), None
 
 
 def _when(ts: float | None) -> datetime | None:

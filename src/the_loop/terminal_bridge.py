@@ -26,7 +26,7 @@ import tty
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from the_loop import placement, sessions, standing_defs, views
+from the_loop import placement, sessions, standing_defs, standing_node, views
 from the_loop.agent import Agent, owned
 from the_loop.agent.runners import foreign_occupant
 from the_loop.context import Ctx
@@ -70,6 +70,8 @@ def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
 def standing_plan(ctx: Ctx, name: str, viewer_read_only: bool) -> Plan:
     """The plan for standing session NAME (read-only unless it is running)."""
     view = views.standing_view(ctx, name)
+    if view.node is not None:  # a shared database: its agent may run on another node
+        standing_node.require_here(ctx, name, standing_node.command("attach", name))
     agent = standing_agent(standing_defs.definition(ctx, name), None)
     return _plan(ctx, agent, viewer_read_only or view.status is not ViewStatus.running)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from the_loop import placement, sessions, standing
+from the_loop import cluster, placement, sessions, standing
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound
 from the_loop.refs import validate_standing_name
@@ -50,10 +50,18 @@ def session_view(ctx: Ctx, ref_or_id: str) -> SessionView:
     )
 
 
-def session_screen(ctx: Ctx, ref_or_id: str, lines: int = 200) -> Screen:
-    """The last LINES lines of the session's screen (its transcript when headless)."""
+def session_screen(ctx: Ctx, ref_or_id: str, lines: int = 200, relay: bool = True) -> Screen:
+    """The last LINES lines of the session's screen (its transcript when headless). A session
+    on another node: read from that node when both have the cluster token and RELAY (not for
+    a node-to-node request itself), else ``RunsElsewhere`` naming the command to run there."""
     rec = sessions.resolve(ctx, ref_or_id)
-    placement.require_here(ctx, rec, placement.command("logs", rec.work_item, "-n", str(lines)))
+    try:
+        placement.require_here(ctx, rec, placement.command("logs", rec.work_item, "-n", str(lines)))
+    except placement.RunsElsewhere as exc:
+        text = cluster.peer_screen(ctx, exc.node, rec.id, lines) if relay else None
+        if text is None:
+            raise
+        return Screen(session_id=rec.id, lines=lines, text=text)
     return Screen(session_id=rec.id, lines=lines, text=sessions.screen(ctx, rec.id, lines))
 
 

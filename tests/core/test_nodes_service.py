@@ -14,7 +14,7 @@ from tests.conftest import Env
 from the_loop import events as ev
 from the_loop import nodes
 from the_loop.context import Ctx, open_ctx
-from the_loop.errors import Unavailable
+from the_loop.errors import BadInput, Unavailable
 from the_loop.store import nodes as store
 from the_loop.store.nodes import NodeRecord
 
@@ -100,3 +100,41 @@ def test_a_live_node_declares_a_silent_peer_dead_once(loop_env: Env, tmp_path: P
     assert not nodes.alive(ctx, "n2") and nodes.alive(ctx, "n1")
     detail = nodes.health(ctx)[1]
     assert detail["nodes"]["n2"]["dead"] is True and detail["self"] == "n1"
+
+
+def test_the_cluster_token_and_url_are_published_and_a_short_token_is_refused(
+    loop_env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop_env.write_config(
+        node={"name": "n1", "clusterTokenEnv": "LOOP_CLUSTER", "url": "http://n1.internal:8420/"}
+    )
+    ctx = open_ctx(loop_env.config_path)
+    assert ctx.config.node.url == "http://n1.internal:8420"
+    nodes.register(ctx, "http://127.0.0.1:1")  # no token in the environment
+    rec = store.get(ctx.db.connect(), "n1")
+    assert rec is not None and not rec.cluster
+    monkeypatch.setenv("LOOP_CLUSTER", "short")
+    with pytest.raises(BadInput, match="at least 32") as refused:
+        nodes.cluster_token(ctx)
+    assert "short" not in refused.value.message  # never echoed
+    monkeypatch.setenv("LOOP_CLUSTER", "k" * 32)
+    nodes.register(ctx, "http://127.0.0.1:1")
+    rec = store.get(ctx.db.connect(), "n1")
+    assert rec is not None and rec.cluster
+
+
+@pytest.mark.parametrize(
+    ("node", "problem"),
+    [
+        ({"url": "ftp://n1"}, "invalid node URL"),
+        ({"url": "n1:8420"}, "invalid node URL"),
+        ({"clusterTokenEnv": "not a name"}, "not an environment variable name"),
+    ],
+)
+def test_bad_cluster_settings_are_refused_with_the_key(
+    loop_env: Env, node: dict[str, str], problem: str
+) -> None:
+    loop_env.write_config(node=node)
+    result = loop_env.run("config", "validate")
+    assert result.exit_code == 2 and problem in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import DEAD_AFTER, Node
-from tests.cluster import cluster_db as _db
+from tests.cluster import DEAD_AFTER, Node, cluster_db
 from tests.helpers import wait_until
 from the_loop import events as ev
 from the_loop.store import Database, inbox
@@ -95,7 +94,7 @@ def test_webhooks_to_both_nodes_one_session_per_item_each_delivery_once(
             node = cluster[(item + seq) % 2]
             assert node.post(item, seq) == 202
             sent.append(f"{item}-{seq}")
-    db = _db(cluster)
+    db = cluster_db(cluster)
     wait_until(lambda: _drained(db), timeout=120, interval=0.2, what="the inbox to drain")
     wait_until(lambda: set(sent) <= set(_seen(cluster)), timeout=60, interval=0.2)
     seen = _seen(cluster)
@@ -140,7 +139,7 @@ def _check_views(cluster: list[Node], db: Database) -> None:
 def test_new_sessions_start_on_a_node_with_free_slots(cluster: list[Node]) -> None:
     for item in range(1, 5):  # all to node-a, which has one slot
         assert cluster[0].post(item, 0) == 202
-    db = _db(cluster)
+    db = cluster_db(cluster)
     _wait_drained(db, cluster=cluster)
     records = session_store.list_sessions(db.connect())
     started = Counter(r.node for r in records if r.status is SessionStatus.active)
@@ -193,7 +192,7 @@ def _run_burst(
 def _start_items(cluster: list[Node], items: range) -> None:
     for item in items:
         assert cluster[item % 2].post(item, 0) == 202
-    db = _db(cluster)
+    db = cluster_db(cluster)
     wait_until(
         lambda: (
             len([r for r in session_store.list_sessions(db.connect()) if r.started_at is not None])
@@ -219,7 +218,7 @@ def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
 ) -> None:
     items, per_item = range(1, 7), 6
     _start_items(cluster, items)
-    db = _db(cluster)
+    db = cluster_db(cluster)
     victim = cluster[1]
     killed_at: list[float] = []
 
@@ -257,7 +256,7 @@ def test_a_paused_node_declared_dead_delivers_nothing_twice_when_it_wakes(
 ) -> None:
     items, per_item = range(1, 7), 6
     _start_items(cluster, items)
-    db = _db(cluster)
+    db = cluster_db(cluster)
     victim = cluster[1]
 
     def pause(node: Node) -> None:

@@ -1,5 +1,5 @@
-"""What agents can see of the-loop's environment: its own secrets never; the GitHub token only
-while ``github.tokenToAgents`` is true (the default)."""
+"""What agents can see of the-loop's environment: its own secrets (API, cluster) never; the
+GitHub token only while ``github.tokenToAgents`` is true (the default)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,14 @@ pytestmark = pytest.mark.security
 
 @pytest.mark.parametrize("share", [True, False])
 def test_the_github_token_reaches_agents_only_when_shared(work: Work, share: bool) -> None:
-    work.configure(github={"tokenToAgents": share})
-    env = {**work.env.process_env(), "GITHUB_TOKEN": "gh-secret-5", "THE_LOOP_TOKEN": "api-6"}
+    work.configure(github={"tokenToAgents": share}, node={"clusterTokenEnv": "LOOP_CLUSTER"})
+    cluster = "cluster-secret-7" * 3
+    env = {
+        **work.env.process_env(),
+        "GITHUB_TOKEN": "gh-secret-5",
+        "THE_LOOP_TOKEN": "api-6",
+        "LOOP_CLUSTER": cluster,
+    }
     payload = work.env.root / "start.json"
     payload.write_text(json.dumps(P.issue_comment_event("the-loop start")))
     done = subprocess.run(
@@ -36,4 +42,5 @@ def test_the_github_token_reaches_agents_only_when_shared(work: Work, share: boo
     shown = work.tmux("show-environment", "-g").stdout
     start = fake_agent.read_starts(work.agent_dir, sid)[0]
     assert "api-6" not in shown and "THE_LOOP_TOKEN" not in start.env
+    assert cluster not in shown and "LOOP_CLUSTER" not in start.env
     assert ("GITHUB_TOKEN=gh-secret-5" in shown) is share, "every pane inherits this"

@@ -153,9 +153,10 @@ STANDING_COLUMNS = ["NAME", "SOURCE", "STATUS", "ATTENTION", "HARNESS", "CWD", "
 STANDING_COLUMNS += ["TURNS", "COST USD", "STARTED", "LAST MESSAGE"]
 
 
-def print_standing(views: Sequence[dict[str, Any]]) -> None:
+def print_standing(views: Sequence[dict[str, Any]], nodes: bool = False) -> None:
     """The ``standing list`` table of VIEWS (each as the API answers it: ``GET
-    /api/v1/standing``), its notes after it, or what an empty one says."""
+    /api/v1/standing``), its notes after it, or what an empty one says; with NODES, a last
+    NODE column (several nodes on one database)."""
     if not views:
         print_empty(
             "standing sessions",
@@ -181,9 +182,10 @@ def print_standing(views: Sequence[dict[str, Any]]) -> None:
                 f"{used['costUsd']:.4f}" if used else "-",
                 ago(_when(v.get("startedAt")), now),
                 ago(_when(v.get("lastMessageAt")), now),
+                *([v.get("node") or "-"] if nodes else []),
             ]
         )
-    print_table(STANDING_COLUMNS, table)
+    print_table([*STANDING_COLUMNS, *(["NODE"] if nodes else [])], table)
     for v in views:
         for line in [*(v.get("problems") or []), *([v["note"]] if v.get("note") else [])]:
             print(f"note: {v['name']}: {line}")

@@ -34,7 +34,8 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
     if fmt is common.Format.json:
         common.print_json(views)
         return
-    plain.print_standing(to_wire(views))
+    # several nodes on one database: which one runs each
+    plain.print_standing(to_wire(views), nodes=common.ctx().db.shared)
 
 
 @app.command("create")

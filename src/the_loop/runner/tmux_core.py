@@ -268,15 +268,16 @@ def classify(returncode: int, stderr: str) -> TmuxOutcome:
 
 
 def secret_env_names(config: Config) -> tuple[str, ...]:
-    """The variables holding the-loop's own secrets (API tokens, webhook and Slack secrets),
-    withheld from agents. The GitHub token is withheld only with ``github.tokenToAgents:
-    false`` (agents reply on GitHub with it)."""
+    """The variables holding the-loop's own secrets (API tokens, webhook and Slack secrets, the
+    cluster token), withheld from agents. The GitHub token is withheld only with
+    ``github.tokenToAgents: false`` (agents reply on GitHub with it)."""
     names = (
         config.server.token_env,
         config.server.read_only_token_env,
         config.github.webhook.secret_env,
         config.slack.signing_secret_env,
         config.slack.bot_token_env,
+        *([config.node.cluster_token_env] if config.node.cluster_token_env else []),
     )
     return names if config.github.token_to_agents else (*names, config.github.token_env)
 

@@ -403,3 +403,13 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0021_standing_node",
+        """
+        ALTER TABLE standing ADD COLUMN node TEXT;
+        ALTER TABLE nodes ADD COLUMN cluster INTEGER NOT NULL DEFAULT 0
+        """,
+    ),
+]

@@ -13,7 +13,7 @@ from typing import Any
 from the_loop.store.conn import Connection
 from the_loop.wire import Timestamp, Wire
 
-_COLUMNS = "name, pid, url, capacity, started_at, heartbeat_at, dead_at"
+_COLUMNS = "name, pid, url, capacity, started_at, heartbeat_at, dead_at, cluster"
 _NAMES = [c.strip() for c in _COLUMNS.split(",")]
 
 
@@ -29,6 +29,8 @@ class NodeRecord(Wire):
     heartbeat_at: Timestamp
     dead_at: Timestamp | None = None
     """When another node declared it dead (None while it counts as alive)."""
+    cluster: bool = False
+    """Whether it takes node-to-node requests (it has a cluster token)."""
 
 
 def _record(row: tuple[Any, ...]) -> NodeRecord:
@@ -38,10 +40,19 @@ def _record(row: tuple[Any, ...]) -> NodeRecord:
 def register(tx: Connection, rec: NodeRecord) -> None:
     """Write REC as this node's row (alive, beating now), whatever an earlier run left."""
     tx.execute(
-        f"INSERT INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT (name) DO"
+        f"INSERT INTO nodes ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (name) DO"
         " UPDATE SET pid = excluded.pid, url = excluded.url, capacity = excluded.capacity,"
-        " started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, dead_at = NULL",
-        (rec.name, rec.pid, rec.url, rec.capacity, rec.started_at, rec.heartbeat_at),
+        " started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, dead_at = NULL,"
+        " cluster = excluded.cluster",
+        (
+            rec.name,
+            rec.pid,
+            rec.url,
+            rec.capacity,
+            rec.started_at,
+            rec.heartbeat_at,
+            int(rec.cluster),
+        ),
     )
 
 

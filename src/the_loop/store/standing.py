@@ -50,6 +50,8 @@ class StandingRecord(BaseModel):
     started_at: float | None = None
     last_message_at: float | None = None
     created_at: float
+    node: str | None = None
+    """The node it is pinned to on a shared database (recorded by its first start there)."""
 
     @field_validator("args", mode="before")
     @classmethod
@@ -71,6 +73,7 @@ _NAMES = [
     "started_at",
     "last_message_at",
     "created_at",
+    "node",
 ]
 _COLUMNS = ", ".join(_NAMES)
 

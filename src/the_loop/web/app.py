@@ -25,6 +25,7 @@ from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.assets import Assets
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
+from the_loop.web.cluster_api import cluster_router
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
 from the_loop.web.ops_api import ops_router
 from the_loop.web.pages import dashboard_router
@@ -107,6 +108,7 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     public_url = ctx.config.server.public_url
     app.include_router(terminal_router(lambda: ctx, lambda: tokens, public_url), prefix="/api/v1")
     app.include_router(spend_router(lambda: ctx, read, write), prefix="/api/v1")
+    app.include_router(cluster_router(lambda: ctx), prefix="/api/v1")
     app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
 
     @app.get("/health", include_in_schema=False, dependencies=read)

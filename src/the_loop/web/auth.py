@@ -103,7 +103,7 @@ def client_token(ctx: Ctx) -> str | None:
     return local_token(ctx.config.server.token_env, ctx.state_dir)
 
 
-def _presented(request: Request) -> str | None:
+def presented(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
@@ -118,12 +118,12 @@ def equal(a: str | None, b: str | None) -> bool:
 
 def check(request: Request, tokens: Tokens, write: bool) -> str:
     """Return ``full`` or ``read-only`` for a valid token; raise 401/403 otherwise."""
-    presented = _presented(request)
-    if presented is None:
+    given = presented(request)
+    if given is None:
         raise Unauthorized("missing bearer token (Authorization: Bearer <token>)")
-    if equal(presented, tokens.full):
+    if equal(given, tokens.full):
         return "full"
-    if equal(presented, tokens.read_only):
+    if equal(given, tokens.read_only):
         if write:
             raise Forbidden("the read-only token cannot change anything")
         return "read-only"
