@@ -143,7 +143,15 @@ def test_meter_budget_stop_notice_kept_comment_and_extend(
     assert len(prompted(api, "THIRD-PROMPT")) == 1
     after = session(daemon)
     assert after["hold"] is None and after["harnessSessionId"] == found["harnessSessionId"]
-    wait_until(lambda: session(daemon)["usage"]["turns"] == 3, 60, what="the third turn metered")
+    # the turn's end and its message's usage are metered as they reach the transcript: both
+    wait_until(
+        lambda: (
+            (session(daemon)["usage"]["turns"], session(daemon)["usage"]["inputTokens"])
+            == (3, 3000)
+        ),
+        60,
+        what="the third turn metered",
+    )
     assert len(notices(gh)) == 1
     report = daemon.api("GET", "/usage", params={"workItem": REF}).json()
     assert report["item"]["turns"] == 3 and report["item"]["inputTokens"] == 3000
