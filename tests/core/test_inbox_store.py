@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BACKENDS
+from the_loop import events as ev
 from the_loop.store import inbox, open_database
 from the_loop.store.inbox import InboxStatus
 
@@ -82,3 +83,50 @@ def test_concurrent_claims_take_each_item_once(tmp_path: Path, db_url: str | Non
     for t in threads:
         t.join()
     assert sorted(taken) == sorted(f"c{i}" for i in range(200))
+
+
+def test_a_batch_of_acceptances_is_what_they_would_be_one_by_one(
+    tmp_path: Path, db_url: str | None
+) -> None:
+    """The group-commit writer's batch: new, repeated within the batch, already pending, and
+    failed (made ready again with its new payload), each with the event its outcome records."""
+    db = open_database(tmp_path, db_url)
+    inbox.accept(db, "old", "issues", b"{}", "webhook")
+    inbox.accept(db, "gone", "issues", b"{}", "webhook")
+    claimed = inbox.claim_next(db)
+    assert claimed is not None and claimed[0].delivery_id == "old"
+    assert inbox.fail(db, claimed[0], "boom", transient=False) is InboxStatus.dead
+
+    def job(delivery_id: str, payload: bytes) -> inbox.Acceptance:
+        return inbox.Acceptance(
+            delivery_id,
+            "issues",
+            payload,
+            "webhook",
+            record=lambda a: (
+                ev.build(
+                    "webhook.received", source="test", delivery_id=a.delivery_id, event="issues"
+                )
+                if not a.duplicate
+                else None
+            ),
+        )
+
+    ids = ["n1", "n2", "n1", "gone", "old", *(f"bulk-{i}" for i in range(250))]
+    with db.transaction() as tx:
+        results = inbox.accept_batch(tx, [job(i, f'{{"id":"{i}"}}'.encode()) for i in ids])
+    assert [(r.delivery_id, r.duplicate, r.status) for r in results[:5]] == [
+        ("n1", False, InboxStatus.pending),
+        ("n2", False, InboxStatus.pending),
+        ("n1", True, InboxStatus.pending),
+        ("gone", True, InboxStatus.pending),
+        ("old", False, InboxStatus.pending),
+    ]
+    assert len(results) == len(ids)
+    received = ev.query(db, ev.EventFilter(("webhook.received",), limit=1000))
+    assert sorted(e.delivery_id or "" for e in received) == sorted({*ids} - {"gone"})
+    found = {}
+    while (claim := inbox.claim_next(db)) is not None:
+        found[claim[0].delivery_id] = claim[1]
+    assert found["old"] == b'{"id":"old"}' and found["n1"] == b'{"id":"n1"}'
+    assert len(found) == len(set(ids))

@@ -85,6 +85,32 @@ def insert(tx: Connection, event: NewEvent) -> int:
     return int(cur.lastrowid or 0)
 
 
+def insert_many(tx: Connection, new: list[NewEvent]) -> None:
+    """Append the events NEW, in order, within TX (one statement per hundred)."""
+    for start in range(0, len(new), 100):
+        part = new[start : start + 100]
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(part))
+        tx.execute(
+            "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
+            f" delivery_id, payload) VALUES {values}",
+            [
+                value
+                for e in part
+                for value in (
+                    e.ts,
+                    e.type,
+                    e.level,
+                    e.source,
+                    e.work_item,
+                    e.standing,
+                    e.session_id,
+                    e.delivery_id,
+                    e.payload_json,
+                )
+            ],
+        )
+
+
 def _row_to_event(row: tuple[Any, ...]) -> Event:
     return Event(
         id=row[0],

@@ -116,9 +116,8 @@ class IntakeWriter:
         try:
             self.db.sync_commits()
             with self.db.transaction() as tx:
-                results = [inbox.accept_in(tx, job.acceptance) for job in jobs]
-                for event in queued:
-                    events.insert(tx, event)
+                results = inbox.accept_batch(tx, [job.acceptance for job in jobs])
+                events.insert_many(tx, queued)
         except Exception as exc:  # the writer thread's edge: every waiter gets the failure
             self.figures.failed_commits += 1
             for job in jobs:
