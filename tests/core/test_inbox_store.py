@@ -130,3 +130,25 @@ def test_a_batch_of_acceptances_is_what_they_would_be_one_by_one(
         found[claim[0].delivery_id] = claim[1]
     assert found["old"] == b'{"id":"old"}' and found["n1"] == b'{"id":"n1"}'
     assert len(found) == len(set(ids))
+
+
+def test_the_oldest_ready_item_is_claimed_first_whatever_its_status(
+    tmp_path: Path, db_url: str | None
+) -> None:
+    """A failed item due again goes before a pending one received after it; one not yet due
+    waits; pending ones go in the order they came (one batch shares its received time)."""
+    db = open_database(tmp_path, db_url)
+    inbox.accept(db, "first", "issues", b"{}", "webhook")
+    claimed = inbox.claim_next(db)
+    assert claimed is not None and claimed[0].delivery_id == "first"
+    assert inbox.fail(db, claimed[0], "tmux did not answer", transient=True) is InboxStatus.failed
+    with db.transaction() as tx:
+        inbox.accept_batch(
+            tx, [inbox.Acceptance(f"b{i}", "issues", b"{}", "webhook") for i in range(3)]
+        )
+    waiting = inbox.claim_next(db)  # "first" is not due yet: the batch's first goes
+    assert waiting is not None and waiting[0].delivery_id == "b0"
+    order = []
+    while (claim := inbox.claim_next(db, now=1e12)) is not None:  # everything due
+        order.append(claim[0].delivery_id)
+    assert order == ["first", "b1", "b2"]

@@ -218,14 +218,25 @@ def _make_ready(tx: Connection, delivery_id: str, now: float) -> None:
 def claim_next(db: Database, now: float | None = None, node: str | None = None) -> Claimed | None:
     """Take the oldest ready item (pending, or failed and due) and mark it processing; with
     NODE (several nodes share the database), one meant for any node or forwarded to NODE,
-    recorded as NODE's claim."""
+    recorded as NODE's claim.
+
+    One look-up per status, each walking ``inbox_order`` (status, received_at) from its
+    oldest row (``+next_attempt_at`` keeps SQLite off ``inbox_ready``, which would sort every
+    ready row: 2 to 6 ms per claim, under the write lock, with a backlog of 15,000); the older of
+    the two is taken."""
     now = time.time() if now is None else now
     mine = "" if node is None else " AND (node IS NULL OR node = ?)"
+    args = (now,) if node is None else (now, node)
     return _claim(
         db,
-        f"status IN ('pending', 'failed') AND next_attempt_at <= ?{mine}"
-        " ORDER BY received_at, rowid LIMIT 1",
-        (now,) if node is None else (now, node),
+        [
+            (
+                f"status = '{status}' AND +next_attempt_at <= ?{mine}"
+                " ORDER BY received_at, rowid LIMIT 1",
+                args,
+            )
+            for status in (InboxStatus.pending.value, InboxStatus.failed.value)
+        ],
         now,
         node,
     )
@@ -235,25 +246,34 @@ def claim(db: Database, delivery_id: str, node: str | None = None) -> Claimed | 
     """Take one named item if it is ready (used by ``dispatch`` to process synchronously)."""
     return _claim(
         db,
-        "delivery_id = ? AND status IN ('pending', 'failed')",
-        (delivery_id,),
+        [("delivery_id = ? AND status IN ('pending', 'failed')", (delivery_id,))],
         time.time(),
         node,
     )
 
 
 def _claim(
-    db: Database, where: str, args: tuple[Any, ...], now: float, node: str | None
+    db: Database, choices: list[tuple[str, tuple[Any, ...]]], now: float, node: str | None
 ) -> Claimed | None:
-    """In one transaction: select the first item matching WHERE and mark it processing (on a
-    shared database, skipping rows another node's claim holds)."""
+    """In one transaction: of the first item matching each WHERE of CHOICES, mark the one
+    received first processing (on a shared database, skipping rows another node's claim
+    holds)."""
     skip_locked = " FOR UPDATE SKIP LOCKED" if db.shared else ""
     with db.claim_transaction() as tx:
-        row = tx.execute(
-            f"SELECT {_COLUMNS}, payload, work, lane FROM inbox WHERE {where}{skip_locked}", args
-        ).fetchone()
-        if row is None:
+        found = [
+            row
+            for where, args in choices
+            if (
+                row := tx.execute(
+                    f"SELECT {_COLUMNS}, payload, work, lane FROM inbox WHERE {where}{skip_locked}",
+                    args,
+                ).fetchone()
+            )
+            is not None
+        ]
+        if not found:
             return None
+        row = min(found, key=lambda r: float(r[_NAMES.index("received_at")]))
         item = _item(row[:-3])
         tx.execute(
             "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?,"

@@ -413,3 +413,12 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0022_inbox_claim_order",
+        """
+        CREATE INDEX inbox_order ON inbox (status, received_at)
+        """,
+    ),
+]
