@@ -66,9 +66,24 @@ class _Seen:
 
 @dataclass
 class ScreenDetector:
-    """The detector's memory between passes: each pane's last digest and when it changed."""
+    """The detector's memory between passes: each pane's last digest and when it changed, and
+    the agents whose prompt one pass no longer saw (``leaving``: the state that pass read)."""
 
     seen: dict[str, _Seen] = field(default_factory=dict)
+    leaving: dict[str, str] = field(default_factory=dict)
+
+    def settled(self, key: str, before: str | None, after: str) -> bool:
+        """Whether a change of KEY from BEFORE to AFTER may be recorded now: a prompt leaves
+        (a state waiting on a person becomes one that does not) only when two passes in a row
+        read the same, so one capture taken while the pane redraws never closes it."""
+        if before not in store.HUMAN or after in store.HUMAN:
+            self.leaving.pop(key, None)
+            return True
+        if self.leaving.get(key) == after:
+            del self.leaving[key]
+            return True
+        self.leaving[key] = after
+        return False
 
     def look(self, key: str, screen: str, now: float) -> float:
         """Record SCREEN of KEY; how long (seconds) it has been unchanged."""
@@ -147,13 +162,19 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
         notify = settings.signals == "notify"
         quiet_seconds = float("inf") if notify else ctx.config.attention.quiet_seconds
         verdict = classify(screen, quiet, quiet_seconds, settings)
-        if _record(ctx, agent, verdict, screen, now, notify):
+        if _record(ctx, agent, verdict, screen, now, notify, detector):
             changed += 1
     return changed
 
 
 def _record(
-    ctx: Ctx, agent: Watched, verdict: Verdict, screen: str, now: float, notify: bool = False
+    ctx: Ctx,
+    agent: Watched,
+    verdict: Verdict,
+    screen: str,
+    now: float,
+    notify: bool,
+    detector: ScreenDetector,
 ) -> bool:
     row = store.get(ctx.db.connect(), agent.key)
     if notify and verdict.state == store.WORKING and (row is None or row.state not in store.HUMAN):
@@ -163,6 +184,9 @@ def _record(
         and row.state == verdict.state
         and (verdict.state not in store.HUMAN or (row.prompt and row.prompt.text == verdict.text))
     ):
+        detector.leaving.pop(agent.key, None)
+        return False
+    if not detector.settled(agent.key, row.state if row else None, verdict.state):
         return False
     prompt = store.NewPrompt(verdict.kind, text=verdict.text) if verdict.kind else None
     last = _last_lines(screen) if verdict.state == store.WAITING else None
