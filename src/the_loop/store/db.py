@@ -33,8 +33,6 @@ __all__ = ["Database", "SqliteDatabase", "open_database"]
 
 DB_NAME = "the-loop.db"
 BUSY_TIMEOUT_MS = 30_000
-RESTART_WAIT_SECONDS = 0.05
-"""How long a checkpoint waits for this process's writers before it leaves the WAL as is."""
 
 
 class SqliteDatabase(Database):
@@ -69,27 +67,9 @@ class SqliteDatabase(Database):
 
     def checkpoint(self) -> None:
         """Copy committed WAL frames into the database file (``PASSIVE``: never waits for, nor
-        blocks, readers and writers), then let the next commit write the WAL from its start.
-
-        Under a steady stream of commits a ``PASSIVE`` checkpoint is never complete when the
-        next writer begins (frames were added while it copied), so SQLite never restarts the
-        WAL: it grew by every commit's pages (≈90 KB per accepted delivery, tens of MB per
-        burst, until the daemon stopped). A ``RESTART`` checkpoint right after, with this
-        process's writers held back (they wait on ``_writer``, not in SQLite's busy handler)
-        and no busy wait for readers or other processes (a reader mid-read, a writer of this
-        process held up past ``RESTART_WAIT_SECONDS``: it gives up until the next time),
-        copies the few frames left and makes the next commit start the WAL over."""
+        blocks, readers and writers)."""
         try:
-            conn = self.connect()
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            if not self._writer.acquire(timeout=RESTART_WAIT_SECONDS):
-                return  # a writer of this process is stuck (a lock held elsewhere): next time
-            try:
-                conn.execute("PRAGMA busy_timeout = 0")
-                conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                self._writer.release()
+            self.connect().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from None
 
