@@ -64,9 +64,15 @@ def append(db: Database, event: NewEvent) -> int:
         return insert(tx, event)
 
 
-def insert(tx: Connection, event: NewEvent) -> int:
-    """Append EVENT within the caller's open transaction TX; returns its id."""
-    row = (
+_INSERT = (
+    "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
+    " delivery_id, payload) VALUES "
+)
+_MARKS = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _values(event: NewEvent) -> tuple[Any, ...]:
+    return (
         event.ts,
         event.type,
         event.level,
@@ -77,11 +83,11 @@ def insert(tx: Connection, event: NewEvent) -> int:
         event.delivery_id,
         event.payload_json,
     )
-    cur = tx.execute(
-        "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
-        " delivery_id, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        row,
-    )
+
+
+def insert(tx: Connection, event: NewEvent) -> int:
+    """Append EVENT within the caller's open transaction TX; returns its id."""
+    cur = tx.execute(_INSERT + _MARKS, _values(event))
     return int(cur.lastrowid or 0)
 
 
@@ -89,26 +95,8 @@ def insert_many(tx: Connection, new: list[NewEvent]) -> None:
     """Append the events NEW, in order, within TX (one statement per hundred)."""
     for start in range(0, len(new), 100):
         part = new[start : start + 100]
-        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(part))
-        tx.execute(
-            "INSERT INTO events (ts, type, level, source, work_item, standing, session_id,"
-            f" delivery_id, payload) VALUES {values}",
-            [
-                value
-                for e in part
-                for value in (
-                    e.ts,
-                    e.type,
-                    e.level,
-                    e.source,
-                    e.work_item,
-                    e.standing,
-                    e.session_id,
-                    e.delivery_id,
-                    e.payload_json,
-                )
-            ],
-        )
+        values = [value for event in part for value in _values(event)]
+        tx.execute(_INSERT + ", ".join([_MARKS] * len(part)), values)
 
 
 def _row_to_event(row: tuple[Any, ...]) -> Event:

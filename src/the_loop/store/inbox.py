@@ -119,6 +119,13 @@ class Acceptance:
     record: Callable[[Accepted], NewEvent | None] | None = None
 
 
+_INSERT = (
+    "INSERT INTO inbox (delivery_id, event, source, payload, work, lane, status, attempts,"
+    " received_at, updated_at, next_attempt_at) VALUES "
+)
+_MARKS = "(?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)"
+
+
 def accept_in(tx: Connection, job: Acceptance) -> Accepted:
     """``accept`` within the caller's open write transaction TX (group commit: several
     acceptances share one commit, and so one sync)."""
@@ -127,9 +134,7 @@ def accept_in(tx: Connection, job: Acceptance) -> Accepted:
     row = tx.execute("SELECT status FROM inbox WHERE delivery_id = ?", (delivery_id,)).fetchone()
     if row is None:
         tx.execute(
-            "INSERT INTO inbox (delivery_id, event, source, payload, work, lane, status,"
-            " attempts, received_at, updated_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?,"
-            " 'pending', 0, ?, ?, ?)",
+            _INSERT + _MARKS,
             (delivery_id, job.event, job.source, job.payload, job.work, job.lane, now, now, now),
         )
         accepted = Accepted(delivery_id=delivery_id, duplicate=False, status=InboxStatus.pending)
@@ -190,12 +195,8 @@ def accept_batch(tx: Connection, jobs: list[Acceptance]) -> list[Accepted]:
         results.append(accepted)
     for start in range(0, len(rows), _ROWS_CHUNK):
         chunk = rows[start : start + _ROWS_CHUNK]
-        values = ", ".join(["(?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)"] * len(chunk))
-        tx.execute(
-            "INSERT INTO inbox (delivery_id, event, source, payload, work, lane, status,"
-            f" attempts, received_at, updated_at, next_attempt_at) VALUES {values}",
-            [value for row in chunk for value in row],
-        )
+        marks = ", ".join([_MARKS] * len(chunk))
+        tx.execute(_INSERT + marks, [value for row in chunk for value in row])
     events.insert_many(tx, recorded)
     return results
 
