@@ -29,10 +29,12 @@ class Node:
     work: Work
     daemon: Daemon
 
-    def post(self, item: int, seq: int) -> int:
-        """Send comment SEQ on issue ITEM to this node (a new connection, as GitHub does);
-        the HTTP status, or 0 when the node did not answer."""
-        text = f"the-loop start tok-{item}-{seq}-end" if seq == 0 else f"note tok-{item}-{seq}-end"
+    def post(self, item: int, seq: int, *, start: bool | None = None) -> int:
+        """Send comment SEQ on issue ITEM to this node (a new connection, as GitHub does): a
+        start command when START (by default for SEQ 0 only), else a note; the HTTP status,
+        or 0 when the node did not answer."""
+        start = seq == 0 if start is None else start
+        text = f"the-loop start tok-{item}-{seq}-end" if start else f"note tok-{item}-{seq}-end"
         body = json.dumps(P.issue_comment_event(text, number=item)).encode()
         headers = {
             "X-GitHub-Event": "issue_comment",

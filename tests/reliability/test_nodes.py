@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -133,6 +134,33 @@ def _check_views(cluster: list[Node], db: Database) -> None:
     assert screen.status_code == 409 and "node-b" in screen.text
     mine = cluster[1].daemon.api("GET", f"/sessions/{theirs.id}/screen")
     assert mine.status_code == 200 and "FAKE-AGENT" in mine.json()["text"]
+
+
+def test_100_concurrent_triggers_split_across_both_nodes_make_one_session(
+    cluster: list[Node],
+) -> None:
+    """One new item, 100 start comments at once, every other one to each node: the item's
+    database lock decides which node spawns, and every comment reaches that one session once."""
+    item, total = 9, 100
+
+    def trigger(seq: int) -> int:
+        return cluster[seq % 2].post(item, seq, start=True)
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        codes = list(pool.map(trigger, range(total)))
+    assert set(codes) == {202}, Counter(codes)
+    db = cluster_db(cluster)
+    _wait_drained(db, cluster=cluster)
+    records = session_store.list_sessions(db.connect())
+    assert [r.work_item for r in records] == [f"github:octo/repo#{item}"]
+    sent = {f"{item}-{seq}" for seq in range(total)}
+    wait_until(lambda: sent <= set(_seen(cluster)), timeout=60, interval=0.2)
+    seen = _seen(cluster)
+    assert not {k: v for k, v in seen.items() if v > 1}, seen
+    _check_placement(db, cluster, range(item, item + 1))
+    # both nodes accepted comments, and the one that did not own the item handed its share over
+    assert _events(db, "dispatch.forwarded")
+    assert not [i for i in inbox.list_items(db, limit=1000) if i.status == "dead"]
 
 
 @pytest.mark.parametrize("cluster", [(1, 3)], indirect=True)
