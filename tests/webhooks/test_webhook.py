@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import httpx
+
 from tests.daemon import Daemon
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
@@ -55,3 +57,15 @@ def test_any_signed_event_type_is_acknowledged_and_ignored(daemon: Daemon) -> No
     assert r.status_code == 202
     wait_until(lambda: inbox(daemon, "succeeded"), timeout=20)
     assert daemon.work.events("route.ignored")
+
+
+def test_other_methods_on_the_intake_paths_are_fastapis_answers(daemon: Daemon) -> None:
+    """The intake routes are served directly (``web.direct``) for POST only: anything else on
+    their paths gets the app's own answer, as before."""
+    for path in ("/webhooks/github", "/webhooks/slack", "/webhooks/slack/interactions"):
+        got = httpx.get(f"{daemon.url}{path}", timeout=10)
+        assert got.status_code == 405, (path, got.text)
+        assert got.json()["error"]["code"] == "method_not_allowed"
+    assert httpx.post(f"{daemon.url}/webhooks/github/", timeout=10).status_code == 404
+    slack = httpx.post(f"{daemon.url}/webhooks/slack", content=b"{}", timeout=10)
+    assert slack.status_code == 404 and "slack.enabled is off" in slack.text

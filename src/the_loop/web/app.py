@@ -26,6 +26,7 @@ from the_loop.web.assets import Assets
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.cluster_api import cluster_router
+from the_loop.web.direct import DirectRoutes, Endpoint
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
 from the_loop.web.ops_api import ops_router
 from the_loop.web.pages import dashboard_router
@@ -78,9 +79,18 @@ def create_app(
     app.state.ctx = ctx
     app.state.daemon = daemon
     _install_error_handlers(app)
+    direct: dict[str, Endpoint] = {}
     if ctx.config.github.enabled and ctx.config.github.webhook.enabled:
-        app.include_router(github_router(ctx))
-    app.include_router(slack_router(ctx))  # answers 404 while slack.enabled is off
+        github, endpoints = github_router(ctx)
+        app.include_router(github)
+        direct.update(endpoints)
+    slack, endpoints = slack_router(ctx)  # answers 404 while slack.enabled is off
+    app.include_router(slack)
+    direct.update(endpoints)
+    # the intake routes are served without FastAPI's routing (decision 0037)
+    app.add_middleware(
+        DirectRoutes, routes=direct, handled=(LoopError, sqlite3.Error), on_error=error_response
+    )
 
     _mount_api(app, ctx, mcp)
 
@@ -127,6 +137,13 @@ def _mount_dashboard(app: FastAPI, ctx: Ctx) -> None:
     app.include_router(dashboard_router(lambda: ctx, Pages(assets)))
 
 
+def error_response(exc: Exception) -> JSONResponse:
+    """The answer to a ``LoopError`` (its status and code) or a ``sqlite3.Error`` (503)."""
+    if isinstance(exc, LoopError):
+        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+    return JSONResponse(error_body("state_error", f"the state database: {exc}"), status_code=503)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -135,13 +152,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(LoopError)
     async def loop_error(_: Request, exc: LoopError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+        return error_response(exc)
 
     @app.exception_handler(sqlite3.Error)
     async def state_error(_: Request, exc: sqlite3.Error) -> JSONResponse:
-        return JSONResponse(
-            error_body("state_error", f"the state database: {exc}"), status_code=503
-        )
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -4,9 +4,10 @@ Both check Slack's signature over ``v0:<timestamp>:<body>`` in constant time and
 timestamp more than five minutes away (401, nothing stored but a sampled rejection). The
 ``url_verification`` handshake is answered with its challenge. Anything else is decoded once
 (``slack.intake``) and committed to the durable inbox, with its ``slack.received`` event, in
-the same fully-synced group commit as GitHub's deliveries, before the 200 is sent; the inbox
-key is the event id (a press: its trigger id), so Slack's retries (``X-Slack-Retry-Num``) are
-acknowledged without being processed twice. Processing happens in the inbox worker.
+the same durable group commit as GitHub's deliveries (``store.intake_writer``), before the
+200 is sent; the inbox key is the event id (a press: its trigger id), so Slack's retries
+(``X-Slack-Retry-Num``) are acknowledged without being processed twice. Processing happens in
+the inbox worker.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from the_loop.store import inbox
 from the_loop.store.events import NewEvent
 from the_loop.store.inbox import Accepted
 from the_loop.store.intake_writer import writer_for
+from the_loop.web.direct import Endpoint
 from the_loop.web.webhooks import BODY_SECONDS, RejectionSampler, read_body, record_rejection
 
 EVENTS_PATH = "/webhooks/slack"
@@ -69,8 +71,9 @@ def _acceptance(intake: slack_intake.Intake, body: bytes, retry: str | None) -> 
     )
 
 
-def slack_router(ctx: Ctx) -> APIRouter:
-    """The two Slack routes (404 while ``slack.enabled`` is off, read on every request)."""
+def slack_router(ctx: Ctx) -> tuple[APIRouter, dict[str, Endpoint]]:
+    """The two Slack routes (404 while ``slack.enabled`` is off, read on every request), and
+    their endpoints by path (the daemon serves them directly, ``web.direct``)."""
     router = APIRouter()
     sampler = RejectionSampler()
 
@@ -159,4 +162,4 @@ def slack_router(ctx: Ctx) -> APIRouter:
         await accept(intake, body, request)
         return Response(status_code=200)
 
-    return router
+    return router, {EVENTS_PATH: slack_events, INTERACTIONS_PATH: slack_interactions}

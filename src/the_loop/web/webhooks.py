@@ -1,8 +1,10 @@
 """``POST <github.webhook.path>``: signed GitHub deliveries into the durable inbox.
 
 The 202 is sent only after the delivery is on stable storage: it is committed to the inbox,
-with its ``webhook.received`` event, in a fully-synced group commit shared with every delivery
-accepted meanwhile (``dispatch.accept_durably``, ``store.intake_writer``), off the event loop.
+with its ``webhook.received`` event, in a group commit made durable by one sync of the intake
+journal and shared with every delivery accepted meanwhile (``dispatch.accept_durably``,
+``store.intake_writer``, ``store.intake_journal``), off the event loop. The daemon serves this
+route without FastAPI's router (``web.direct``).
 Processing happens in the inbox worker, so the acknowledgement never waits for an agent. Any
 well-formed signed delivery of any event type is acknowledged; types outside the filter are
 ignored later, never refused. The body is decoded here, once, and parsed into its typed work
@@ -27,7 +29,7 @@ import threading
 import time
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from the_loop import dispatch
@@ -37,6 +39,7 @@ from the_loop.errors import BadInput
 from the_loop.github.signature import verify_signature
 from the_loop.metrics import METRICS
 from the_loop.store.intake_writer import writer_for
+from the_loop.web.direct import Endpoint
 
 MAX_BODY = 25 * 1024 * 1024
 BODY_SECONDS = 10.0
@@ -131,16 +134,19 @@ def _signature_problem(ctx: Ctx, body: bytes, header: str | None) -> str | None:
     return f"no webhook secret configured (${cfg.secret_env}) and allowUnsigned is false"
 
 
-def github_router(ctx: Ctx) -> APIRouter:
-    """The webhook route, mounted at ``github.webhook.path``."""
+def github_router(ctx: Ctx) -> tuple[APIRouter, dict[str, Endpoint]]:
+    """The webhook route, mounted at ``github.webhook.path``, and its endpoint by path (the
+    daemon serves it directly, ``web.direct``)."""
     router = APIRouter()
     sampler = RejectionSampler()
 
     def reject(status: int, code: str, message: str, delivery: str | None) -> JSONResponse:
         return record_rejection(ctx, sampler, status, code, message, delivery)
 
-    @router.post(ctx.config.github.webhook.path, include_in_schema=False)
-    async def github_webhook(request: Request) -> JSONResponse:
+    path = ctx.config.github.webhook.path
+
+    @router.post(path, include_in_schema=False)
+    async def github_webhook(request: Request) -> Response:
         started = time.perf_counter()
         delivery = request.headers.get("x-github-delivery")
         try:
@@ -178,4 +184,4 @@ def github_router(ctx: Ctx) -> APIRouter:
             status_code=202,
         )
 
-    return router
+    return router, {path: github_webhook}
