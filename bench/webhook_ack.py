@@ -1,7 +1,7 @@
 """Webhook acknowledgement: signed deliveries over loopback into a real ``the-loop serve``.
 
-Every 202 is power-loss-durable: the delivery and its ``webhook.received`` event are synced
-to the intake journal and committed to the inbox before the answer (decision 0037), in group
+Every 202 is power-loss-durable: the delivery and its ``webhook.received`` event are committed
+to the inbox with ``synchronous = FULL`` (an fdatasync of the WAL) before the answer, in group
 commits shared by the deliveries that arrive meanwhile. The figures therefore include the sync.
 
 1. **New connection per delivery** (the way GitHub sends webhooks: ``Connection: close``, the
@@ -486,10 +486,8 @@ def _intake_commits(daemon: Daemon) -> str:
     if not commits:
         return ""
     seconds = float(found.get("the_loop_intake_commit_seconds_total", "0"))
-    journaled = float(found.get("the_loop_intake_journaled_total", "0"))
     return (
-        f"group commit: {accepted:,.0f} acceptances ({journaled:,.0f} through the journal) in "
-        f"{commits:,.0f} durable commits "
+        f"group commit: {accepted:,.0f} acceptances in {commits:,.0f} fully-synced commits "
         f"({accepted / commits:.2f} per sync; largest batch "
         f"{found.get('the_loop_intake_largest_batch', '?').strip()}; mean commit, its sync "
         f"included, {seconds / commits * 1000:.2f} ms)"

@@ -145,7 +145,6 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
     if banner:
         banner(url)
-    writer_for(ctx.db).start()  # what the intake journal held is in the inbox before it runs
     try:
         server.run(sockets=[sock])
     finally:

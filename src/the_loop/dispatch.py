@@ -171,9 +171,9 @@ def accept(ctx: Ctx, delivery: Intake, body: bytes, source: str) -> Accepted:
 
 async def accept_durably(ctx: Ctx, delivery: Intake, body: bytes, source: str) -> Accepted:
     """``accept`` for an acknowledgement: returns once the acceptance and its event are on
-    stable storage (a group commit shared with every acceptance queued meanwhile, made durable
-    by the intake journal's sync, see ``store.intake_writer``); never blocks the event loop.
-    Raises ``StateError`` (or the ``sqlite3.Error``) the commit raised."""
+    stable storage (a fully-synced commit shared with every acceptance queued meanwhile, see
+    ``store.intake_writer``); never blocks the event loop. Raises ``StateError`` (or the
+    ``sqlite3.Error``) the commit raised."""
     future = writer_for(ctx.db).submit(acceptance(delivery, body, source))
     return await asyncio.wrap_future(future)
 

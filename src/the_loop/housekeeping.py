@@ -42,11 +42,7 @@ def prune(ctx: Ctx) -> int:
         return gone + transcript_store.prune_closed(tx)
 
 
-CHECKPOINT_SECONDS = 0.1
-"""Often enough that each checkpoint's sync of the WAL stays small: the intake writer's commits
-no longer sync the WAL themselves (decision 0037), and at 0.25 s the checkpoint's sync of what
-had piled up delayed the acknowledgement being synced at that moment by 10 to 15 ms, about every
-40th delivery one at a time (``bench/analysis.md``, item 15)."""
+CHECKPOINT_SECONDS = 0.25
 
 
 async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:

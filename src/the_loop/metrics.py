@@ -153,12 +153,9 @@ def prometheus_text(ctx: Ctx) -> str:
     lines += METRICS.render_process()
     commits = writer_for(ctx.db).figures
     lines += [
-        "# HELP the_loop_intake_commits_total Durable group commits of acceptances.",
+        "# HELP the_loop_intake_commits_total Fully-synced group commits of acceptances.",
         "# TYPE the_loop_intake_commits_total counter",
         f"the_loop_intake_commits_total {commits.commits}",
-        "# HELP the_loop_intake_journaled_total Acceptances made durable by the journal's sync.",
-        "# TYPE the_loop_intake_journaled_total counter",
-        f"the_loop_intake_journaled_total {commits.journaled}",
         "# TYPE the_loop_intake_acceptances_total counter",
         f"the_loop_intake_acceptances_total {commits.acceptances}",
         "# TYPE the_loop_intake_commit_seconds_total counter",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
-from pathlib import Path
 
 from the_loop.store.conn import Connection
 
@@ -45,15 +44,8 @@ class Database(ABC):
         """SQLite: copy committed WAL frames into the database file."""
         return None
 
-    def sync_commits(self, full: bool = True) -> None:
-        """This thread's commits are power-loss durable from now on (the intake writer), or
-        with FULL False, of the ordinary durability again."""
-        return None
-
-    def journal_dir(self) -> Path | None:
-        """Where the intake journal of this database lives (``store.intake_journal``), or
-        None when its commits need none (PostgreSQL: every commit is durable, and a journal
-        on one node's disk would keep its deliveries from the others)."""
+    def sync_commits(self) -> None:
+        """This thread's commits are power-loss durable from now on (the intake writer)."""
         return None
 
     def claim_transaction(self) -> AbstractContextManager[Connection]:

@@ -73,12 +73,9 @@ class SqliteDatabase(Database):
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from None
 
-    def sync_commits(self, full: bool = True) -> None:
+    def sync_commits(self) -> None:
         # this thread's connection only: every other connection keeps NORMAL
-        self.connect().execute(f"PRAGMA synchronous = {'FULL' if full else 'NORMAL'}")
-
-    def journal_dir(self) -> Path:
-        return self.path.parent
+        self.connect().execute("PRAGMA synchronous = FULL")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -422,16 +422,3 @@ MIGRATIONS += [
         """,
     ),
 ]
-
-MIGRATIONS += [
-    (
-        "0023_intake_journal",
-        """
-        CREATE TABLE intake_journal (
-            id INTEGER PRIMARY KEY,
-            rewound_at REAL NOT NULL
-        );
-        INSERT INTO intake_journal (id, rewound_at) VALUES (1, 0)
-        """,
-    ),
-]

@@ -4,10 +4,10 @@ Both check Slack's signature over ``v0:<timestamp>:<body>`` in constant time and
 timestamp more than five minutes away (401, nothing stored but a sampled rejection). The
 ``url_verification`` handshake is answered with its challenge. Anything else is decoded once
 (``slack.intake``) and committed to the durable inbox, with its ``slack.received`` event, in
-the same durable group commit as GitHub's deliveries (``store.intake_writer``), before the
-200 is sent; the inbox key is the event id (a press: its trigger id), so Slack's retries
-(``X-Slack-Retry-Num``) are acknowledged without being processed twice. Processing happens in
-the inbox worker.
+the same fully-synced group commit as GitHub's deliveries, before the 200 is sent; the inbox
+key is the event id (a press: its trigger id), so Slack's retries (``X-Slack-Retry-Num``) are
+acknowledged without being processed twice. Processing happens in the inbox worker. The daemon
+serves both routes without FastAPI's router (``web.direct``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """``POST <github.webhook.path>``: signed GitHub deliveries into the durable inbox.
 
 The 202 is sent only after the delivery is on stable storage: it is committed to the inbox,
-with its ``webhook.received`` event, in a group commit made durable by one sync of the intake
-journal and shared with every delivery accepted meanwhile (``dispatch.accept_durably``,
-``store.intake_writer``, ``store.intake_journal``), off the event loop. The daemon serves this
-route without FastAPI's router (``web.direct``).
+with its ``webhook.received`` event, in a fully-synced group commit shared with every delivery
+accepted meanwhile (``dispatch.accept_durably``, ``store.intake_writer``), off the event loop.
+The daemon serves this route without FastAPI's router (``web.direct``).
 Processing happens in the inbox worker, so the acknowledgement never waits for an agent. Any
 well-formed signed delivery of any event type is acknowledged; types outside the filter are
 ignored later, never refused. The body is decoded here, once, and parsed into its typed work
