@@ -26,7 +26,7 @@ from the_loop.web.assets import Assets
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import ensure_tokens
 from the_loop.web.cluster_api import cluster_router
-from the_loop.web.direct import DirectRoutes, Endpoint
+from the_loop.web.direct import DirectRoutes, post_endpoints
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
 from the_loop.web.ops_api import ops_router
 from the_loop.web.pages import dashboard_router
@@ -79,17 +79,17 @@ def create_app(
     app.state.ctx = ctx
     app.state.daemon = daemon
     _install_error_handlers(app)
-    direct: dict[str, Endpoint] = {}
-    if ctx.config.github.enabled and ctx.config.github.webhook.enabled:
-        github, endpoints = github_router(ctx)
-        app.include_router(github)
-        direct.update(endpoints)
-    slack, endpoints = slack_router(ctx)  # answers 404 while slack.enabled is off
-    app.include_router(slack)
-    direct.update(endpoints)
+    github = ctx.config.github.enabled and ctx.config.github.webhook.enabled
+    intake = [github_router(ctx)] if github else []
+    intake.append(slack_router(ctx))  # answers 404 while slack.enabled is off
+    for router in intake:
+        app.include_router(router)
     # the intake routes are served without FastAPI's routing (decision 0037)
     app.add_middleware(
-        DirectRoutes, routes=direct, handled=(LoopError, sqlite3.Error), on_error=error_response
+        DirectRoutes,
+        routes=post_endpoints(intake),
+        handled=(LoopError, sqlite3.Error),
+        on_error=error_response,
     )
 
     _mount_api(app, ctx, mcp)

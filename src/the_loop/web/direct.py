@@ -7,14 +7,17 @@ exception middleware around it) cost about as much CPU per delivery as the endpo
 (decision 0037). ``DirectRoutes`` is an ASGI middleware placed inside Starlette's error
 middleware: a ``POST`` to one of its paths goes to the same endpoint function FastAPI has
 registered there, with a plain ``Request``; every other request (another method on that path
-included, answered 405 as before) goes on to FastAPI unchanged. The endpoints stay registered
-with FastAPI too, so both ways reach the same code.
+included, answered 405 as before) goes on to FastAPI unchanged. The table is read from the
+routers themselves (``post_endpoints``), so both ways reach the same code and a route added to
+them is served directly too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import cast
 
+from fastapi.routing import APIRoute, APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -23,6 +26,16 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 """A route's handler: the request in, the whole response out."""
 OnError = Callable[[Exception], Response]
 """The response the app's exception handlers give one of the errors they handle."""
+
+
+def post_endpoints(routers: Iterable[APIRouter]) -> dict[str, Endpoint]:
+    """The ``POST`` endpoints of ROUTERS by path (each takes the request alone)."""
+    return {
+        route.path: cast(Endpoint, route.endpoint)
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute) and "POST" in (route.methods or ())
+    }
 
 
 class DirectRoutes:

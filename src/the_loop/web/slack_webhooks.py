@@ -31,7 +31,6 @@ from the_loop.store import inbox
 from the_loop.store.events import NewEvent
 from the_loop.store.inbox import Accepted
 from the_loop.store.intake_writer import writer_for
-from the_loop.web.direct import Endpoint
 from the_loop.web.webhooks import BODY_SECONDS, RejectionSampler, read_body, record_rejection
 
 EVENTS_PATH = "/webhooks/slack"
@@ -71,9 +70,8 @@ def _acceptance(intake: slack_intake.Intake, body: bytes, retry: str | None) -> 
     )
 
 
-def slack_router(ctx: Ctx) -> tuple[APIRouter, dict[str, Endpoint]]:
-    """The two Slack routes (404 while ``slack.enabled`` is off, read on every request), and
-    their endpoints by path (the daemon serves them directly, ``web.direct``)."""
+def slack_router(ctx: Ctx) -> APIRouter:
+    """The two Slack routes (404 while ``slack.enabled`` is off, read on every request)."""
     router = APIRouter()
     sampler = RejectionSampler()
 
@@ -162,4 +160,4 @@ def slack_router(ctx: Ctx) -> tuple[APIRouter, dict[str, Endpoint]]:
         await accept(intake, body, request)
         return Response(status_code=200)
 
-    return router, {EVENTS_PATH: slack_events, INTERACTIONS_PATH: slack_interactions}
+    return router

@@ -28,7 +28,7 @@ import threading
 import time
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
 from the_loop import dispatch
@@ -38,7 +38,6 @@ from the_loop.errors import BadInput
 from the_loop.github.signature import verify_signature
 from the_loop.metrics import METRICS
 from the_loop.store.intake_writer import writer_for
-from the_loop.web.direct import Endpoint
 
 MAX_BODY = 25 * 1024 * 1024
 BODY_SECONDS = 10.0
@@ -133,19 +132,16 @@ def _signature_problem(ctx: Ctx, body: bytes, header: str | None) -> str | None:
     return f"no webhook secret configured (${cfg.secret_env}) and allowUnsigned is false"
 
 
-def github_router(ctx: Ctx) -> tuple[APIRouter, dict[str, Endpoint]]:
-    """The webhook route, mounted at ``github.webhook.path``, and its endpoint by path (the
-    daemon serves it directly, ``web.direct``)."""
+def github_router(ctx: Ctx) -> APIRouter:
+    """The webhook route, mounted at ``github.webhook.path``."""
     router = APIRouter()
     sampler = RejectionSampler()
 
     def reject(status: int, code: str, message: str, delivery: str | None) -> JSONResponse:
         return record_rejection(ctx, sampler, status, code, message, delivery)
 
-    path = ctx.config.github.webhook.path
-
-    @router.post(path, include_in_schema=False)
-    async def github_webhook(request: Request) -> Response:
+    @router.post(ctx.config.github.webhook.path, include_in_schema=False)
+    async def github_webhook(request: Request) -> JSONResponse:
         started = time.perf_counter()
         delivery = request.headers.get("x-github-delivery")
         try:
@@ -183,4 +179,4 @@ def github_router(ctx: Ctx) -> tuple[APIRouter, dict[str, Endpoint]]:
             status_code=202,
         )
 
-    return router, {path: github_webhook}
+    return router
