@@ -19,13 +19,13 @@ agent's last message; then the operator's own notify PROGRAM, if any, runs with 
 
 from __future__ import annotations
 
-import _sqlite3
 import os
 import sys
 import time
 
 from the_loop import hook_json as json
 from the_loop.errors import StateError
+from the_loop.hook_sqlite import sqlite
 from the_loop.store import attention as store
 from the_loop.store import transcripts
 
@@ -66,7 +66,7 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
             out = handle(conn, agent, data, env)
         finally:
             conn.close()
-    except (OSError, ValueError, _sqlite3.Error, StateError) as exc:
+    except (OSError, ValueError, sqlite.Error, StateError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
         return 0
     if out is not None:
@@ -85,7 +85,7 @@ def codex_notify(args: list[str], env: Mapping[str, str]) -> int:
         data = json.loads(args[-1])
         if agent and db_path and isinstance(data, dict):
             _codex_turn(db_path, agent, data, env)
-    except (OSError, ValueError, _sqlite3.Error) as exc:
+    except (OSError, ValueError, sqlite.Error) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
     if len(args) > 1:
         _run_chained(args)

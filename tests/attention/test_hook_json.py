@@ -1,17 +1,22 @@
-"""The hook's own JSON (``the_loop.hook_json``) reads and writes what ``json`` does."""
+"""The hook's own JSON (``the_loop.hook_json``) reads and writes what ``json`` does, and its
+SQLite (``the_loop.hook_sqlite``) loads without ``functools``."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import the_loop
 from the_loop import hook_json
+
+SRC = str(Path(the_loop.__file__).resolve().parents[1])
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 documents = st.recursive(
@@ -43,16 +48,45 @@ def test_what_json_cannot_write_is_refused() -> None:
         hook_json.dumps({"a": object()})
 
 
-def test_the_hook_loads_neither_json_nor_re_nor_sqlite3_dbapi() -> None:
+def test_the_hook_loads_neither_json_nor_re_nor_sqlite3_dbapi_nor_functools() -> None:
     from the_loop.harness.claude_hooks import hook_argv
 
     argv = hook_argv()
     probe = argv[4].replace(
         "from the_loop.attention_hook import main;sys.exit(main(sys.argv[1:]))",
         "import the_loop.attention_hook;print(sorted(m for m in sys.modules"
-        " if m in ('json','re','sqlite3','datetime','enum')))",
+        " if m in ('json','re','sqlite3','datetime','enum','functools','collections')))",
     )
     assert probe != argv[4]
     done = subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_sqlite_loaded_without_functools_caches_statements_and_leaves_functools_real() -> None:
+    """The stand-in serves the extension's statement cache, then leaves: ``import functools``
+    afterwards is the standard library's."""
+    probe = (
+        "import sys;from the_loop.hook_sqlite import sqlite;"
+        "assert 'functools' not in sys.modules, 'stand-in left behind';"
+        "c=sqlite.connect(':memory:',isolation_level=None,cached_statements=4);"
+        "total=sum(c.execute('select ?+?',(i,i%7)).fetchone()[0] for i in range(500));"
+        "import functools;print(total,hasattr(functools,'reduce'),'collections' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", f"import sys;sys.path.insert(0,{SRC!r});{probe}"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = sum(i + i % 7 for i in range(500))
+    assert done.stdout.split() == [str(expected), "True", "True"]
+
+
+def test_sqlite_in_a_process_that_has_functools_is_the_plain_extension() -> None:
+    import functools
+
+    from the_loop.hook_sqlite import sqlite
+
+    assert sys.modules["functools"] is functools
+    assert sqlite is sys.modules["_sqlite3"]

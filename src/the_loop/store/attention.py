@@ -12,10 +12,10 @@ when a wait on a person begins) in the same transaction. This module imports not
 
 from __future__ import annotations
 
-import _sqlite3
 import os
 
 from the_loop import hook_json as json
+from the_loop.hook_sqlite import sqlite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no json (re), sqlite3 (datetime) or typing
@@ -128,7 +128,7 @@ def connect(path: str) -> OwnConnection:
         from the_loop.store.pg import HookConnection
 
         return HookConnection(path)
-    conn = _sqlite3.connect(path, timeout=10, isolation_level=None)
+    conn = sqlite.connect(path, timeout=10, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn
