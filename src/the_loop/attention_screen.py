@@ -152,8 +152,10 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
     """One pass over the watched agents; returns how many changed state."""
     now = time.time() if now is None else now
     changed = 0
-    for agent in watched(ctx):
-        capture = ctx.runners.tmux.capture(agent.target, SCREEN_LINES)
+    agents = watched(ctx)
+    captures = ctx.runners.tmux.capture_many([a.target for a in agents], SCREEN_LINES)
+    for agent in agents:
+        capture = captures[agent.target]
         if not capture.ok:
             continue
         screen = capture.text.rstrip()

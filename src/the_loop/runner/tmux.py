@@ -40,6 +40,7 @@ from pathlib import Path
 from the_loop.config import Config
 from the_loop.errors import BadInput, LoopError
 from the_loop.refs import is_loop_target
+from the_loop.runner import tmux_screens as screens
 from the_loop.runner.base import (
     KeyedLock,
     default_work_dir,
@@ -215,26 +216,13 @@ class TmuxRunner:
         """The last LINES lines of TARGET's pane (None: the whole history), wrapped lines
         joined; ``absent`` when there is no such target, ``no_answer``/``failed`` when tmux
         could not say. Never raises."""
-        start = "-" if lines is None else f"-{max(lines, 0)}"
-        args = ["capture-pane", "-p", "-J", "-S", start, "-t", f"={target}:"]
-        if escapes:
-            args.insert(1, "-e")
-        result = self.ask(*args)
-        if result.not_found:
-            detail = f"no tmux session {target} on socket {self.socket}"
-            return Capture(target=target, answer=Answer.ABSENT, detail=detail)
-        if not result.ok:
-            return Capture(
-                target=target,
-                answer=failure(result),
-                detail=f"cannot capture {target}: {result.describe()}",
-            )
-        text = result.stdout.rstrip("\n").split("\n")
-        while text and not text[-1].strip():
-            text.pop()
-        if lines is not None:
-            text = text[-lines:] if lines > 0 else []
-        return Capture(target=target, text="\n".join(text))
+        result = self.ask(*screens.capture_args(target, lines, escapes=escapes))
+        return screens.captured(target, lines, result, self.socket)
+
+    def capture_many(self, targets: Sequence[str], lines: int | None = 200) -> dict[str, Capture]:
+        """``capture`` of each of TARGETS, in as few tmux invocations as fit
+        (``tmux_screens``). Never raises."""
+        return screens.capture_many(self.ask, self.capture, targets, lines)
 
     def attach_command(
         self, target: str, *, read_only: bool = True, ignore_size: bool = False

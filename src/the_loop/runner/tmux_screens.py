@@ -1,0 +1,109 @@
+"""Pane captures for the tmux runner: one pane, or many panes in one tmux invocation.
+
+The screen detector reads every watched pane on each pass (``attention.pollSeconds``, 0.25 s
+by default). Each ``tmux capture-pane`` is a fork and exec of the tmux client and a round trip
+to the server; with 200 agents read from their screens, one process per pane kept the detector
+busy all the time, and the daemon used 26 % of a core with nothing happening
+(``bench/dashboard.py``). Many panes are therefore captured in one invocation: each
+``capture-pane`` follows a ``display-message -p`` marker carrying a random nonce, so an agent
+cannot print a marker, and the output is cut at the markers.
+
+tmux stops a command list at its first failing command. When a batch fails, the panes captured
+before the failure are kept, the failing pane is captured alone (its answer says precisely why:
+absent, failed, no answer), and the panes after it go into the next batch.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+
+from the_loop.runner.outcomes import Answer, Capture
+from the_loop.runner.tmux_core import COMMAND_BUDGET, TmuxResult, command_size, failure
+
+MARK = "::the-loop-screen-"
+
+
+def capture_args(target: str, lines: int | None, *, escapes: bool = False) -> list[str]:
+    """``capture-pane`` of TARGET's pane: its last LINES lines (None: the whole history),
+    wrapped lines joined, with the escapes of its colours when ESCAPES."""
+    start = "-" if lines is None else f"-{max(lines, 0)}"
+    args = ["capture-pane", "-p", "-J", "-S", start, "-t", f"={target}:"]
+    if escapes:
+        args.insert(1, "-e")
+    return args
+
+
+def screen_text(output: str, lines: int | None) -> str:
+    """A capture's OUTPUT without its trailing blank lines, cut to its last LINES lines."""
+    text = output.rstrip("\n").split("\n")
+    while text and not text[-1].strip():
+        text.pop()
+    if lines is not None:
+        text = text[-lines:] if lines > 0 else []
+    return "\n".join(text)
+
+
+def captured(target: str, lines: int | None, result: TmuxResult, socket: str) -> Capture:
+    """What one ``capture-pane`` RESULT says of TARGET."""
+    if result.not_found:
+        detail = f"no tmux session {target} on socket {socket}"
+        return Capture(target=target, answer=Answer.ABSENT, detail=detail)
+    if not result.ok:
+        detail = f"cannot capture {target}: {result.describe()}"
+        return Capture(target=target, answer=failure(result), detail=detail)
+    return Capture(target=target, text=screen_text(result.stdout, lines))
+
+
+def capture_many(
+    ask: Callable[..., TmuxResult],
+    capture: Callable[[str, int | None], Capture],
+    targets: Sequence[str],
+    lines: int | None,
+) -> dict[str, Capture]:
+    """The captures of TARGETS (each once), asked through ASK in as few invocations as the
+    command budget allows; a pane whose capture stopped a batch is asked alone (CAPTURE)."""
+    out: dict[str, Capture] = {}
+    pending = list(dict.fromkeys(targets))
+    while pending:
+        nonce = secrets.token_hex(8)
+        batch, args = _batch(pending, lines, nonce)
+        result = ask(*args)
+        segments = _segments(result.stdout, nonce)
+        done = len(batch) if result.ok else max(len(segments) - 1, 0)
+        for index in range(done):
+            out[batch[index]] = Capture(
+                target=batch[index], text=screen_text(segments.get(index, ""), lines)
+            )
+        if done < len(batch):
+            out[batch[done]] = capture(batch[done], lines)
+            done += 1
+        pending = pending[done:]
+    return out
+
+
+def _batch(pending: Sequence[str], lines: int | None, nonce: str) -> tuple[list[str], list[str]]:
+    """The first panes of PENDING that fit one command, and that command's arguments."""
+    batch: list[str] = []
+    args: list[str] = []
+    for target in pending:
+        part = ["display-message", "-p", f"{MARK}{nonce}-{len(batch)}", ";"]
+        part += capture_args(target, lines)
+        if batch and command_size(args) + command_size(part) + 2 > COMMAND_BUDGET:
+            break
+        args += [";", *part] if args else part
+        batch.append(target)
+    return batch, args
+
+
+def _segments(output: str, nonce: str) -> dict[int, str]:
+    """OUTPUT cut at its markers: the text after marker N (up to the next one), by N."""
+    prefix = f"{MARK}{nonce}-"
+    found: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for line in output.split("\n"):
+        if line.startswith(prefix) and line[len(prefix) :].isdigit():
+            current = found.setdefault(int(line[len(prefix) :]), [])
+        elif current is not None:
+            current.append(line)
+    return {index: "\n".join(text) for index, text in found.items()}
