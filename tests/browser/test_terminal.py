@@ -1,9 +1,12 @@
 """The Session page's browser terminal in a real browser: the agent's screen, typing into the
 fake agent, read-only for the read-only login and for closed sessions, the agent's window size
-kept, the bridge's tmux client gone with the tab, and a phone: key toolbar and touch scroll."""
+kept, the bridge's tmux client gone with the tab, a phone: key toolbar and touch scroll, and
+the page's own refusals: a POST without the CSRF token, a WebSocket from a foreign page."""
 
 from __future__ import annotations
 
+import http.server
+import threading
 from typing import Any
 
 import pytest
@@ -159,3 +162,63 @@ def _scroll(page: Page) -> dict[str, int]:
 
 def _record_sent(ws: WebSocket, frames: list[str]) -> None:
     ws.on("framesent", lambda payload: frames.append(str(payload)))
+
+
+class ForeignPage:
+    """A page of another origin on loopback (same site for the browser: a cookie of the
+    dashboard's host would go with its requests)."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = b"<!doctype html><title>elsewhere</title><p>another site</p>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+OPEN_SOCKET = """url => new Promise(resolve => {
+    const ws = new WebSocket(url);
+    ws.onopen = () => { ws.close(); resolve("open"); };
+    ws.onerror = () => resolve("refused");
+})"""
+
+
+def test_a_post_without_csrf_and_a_socket_from_a_foreign_page_are_refused(
+    site: Site, login: Login
+) -> None:
+    rec = site.spawn(45)
+    sid = rec["id"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    page = login()
+    path = f"/api/v1/sessions/{sid}/messages"
+    posted = page.evaluate(
+        """path => fetch(path, {method: "POST", headers: {"Content-Type": "application/json"},
+                                body: JSON.stringify({text: "no csrf from the page"})})
+                   .then(async r => [r.status, (await r.json()).error.code])""",
+        path,
+    )
+    assert posted == [403, "csrf"]
+    socket = site.url.replace("http://", "ws://") + f"/api/v1/sessions/{sid}/terminal"
+    assert page.evaluate(OPEN_SOCKET, socket) == "open"  # the dashboard's own page may
+    foreign = ForeignPage()
+    try:
+        page.goto(foreign.url)
+        assert page.evaluate(OPEN_SOCKET, socket) == "refused"
+    finally:
+        foreign.close()
+    prompts = marker_delivered(site, sid, "a marker after the refused requests")
+    assert not any("no csrf from the page" in p for p in prompts), prompts
