@@ -65,11 +65,9 @@ def session_rows(
     attention as stored rows: no view models for a page of hundreds)."""
     conn = ctx.db.connect()
     records = session_records.with_spend(ctx, session_store.list_sessions(conn, status, limit))
-    out: list[SessionRow] = []
-    for rec in records:
-        row = attention_store.get(conn, rec.id) if rec.live else None
-        out.append(SessionRow(rec, repo_of(rec.work_item), row))
-    return out
+    live = [rec.id for rec in records if rec.live]
+    kept = {row.agent: row for row in attention_store.rows(conn, live)} if live else {}
+    return [SessionRow(rec, repo_of(rec.work_item), kept.get(rec.id)) for rec in records]
 
 
 def narrow(
