@@ -7,6 +7,10 @@ standing session's pane.
    event and its ``slack.received`` event are committed to the inbox with ``synchronous =
    FULL`` before the answer (the commit counted). The replies go to a thread bound to nothing,
    so the inbox worker drops them quickly and the figure is the intake path.
+   The same events are then sent one every 20 ms (**paced**): each finds the inbox worker done
+   with the one before, as Slack's events, sent as they happen, usually do. Back to back, each
+   acknowledgement shares the GIL, the write lock and its sync with the worker processing the
+   previous delivery (``bench/analysis.md``, item 18).
 2. **reply → pane**: a reply in the thread bound to a running standing session (the fake
    agent in tmux), one at a time, each once the previous one arrived; from just before the
    request (``time.time()``) to the fake agent's own record of the prompt (same clock): the
@@ -36,6 +40,7 @@ NAME = "slack"
 SIGNING = "bench-slack-signing-secret"
 CHANNEL = "C0BENCH001"
 USER = "U0BENCH001"
+PACE_MS = 20
 
 
 def event_request(
@@ -84,6 +89,25 @@ def one_new_connection(daemon: Daemon, raw: bytes) -> tuple[float, int]:
     return (time.perf_counter() - t0) * 1000, int(buf[9:12]) if len(buf) >= 12 else 0
 
 
+def paced_acks(daemon: Daemon, count: int) -> list[float]:
+    """COUNT signed events on new connections, one every PACE_MS (as Slack sends them: each
+    as it happens), so that each finds the inbox worker done with the one before."""
+    latencies: list[float] = []
+    interval = PACE_MS / 1000
+    start = time.perf_counter()
+    for i in range(count):
+        due = start + i * interval
+        now = time.perf_counter()
+        if now < due:
+            time.sleep(due - now)  # pacing the request rate, not waiting for a state
+        raw = event_request(daemon, f"paced {i}", "1700000000.000001", close=True)
+        ms, status = one_new_connection(daemon, raw)
+        if status != 200:
+            raise RuntimeError(f"paced event {i} answered {status}")
+        latencies.append(ms)
+    return latencies
+
+
 def slack_rows(install: Install) -> int:
     conn = sqlite3.connect(install.state_dir / "the-loop.db", timeout=30)
     try:
@@ -109,6 +133,7 @@ def main() -> None:
     parser.add_argument("--acks", type=int, default=1000)
     parser.add_argument("--replies", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--paced", type=int, default=300, help="events sent one every 20 ms")
     args = parser.parse_args()
 
     report = Report(NAME, "Slack: signed event ack, thread reply → pane", __doc__ or "")
@@ -171,6 +196,20 @@ def main() -> None:
         )
         report.figure(
             Figure("slack.ack.p99", "signed Slack event acknowledged, p99", ack.p99, "ms")
+        )
+        with common.step(f"{args.paced} signed Slack events, one every {PACE_MS} ms"):
+            spaced = paced_acks(daemon, args.paced)
+        calm = report.distribution(
+            "ack_paced", f"signed Slack event acknowledged, one every {PACE_MS} ms", spaced
+        )
+        report.figure(
+            Figure(
+                "slack.ack.paced.p50",
+                f"signed Slack event acknowledged, one every {PACE_MS} ms, p50",
+                calm.p50,
+                "ms",
+                note="the inbox worker done with the previous event (informational)",
+            )
         )
 
         conn = HttpConn(daemon.host, daemon.port)
