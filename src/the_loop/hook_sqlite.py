@@ -34,6 +34,8 @@ def _lru_cache(maxsize: int | None = 128, typed: bool = False) -> object:
 def _load_without_functools() -> None:
     if "_sqlite3" in sys.modules or "functools" in sys.modules:
         return
+    if not hasattr(__import__("_functools"), "_lru_cache_wrapper"):
+        return  # another Python: the plain import below loads functools as usual
     stand_in = type(sys)("functools")
     stand_in.lru_cache = _lru_cache  # type: ignore[attr-defined]
     sys.modules["functools"] = stand_in
