@@ -29,6 +29,7 @@ from typing import Any
 
 from the_loop import hook_json
 from the_loop.cli import plain
+from the_loop.cli.flags import leading
 from the_loop.cli_facts import facts_key, read_facts, resolve_config_path
 from the_loop.errors import LoopError
 from the_loop.pricing import Rates, longest_match, tally
@@ -74,17 +75,10 @@ def run(args: list[str]) -> int | None:
 
 def _globals(args: list[str]) -> tuple[Path | None, list[str]]:
     """The ``--config`` given before the command, and the command's words."""
-    config: Path | None = None
-    rest = list(args)
-    while rest and rest[0].startswith("-"):
-        flag = rest.pop(0)
-        if flag in ("--config", "-c") and rest:
-            config = Path(rest.pop(0))
-        elif flag.startswith("--config="):
-            config = Path(flag.removeprefix("--config="))
-        else:
-            raise _Unsure(flag)  # --debug, --help, …: the full CLI
-    return config, rest
+    found = leading(args)
+    if found is None or found.debug:
+        raise _Unsure("flags before the command")  # --debug, --help, …: the full CLI
+    return (Path(found.config) if found.config is not None else None), found.words
 
 
 def _facts(explicit: Path | None) -> dict[str, Any]:

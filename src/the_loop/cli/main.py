@@ -45,20 +45,11 @@ def _dispatch(args: list[str]) -> int:
 
 def _serve_args(args: list[str]) -> tuple[str | None, bool] | None:
     """(``--config`` value, ``--debug``) when ARGS are ``[--config X] [--debug] serve``."""
-    config: str | None = None
-    debug = False
-    rest = list(args)
-    while rest and rest[0] != "serve":
-        flag = rest.pop(0)
-        if flag in ("--config", "-c") and rest and not rest[0].startswith("-"):
-            config = rest.pop(0)
-        elif flag.startswith("--config="):
-            config = flag.removeprefix("--config=")
-        elif flag == "--debug":
-            debug = True
-        else:
-            return None
-    return (config, debug) if rest == ["serve"] else None
+    # lazy: start-up (only a command line that may be a plain `serve` reads the flags here)
+    from the_loop.cli.flags import leading
+
+    found = leading(args)
+    return (found.config, found.debug) if found is not None and found.words == ["serve"] else None
 
 
 def _serve(config: str | None, debug: bool) -> int:
