@@ -5,22 +5,17 @@ sockets and ports) on one real PostgreSQL. The fixtures ``cluster`` and ``cluste
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 import httpx
 
-from tests.daemon import SECRET, Daemon
-from tests.fakes import fake_agent
-from tests.fakes import payloads as P
+from tests.daemon import Daemon
+from tests.tokens import seen_tokens, token_comment
 from tests.work import Work
-from the_loop.github.signature import sign
 from the_loop.store import Database, open_database
 
 DEAD_AFTER = 5.0
-TOKEN = re.compile(r"tok-(\d+)-(\d+)-end")
 
 
 @dataclass
@@ -33,15 +28,7 @@ class Node:
         """Send comment SEQ on issue ITEM to this node (a new connection, as GitHub does): a
         start command when START (by default for SEQ 0 only), else a note; the HTTP status,
         or 0 when the node did not answer."""
-        start = seq == 0 if start is None else start
-        text = f"the-loop start tok-{item}-{seq}-end" if start else f"note tok-{item}-{seq}-end"
-        body = json.dumps(P.issue_comment_event(text, number=item)).encode()
-        headers = {
-            "X-GitHub-Event": "issue_comment",
-            "X-GitHub-Delivery": f"d-{item}-{seq}",
-            "X-Hub-Signature-256": sign(SECRET.encode(), body),
-            "Content-Type": "application/json",
-        }
+        body, headers = token_comment(item, seq, start)
         try:
             url = f"{self.daemon.url}/webhooks/github"
             return httpx.post(url, content=body, headers=headers, timeout=5).status_code
@@ -50,12 +37,7 @@ class Node:
 
     def seen(self) -> Counter[str]:
         """Each token as often as this node's fake agents received it."""
-        counts: Counter[str] = Counter()
-        for path in self.work.agent_dir.glob("*.jsonl"):
-            for record in fake_agent.read_prompts(self.work.agent_dir, path.stem):
-                for m in TOKEN.finditer(record.text):
-                    counts[f"{m.group(1)}-{m.group(2)}"] += 1
-        return counts
+        return seen_tokens(self.work)
 
 
 def cluster_db(cluster: list[Node]) -> Database:

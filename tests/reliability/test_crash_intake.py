@@ -5,31 +5,21 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import signal
 import threading
-from collections import Counter
 
 import httpx
 import pytest
 
-from tests.daemon import SECRET, Daemon
-from tests.fakes import fake_agent
-from tests.fakes import payloads as P
+from tests.daemon import Daemon
 from tests.helpers import wait_until
+from tests.tokens import seen_tokens, token_comment
 from tests.work import Work
-from the_loop.github.signature import sign
 
 pytestmark = pytest.mark.reliability
 
 ITEMS = 20
 PER_ITEM = 10
-TOKEN = re.compile(r"tok-(\d+)-(\d+)-end")
-
-
-def _body(item: int, seq: int) -> bytes:
-    text = f"the-loop start tok-{item}-{seq}-end" if seq == 0 else f"note tok-{item}-{seq}-end"
-    return json.dumps(P.issue_comment_event(text, number=item)).encode()
 
 
 def _send_burst(url: str, acked: set[str], stop: threading.Event) -> None:
@@ -38,28 +28,13 @@ def _send_burst(url: str, acked: set[str], stop: threading.Event) -> None:
         for item, seq in order:
             if stop.is_set():
                 return
-            body = _body(item, seq)
-            headers = {
-                "X-GitHub-Event": "issue_comment",
-                "X-GitHub-Delivery": f"d-{item}-{seq}",
-                "X-Hub-Signature-256": sign(SECRET.encode(), body),
-                "Content-Type": "application/json",
-            }
+            body, headers = token_comment(item, seq)
             try:
                 r = client.post(f"{url}/webhooks/github", content=body, headers=headers)
             except httpx.HTTPError:
                 return
             if r.status_code == 202:
                 acked.add(f"{item}-{seq}")
-
-
-def _seen(work: Work) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for path in work.agent_dir.glob("*.jsonl"):
-        for record in fake_agent.read_prompts(work.agent_dir, path.stem):
-            for m in TOKEN.finditer(record.text):
-                counts[f"{m.group(1)}-{m.group(2)}"] += 1
-    return counts
 
 
 @pytest.mark.parametrize(
@@ -93,12 +68,12 @@ def test_sigkill_during_a_burst_loses_and_doubles_nothing(
 
         wait_until(drained, timeout=120, interval=0.2, what="the inbox to drain")
         wait_until(
-            lambda: set(acked) <= set(_seen(work)),
+            lambda: set(acked) <= set(seen_tokens(work)),
             timeout=60,
             interval=0.2,
             what="every acknowledged delivery at its agent",
         )
-        seen = _seen(work)
+        seen = seen_tokens(work)
         doubled = {k: v for k, v in seen.items() if v > 1}
         assert not doubled, f"delivered more than once: {doubled}"
         dead = json.loads(work.cli("inbox", "list", "--status", "dead", "--format", "json").stdout)
