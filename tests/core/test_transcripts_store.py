@@ -12,9 +12,10 @@ import pytest
 
 from tests.conftest import BACKENDS
 from the_loop import events as ev
-from the_loop.store import Database, open_database, sessions
+from the_loop.store import Database, open_database, sessions, standing
 from the_loop.store import transcripts as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.store.standing import StandingRecord
 
 CONV = "2f0c6c5e-7d51-4d7e-9a57-2f2f0e6f4a10"
 AGENT = "s-1"
@@ -95,7 +96,7 @@ def test_not_utf8_is_refused_and_nothing_is_kept(db: Database) -> None:
     assert store.get(db.connect(), CONV) is None
 
 
-def test_the_transcripts_of_closed_sessions_are_pruned(db: Database) -> None:
+def test_the_transcripts_of_closed_and_deleted_sessions_are_pruned(db: Database) -> None:
     now = time.time()
     with db.transaction() as tx:
         for sid, status in (("s-open", SessionStatus.active), ("s-done", SessionStatus.closed)):
@@ -114,8 +115,11 @@ def test_the_transcripts_of_closed_sessions_are_pruned(db: Database) -> None:
             )
             store.append(tx, f"conv-{sid}", sid, 0, _line(1), now=now)
         store.append(tx, "conv-standing", "standing:triage", 0, _line(1), now=now)
+        store.append(tx, "conv-deleted", "standing:gone", 0, _line(1), now=now)
+        standing.insert(tx, StandingRecord(name="triage", source="created", created_at=now))
     with db.transaction() as tx:
-        assert store.prune_closed(tx) == 1
+        assert store.prune_closed(tx) == 2
+    assert store.get(db.connect(), "conv-deleted") is None, "its standing session was deleted"
     assert store.load(db.connect(), "conv-s-done") is None
     assert store.get(db.connect(), "conv-s-done") is None
     assert store.load(db.connect(), "conv-s-open") == _line(1)

@@ -191,11 +191,16 @@ def load(conn: Connection, conversation: str) -> bytes | None:
 
 
 def prune_closed(tx: Connection) -> int:
-    """Drop the transcripts of work-item sessions that are closed (nothing resumes them any
-    more); how many. Standing sessions' transcripts are kept."""
+    """Drop the transcripts nothing resumes any more, and say how many: those of work-item
+    sessions that are closed, and those of standing sessions that were deleted (no
+    ``standing`` row of that name). A standing session that exists keeps its transcripts."""
     rows = tx.execute(
         "SELECT t.conversation FROM transcripts t JOIN sessions s ON s.id = t.agent"
         " WHERE s.status = 'closed'"
+    ).fetchall()
+    rows += tx.execute(
+        "SELECT t.conversation FROM transcripts t WHERE t.agent LIKE 'standing:%'"
+        " AND NOT EXISTS (SELECT 1 FROM standing s WHERE 'standing:' || s.name = t.agent)"
     ).fetchall()
     for (conversation,) in rows:
         tx.execute("DELETE FROM transcript_chunks WHERE conversation = ?", (conversation,))
