@@ -66,7 +66,7 @@ def session_rows(
     conn = ctx.db.connect()
     records = session_records.with_spend(ctx, session_store.list_sessions(conn, status, limit))
     live = [rec.id for rec in records if rec.live]
-    kept = {row.agent: row for row in attention_store.rows(conn, live)} if live else {}
+    kept = {row.agent: row for row in attention_store.rows(conn, live)}
     return [SessionRow(rec, repo_of(rec.work_item), kept.get(rec.id)) for rec in records]
 
 

@@ -20,24 +20,20 @@ import sys
 __all__ = ["sqlite"]
 
 
-def _lru_cache(maxsize: int | None = 128, typed: bool = False) -> object:
-    """``functools.lru_cache(maxsize)`` for the one caller, the ``_sqlite3`` extension."""
-    # The C module ``functools`` is built on; typeshed has no stub for it.
-    wrapper = __import__("_functools")._lru_cache_wrapper
-
-    def decorate(function: object) -> object:
-        return wrapper(function, maxsize, typed, tuple)
-
-    return decorate
-
-
 def _load_without_functools() -> None:
     if "_sqlite3" in sys.modules or "functools" in sys.modules:
         return
-    if not hasattr(__import__("_functools"), "_lru_cache_wrapper"):
+    # The C cache ``functools`` is built on (typeshed has no stub for ``_functools``).
+    wrapper = getattr(__import__("_functools"), "_lru_cache_wrapper", None)
+    if wrapper is None:
         return  # another Python: the plain import below loads functools as usual
+
+    def lru_cache(maxsize: int | None = 128, typed: bool = False) -> object:
+        """``functools.lru_cache(maxsize)`` for its one caller, the ``_sqlite3`` extension."""
+        return lambda function: wrapper(function, maxsize, typed, tuple)
+
     stand_in = type(sys)("functools")
-    stand_in.lru_cache = _lru_cache  # type: ignore[attr-defined]
+    stand_in.lru_cache = lru_cache  # type: ignore[attr-defined]
     sys.modules["functools"] = stand_in
     try:
         import _sqlite3  # noqa: F401  # lazy: must follow the stand-in
