@@ -42,7 +42,7 @@ from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
 from the_loop.errors import ConfigInvalid
 from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
 
-BUILTIN_HARNESSES = ("claude", "codex", "gemini", "cursor")
+BUILTIN_HARNESSES = ("claude", "codex", "gemini", "cursor", "demo")
 DEFAULT_WEBHOOK_EVENTS = [
     "issues",
     "issue_comment",

@@ -32,7 +32,9 @@ from the_loop import engine, nodes, placement, sessions
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError, StateError, Unavailable
+from the_loop.github import payloads as github_payloads
 from the_loop.github.parse import parse_webhook
+from the_loop.refs import OWNER_RE, WorkItemRef
 from the_loop.slack import inbound as slack_inbound
 from the_loop.slack import intake as slack_intake
 from the_loop.store import inbox
@@ -282,6 +284,20 @@ def dispatch(
     Raises ``BadInput`` (storing nothing) when BODY is not a JSON object."""
     delivery = delivery_id or f"dispatch-{uuid.uuid4()}"
     return _now(ctx, intake(ctx, event, delivery, decode(body)), body, source)
+
+
+def dispatch_comment(
+    ctx: Ctx, item: str, text: str, login: str, delivery_id: str | None = None
+) -> DispatchResult:
+    """Accept and process LOGIN's comment TEXT on ITEM (``OWNER/REPO#N``) as the
+    ``issue_comment`` webhook GitHub would send for it: the same inbox, rules and
+    authorization. Raises ``BadInput`` (storing nothing) for a bad item, login or text."""
+    ref = WorkItemRef.parse(item)
+    if not OWNER_RE.match(login):
+        raise BadInput(f"invalid --as {login!r}: a GitHub login (letters, digits and '-')")
+    payload = github_payloads.issue_comment(ref, text, login)
+    body = json.dumps(payload).encode()
+    return dispatch(ctx, "issue_comment", body, delivery_id)
 
 
 def dispatch_work(ctx: Ctx, work: WorkEvent, source: str) -> DispatchResult:

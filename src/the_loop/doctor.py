@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 from enum import StrEnum
 from pathlib import Path
 
@@ -167,6 +168,7 @@ _DEFAULT_BINARIES = {
     "codex": "codex",
     "gemini": "gemini",
     "cursor": "cursor-agent",
+    "demo": sys.executable,  # the offline demo agent runs on the-loop's own interpreter
 }
 
 

@@ -2,6 +2,10 @@
 
 Every name that becomes a tmux target, a file name or an argv element is validated here, once,
 when it is parsed. Nothing else in the code builds such a name by hand.
+
+GitHub compares owner and repository names without regard to case, so a GitHub ref is kept in
+lower case: ``Octo/Repo#21`` and ``octo/repo#21`` are one work item (one session, one tmux
+target). A local work item (``local:NAME``, no tracker) is case-insensitive the same way.
 """
 
 from __future__ import annotations
@@ -22,9 +26,15 @@ STANDING_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]{0,39}\Z")
 SESSION_ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 TARGET_RE = re.compile(r"\Aloop-[A-Za-z0-9._-]+\Z")
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+LOCAL_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9._-]{0,62}\Z")
 _REF_RE = re.compile(r"\A(?:github:)?(?P<path>[^#\s]+)#(?P<number>[0-9]{1,10})\Z")
+LOCAL_PREFIX = "local:"
 
-REF_GRAMMAR = "github:OWNER/REPO#N or github:HOST/OWNER/REPO#N"
+REF_GRAMMAR = "github:OWNER/REPO#N, github:HOST/OWNER/REPO#N or local:NAME"
+LOCAL_GRAMMAR = (
+    "local:NAME, NAME of letters, digits, '.', '_' and '-', starting with a letter or digit, "
+    "at most 63"
+)
 STANDING_GRAMMAR = "lowercase letters, digits and '-', starting with a letter or digit, at most 40"
 DEFAULT_HOST = "github.com"
 
@@ -43,7 +53,9 @@ def validate_owner_repo(full_name: str) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True, order=True)
 class WorkItemRef:
-    """An issue or pull request: ``github:OWNER/REPO#N`` (host only when not github.com)."""
+    """An issue or pull request: ``github:OWNER/REPO#N`` (host only when not github.com),
+    owner and repository in lower case; or a local work item ``local:NAME`` with no tracker
+    (``WorkItemRef.local(NAME)``: empty host and owner, NAME as its repo, number 0)."""
 
     owner: str
     repo: str
@@ -51,6 +63,11 @@ class WorkItemRef:
     host: str = DEFAULT_HOST
 
     def __post_init__(self) -> None:
+        if self.host == "" and self.owner == "" and self.number == 0:
+            if not isinstance(self.repo, str) or not LOCAL_NAME_RE.match(self.repo.lower()):
+                raise BadInput(f"invalid local work item name {self.repo!r}: {LOCAL_GRAMMAR}")
+            object.__setattr__(self, "repo", self.repo.lower())
+            return
         if not OWNER_RE.match(self.owner) or not _valid_repo(self.repo):
             raise BadInput(
                 f"invalid work item owner/repo {self.owner}/{self.repo}: expected {REF_GRAMMAR}"
@@ -59,10 +76,19 @@ class WorkItemRef:
             raise BadInput(f"invalid GitHub host {self.host!r}: expected {REF_GRAMMAR}")
         if self.number < 1:
             raise BadInput(f"invalid work item number {self.number}: expected {REF_GRAMMAR}")
+        object.__setattr__(self, "owner", self.owner.lower())
+        object.__setattr__(self, "repo", self.repo.lower())
+
+    @classmethod
+    def local(cls, name: str) -> WorkItemRef:
+        """The local work item NAME (``local:NAME``); ``BadInput`` showing the grammar."""
+        return cls(owner="", repo=name, number=0, host="")
 
     @classmethod
     def parse(cls, text: str) -> WorkItemRef:
         """Parse a ref; ``github:`` may be omitted. Raise ``BadInput`` showing the grammar."""
+        if text.strip().lower().startswith(LOCAL_PREFIX):
+            return cls.local(text.strip()[len(LOCAL_PREFIX) :])
         m = _REF_RE.match(text.strip())
         if not m:
             raise BadInput(f"invalid work item ref {text!r}: expected {REF_GRAMMAR}")
@@ -77,21 +103,33 @@ class WorkItemRef:
         return cls(owner=owner, repo=repo, number=int(m.group("number")), host=host.lower())
 
     @property
+    def is_local(self) -> bool:
+        """True for a local work item (``local:NAME``): no tracker, nothing written back."""
+        return self.host == ""
+
+    @property
     def full_name(self) -> str:
+        """``OWNER/REPO``; ``local:NAME`` for a local item (no repository)."""
+        if self.is_local:
+            return f"{LOCAL_PREFIX}{self.repo}"
         return f"{self.owner}/{self.repo}"
 
     @property
     def repo_key(self) -> str:
         """``OWNER/REPO`` with the host in front when it is not github.com."""
-        if self.host == DEFAULT_HOST:
+        if self.host in (DEFAULT_HOST, ""):
             return self.full_name
         return f"{self.host}/{self.full_name}"
 
     def __str__(self) -> str:
+        if self.is_local:
+            return self.full_name
         return f"github:{self.repo_key}#{self.number}"
 
     @property
     def slug(self) -> str:
+        if self.is_local:
+            return _SLUG_UNSAFE.sub("-", f"local-{self.repo}")
         raw = f"github-{self.repo_key.replace('/', '-')}-{self.number}"
         return _SLUG_UNSAFE.sub("-", raw)
 

@@ -7,7 +7,7 @@ from the_loop import usage
 from the_loop.attention import SessionAttention, of_sessions
 from the_loop.context import Ctx
 from the_loop.errors import NotFound
-from the_loop.refs import WorkItemRef
+from the_loop.refs import LOCAL_PREFIX, WorkItemRef
 from the_loop.store import sessions as store
 from the_loop.store import usage as usage_store
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -46,7 +46,7 @@ def get(ctx: Ctx, session_id: str) -> SessionRecord:
 def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
     """A session by work item ref (its live one, else its latest) or by session id."""
     conn = ctx.db.connect()
-    if "#" in ref_or_id:
+    if "#" in ref_or_id or ref_or_id.strip().lower().startswith(LOCAL_PREFIX):
         ref = WorkItemRef.parse(ref_or_id)
         rec = store.latest_for(conn, str(ref))
         if rec is None:
@@ -54,7 +54,9 @@ def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
         return with_spend(ctx, [rec])[0]
     rec = store.get(conn, ref_or_id)
     if rec is None:
-        raise NotFound(f"no session {ref_or_id!r} (give github:OWNER/REPO#N or a session id)")
+        raise NotFound(
+            f"no session {ref_or_id!r} (give github:OWNER/REPO#N, local:NAME or a session id)"
+        )
     return with_spend(ctx, [rec])[0]
 
 

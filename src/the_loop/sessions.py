@@ -141,10 +141,13 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
 # --- spawn ----------------------------------------------------------------------------------
 
 
-def spawn(ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str) -> SessionRecord:
-    """Register a new session for REF and start it, or queue it when every slot is taken."""
+def spawn(
+    ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str, harness: str | None = None
+) -> SessionRecord:
+    """Register a new session for REF and start it, or queue it when every slot is taken.
+    HARNESS overrides ``routing.defaultHarness``."""
     prompt = render_spawn(spawn_context(event, ref, instruction), ctx.config.routing.prompts.spawn)
-    harness = ctx.config.routing.default_harness
+    harness = harness or ctx.config.routing.default_harness
     runner = ctx.config.routing.runner
     layer.adapter_for(ctx, harness).check_runner(runner)
     now = time.time()

@@ -85,7 +85,7 @@ def clone_for(config: Config, ref: WorkItemRef) -> Path:
 
 def prepare(config: Config, ref: WorkItemRef) -> Workspace:
     """The directory REF's agent works in, made ready (see the module docstring)."""
-    if not config.workspaces.enabled:
+    if not config.workspaces.enabled or ref.is_local:  # a local item has no repository
         return _plain(config, ref)
     root = config.workspace_root
     root.mkdir(parents=True, exist_ok=True)
@@ -158,7 +158,7 @@ def _run_setup_once(config: Config, path: Path, ref: WorkItemRef) -> bool:
 
 def remove(config: Config, ref: WorkItemRef) -> bool:
     """Remove REF's worktree (the branch is kept); True when something was removed."""
-    if not config.workspaces.enabled:
+    if not config.workspaces.enabled or ref.is_local:
         return False
     root = config.workspace_root
     path = _inside(root, root / ref.slug)

@@ -7,7 +7,8 @@ The ``queue_*`` functions write the rows inside the caller's transaction TX (cal
 ``outbox.wake(ctx)`` after it commits); ``pickup``, ``spawned`` and ``reply`` do the same in a
 transaction of their own and wake the drain themselves. Each returns the outbox ids written
 (or found, for a repeated enqueue); nothing is queued while ``github.enabled`` is off, and
-reactions and the announcement follow ``github.reactions`` and ``github.announce``.
+reactions and the announcement follow ``github.reactions`` and ``github.announce``. A local
+work item (``local:NAME``) has no tracker: nothing is ever queued for it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def queue_pickup(
     tx: Connection, config: Config, ref: WorkItemRef, event: WorkEvent | None
 ) -> list[int]:
     """Queue 👀 on the request (its comment, else the item) that started work on REF."""
-    if not config.github.enabled or not config.github.reactions or event is None:
+    if not config.github.enabled or not config.github.reactions or event is None or ref.is_local:
         return []
     row = outbox.enqueue_reaction(tx, ref, PICKUP, what="pickup", comment_id=_comment_id(event))
     return [row.id]
@@ -53,7 +54,7 @@ def queue_spawned(
     """Queue 🎉 (or 😕 when the start failed) and, on success, the ANNOUNCEMENT comment (one
     per work item and delivery)."""
     gh = config.github
-    if not gh.enabled or event is None:
+    if not gh.enabled or event is None or ref.is_local:
         return []
     ids: list[int] = []
     if gh.reactions:
@@ -79,7 +80,7 @@ def queue_reply(
 ) -> list[int]:
     """Queue TEXT as a (marked) comment on REF. With DELIVERY_ID (the delivery answered), the
     same reply to the same delivery is stored once; without, every call posts."""
-    if not config.github.enabled:
+    if not config.github.enabled or ref.is_local:
         return []
     key = (
         outbox.text_key("github", str(ref), "reply", delivery_id, text)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from the_loop.cli import common
 from the_loop.cli.plain import print_sessions
 from the_loop.errors import BadInput
+
+if TYPE_CHECKING:
+    from the_loop.dispatch import DispatchResult
 
 app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", no_args_is_help=True)
 
@@ -60,6 +64,38 @@ def list_(
         # several nodes may share the database: which one runs each session
         nodes=[r.node or "-" for r in rows] if common.ctx().db.shared else None,
     )
+
+
+@app.command("start")
+def start(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or local:NAME"),
+    prompt: str = typer.Option(..., "--prompt", "-p", help="What the agent should do."),
+    harness: str | None = typer.Option(
+        None, "--harness", help="The agent CLI of a new session (default: routing.defaultHarness)."
+    ),
+    actor: str | None = typer.Option(
+        None, "--as", help="On whose behalf (a login; default: $USER)."
+    ),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Start the session of a work item, or deliver to its live one.
+
+    Any work item: a GitHub issue or pull request, or a local one with no tracker
+    (local:NAME). No GitHub account is needed for a local item; `--harness demo` runs the
+    offline demo agent, which needs no account either.
+    """
+    from the_loop.session_start import start_session  # lazy: start-up
+
+    with common.waiting(f"starting {ref}…"):
+        started = start_session(common.ctx(), ref, prompt, harness, actor)
+    common.drain_outbox()
+    if fmt is common.Format.json:
+        common.print_json(started)
+        return
+    print(f"{started.action} {started.work_item} (session {started.session_id}, {started.harness})")
+    if started.action != "queued":
+        print(f"  watch:  the-loop sessions logs {started.work_item} -f")
+        print(f"  steer:  the-loop sessions attach {started.work_item}")
 
 
 @app.command("show")
@@ -185,24 +221,32 @@ def logs(
 
 
 def dispatch(
-    payload: Path = typer.Argument(..., help="A GitHub webhook payload (JSON file, - for stdin)."),
-    event: str = typer.Option(..., "--event", "-e", help="The X-GitHub-Event name."),
+    payload: Path | None = typer.Argument(
+        None, help="A GitHub webhook payload (JSON file, - for stdin); or give --comment."
+    ),
+    event: str | None = typer.Option(
+        None, "--event", "-e", help="The X-GitHub-Event name (with a payload file)."
+    ),
+    comment: str | None = typer.Option(
+        None, "--comment", "-c", help="Dispatch this comment instead of a payload file."
+    ),
+    item: str | None = typer.Option(
+        None, "--item", help="With --comment: the issue or PR commented on, OWNER/REPO#N."
+    ),
+    login: str | None = typer.Option(
+        None, "--as", help="With --comment: the GitHub login commenting (default: $USER)."
+    ),
     delivery: str | None = typer.Option(None, "--delivery", "-d", help="X-GitHub-Delivery id."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Run a webhook payload through the-loop (no signature).
+    """Run a webhook payload, or a comment, through the-loop (no signature).
 
-    The payload takes exactly the path a webhook takes; prints what was decided.
+    Either a payload file with --event (examples in docs/examples/), or
+    --comment TEXT --item OWNER/REPO#N --as LOGIN, which is dispatched as the issue_comment
+    webhook GitHub would send. It takes exactly the path a webhook takes (authorization
+    included); prints what was decided.
     """
-    # lazy: start-up
-    from the_loop.dispatch import dispatch as run_dispatch
-
-    try:
-        body = sys.stdin.buffer.read() if str(payload) == "-" else payload.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"cannot read {payload}: {exc.strerror}") from None
-    with common.waiting("dispatching (a spawn may clone a repository)…"):
-        result = run_dispatch(common.ctx(), event, body, delivery)
+    result = _dispatch_result(payload, event, comment, item, login, delivery)
     common.drain_outbox()
     if fmt is common.Format.json:
         common.print_json(result)
@@ -215,3 +259,41 @@ def dispatch(
     if result.error:
         print(f"  error: {result.error}")
     raise typer.Exit(result.exit_code)
+
+
+def _dispatch_result(
+    payload: Path | None,
+    event: str | None,
+    comment: str | None,
+    item: str | None,
+    login: str | None,
+    delivery: str | None,
+) -> DispatchResult:
+    # lazy: start-up
+    import getpass
+
+    from the_loop.dispatch import dispatch as run_dispatch
+    from the_loop.dispatch import dispatch_comment
+
+    if comment is not None:
+        if payload is not None or event is not None:
+            raise BadInput("give a payload file with --event, or --comment, not both")
+        if item is None:
+            raise BadInput("--comment needs --item OWNER/REPO#N")
+        with common.waiting("dispatching (a spawn may clone a repository)…"):
+            return dispatch_comment(
+                common.ctx(), item, comment, login or getpass.getuser(), delivery
+            )
+    if item is not None or login is not None:
+        raise BadInput("--item and --as go with --comment")
+    if payload is None or event is None:
+        raise BadInput(
+            "give a payload file and --event NAME (see docs/examples/), "
+            "or --comment TEXT --item OWNER/REPO#N --as LOGIN"
+        )
+    try:
+        body = sys.stdin.buffer.read() if str(payload) == "-" else payload.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {payload}: {exc.strerror}") from None
+    with common.waiting("dispatching (a spawn may clone a repository)…"):
+        return run_dispatch(common.ctx(), event, body, delivery)

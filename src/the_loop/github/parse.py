@@ -433,14 +433,17 @@ def _host(value: object) -> str:
 
 
 def _repository(name: str, payload: Payload) -> tuple[str, str]:
+    """``OWNER``, ``REPO`` of the payload's repository, in lower case (GitHub's names are
+    case-insensitive; refs keep them in lower case)."""
     repository = payload.get("repository")
     full_name = repository.get("full_name") if is_mapping(repository) else None
     if not isinstance(full_name, str):
         raise BadInput(f"{name}: payload.repository.full_name is missing: cannot name a work item")
     try:
-        return validate_owner_repo(full_name)
+        owner, repo = validate_owner_repo(full_name)
     except BadInput as exc:
         raise BadInput(f"{name}: payload.repository.full_name: {exc}") from None
+    return owner.lower(), repo.lower()
 
 
 def _sender(name: str, payload: Payload, *, required: bool) -> tuple[str, bool]:

@@ -1,14 +1,15 @@
 """Harness adapters: argv and environment for each agent CLI; they never run anything.
 
 Importing this package registers the built-in adapters (``claude``, ``codex``, ``gemini``,
-``cursor``, ``command``) through ``register_adapter``, the same door a custom adapter uses.
+``cursor``, ``demo``, ``command``) through ``register_adapter``, the same door a custom adapter
+uses.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from the_loop.harness import claude, codex, command, cursor, gemini
+from the_loop.harness import claude, codex, command, cursor, demo, gemini
 from the_loop.harness.base import (
     HarnessAdapter,
     Launch,
@@ -50,6 +51,7 @@ __all__ = [
     "command",
     "configured_adapter",
     "cursor",
+    "demo",
     "gemini",
     "get_adapter",
     "locate",

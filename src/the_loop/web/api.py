@@ -26,6 +26,7 @@ from the_loop.health import Health, StatusReport
 from the_loop.inbox_ops import inbox_items
 from the_loop.local_client import CONFIG_HEADER
 from the_loop.session_records import SessionSummary
+from the_loop.session_start import Started, start_session
 from the_loop.status import health_now, status_now
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -39,6 +40,13 @@ Guard = Callable[..., Any]
 class MessageIn(Wire):
     text: str = Field(..., description="The message to deliver.")
     actor: str | None = Field(None, description="Who speaks (default: api).")
+
+
+class StartIn(Wire):
+    ref: str = Field(..., description="The work item: github:OWNER/REPO#N or local:NAME.")
+    prompt: str = Field(..., description="What the agent should do.")
+    harness: str | None = Field(None, description="A new session's harness (default: config).")
+    actor: str | None = Field(None, description="On whose behalf (a login).")
 
 
 class CloseIn(Wire):
@@ -96,6 +104,14 @@ def _session_routes(
     ) -> list[SessionSummary]:
         """Work-item sessions, newest first, each with its attention."""
         return await asyncio.to_thread(sessions.list_sessions, get_ctx(), status, limit)
+
+    @router.post("/sessions", tags=["sessions"], dependencies=write)
+    async def post_session(body: StartIn) -> Started:
+        """Start the session of a work item (GitHub or ``local:NAME``), or deliver the prompt
+        into its live session: what ``the-loop sessions start`` does."""
+        return await asyncio.to_thread(
+            start_session, get_ctx(), body.ref, body.prompt, body.harness, body.actor
+        )
 
     @router.get("/sessions/{session_id:path}/screen", tags=["sessions"], dependencies=read)
     async def get_screen(session_id: str, lines: int = Query(200, ge=1, le=100_000)) -> Screen:

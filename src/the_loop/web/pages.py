@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 
 from the_loop import attention, dashboard_views, events, standing
+from the_loop.config import BUILTIN_HARNESSES
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError
 from the_loop.store.attention import STATES
@@ -109,6 +110,8 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             statuses=[s.value for s in SessionStatus],
             states=STATES,
             chosen={"status": status or "", "attention": state or "", "repo": repo or ""},
+            harnesses=sorted(set(BUILTIN_HARNESSES) | set(get_ctx().config.harnesses)),
+            default_harness=get_ctx().config.routing.default_harness,
         )
 
     @router.get("/attention", response_model=None)
