@@ -36,6 +36,7 @@ from the_loop.config_errors import (
     validation_problems,
     yaml_problem,
 )
+from the_loop.config_limits import LimitsConfig
 from the_loop.config_node import NodeConfig, node_name_field
 from the_loop.config_slack import SlackConfig, StandingSlackConfig
 from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
@@ -102,6 +103,9 @@ class ServerConfig(Model):
     token_env: str = Field("THE_LOOP_TOKEN", description="Env var holding the API token.")
     read_only_token_env: str = Field(
         "THE_LOOP_READONLY_TOKEN", description="Env var holding the read-only API token."
+    )
+    limits: LimitsConfig = Field(
+        default_factory=LimitsConfig, description="Bounds on what any client can make it hold."
     )
 
     _env = field_validator("token_env", "read_only_token_env")(_env_name)

@@ -108,7 +108,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     )
     nodes.register(ctx, ctx.config.node.url or url)  # what other nodes reach
     app = create_app(ctx, daemon=info, background=run_background)
-    server = uvicorn.Server(
+    server = limits.BoundedServer(
         uvicorn.Config(
             app,
             log_level="warning",
@@ -116,11 +116,15 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
             timeout_graceful_shutdown=3,
             access_log=False,
             server_header=False,
-            # request heads bounded (SPEC §11): limits.py for httptools, this for h11
-            http=limits.LimitedHttpToolsProtocol,
+            # request heads and connections bounded (SPEC §11): limits.py for httptools,
+            # this for h11
+            http=limits.protocol_for(cfg.limits),
             h11_max_incomplete_event_size=limits.h11_limit,
+            timeout_keep_alive=max(1, round(cfg.limits.idle_seconds)),
+            backlog=limits.ACCEPT_BATCH,
         )
     )
+    limits.install_accept_filter()
 
     # Installed before anyone can find us (daemon.json): a signal before uvicorn installs its
     # own handlers asks it to exit as soon as it runs; the one uvicorn re-raises when it is

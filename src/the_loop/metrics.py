@@ -58,6 +58,7 @@ class Metrics:
         self.webhook_rejections: dict[tuple[int, str], int] = {}
         self.refused_requests: dict[int, int] = {}
         self.client_disconnects = 0
+        self.shed: dict[str, int] = {}
 
     def observe_webhook(self, seconds: float) -> None:
         with self._lock:
@@ -75,6 +76,11 @@ class Metrics:
     def count_disconnect(self) -> None:
         with self._lock:
             self.client_disconnects += 1
+
+    def count_shed(self, what: str) -> None:
+        """A connection, login, terminal or event stream shed by a bound (``web.limits``)."""
+        with self._lock:
+            self.shed[what] = self.shed.get(what, 0) + 1
 
     def render_process(self) -> list[str]:
         with self._lock:
@@ -100,6 +106,11 @@ class Metrics:
             lines += [
                 "# TYPE the_loop_client_disconnects_total counter",
                 f"the_loop_client_disconnects_total {self.client_disconnects}",
+                "# HELP the_loop_shed_total Connections, logins, terminals and streams shed.",
+                "# TYPE the_loop_shed_total counter",
+            ]
+            lines += [
+                f'the_loop_shed_total{{what="{w}"}} {n}' for w, n in sorted(self.shed.items())
             ]
         return lines
 

@@ -24,9 +24,10 @@ from the_loop.web import dashboard_auth
 from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.assets import Assets
 from the_loop.web.attention_api import attention_router
-from the_loop.web.auth import ensure_tokens
+from the_loop.web.auth import Tokens, ensure_tokens
 from the_loop.web.cluster_api import cluster_router
 from the_loop.web.direct import DirectRoutes, post_endpoints
+from the_loop.web.front_door import FrontDoor
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
 from the_loop.web.ops_api import ops_router
 from the_loop.web.pages import dashboard_router
@@ -92,7 +93,7 @@ def create_app(
         on_error=error_response,
     )
 
-    _mount_api(app, ctx, mcp)
+    tokens = _mount_api(app, ctx, mcp)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, bool]:
@@ -100,11 +101,14 @@ def create_app(
         return {"ok": True}
 
     _mount_dashboard(app, ctx)
+    # outermost: the token is checked, and the body bounded, before anything reads it
+    app.add_middleware(FrontDoor, get_tokens=lambda: tokens, limits=server.limits)
 
     return app
 
 
-def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
+def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> Tokens:
+    """The API, MCP and login routes; returns the tokens they accept."""
     tokens = ensure_tokens(ctx)
     logins = dashboard_auth.Sessions()
     setattr(app.state, dashboard_auth.STATE_KEY, logins)
@@ -128,6 +132,8 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> None:
     @app.get("/metrics", include_in_schema=False, dependencies=read)
     async def metrics() -> PlainTextResponse:
         return await asyncio.to_thread(metrics_text, ctx)
+
+    return tokens
 
 
 def _mount_dashboard(app: FastAPI, ctx: Ctx) -> None:

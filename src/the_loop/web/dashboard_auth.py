@@ -180,6 +180,25 @@ def csrf_ok(found: Viewer, presented: str | None) -> bool:
     )
 
 
+def identify(conn: HTTPConnection, tokens: auth.Tokens) -> str:
+    """Who presents CONN, from its headers alone: ``full`` or ``read-only`` for a valid bearer
+    token or dashboard cookie; ``Unauthorized`` otherwise. What the caller may do (write, CSRF)
+    is the route's ``check``."""
+    if has_bearer(conn):
+        _, _, value = conn.headers.get("authorization", "").partition(" ")
+        if auth.equal(value.strip(), tokens.full):
+            return "full"
+        if auth.equal(value.strip(), tokens.read_only):
+            return "read-only"
+        raise Unauthorized("invalid token")
+    found = viewer(conn)
+    if found is not None:
+        return found.role
+    if conn.cookies.get(COOKIE):
+        raise Unauthorized("the dashboard session has expired or was logged out")
+    raise Unauthorized("missing bearer token (Authorization: Bearer <token>)")
+
+
 def check(request: Request, tokens: auth.Tokens, write: bool) -> str:
     """Authenticate an API request by its bearer token, else by its dashboard cookie; return
     ``full`` or ``read-only``. A cookie-authenticated request that changes anything needs the
