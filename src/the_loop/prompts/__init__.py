@@ -4,7 +4,8 @@ Operators override the spawn and event templates by path (``routing.prompts``). 
 that comes from outside is sanitized first — a NUL byte is refused as a permanent input error
 (``BadInput``), CR/CRLF become LF, every other control and escape character is removed — and
 then text anyone can write (comment bodies, titles, payload fields) is fenced as untrusted
-input; a fence cannot be forged from inside, since runs of ``<<<`` and ``>>>`` in the text are
+input; a fence cannot be forged from inside, since the text is normalised (NFKC, zero-width and
+bidi controls removed, line separators as newlines) and runs of ``<<<`` and ``>>>`` in it are
 rewritten to angle quotation marks before fencing. The reply instructions carry the
 self-marker so the-loop never routes an agent's own words back.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from the_loop.errors import BadInput
 from the_loop.refs import WorkItemRef
+from the_loop.text_safety import fence_clean
 from the_loop.work import SELF_MARKER, ExcerptValue, WorkEvent, WorkKind
 
 if TYPE_CHECKING:  # jinja2 is imported when a prompt is rendered: CLI commands stay fast
@@ -47,9 +49,10 @@ def sanitize(text: str) -> str:
 
 def untrusted(text: str | None, limit: int = MAX_BODY) -> str:
     """TEXT sanitized, then fenced as untrusted input; the fences cannot be forged from inside
-    (in runs of ``<<<``/``>>>`` in TEXT each angle bracket becomes a single angle quotation
-    mark, U+2039/U+203A, before the fence is added)."""
-    body = sanitize(text or "")
+    (lookalikes normalised first: ``text_safety.fence_clean``; then in runs of ``<<<``/``>>>``
+    in TEXT each angle bracket becomes a single angle quotation mark, U+2039/U+203A, before
+    the fence is added)."""
+    body = sanitize(fence_clean(text or ""))
     body = _OPENERS.sub(lambda m: "\u2039" * len(m.group(0)), body)
     body = _CLOSERS.sub(lambda m: "\u203a" * len(m.group(0)), body)
     if len(body) > limit:

@@ -40,6 +40,7 @@ from the_loop.slack.intake import (
 )
 from the_loop.store import attention as attention_store
 from the_loop.store import slack as store
+from the_loop.text_safety import github_quote, slack_text
 
 MIRROR_LIMIT = 4000
 
@@ -110,19 +111,19 @@ def _message(ctx: Ctx, m: SlackMessage, delivery_id: str) -> str:
                 ctx,
                 key,
                 m.channel,
-                f"<@{m.user}> standing session *{name}* is not running; start it with "
-                f"`the-loop standing start {name}`",
+                f"<@{m.user}> standing session *{slack_text(name)}* is not running; start it "
+                f"with `the-loop standing start {slack_text(name)}`",
                 delivery_id,
             )
             return _drop(ctx, delivery_id, "standing-stopped", user=m.user, standing=name)
         except Conflict as exc:  # over budget (or a foreign pane): the reply says why
-            _reply(ctx, key, m.channel, f"<@{m.user}> {exc.message}", delivery_id)
+            _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
             return _drop(ctx, delivery_id, "standing-refused", user=m.user, standing=name)
         return f"said to standing session {name}"
     try:
         sessions.say(ctx, key, text, actor=actor)
     except (NotRunning, NotFound) as exc:
-        _reply(ctx, key, m.channel, f"<@{m.user}> {exc.message}", delivery_id)
+        _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
         return _drop(ctx, delivery_id, "no-live-session", user=m.user, workItem=key)
     _mirror(ctx, WorkItemRef.parse(key), m.user, text, delivery_id)
     return f"delivered to {key}"
@@ -139,7 +140,7 @@ def _mirror(ctx: Ctx, ref: WorkItemRef, user: str, text: str, delivery_id: str) 
     if not ctx.config.slack.mirror_to_github:
         return
     clipped = text if len(text) <= MIRROR_LIMIT else text[:MIRROR_LIMIT] + " …"
-    quoted = "\n".join(f"> {line}" for line in clipped.splitlines())
+    quoted = "\n".join(f"> {github_quote(line)}" for line in clipped.splitlines())
     body = f"From Slack, `slack:{user}` to the agent:\n\n{quoted}"
     with ctx.db.transaction() as tx:
         ids = writebacks.queue_reply(tx, ctx.config, ref, body, delivery_id=delivery_id)
@@ -176,7 +177,10 @@ def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
     prompt = attention_store.get_prompt(conn, p.prompt_id)
     if posted is None or prompt is None or posted.channel != p.channel:
         _ephemeral(
-            ctx, p, f"There is no prompt {p.prompt_id!r} here; nothing changed.", delivery_id
+            ctx,
+            p,
+            f"There is no prompt {slack_text(repr(p.prompt_id))} here; nothing changed.",
+            delivery_id,
         )
         return _drop(ctx, delivery_id, "unknown-prompt", user=p.user, channel=p.channel)
     decision: attention.Decision = "allow" if p.action == ALLOW_ACTION else "deny"
@@ -185,7 +189,7 @@ def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
             ctx, prompt.agent, decision, f"slack:{p.user}", "slack", p.prompt_id
         )
     except (Conflict, NotFound) as exc:
-        _ephemeral(ctx, p, f"Not taken: {exc.message}.", delivery_id)
+        _ephemeral(ctx, p, f"Not taken: {slack_text(exc.message)}.", delivery_id)
         return _drop(ctx, delivery_id, "stale-answer", user=p.user, promptId=p.prompt_id)
     if notices.queue_outcome(ctx, p.prompt_id, time.time()):
         outbound.wake(ctx)

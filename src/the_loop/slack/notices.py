@@ -15,23 +15,27 @@ from the_loop.slack import outbound
 from the_loop.slack.intake import ALLOW_ACTION, DENY_ACTION
 from the_loop.store import attention as attention_store
 from the_loop.store import slack as store
+from the_loop.text_safety import slack_text
 
 QUOTE_LIMIT = 600
 
 
 def _quote(text: str) -> str:
     clipped = text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + " …"
-    return "\n".join(f"> {line}" for line in clipped.splitlines() or [""])
+    return "\n".join(f"> {slack_text(line)}" for line in clipped.splitlines() or [""])
 
 
 def who(actor: str | None) -> str:
-    """ACTOR as Slack shows it: a Slack user as a mention, anyone else by name."""
-    if actor and actor.startswith("slack:"):
+    """ACTOR as Slack shows it: a Slack user id as a mention, anyone else by name (escaped)."""
+    if actor and actor.startswith("slack:") and actor[6:].isalnum():
         return f"<@{actor.removeprefix('slack:')}>"
-    return actor or "someone"
+    return slack_text(actor or "someone")
 
 
 def prompt_text(kind: str, tool: str, detail: str, prompt_id: str) -> str:
+    """The message of a pending prompt; the agent's words (TOOL, DETAIL) escaped: the message
+    pings, links and hides nothing it shows."""
+    tool, prompt_id = slack_text(tool), slack_text(prompt_id)
     if kind == "permission":
         return (
             f"The agent is waiting for permission to run *{tool or 'a tool'}* "

@@ -26,6 +26,7 @@ from the_loop.store import outbox as outbox_store
 from the_loop.store import slack as store
 from the_loop.store.db import Database
 from the_loop.store.outbox import NewWrite, SlackPayload
+from the_loop.text_safety import slack_text
 
 if TYPE_CHECKING:
     from the_loop.config import Config
@@ -144,9 +145,10 @@ def announce_standing(ctx: Ctx, name: str) -> bool:
     if channel is None:
         return False
     key = f"{STANDING_PREFIX}{name}"
+    shown = slack_text(name)
     text = (
-        f"Standing session *{name}* is running. Reply in this thread to talk to it "
-        f"(authorized users only). Attach: `the-loop standing attach {name}`"
+        f"Standing session *{shown}* is running. Reply in this thread to talk to it "
+        f"(authorized users only). Attach: `the-loop standing attach {shown}`"
     )
     base = link_base(ctx)
     if base:
@@ -203,7 +205,8 @@ def queue_budget_notice(ctx: Ctx, work_item: str, reason: str, key: str) -> bool
     if thread is None:
         return False
     text = (
-        f"The agent stopped at the end of its turn: {reason}. Messages are kept and delivered "
+        f"The agent stopped at the end of its turn: {slack_text(reason)}. Messages are kept and "
+        "delivered "
         f"once its budget is raised: `the-loop sessions extend {thread_key} --usd N` (or "
         "`--turns N`)."
     )
@@ -223,7 +226,8 @@ def queue_standing_budget_notice(ctx: Ctx, name: str, reason: str, hint: str, ke
     if thread is None:
         return False
     text = (
-        f"Standing session *{name}* stopped at the end of its turn: {reason}. Messages are "
+        f"Standing session *{slack_text(name)}* stopped at the end of its turn: "
+        f"{slack_text(reason)}. Messages are "
         f"refused until its budget is raised: {hint}."
     )
     with ctx.db.transaction() as tx:

@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from the_loop import __version__
+from the_loop.text_safety import safe_link
 from the_loop.web.assets import Assets
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -79,6 +80,7 @@ class Pages:
         self.env.filters["ago"] = ago
         self.env.filters["iso"] = iso
         self.env.filters["when"] = when
+        self.env.filters["safe_link"] = safe_link  # a payload's URL in href: http(s) only
         self.env.globals["badge"] = badge
         self.env.globals.update(asset=assets.url, nav=NAV, version=__version__)
 
