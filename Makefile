@@ -1,5 +1,6 @@
 # the-loop — every entry point a newcomer or CI needs. `make run` and `make test` install what
-# is missing first (Python environment, npm packages, system packages when running as root).
+# is missing first (Python environment, npm packages, system packages when running as root):
+# `make run` only what running needs, `make test` also the test suite's own system packages.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -13,7 +14,7 @@ BIN := $(VENV)/bin
 PYTEST_WORKERS ?= 3
 ASSETS := src/the_loop/web/static/vendor/.copied
 
-.PHONY: help setup system-deps bytecode run test check fmt lint typecheck docs bench clean
+.PHONY: help setup system-deps test-deps bytecode run test check fmt lint typecheck docs bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -21,7 +22,10 @@ help: ## list the targets
 setup: system-deps $(VENV)/.installed node_modules/.installed $(ASSETS) bytecode ## install everything that is missing (idempotent)
 
 system-deps: ## install tmux, git, node/npm when missing (as root), else print the command
-	@scripts/system-deps.sh
+	@scripts/system-deps.sh run
+
+test-deps: ## also the test suite's system packages: strace, postgresql, chromium
+	@scripts/system-deps.sh test
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -54,7 +58,7 @@ lock: $(UV) ## re-resolve requirements.lock from pyproject.toml
 run: setup ## start the-loop in the foreground on its embedded defaults (dashboard on 127.0.0.1)
 	@$(BIN)/the-loop serve
 
-test: setup ## run the whole test suite
+test: setup test-deps ## run the whole test suite
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 fmt: setup ## format the code

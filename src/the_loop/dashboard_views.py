@@ -134,6 +134,8 @@ class StatusPage:
     last_cycle: CycleRecord | None
     inbox: list[InboxItem]
     outbox: list[OutboxItem]
+    config_path: str | None = None
+    """The config file this daemon runs on (None: the built-in defaults)."""
 
 
 def status_page(ctx: Ctx, inbox_status: InboxStatus | None = None, limit: int = 50) -> StatusPage:
@@ -146,4 +148,5 @@ def status_page(ctx: Ctx, inbox_status: InboxStatus | None = None, limit: int = 
         last_cycle=last_cycle(ctx.db),
         inbox=inbox_items(ctx, inbox_status, limit),
         outbox=outbox.list_items(ctx, None, limit),
+        config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
     )

@@ -191,6 +191,7 @@ CATALOGUE: dict[str, EventSpec] = {
         ),
         _spec("workspace.prepared", _I, "A git worktree was prepared for a work item."),
         _spec("workspace.removed", _I, "A work item's git worktree was removed."),
+        _spec("prune.done", _I, "`the-loop prune` removed closed sessions' panes and worktrees."),
         _spec("poll.cycle", _D, "One poll cycle finished."),
         _spec("poll.closure_detected", _I, "The poller saw a work item closed or merged."),
         _spec("poll.error", _W, "A poll cycle failed; nothing was closed.", ErrorText),

@@ -38,6 +38,8 @@ class StatusReport(Wire):
     url: str | None = None
     version: str | None = None
     started_at: Timestamp | None = None
+    config_path: str | None = None
+    """The config file the running daemon was started on (None: the built-in defaults)."""
     health: Health
     sessions: dict[str, int] = {}
     inbox: dict[str, int] = {}

@@ -147,8 +147,9 @@ def _refused(ctx: Ctx, digest: str | None, exc: ConfigInvalid) -> bool:
 
 
 async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:
-    """Start the auto-start standing sessions once the service is up."""
-    await asyncio.to_thread(standing.autostart, ctx)
+    """Start the auto-start standing sessions once the service is up; none is started after
+    the daemon began to stop (``the-loop stop`` then stops the ones already started)."""
+    await asyncio.to_thread(standing.autostart, ctx, stop.is_set)
 
 
 RECONCILE_SECONDS = 10.0

@@ -16,6 +16,7 @@ them) are ``the_loop.standing_spend``'s.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -558,14 +559,21 @@ def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
 # --- list and the daemon's hooks ------------------------------------------------------------
 
 
-def autostart(ctx: Ctx) -> list[StartOutcome]:
+def autostart(ctx: Ctx, cancelled: Callable[[], bool] = lambda: False) -> list[StartOutcome]:
     """For the daemon, after the service is up: start every auto-start session (declared
     ``autoStart`` and created ``auto_start``, not a suspended one) when ``standing.enabled``;
-    never raises for one session (failures are outcomes ``failed``)."""
+    never raises for one session (failures are outcomes ``failed``). Once CANCELLED answers
+    true (the daemon is stopping) no further session is started."""
     if not ctx.config.standing.enabled:
         return []
     names = [n for n in auto_start_names(ctx) if pinning.startable_here(ctx, n)]
-    return [_start_captured(ctx, n) for n in names if not standing_spend.suspended(ctx, n)]
+    out: list[StartOutcome] = []
+    for name in names:
+        if cancelled():
+            break
+        if not standing_spend.suspended(ctx, name):
+            out.append(_start_captured(ctx, name))
+    return out
 
 
 def stop_all(ctx: Ctx) -> list[StopOutcome]:

@@ -172,6 +172,7 @@ async def status_now(ctx: Ctx) -> StatusReport:
         url=info.url if info else None,
         version=info.version if info else None,
         started_at=info.started_at if info else None,
+        config_path=info.config_path if info else None,
         health=found,
         sessions=sessions,
         inbox=in_inbox,

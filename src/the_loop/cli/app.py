@@ -20,6 +20,7 @@ from the_loop.cli import (
     mcp_cmd,
     outbox_cmd,
     poll_cmd,
+    prune_cmd,
     sessions_cmd,
     spend_cmd,
     standing_cmd,
@@ -86,6 +87,7 @@ app.command("dispatch")(sessions_cmd.dispatch)
 app.add_typer(inbox_cmd.app, name="inbox", cls=HelpGroup)
 app.add_typer(outbox_cmd.app, name="outbox", cls=HelpGroup)
 app.command("poll")(poll_cmd.poll)
+app.command("prune")(prune_cmd.prune)
 app.add_typer(standing_cmd.app, name="standing", cls=HelpGroup)
 daemon_cmd.register(app)
 app.command("mcp")(mcp_cmd.mcp)

@@ -129,3 +129,21 @@ def init(
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc.strerror}") from None
     print(f"wrote {path}; check it with: the-loop config validate {path}")
+    _daemon_note(path)
+
+
+def _daemon_note(path: Path) -> None:
+    """Say how a running daemon started on another config (or none) comes to use PATH: it
+    reloads only the file it started on."""
+    # lazy: start-up
+    from the_loop.instance import read_info
+
+    info = read_info(common.ctx().state_dir)
+    if info is None or info.config_path == str(path.absolute()):
+        return
+    was = info.config_path or "its built-in defaults (it found no config file)"
+    print(
+        f"note: the running daemon (pid {info.pid}) uses {was} and reloads only that; to run "
+        f"it on {path}: `the-loop stop && the-loop --config {path} start` (or stop `make run` "
+        "with Ctrl-C and run it again from this directory)"
+    )

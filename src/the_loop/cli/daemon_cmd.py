@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
 from the_loop.cli import common, serve_cmd
-from the_loop.cli.plain import describe, status_text
+from the_loop.cli.plain import config_label, describe, status_text
 from the_loop.errors import Unavailable
+
+if TYPE_CHECKING:
+    from the_loop.context import Ctx
 
 
 def register(app: typer.Typer) -> None:
@@ -82,19 +86,11 @@ def stop(
 
     ctx = common.ctx()
     if not keep_standing:
-        # lazy: start-up
-        from the_loop import standing
-
-        with common.waiting("stopping the standing sessions…"):
-            outcomes = standing.stop_all(ctx)
-        for outcome in outcomes:
-            word = common.status_word(outcome.outcome.value)
-            print(
-                f"standing {outcome.name}: {word}"
-                + (f" ({outcome.error})" if outcome.error else "")
-            )
+        _stop_standing(ctx)
     with common.waiting("stopping the-loop…"):
         result = stop_daemon(ctx.state_dir, timeout=timeout)
+    if not keep_standing and result.running:
+        _stop_standing(ctx)  # the ones its auto-start was still starting meanwhile
     if not result.running:
         print("the-loop daemon is not running")
         return
@@ -112,6 +108,17 @@ def stop(
     print(f"the-loop stopped (pid {result.pid}, {result.seconds:.1f}s){still}")
 
 
+def _stop_standing(ctx: Ctx) -> None:
+    # lazy: start-up
+    from the_loop import standing
+
+    with common.waiting("stopping the standing sessions…"):
+        outcomes = standing.stop_all(ctx)
+    for outcome in outcomes:
+        word = common.status_word(outcome.outcome.value)
+        print(f"standing {outcome.name}: {word}" + (f" ({outcome.error})" if outcome.error else ""))
+
+
 def status(
     fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
 ) -> None:
@@ -121,9 +128,18 @@ def status(
     """
     from the_loop.status_client import status_report  # lazy: start-up
 
-    report = status_report(common.ctx())
+    ctx = common.ctx()
+    report = status_report(ctx)
     if fmt is common.Format.json:
         common.print_json(report)
     else:
         print(status_text(report.model_dump(mode="json")))
+        mine = str(ctx.loaded.path.absolute()) if ctx.loaded.path else None
+        if report.running and report.config_path != mine:
+            common.print_warning(
+                f"this command reads {config_label(mine)}, but the daemon runs on "
+                f"{config_label(report.config_path)}; restart it to use the same file: "
+                "the-loop stop && the-loop start",
+                sys.stdout,
+            )
     raise typer.Exit(0 if report.healthy else 1)

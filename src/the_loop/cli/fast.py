@@ -88,7 +88,11 @@ def _facts(explicit: Path | None) -> dict[str, Any]:
     if facts is None or facts.get("databaseUrl"):
         raise _Unsure("no facts for this config, or not SQLite")
     # which config the daemon's answers must have been computed under (``standing list``)
-    return {**facts, "configDigest": "defaults" if path is None else digest(raw)}
+    return {
+        **facts,
+        "configDigest": "defaults" if path is None else digest(raw),
+        "configPath": None if path is None else str(path.absolute()),
+    }
 
 
 class _State:
@@ -260,6 +264,8 @@ def _status(state: _State, options: list[str]) -> Answer:
     if fmt not in ("table", "json"):
         raise _Unsure(fmt)
     report = _report(state)
+    if report.get("running") and report.get("configPath") != state.facts["configPath"]:
+        raise _Unsure("the daemon runs on another config: the full CLI says so")
     code = 0 if report.get("healthy") else 1
     if fmt == "json":
         return json_text(report) + "\n", code

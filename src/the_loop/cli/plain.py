@@ -213,7 +213,8 @@ def status_text(report: dict[str, Any]) -> str:
         up = ago(_parse_iso(started) if isinstance(started, str) else None).removesuffix(" ago")
         out.append(
             f"  url:     {report.get('url')}\n  pid:     {report.get('pid')}\n"
-            f"  version: {report.get('version')}\n  uptime:  {up}"
+            f"  version: {report.get('version')}\n  uptime:  {up}\n"
+            f"  config:  {config_label(report.get('configPath'))}"
         )
     health = report.get("health") or {}
     for part, detail in (health.get("detail") or {}).items():
@@ -232,6 +233,13 @@ def status_text(report: dict[str, Any]) -> str:
         )
     out.extend(f"  problem: {problem}" for problem in health.get("problems") or [])
     return "\n".join(out)
+
+
+def config_label(path: object) -> str:
+    """The config file a daemon runs on, for people (None: the built-in defaults)."""
+    if isinstance(path, str) and path:
+        return path
+    return "none: built-in defaults (`the-loop init` writes ./the-loop.yaml)"
 
 
 def describe(detail: object) -> str:

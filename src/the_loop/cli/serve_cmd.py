@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from the_loop.cli import common
+from the_loop.cli.plain import config_label
 
 if TYPE_CHECKING:
     from the_loop.context import Ctx
@@ -26,11 +27,13 @@ def serve() -> None:
     ctx = common.ctx()
 
     def banner(url: str) -> None:
+        config = config_label(str(ctx.loaded.path.absolute()) if ctx.loaded.path else None)
         print(
             f"the-loop is serving on {url}\n"
             f"  health:    {url}/healthz (no token needed)\n"
             f"  api:       {url}/api/v1 ({token_hint(ctx)})\n"
             f"  state:     {ctx.state_dir}\n"
+            f"  config:    {config}\n"
             f"  events:    the-loop events --follow\n"
             "press Ctrl-C to stop",
             file=sys.stderr,
