@@ -163,3 +163,15 @@ def test_bad_input_is_refused_with_the_grammar(
     assert result.stderr.startswith("error: ") and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert loop_env.run("sessions", "list", "--format", "json").stdout.strip() == "[]"
+
+
+def test_sessions_show_prints_no_python_reprs(work: Work) -> None:
+    assert work.env.run("sessions", "start", "local:show", "--prompt", "hi").exit_code == 0
+    shown = work.env.run("sessions", "show", "local:show")
+    assert shown.exit_code == 0, shown.stderr
+    for repr_mark in ("{'", "['", "': ", "None", "True", "False"):
+        assert repr_mark not in shown.stdout, shown.stdout
+    usage = next(line for line in shown.stdout.splitlines() if line.startswith("usage "))
+    assert "inputTokens=0" in usage and "turns=0" in usage, usage
+    attention = next(line for line in shown.stdout.splitlines() if line.startswith("attention"))
+    assert "state=working" in attention, attention

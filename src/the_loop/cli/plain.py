@@ -242,6 +242,28 @@ def config_label(path: object) -> str:
     return "none: built-in defaults (`the-loop init` writes ./the-loop.yaml)"
 
 
+def readable(value: object) -> str:
+    """A JSON value for people, never a Python repr: ``-`` for nothing, ``k=v, …`` for an
+    object (nested ones in parentheses, empty members left out), ``a, b`` for a list."""
+    if value is None or value == [] or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        parts = [
+            f"{k}={_nested(v)}" for k, v in value.items() if v is not None and v != [] and v != {}
+        ]
+        return ", ".join(parts) or "-"
+    if isinstance(value, list):
+        return ", ".join(_nested(v) for v in value)
+    return str(value)
+
+
+def _nested(value: object) -> str:
+    text = readable(value)
+    return f"({text})" if isinstance(value, dict | list) and len(value) > 1 else text
+
+
 def describe(detail: object) -> str:
     """A detail for people: a dict as ``k=v, …`` (``-`` when empty), anything else as text."""
     if isinstance(detail, dict):

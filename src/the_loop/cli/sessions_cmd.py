@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from the_loop.cli import common
-from the_loop.cli.plain import print_sessions
+from the_loop.cli.plain import print_sessions, readable
 from the_loop.errors import BadInput
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def show(
         value = shown[key]
         if key.endswith("At") and value is not None:
             value = f"{common.ago(getattr(view, name))} ({value})"
-        print(f"{key:<{width}}  {'-' if value is None else value}")
+        print(f"{key:<{width}}  {readable(value)}")
 
 
 @app.command("attach")
