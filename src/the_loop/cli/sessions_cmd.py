@@ -94,7 +94,7 @@ def start(
         return
     print(f"{started.action} {started.work_item} (session {started.session_id}, {started.harness})")
     if started.action != "queued":
-        print(f"  watch:  the-loop sessions logs {started.work_item} -f")
+        print(f"  read:   the-loop sessions logs {started.work_item}")
         print(f"  steer:  the-loop sessions attach {started.work_item}")
 
 
