@@ -8,7 +8,7 @@ from pydantic.alias_generators import to_camel
 
 
 class LimitsConfig(BaseModel):
-    """Bounds on connections, request bodies, logins, browser terminals and event streams."""
+    """Bounds on connections, request bodies, logins and event streams."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -64,17 +64,6 @@ class LimitsConfig(BaseModel):
             "Dashboard logins kept with the read-only token (oldest forgotten; never evicts a "
             "full login)."
         ),
-    )
-    terminals_per_session: int = Field(
-        8,
-        ge=1,
-        description=(
-            "Browser terminals on one session at once; beyond it the oldest read-only viewer "
-            "is closed, or the new terminal refused (4429) when none is read-only."
-        ),
-    )
-    terminals: int = Field(
-        64, ge=1, description="Browser terminals at once over all sessions (same rule)."
     )
     event_streams: int = Field(
         256,

@@ -21,7 +21,7 @@ from the_loop import doctor, metrics, sessions, standing, views
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport
-from the_loop.errors import BadInput
+from the_loop.errors import BadInput, Unavailable
 from the_loop.health import Health, StatusReport
 from the_loop.inbox_ops import inbox_items
 from the_loop.local_client import CONFIG_HEADER
@@ -32,6 +32,7 @@ from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.views import Screen, SessionView
 from the_loop.web import auth, dashboard_auth
+from the_loop.web.slots import Holder, Slots
 from the_loop.wire import Wire, dumps
 
 Guard = Callable[..., Any]
@@ -224,6 +225,8 @@ def _standing_routes(
 
 
 def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]) -> None:
+    streams = Slots(get_ctx().config.server.limits.event_streams, "event streams")
+
     @router.get("/events", tags=["events"], dependencies=read)
     async def get_events(
         type: list[str] = Query([], description="Type glob, repeatable."),
@@ -260,8 +263,11 @@ def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]
             raise BadInput("Last-Event-ID must be an event id")
         after = int(last) if last else ev.last_id(ctx.db)
         flt = ev.parse_filter(type, work_item, standing, level, None, None, after)
+        holder = streams.take(getattr(request.state, "role", "full") != "full")
+        if holder is None:
+            raise Unavailable("too many event streams are open; try again later")
         return StreamingResponse(
-            _sse(ctx, flt, request),
+            _sse(ctx, flt, request, streams, holder),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -271,11 +277,24 @@ SSE_POLL_SECONDS = 0.2
 SSE_KEEPALIVE_SECONDS = 15.0
 
 
-async def _sse(ctx: Ctx, flt: ev.EventFilter, request: Request) -> AsyncIterator[str]:
+async def _sse(
+    ctx: Ctx, flt: ev.EventFilter, request: Request, streams: Slots, holder: Holder
+) -> AsyncIterator[str]:
+    try:
+        async for chunk in _follow(ctx, flt, request, holder):
+            yield chunk
+    finally:
+        streams.give_back(holder)
+
+
+async def _follow(
+    ctx: Ctx, flt: ev.EventFilter, request: Request, holder: Holder
+) -> AsyncIterator[str]:
+    """The stream's text until the client leaves or HOLDER is ended (the cap needed room)."""
     after = flt.after_id
     idle = 0.0
     yield "retry: 1000\n\n"
-    while not await request.is_disconnected():
+    while not holder.ended.is_set() and not await request.is_disconnected():
         batch = await asyncio.to_thread(ev.read_after, ctx.db, flt.following(after))
         for event in batch:
             after = event.id

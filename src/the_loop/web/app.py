@@ -110,7 +110,10 @@ def create_app(
 def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> Tokens:
     """The API, MCP and login routes; returns the tokens they accept."""
     tokens = ensure_tokens(ctx)
-    logins = dashboard_auth.Sessions()
+    bounds = ctx.config.server.limits
+    logins = dashboard_auth.Sessions(
+        full_limit=bounds.full_logins, read_only_limit=bounds.read_only_logins
+    )
     setattr(app.state, dashboard_auth.STATE_KEY, logins)
     app.include_router(
         dashboard_auth.login_router(lambda: tokens, logins, ctx.config.server.public_url)

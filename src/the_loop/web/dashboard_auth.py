@@ -41,8 +41,10 @@ CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 SESSION_SECONDS = 12 * 3600
 """How long a login lasts (absolute, not sliding)."""
-MAX_SESSIONS = 1000
-"""The oldest logins are forgotten beyond this many (memory stays bounded)."""
+MAX_FULL_LOGINS = 200
+MAX_READ_ONLY_LOGINS = 1000
+"""The oldest logins of a role are forgotten beyond its limit (memory stays bounded); the two
+roles are kept apart, so read-only logins never push out a full one."""
 MAX_LOGIN_BODY = 8192
 LOGIN_BODY_SECONDS = 10.0
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -68,38 +70,51 @@ class Viewer:
 
 
 class Sessions:
-    """Dashboard logins, in memory: session id → ``Viewer``. Safe from any thread."""
+    """Dashboard logins, in memory: session id → ``Viewer``, in two bounded pools (full and
+    read-only; the oldest of a pool is forgotten when it is full). Safe from any thread."""
 
-    def __init__(self, lifetime: float = SESSION_SECONDS, limit: int = MAX_SESSIONS) -> None:
+    def __init__(
+        self,
+        lifetime: float = SESSION_SECONDS,
+        full_limit: int = MAX_FULL_LOGINS,
+        read_only_limit: int = MAX_READ_ONLY_LOGINS,
+    ) -> None:
         self._lifetime = lifetime
-        self._limit = limit
+        self._limits = {"full": full_limit, "read-only": read_only_limit}
         self._lock = threading.Lock()
-        self._by_id: OrderedDict[str, Viewer] = OrderedDict()
+        self._by_id: dict[str, Viewer] = {}
+        self._pools: dict[str, OrderedDict[str, None]] = {
+            "full": OrderedDict(),
+            "read-only": OrderedDict(),
+        }
         self._watchers: dict[str, set[asyncio.Event]] = {}
 
     def create(self, role: str) -> tuple[str, Viewer]:
         sid = secrets.token_urlsafe(32)
         viewer = Viewer(role, secrets.token_urlsafe(32), time.time() + self._lifetime)
+        pool = self._pools["full" if role == "full" else "read-only"]
+        limit = self._limits["full" if role == "full" else "read-only"]
         with self._lock:
             self._by_id[sid] = viewer
-            while len(self._by_id) > self._limit:
-                self._ended(self._by_id.popitem(last=False)[0])
+            pool[sid] = None
+            while len(pool) > limit:
+                oldest = pool.popitem(last=False)[0]
+                self._by_id.pop(oldest, None)
+                self._ended(oldest)
         return sid, viewer
 
     def get(self, sid: str) -> Viewer | None:
         with self._lock:
             viewer = self._by_id.get(sid)
             if viewer is not None and viewer.expires <= time.time():
-                del self._by_id[sid]
-                self._ended(sid)
+                self._forget(sid)
                 return None
             return viewer
 
     def drop(self, sid: str) -> None:
         """Forget SID (logout); whoever ``watch``es it is told."""
         with self._lock:
-            self._by_id.pop(sid, None)
-            self._ended(sid)
+            self._forget(sid)
 
     def watch(self, sid: str) -> asyncio.Event:
         """An event set when SID is logged out or forgotten (call on the event loop)."""
@@ -118,6 +133,12 @@ class Sessions:
                 found.discard(event)
                 if not found:
                     del self._watchers[sid]
+
+    def _forget(self, sid: str) -> None:
+        self._by_id.pop(sid, None)
+        for pool in self._pools.values():
+            pool.pop(sid, None)
+        self._ended(sid)
 
     def _ended(self, sid: str) -> None:
         for event in self._watchers.pop(sid, set()):

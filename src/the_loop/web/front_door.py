@@ -34,6 +34,8 @@ from the_loop.web import auth, dashboard_auth
 TOKEN_PREFIXES = ("/api/v1/", "/mcp/")
 TOKEN_PATHS = frozenset({"/api/v1", "/mcp", "/health", "/metrics"})
 PUBLIC_PATHS = frozenset({"/api/v1/openapi.json"})
+ROLE_KEY = "role"
+"""``request.state.role``: ``full`` or ``read-only``, who the front door let in."""
 
 
 def needs_token(path: str) -> bool:
@@ -134,9 +136,10 @@ class FrontDoor:
                 raise _Refused(429, "rate_limited", "too many login attempts; try again later")
         elif plan.kind == "token":
             try:
-                dashboard_auth.identify(conn, self.get_tokens())
+                role = dashboard_auth.identify(conn, self.get_tokens())
             except LoopError as exc:
                 raise _Refused(exc.status, exc.code, exc.message) from None
+            scope.setdefault("state", {})[ROLE_KEY] = role  # ``request.state.role`` below
 
     async def _read(self, scope: Scope, receive: Receive, limit: int) -> bytes | None:
         """The whole body (b"" when none is declared), None when the client left."""
