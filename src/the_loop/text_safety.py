@@ -6,7 +6,7 @@
 - ``github_quote``: untrusted text quoted in a GitHub comment; every ``@mention`` is broken by a
   zero-width space (``&#8203;``) after the ``@``, so quoting a comment notifies no one.
 - ``fence_clean``: what the fence of untrusted prompt text checks its markers in: NFKC
-  (fullwidth ``＞`` is ``>``), zero-width and bidirectional controls removed, line and paragraph
+  (fullwidth U+FF1E is ``>``), zero-width and bidirectional controls removed, line and paragraph
   separators (U+2028, U+2029) made newlines.
 - ``safe_link``: a URL from a payload, kept only when it is ``http``/``https`` with no space or
   control character; anything else (``javascript:``, ``data:``) is ``""``.
