@@ -3,11 +3,16 @@
 ``session_plan`` / ``standing_plan`` decide what a viewer may attach to (blocking: the database
 and tmux; run them in a thread): only a tmux target whose ownership mark is the one the-loop set
 at spawn, read-only when the viewer is, when the session is closed or not running, or when the
-pane is dead but kept. ``Bridge`` runs ``tmux attach-session [-r] -f ignore-size`` on a new pty
-(argv only, its own session and process group) and moves bytes between the pty's master and the
-caller without blocking the event loop: output through ``loop.add_reader``, input written
-non-blocking with ``add_writer`` for what did not fit. ``close`` kills the client's process
-group, reaps it and closes the fd. See decision 0022.
+pane is dead but kept. ``Bridge`` runs ``tmux attach-session`` on a new pty (argv only, its
+own session and process group) and moves bytes between the pty's master and the caller without
+blocking the event loop: output through ``loop.add_reader``, input written non-blocking with
+``add_writer`` for what did not fit. ``close`` kills the client's process group, reaps it and
+closes the fd. See decision 0022.
+
+Sizes (decision 0042): a writable viewer's pty is the viewer's size, and the agent's window
+follows it (the tmux hooks set at spawn); a read-only viewer (``-r -f ignore-size``) never
+changes the window: its pty is kept at the window's own size (``Plan.window_view``, asked again
+by the caller while it watches) and the page scales what it shows.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import subprocess
 import termios
 import threading
 import tty
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from the_loop import placement, sessions, standing_defs, standing_node, views
@@ -49,12 +54,14 @@ TERM = "xterm-256color"
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a viewer attaches to: the target, whether read-only, and the client to run."""
+    """What a viewer attaches to: the target, whether read-only, the client to run, and how to
+    ask the size of a client showing the target's whole window (None when tmux cannot say)."""
 
     target: str
     read_only: bool
     argv: tuple[str, ...]
     env: Mapping[str, str]
+    window_view: Callable[[], tuple[int, int] | None] = lambda: None
 
 
 def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
@@ -90,12 +97,12 @@ def _plan(ctx: Ctx, agent: Agent, read_only: bool) -> Plan:
     if not mine:
         raise foreign_occupant(ctx, agent)
     read_only = read_only or probe is Probe.DEAD
-    command = tmux.attach_command(target, read_only=read_only, ignore_size=True).unwrap()
+    command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
     env = dict(command.env)
     env["TERM"] = TERM
     if not any("UTF-8" in env.get(k, "").upper() for k in ("LC_ALL", "LC_CTYPE", "LANG")):
         env["LC_CTYPE"] = "C.UTF-8"
-    return Plan(target, read_only, command.argv, env)
+    return Plan(target, read_only, command.argv, env, lambda: tmux.viewer_size(target))
 
 
 def clamp_size(cols: object, rows: object) -> tuple[int, int] | None:
@@ -244,10 +251,17 @@ class Bridge:
         if not self._pending and self._loop is not None:
             self._loop.remove_writer(self._master)
 
+    @property
+    def size(self) -> tuple[int, int]:
+        """The pty's (columns, rows)."""
+        return self._size
+
     def resize(self, cols: int, rows: int) -> None:
-        """This viewer's pty size (the agent's window is untouched: ``-f ignore-size``)."""
+        """This viewer's pty size. A writable client's window follows it (tmux hooks); a
+        read-only client's never does."""
         if self._closed or self._master < 0 or self.proc is None:
             return
+        self._size = (cols, rows)
         _set_size(self._master, cols, rows)
         # The client has no controlling terminal (it was not made one), so tell it directly.
         with contextlib.suppress(ProcessLookupError):

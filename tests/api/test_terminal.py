@@ -92,6 +92,18 @@ async def screen_until(ws: ClientConnection, needle: bytes, timeout: float = 30)
     return seen
 
 
+async def next_text(ws: ClientConnection, kind: str, timeout: float = 30) -> dict[str, Any]:
+    """The next TEXT frame of type KIND (terminal output in between is skipped)."""
+
+    async def found() -> dict[str, Any] | None:
+        frame = await asyncio.wait_for(ws.recv(), timeout=timeout)
+        if isinstance(frame, str) and json.loads(frame).get("type") == kind:
+            return json.loads(frame)  # type: ignore[no-any-return]
+        return None
+
+    return await await_until(found, timeout=timeout, interval=0, what=f"a {kind} frame")
+
+
 def client_pids(work: Work, target: str) -> list[int]:
     out = work.tmux("list-clients", "-t", f"={target}", "-F", "#{client_pid}").stdout.split()
     return [int(p) for p in out]
@@ -134,7 +146,9 @@ async def test_screen_and_typing_reach_the_agent(loop_daemon: Daemon) -> None:
                        additional_headers=bearer(loop_daemon.token)) as ws:  # fmt: skip
         frame = await hello(ws)
         target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
-        assert frame == {"type": "hello", "readOnly": False, "target": target}
+        assert frame == {
+            "type": "hello", "readOnly": False, "target": target, "cols": 80, "rows": 24
+        }  # fmt: skip
         # typed at once, before the tmux client has drawn anything: still arrives as typed
         await ws.send(json.dumps({"type": "input", "data": "typed at once\r"}))
         await screen_until(ws, b"FAKE-AGENT GOT #2")
@@ -235,7 +249,12 @@ async def test_standing_terminal(loop_daemon: Daemon) -> None:
     assert typed(loop_daemon.work, conversation) == ["to the standing one"]
 
 
-async def test_viewers_never_resize_and_leave_nothing_behind(loop_daemon: Daemon) -> None:
+async def test_viewers_size_the_window_as_decided_and_leave_nothing_behind(
+    loop_daemon: Daemon,
+) -> None:
+    """A read-only viewer never changes the agent's window and is sized to it (a "size"
+    frame when the window changes); the writable viewer sizes the window to itself; once both
+    left the window is back to its size, and no client, child or pty is left."""
     sid = spawned(loop_daemon)
     work = loop_daemon.work
     target = loop_daemon.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
@@ -244,22 +263,29 @@ async def test_viewers_never_resize_and_leave_nothing_behind(loop_daemon: Daemon
     assert loop_daemon.proc is not None
     daemon_pid = loop_daemon.proc.pid
     ptys_before = ptys_of(daemon_pid)
-    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal?cols=40&rows=10")
-    async with connect(url, additional_headers=bearer(loop_daemon.token)) as ws:
-        await hello(ws)
-        await screen_until(ws, b"FAKE-AGENT")
-        pids = wait_until(lambda: [p for p in client_pids(work, target) if p not in clients_before],
-                          timeout=30, what="the bridge's tmux client")  # fmt: skip
-        assert ptys_of(daemon_pid) == ptys_before + 1
-        await ws.send(json.dumps({"type": "resize", "cols": 30, "rows": 8}))
-        sizes = ["-t", f"={target}", "-F", "#{client_pid} #{client_width}x#{client_height}"]
-        wait_until(lambda: f"{pids[0]} 30x8" in work.tmux("list-clients", *sizes).stdout,
-                   timeout=30, what="the viewer's client resized")  # fmt: skip
-        assert window_size(work, target) == size_before
+    watch_url = ws_url(loop_daemon, f"/sessions/{sid}/terminal?cols=40&rows=10")
+    read_only = bearer(READ_ONLY)
+    async with connect(watch_url, additional_headers=read_only) as watcher:
+        frame = await hello(watcher)
+        cols, rows = (int(n) for n in size_before.split("x"))
+        assert (frame["cols"], frame["rows"]) == (cols, rows + 1)  # the window and its status
+        await watcher.send(json.dumps({"type": "resize", "cols": 30, "rows": 8}))
+        url = ws_url(loop_daemon, f"/sessions/{sid}/terminal?cols=40&rows=10")
+        async with connect(url, additional_headers=bearer(loop_daemon.token)) as ws:
+            await hello(ws)
+            await screen_until(ws, b"\x1b[")  # tmux drew the window
+            assert ptys_of(daemon_pid) == ptys_before + 2
+            await ws.send(json.dumps({"type": "resize", "cols": 50, "rows": 12}))
+            wait_until(lambda: window_size(work, target) == "50x11", timeout=30,
+                       what="the window sized to the writable viewer")  # fmt: skip
+            resized = await next_text(watcher, "size")
+            assert (resized["cols"], resized["rows"]) == (50, 12)
+            pids = client_pids(work, target)
+        assert window_size(work, target) == "50x11"  # a viewer still watches
     wait_until(lambda: client_pids(work, target) == clients_before, timeout=30, what="no client")
-    wait_until(lambda: gone(pids[0]), timeout=30, what="the bridge's child gone")
-    wait_until(lambda: ptys_of(daemon_pid) == ptys_before, timeout=30, what="the pty closed")
-    assert window_size(work, target) == size_before
+    wait_until(lambda: all(gone(p) for p in pids), timeout=30, what="the bridges' children gone")
+    wait_until(lambda: ptys_of(daemon_pid) == ptys_before, timeout=30, what="the ptys closed")
+    wait_until(lambda: window_size(work, target) == size_before, timeout=30, what="restored")
 
 
 async def test_daemon_shutdown_ends_the_bridges(loop_daemon: Daemon) -> None:

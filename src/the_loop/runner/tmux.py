@@ -65,6 +65,7 @@ from the_loop.runner.tmux_core import OWNER_VAR as OWNER_VAR
 from the_loop.runner.tmux_core import PANE_FORMAT as PANE_FORMAT
 from the_loop.runner.tmux_core import SOCKET_RE as SOCKET_RE
 from the_loop.runner.tmux_core import STAGE_FORMAT as STAGE_FORMAT
+from the_loop.runner.tmux_core import VIEWER_SIZE_FORMAT, submit_gap, viewer_hooks
 from the_loop.runner.tmux_core import PaneInfo as PaneInfo
 from the_loop.runner.tmux_core import PaneStatus as PaneStatus
 from the_loop.runner.tmux_core import TerminateReport as TerminateReport
@@ -86,7 +87,6 @@ from the_loop.runner.tmux_core import send as send
 from the_loop.runner.tmux_core import signalable_pids as signalable_pids
 from the_loop.runner.tmux_core import spawn_failure as spawn_failure
 from the_loop.runner.tmux_core import spawn_input_problem as spawn_input_problem
-from the_loop.runner.tmux_core import submit_gap
 from the_loop.runner.tmux_core import target_problem as target_problem
 from the_loop.runner.tmux_core import wait_gone as wait_gone
 
@@ -201,6 +201,15 @@ class TmuxRunner:
         if not result.ok:
             return None
         return [line for line in result.stdout.splitlines() if line]
+
+    def viewer_size(self, target: str) -> tuple[int, int] | None:
+        """(columns, rows) of a client that shows TARGET's whole window and its status line,
+        no more; None when unknown."""
+        result = self.ask("display-message", "-p", "-t", f"={target}:", VIEWER_SIZE_FORMAT)
+        parts = result.stdout.split()
+        if not result.ok or len(parts) != 2 or not all(p.isdigit() for p in parts):
+            return None
+        return int(parts[0]), int(parts[1])
 
     def window_size(self, target: str) -> tuple[int, int] | None:
         """(columns, rows) of TARGET's window; None when unknown."""
@@ -382,12 +391,15 @@ class TmuxRunner:
 
     def _session_options(self, target: str) -> list[str]:
         """Options chained after ``new-session`` in the same invocation, so they hold before
-        the agent can exit or a viewer attach: remain-on-exit and a fixed window size."""
+        the agent can exit or a viewer attach: remain-on-exit, ``window-size manual`` and the
+        hooks by which the window follows its interactive viewer (``viewer_hooks``)."""
         window = [("remain-on-exit", "on")] if self.remain_on_exit else []
         window.append(("window-size", "manual"))
         out: list[str] = []
         for name, value in window:
             out += [";", "set-option", "-w", "-t", f"={target}:", name, value]
+        for hook, command in viewer_hooks(self.columns, self.rows):
+            out += [";", "set-hook", "-t", f"={target}:", hook, command]
         return out
 
     # -- deliver -----------------------------------------------------------------------------

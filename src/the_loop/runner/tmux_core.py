@@ -45,6 +45,25 @@ PANE_FORMAT = (
 )
 STAGE_FORMAT = f"#{{pane_dead}}\t#{{{OWNER_OPTION}}}"
 COMMAND_BUDGET = 12_000
+_STATUS_LINES = "#{?#{==:#{status},off},0,1}"
+VIEWER_SIZE_FORMAT = f"#{{window_width}} #{{e|+|:#{{window_height}},{_STATUS_LINES}}}"
+"""A client size that shows the whole window and its status line (``display-message -p``)."""
+
+
+def viewer_hooks(columns: int, rows: int) -> list[tuple[str, str]]:
+    """The session hooks by which an agent's window follows its interactive viewer: a client
+    that attaches or resizes without ``-r`` sizes the window to itself (less the status
+    line); read-only clients never do. Once no client at all is attached, the window goes
+    back to COLUMNS x ROWS. tmux expands the formats of a hook only in ``if -F`` and
+    ``run -C``; the window size stays ``manual`` throughout."""
+    follow = (
+        "if -F '#{client_readonly}' '' \"run -C 'resize-window -x #{client_width}"
+        f" -y #{{e|-|:#{{client_height}},{_STATUS_LINES}}}'\""
+    )
+    restore = f"if -F '#{{==:#{{session_attached}},0}}' 'resize-window -x {columns} -y {rows}'"
+    return [("client-attached", follow), ("client-resized", follow), ("client-detached", restore)]
+
+
 LAUNCHER = (
     "import json,os,sys\n"
     "p=sys.argv[1]\n"

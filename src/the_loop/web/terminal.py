@@ -4,13 +4,15 @@
 Authentication happens before the socket is accepted (refused: close 1008, which the server
 answers as HTTP 403): a bearer token (an ``Origin``, when sent, must be this server's), or the
 dashboard's session cookie, which needs an ``Origin`` naming this server. Then the server sends
-one TEXT frame ``{"type": "hello", "readOnly", "target"}`` and bridges: BINARY frames to the
-client are raw terminal output; TEXT frames from the client are JSON ``{"type": "input",
-"data"}`` or ``{"type": "resize", "cols", "rows"}``, anything else is ignored. Input is dropped
-by the server when the terminal is read-only. When the target cannot be shown, the server sends
-``{"type": "error", "code", "message"}`` and closes with 4000 + the HTTP status of the error
-(4404 not found, 4409 refused, 4400 headless, 4503 tmux unavailable). Optional query parameters
-``cols`` and ``rows`` give the first size.
+one TEXT frame ``{"type": "hello", "readOnly", "target", "cols", "rows"}`` (the terminal's size)
+and bridges: BINARY frames to the client are raw terminal output; TEXT frames from the client
+are JSON ``{"type": "input", "data"}`` or ``{"type": "resize", "cols", "rows"}``, anything else
+is ignored. A writable terminal is the viewer's size and the agent's window follows it. A
+read-only one drops input and resizes: it is the size of the agent's whole window, and the
+server sends ``{"type": "size", "cols", "rows"}`` when that changes (decision 0042). When
+the target cannot be shown, the server sends ``{"type": "error", "code", "message"}`` and
+closes with 4000 + the HTTP status of the error (4404 not found, 4409 refused, 4400 headless,
+4503 tmux unavailable). Optional query parameters ``cols`` and ``rows`` give the first size.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from the_loop.web import auth, dashboard_auth
 POLICY_VIOLATION = 1008
 MAX_INPUT_CHARS = 65536
 """An input frame longer than this is dropped (a paste of that size is a message, not keys)."""
+WINDOW_POLL_SECONDS = 1.0
+"""How often a read-only terminal asks tmux whether the agent's window changed size."""
 
 Planner = Callable[[bool], Plan]
 
@@ -116,16 +120,19 @@ async def serve(websocket: WebSocket, tokens: auth.Tokens, public_url: str, plan
     except sqlite3.Error as exc:
         await _refuse(websocket, StateError(f"the state database: {exc}"))
         return
-    bridge = Bridge(chosen, *_first_size(websocket))
+    size = _first_size(websocket)
+    if chosen.read_only:
+        window = await asyncio.to_thread(chosen.window_view)
+        size = window or size
+    bridge = Bridge(chosen, *size)
     try:
         try:
             await bridge.start()
         except OSError as exc:
             await _refuse(websocket, LoopError(f"cannot start the terminal: {exc}"))
             return
-        await websocket.send_text(
-            json.dumps({"type": "hello", "readOnly": chosen.read_only, "target": chosen.target})
-        )
+        hello = {"type": "hello", "readOnly": chosen.read_only, "target": chosen.target}
+        await websocket.send_text(json.dumps({**hello, "cols": size[0], "rows": size[1]}))
         await _pump(websocket, bridge, grant)
     finally:
         await bridge.aclose()
@@ -159,6 +166,8 @@ async def _pump(websocket: WebSocket, bridge: Bridge, grant: Grant) -> None:
     }
     if grant.login is not None:
         tasks.add(asyncio.create_task(_logged_out(websocket, grant.login)))
+    if bridge.plan.read_only:
+        tasks.add(asyncio.create_task(_follow_window(websocket, bridge)))
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -182,6 +191,18 @@ async def _logged_out(
         logins.unwatch(sid, ended)
     with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
         await websocket.close(code=POLICY_VIOLATION, reason="logged out")
+
+
+async def _follow_window(websocket: WebSocket, bridge: Bridge) -> None:
+    """Keep a read-only terminal the size of the agent's window, telling the page each
+    change; runs until cancelled."""
+    while True:
+        await asyncio.sleep(WINDOW_POLL_SECONDS)
+        size = await asyncio.to_thread(bridge.plan.window_view)
+        if size is None or size == bridge.size:
+            continue
+        bridge.resize(*size)
+        await websocket.send_text(json.dumps({"type": "size", "cols": size[0], "rows": size[1]}))
 
 
 async def _send_output(websocket: WebSocket, bridge: Bridge) -> None:
@@ -214,7 +235,7 @@ def handle_frame(bridge: Bridge, text: str) -> None:
         data = frame.get("data")
         if isinstance(data, str) and len(data) <= MAX_INPUT_CHARS:
             bridge.write(data.encode("utf-8", "replace"))
-    elif kind == "resize":
+    elif kind == "resize" and not bridge.plan.read_only:
         size = clamp_size(frame.get("cols"), frame.get("rows"))
         if size is not None:
             bridge.resize(*size)

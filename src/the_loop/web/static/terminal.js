@@ -1,6 +1,10 @@
 // The browser terminal: xterm.js on the session's WebSocket (binary frames are the pane's
 // bytes; we send {"type":"input"} and {"type":"resize"} text frames). Read-only is enforced
 // by the server; the page only stops offering input.
+// Sizes (decision 0042): a writable terminal fills the space left in the window and the
+// agent's window follows it, so the agent draws for exactly what is shown; a read-only one is
+// the agent's window size (hello and "size" frames) scaled down to fit, whole lines and all
+// rows. It starts when its tab is first shown.
 "use strict";
 // tmux redraws only the visible screen on attach: the pane's earlier lines are written into
 // the scrollback first (pushed up by blank lines), so that they can be scrolled back to.
@@ -18,7 +22,40 @@ async function paneHistory(url, term) {
   }
 }
 
-window.addEventListener("DOMContentLoaded", async () => {
+// The height left for the terminal below its top, less what follows it (keys, state line).
+function roomFor(el) {
+  let below = 12;
+  for (let next = el.nextElementSibling; next; next = next.nextElementSibling) below += next.offsetHeight;
+  const top = el.getBoundingClientRect().top + window.scrollY;
+  return Math.max(160, window.innerHeight - top - below);
+}
+
+// A read-only terminal shows COLS x ROWS cells: scale them to fit the room, never up.
+function scaleToFit(el, term) {
+  const screen = el.querySelector(".xterm-screen");
+  const xterm = el.querySelector(".xterm");
+  if (!screen || !xterm) return;
+  xterm.style.transform = "";
+  const width = screen.offsetWidth;
+  const height = screen.offsetHeight;
+  if (!width || !height) return;
+  const room = el.clientWidth - 8;
+  const scale = Math.min(1, room / width, roomFor(el) / height);
+  xterm.style.transformOrigin = "0 0";
+  xterm.style.transform = `scale(${scale})`;
+  el.style.height = `${Math.ceil(height * scale) + 8}px`;
+  el.dataset.scale = scale.toFixed(3);
+}
+
+window.addEventListener("DOMContentLoaded", () => {
+  const panel = document.getElementById("panel-terminal");
+  let started = false;
+  const begin = () => { if (!started) { started = true; startTerminal(); } };
+  if (!panel || !panel.hidden) begin();
+  document.addEventListener("the-loop:tab", (ev) => { if (ev.detail === "terminal") begin(); });
+});
+
+async function startTerminal() {
   const el = document.getElementById("terminal");
   if (!el || typeof Terminal === "undefined") return;
   const stateLine = document.querySelector("[data-term-state]");
@@ -40,9 +77,17 @@ window.addEventListener("DOMContentLoaded", async () => {
   });
   const fit = new FitAddon.FitAddon();
   term.loadAddon(fit);
+  if (!readOnly) el.style.height = `${roomFor(el)}px`;
   term.open(el);
   window.theLoopTerminal = term; // for the browser tests and the curious
   try { fit.fit(); } catch (_) { /* not laid out yet */ }
+  let windowSize = null; // a read-only terminal's: the agent's window, as the server says
+  const showWindow = (cols, rows) => {
+    if (!Number.isInteger(cols) || !Number.isInteger(rows)) return;
+    windowSize = [cols, rows];
+    term.resize(cols, rows);
+    scaleToFit(el, term);
+  };
   // tmux switches to the alternate screen, which has no scrollback: stay on the normal one.
   const ALT_SCREEN = new Set([47, 1047, 1049]);
   const onlyAltScreen = (params) => params.length > 0 && params.every((p) => ALT_SCREEN.has(p));
@@ -63,6 +108,7 @@ window.addEventListener("DOMContentLoaded", async () => {
       try {
         const msg = JSON.parse(ev.data);
         if (msg.type === "hello" && msg.readOnly) { readOnly = true; term.options.disableStdin = true; }
+        if ((msg.type === "hello" && msg.readOnly) || (msg.type === "size" && readOnly)) showWindow(msg.cols, msg.rows);
         if (msg.type === "error") say(msg.message);
       } catch (_) { /* not ours */ }
       return;
@@ -79,6 +125,8 @@ window.addEventListener("DOMContentLoaded", async () => {
   term.onData(input);
 
   function resize() {
+    if (readOnly) { if (windowSize) scaleToFit(el, term); return; }
+    el.style.height = `${roomFor(el)}px`;
     try { fit.fit(); } catch (_) { return; }
     send({ type: "resize", cols: term.cols, rows: term.rows });
   }
@@ -111,4 +159,4 @@ window.addEventListener("DOMContentLoaded", async () => {
   el.addEventListener("touchend", () => { touchY = null; }, { capture: true });
 
   window.addEventListener("pagehide", () => ws.close());
-});
+}
