@@ -1,7 +1,8 @@
 """The Session page's browser terminal in a real browser: the agent's screen, typing into the
-fake agent, read-only for the read-only login and for closed sessions, the agent's window size
-kept, the bridge's tmux client gone with the tab, a phone: key toolbar and touch scroll, and
-the page's own refusals: a POST without the CSRF token, a WebSocket from a foreign page."""
+fake agent, read-only for the read-only login and for closed sessions, the agent's window sized
+to its interactive viewer and back when it leaves, the bridge's tmux client gone with the tab,
+a phone: key toolbar and touch scroll, and the page's own refusals: a POST without the CSRF
+token, a WebSocket from a foreign page."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, WebSocket, expect
 
-from tests.browser.conftest import READ_ONLY, Login, Site, screen_text, shot
+from tests.browser.conftest import READ_ONLY, Login, Site, screen_text
 from tests.helpers import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-terminal")]
@@ -29,6 +30,7 @@ PHONE: dict[str, Any] = {
 
 def open_terminal(page: Page, session_id: str, shows: str = "FAKE-AGENT READY") -> None:
     page.goto(f"/sessions/{session_id}")
+    page.get_by_role("tab", name="Terminal").click()
     expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
     wait_until(lambda: shows in screen_text(page), 30, what=f"{shows!r} on the agent's screen")
 
@@ -38,6 +40,12 @@ def window_size(site: Site, target: str) -> str:
         "display-message", "-p", "-t", f"={target}:", "#{window_width}x#{window_height}"
     )
     return shown.stdout.strip()
+
+
+def viewer_window(page: Page) -> str:
+    """The window size a writable terminal asks of the agent: its own, less the status line."""
+    found = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
+    return f"{found[0]}x{found[1] - 1}"
 
 
 def clients(site: Site, target: str) -> list[str]:
@@ -67,10 +75,11 @@ def test_terminal_shows_the_screen_and_typing_reaches_the_agent(site: Site, logi
     page.keyboard.press("Enter")
     wait_until(lambda: "hello from the browser" in site.prompts(sid), 30, what="the typed line")
     wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="the agent's answer")
-    shot(page, "session")
-    assert window_size(site, target) == size
+    # the agent's window follows its one interactive viewer (less tmux's status line)
+    assert window_size(site, target) == viewer_window(page)
     page.close()
     wait_until(lambda: not clients(site, target), 30, what="the bridge's tmux client gone")
+    wait_until(lambda: window_size(site, target) == size, 30, what="the window size restored")
 
 
 def test_read_only_login_cannot_type(site: Site, login: Login) -> None:
@@ -124,7 +133,8 @@ def test_phone_key_toolbar_touch_scroll_and_window_size(site: Site, login: Login
     size = window_size(site, target)
     page = login(**PHONE)
     open_terminal(page, sid, shows="FAKE-AGENT GOT #31")
-    assert window_size(site, target) == size
+    wait_until(lambda: window_size(site, target) == viewer_window(page), 30, what="the window")
+    assert window_size(site, target) != size
 
     toolbar = page.get_by_role("toolbar", name="Terminal keys")
     for key in ("Esc", "Tab", "Ctrl-C", "Enter"):
@@ -149,7 +159,6 @@ def test_phone_key_toolbar_touch_scroll_and_window_size(site: Site, login: Login
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     scrolled = _scroll(page)
     assert scrolled["viewport"] < scrolled["base"], scrolled
-    shot(page, "session-phone")
 
 
 def _scroll(page: Page) -> dict[str, int]:

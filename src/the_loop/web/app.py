@@ -26,6 +26,7 @@ from the_loop.web.assets import Assets
 from the_loop.web.attention_api import attention_router
 from the_loop.web.auth import Tokens, ensure_tokens
 from the_loop.web.cluster_api import cluster_router
+from the_loop.web.conversation_api import conversation_router
 from the_loop.web.direct import DirectRoutes, post_endpoints
 from the_loop.web.front_door import FrontDoor
 from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
@@ -119,6 +120,7 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> Tokens:
         dashboard_auth.login_router(lambda: tokens, logins, ctx.config.server.public_url)
     )
     read, write = token_guards(lambda: tokens)
+    app.include_router(conversation_router(lambda: ctx, read), prefix="/api/v1")
     app.include_router(build_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(attention_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(ops_router(lambda: ctx, read, write), prefix="/api/v1")

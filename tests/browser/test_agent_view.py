@@ -1,0 +1,324 @@
+"""What a person sees of the real Claude Code (against the fake Messages API) on the session
+page, at 1366x768 and on a 390x844 phone: in the Terminal tab, the agent's newest line and its
+permission dialog at the bottom of its screen, without scrolling and in whole lines (the
+agent's window follows the interactive viewer; a read-only viewer sees the whole window
+scaled); in the Conversation tab, the turns from its transcript (prompt, reply, the tool call
+with its input and result) and the pending permission, answered there with Allow and Deny."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect
+
+from tests.browser.conftest import CHROMIUM, READ_ONLY, shot
+from tests.conftest import Env
+from tests.daemon import Daemon
+from tests.fakes import payloads as P
+from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
+from tests.harness.agent_clis import CLAUDE_BIN
+from tests.helpers import wait_until
+from tests.work import Work
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.claude,
+    pytest.mark.slow,
+    pytest.mark.xdist_group("browser-agent-view"),
+    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
+]
+
+DESKTOP: dict[str, Any] = {"viewport": {"width": 1366, "height": 768}}
+PHONE: dict[str, Any] = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "is_mobile": True,
+    "has_touch": True,
+}
+DIALOG = r"Do you want to proceed\?"
+DIALOG_END = r"Esc to cancel"
+"""The last line of Claude Code's permission dialog, at the bottom of its screen."""
+REPLY_LINES = 60
+"""A reply longer than any screen here: its newest line is at the bottom of the agent's."""
+
+
+def _last_is_tool_result(request: RecordedRequest) -> bool:
+    last = request.messages[-1] if request.messages else {}
+    content = last.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def reply(request: RecordedRequest) -> str | ToolUse:
+    """A long answer to a prompt; a Bash call for RUN-TOOL-N; DONE after a tool's result."""
+    if not request.is_conversation:
+        return "a title"
+    if _last_is_tool_result(request):
+        return f"DONE-AFTER-TOOL-{request.seq}"
+    prompt = request.prompt or ""
+    for n in (1, 2):
+        if f"RUN-TOOL-{n}" in prompt:
+            command = f"echo ran-{n} > tool-{n}.txt"
+            return ToolUse("Bash", {"command": command, "description": f"tool {n}"}, f"toolu_{n}")
+    body = "\n".join(f"reply line {k} of {REPLY_LINES}" for k in range(1, REPLY_LINES + 1))
+    return f"FAKE-REPLY-{request.seq}\n{body}\nNEWEST-LINE-{request.seq}"
+
+
+@dataclass
+class Agent:
+    """The daemon, the fake API and the one Claude Code session the tests look at."""
+
+    daemon: Daemon
+    work: Work
+    api: FakeAnthropic
+    sid: str = ""
+    target: str = ""
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.work.tmux(*args)
+
+    def window(self) -> str:
+        shown = self.tmux(
+            "display-message", "-p", "-t", f"={self.target}:", "#{window_width}x#{window_height}"
+        )
+        return shown.stdout.strip()
+
+    def attention(self) -> dict[str, Any]:
+        found = self.daemon.api("GET", f"/attention/{self.sid}")
+        return found.json() if found.status_code == 200 else {}  # type: ignore[no-any-return]
+
+    def wait_state(self, state: str, timeout: float = 90) -> dict[str, Any]:
+        return wait_until(  # type: ignore[no-any-return]
+            lambda: (a := self.attention()).get("state") == state and a,
+            timeout,
+            what=f"attention {state}",
+        )
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", f"={self.target}:").stdout
+
+    def wait_screen(self, pattern: str, timeout: float = 60) -> None:
+        wait_until(lambda: re.search(pattern, self.screen()), timeout, what=pattern)
+
+    def say(self, text: str) -> None:
+        sent = self.daemon.api("POST", f"/sessions/{self.sid}/messages", json={"text": text})
+        assert sent.status_code == 200, sent.text
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
+    """Claude Code on issue 51, its first reply in and a permission for RUN-TOOL-1 pending."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make setup` installs chromium")
+    root = tmp_path_factory.mktemp("claude-site")
+    (root / "home").mkdir()
+    (root / "agents").mkdir()
+    env = Env(
+        root=root,
+        state_dir=root / "state",
+        config_path=root / "the-loop.yaml",
+        socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
+    )
+    work = Work(env, root / "agents", cli=None)
+    with FakeAnthropic(reply=reply) as api:
+        claude = {**api.claude_env(root / "claude-config"), "HOME": str(root / "home")}
+        work.configure(
+            harnesses={"claude": {"binary": str(CLAUDE_BIN), "env": claude}},
+            routing={"defaultHarness": "claude"},
+            github={"enabled": True},
+            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+        )
+        daemon = Daemon(work)
+        daemon.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
+        found = Agent(daemon, work, api)
+        try:
+            body = P.issue_comment_event("the-loop start", number=51)
+            sent = daemon.post("issue_comment", body, f"agent-view-{uuid.uuid4().hex[:6]}")
+            assert sent.status_code == 202, sent.text
+            rec = wait_until(
+                lambda: (
+                    (r := daemon.api("GET", "/sessions/github:octo/repo%2351")).status_code == 200
+                    and r.json()
+                ),
+                60,
+                what="the session",
+            )
+            found.sid, found.target = rec["id"], rec["tmuxTarget"]
+            try:
+                found.wait_screen(r"NEWEST-LINE-\d+", 90)
+                found.say("please RUN-TOOL-1 now")
+                found.wait_screen(DIALOG, 90)
+            except AssertionError:
+                raise AssertionError(f"{found.attention()}\n{found.screen()}") from None
+            yield found
+        finally:
+            daemon.stop()
+            subprocess.run(["tmux", "-L", env.socket, "kill-server"], capture_output=True)
+            shutil.rmtree(root / "agents", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def open_page(agent: Agent, browser: Browser) -> Iterator[Any]:
+    contexts: list[BrowserContext] = []
+
+    def login(token: str | None = None, **options: Any) -> Page:
+        context = browser.new_context(base_url=agent.daemon.url, **options)
+        context.set_default_timeout(30_000)
+        contexts.append(context)
+        page = context.new_page()
+        page.goto("/login")
+        page.get_by_label("API token").fill(token or agent.daemon.token)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{agent.daemon.url}/")
+        page.goto(f"/sessions/{agent.sid}")
+        return page
+
+    yield login
+    for context in contexts:
+        context.close()
+
+
+VISIBLE_ROWS = """() => {
+  const t = window.theLoopTerminal, b = t.buffer.active, out = [];
+  for (let i = b.viewportY; i < b.viewportY + t.rows; i++)
+    out.push(b.getLine(i)?.translateToString(true) ?? '');
+  return out;
+}"""
+
+
+def visible_rows(page: Page) -> list[str]:
+    """The rows the terminal shows now (not its scrollback)."""
+    return [str(row) for row in page.evaluate(VISIBLE_ROWS)]
+
+
+def open_terminal(page: Page) -> None:
+    page.get_by_role("tab", name="Terminal").click()
+    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
+
+
+def shows(page: Page, pattern: str) -> bool:
+    return any(re.search(pattern, row) for row in visible_rows(page))
+
+
+def rows_fit(page: Page) -> bool:
+    """True when every row of the terminal lies inside its box (none hidden below it)."""
+    return bool(
+        page.evaluate(
+            "() => { const box = document.getElementById('terminal').getBoundingClientRect();"
+            " const rows = document.querySelector('#terminal .xterm-screen')"
+            ".getBoundingClientRect();"
+            " return rows.bottom <= box.bottom + 0.5 && rows.right <= box.right + 0.5; }"
+        )
+    )
+
+
+def in_viewport(page: Page, selector: str) -> bool:
+    """True when SELECTOR's box lies inside the page's viewport as it is (no scrolling)."""
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    assert box is not None and size is not None
+    return box["y"] >= 0 and box["y"] + box["height"] <= size["height"] + 0.5
+
+
+def test_desktop_terminal_shows_the_newest_line_and_the_permission_dialog(
+    agent: Agent, open_page: Any
+) -> None:
+    page = open_page(**DESKTOP)
+    open_terminal(page)
+    wait_until(lambda: shows(page, DIALOG), 30, what="the permission dialog on screen")
+    wait_until(lambda: shows(page, DIALOG_END), 30, what="the dialog's last line on screen")
+    wait_until(lambda: shows(page, r"RUN-TOOL-1|echo ran-1"), 30, what="the newest lines")
+    assert in_viewport(page, "#terminal")
+    assert rows_fit(page)
+    cols, rows = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
+    assert agent.window() == f"{cols}x{rows - 1}"
+    assert page.evaluate("() => window.scrollY") == 0
+    shot(page, "session")
+
+
+def test_phone_terminal_shows_whole_lines_and_the_permission_dialog(
+    agent: Agent, open_page: Any
+) -> None:
+    page = open_page(**PHONE)
+    open_terminal(page)
+    wait_until(lambda: shows(page, DIALOG), 30, what="the permission dialog on a phone")
+    wait_until(lambda: shows(page, DIALOG_END), 30, what="the dialog's last line on a phone")
+    assert rows_fit(page)
+    cols, rows = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
+    assert cols < 60
+    # whole lines: the agent draws for the phone's columns, so no line runs past them
+    wait_until(lambda: agent.window() == f"{cols}x{rows - 1}", 30, what="the window follows")
+    assert in_viewport(page, "#terminal")
+    heading = page.locator("h1").bounding_box()
+    assert heading is not None and heading["x"] + heading["width"] <= 390
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    shot(page, "session-phone")
+
+
+def test_read_only_viewer_sees_the_whole_window_scaled(agent: Agent, open_page: Any) -> None:
+    page = open_page(READ_ONLY, **DESKTOP)
+    before = agent.window()
+    open_terminal(page)
+    wait_until(lambda: shows(page, DIALOG_END), 30, what="the dialog for a read-only viewer")
+    assert rows_fit(page)
+    cols, rows = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
+    assert f"{cols}x{rows - 1}" == agent.window() == before
+    assert in_viewport(page, "#terminal")
+
+
+def test_conversation_shows_turns_and_answers_the_permission(agent: Agent, open_page: Any) -> None:
+    page = open_page(**PHONE)
+    conversation = page.locator("#conversation")
+    expect(conversation.locator(".turn .prompt").first).to_contain_text("octo/repo#51")
+    expect(conversation.locator(".msg").first).to_contain_text("NEWEST-LINE")
+    tool = conversation.locator("details.tool").last
+    expect(tool.locator(".tool-name")).to_have_text("Bash")
+    expect(tool.locator(".tool-input")).to_contain_text("echo ran-1 > tool-1.txt")
+    expect(tool.locator(".tool-status")).to_have_text("waiting")
+    expect(page.locator(".attention-now .pending")).to_contain_text("Bash")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    shot(page, "session-conversation-phone")
+
+    page.get_by_role("button", name=re.compile("^Allow Bash")).click()
+    expect(tool.locator(".tool-status")).to_have_text("done")
+    expect(tool.locator(".tool-result")).not_to_contain_text("no result yet")
+    expect(conversation.locator(".msg").last).to_contain_text("DONE-AFTER-TOOL")
+    assert (
+        Path(agent.daemon.api("GET", f"/sessions/{agent.sid}").json()["cwd"]) / "tool-1.txt"
+    ).exists()
+
+    agent.say("now RUN-TOOL-2 please")
+    agent.wait_state("needs-permission")
+    page.reload()
+    second = conversation.locator("details.tool").last
+    expect(second.locator(".tool-input")).to_contain_text("echo ran-2")
+    page.get_by_role("button", name=re.compile("^Deny Bash")).click()
+    expect(second.locator(".tool-status")).to_have_text("error")
+    cwd = Path(agent.daemon.api("GET", f"/sessions/{agent.sid}").json()["cwd"])
+    assert not (cwd / "tool-2.txt").exists()
+
+
+def test_conversation_on_the_desktop(agent: Agent, open_page: Any) -> None:
+    page = open_page(**DESKTOP)
+    expect(page.locator("#conversation .turn").first).to_be_visible()
+    expect(page.locator("#conversation .msg").last).to_contain_text("DONE-AFTER-TOOL")
+    shot(page, "session-conversation")

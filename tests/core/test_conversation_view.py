@@ -1,0 +1,107 @@
+"""``conversation_view.turns_of``: transcripts of each harness, in the shapes they write, read
+into turns (prompt, messages, tool calls with input and result); the Claude Code lines are as
+its 2.1.x transcript writes them (one line per content block, tool results as user lines)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from the_loop.conversation_view import turns_of
+
+
+def lines(*records: dict[str, Any]) -> list[str]:
+    return [json.dumps(r) for r in records]
+
+
+def test_claude_code_transcript() -> None:
+    turns = turns_of(
+        [
+            '{"type":"summary","summary":"x"}',
+            "not json",
+            *lines(
+                {"type": "user", "isMeta": True, "message": {"role": "user", "content": "meta"}},
+                {"type": "user", "message": {"role": "user", "content": "fix the test"}},
+                {"type": "assistant", "message": {"id": "m1", "content": [
+                    {"type": "thinking", "thinking": "hmm"},
+                    {"type": "text", "text": "I will run it."}]}},
+                {"type": "assistant", "message": {"id": "m1", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash",
+                     "input": {"command": "pytest -q", "description": "run"}}]}},
+                {"type": "user", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "1 passed"}]}},
+                {"type": "assistant", "message": {"id": "m2", "content": [
+                    {"type": "tool_use", "id": "t2", "name": "Write",
+                     "input": {"file_path": "a.py", "content": "x = 1"}}]}},
+            ),
+        ]
+    )  # fmt: skip
+    assert len(turns) == 1
+    turn = turns[0]
+    assert turn.prompt == "fix the test"
+    assert [s.kind for s in turn.steps] == ["text", "tool", "tool"]
+    bash, write = turn.steps[1].tool, turn.steps[2].tool
+    assert bash is not None and write is not None
+    assert (bash.name, bash.input, bash.result, bash.is_error) == (
+        "Bash",
+        "pytest -q",
+        "1 passed",
+        False,
+    )
+    assert write.result is None and '"file_path": "a.py"' in write.input
+    shown = turn.model_dump(mode="json")
+    assert shown["steps"][1]["tool"]["isError"] is False  # camelCase on the wire
+
+
+def test_codex_rollout_and_exec() -> None:
+    rollout = lines(
+        {"type": "session_meta", "payload": {"id": "x"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context>cwd</environment_context>"}]}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "list files"}]}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "shell",
+            "arguments": "{\"command\": [\"ls\"]}", "call_id": "c1"}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1",
+            "output": "{\"output\": \"a.py\\n\", \"metadata\": {}}"}},
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "One file."}]}},
+    )  # fmt: skip
+    turns = turns_of(rollout)
+    assert [t.prompt for t in turns] == ["list files"]
+    tool = turns[0].steps[0].tool
+    assert tool is not None and tool.name == "shell" and tool.result == "a.py\n"
+    assert turns[0].steps[1].text == "One file."
+    headless = lines(
+        {"type": "thread.started", "thread_id": "t"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "i1", "type": "command_execution",
+            "command": "false", "aggregated_output": "", "exit_code": 1, "status": "failed"}},
+        {"type": "item.completed", "item": {"id": "i2", "type": "agent_message", "text": "Done."}},
+    )  # fmt: skip
+    (turn,) = turns_of(headless)
+    assert turn.prompt is None and turn.steps[0].tool and turn.steps[0].tool.is_error
+    assert turn.steps[1].text == "Done."
+
+
+def test_gemini_stream_and_chat_file() -> None:
+    stream = lines(
+        {"type": "init", "session_id": "s"},
+        {"type": "message", "role": "user", "content": "hello"},
+        {"type": "message", "role": "assistant", "content": "Hel", "delta": True},
+        {"type": "message", "role": "assistant", "content": "lo!", "delta": True},
+        {"type": "tool_use", "tool_name": "read_file", "tool_id": "r1",
+         "parameters": {"path": "x"}},
+        {"type": "tool_result", "tool_id": "r1", "status": "error", "output": "no such file"},
+        {"type": "result", "status": "success"},
+    )  # fmt: skip
+    (turn,) = turns_of(stream)
+    assert turn.prompt == "hello" and turn.steps[0].text == "Hello!"
+    assert turn.steps[1].tool and turn.steps[1].tool.is_error
+    chat = {"sessionId": "s", "messages": [
+        {"type": "user", "content": "hi"},
+        {"type": "gemini", "content": "Hi there", "toolCalls": [
+            {"id": "c", "name": "ls", "args": {"dir": "."}, "status": "success", "result": "a"}]},
+    ]}  # fmt: skip
+    (turn,) = turns_of([json.dumps(chat)])
+    assert turn.prompt == "hi" and turn.steps[1].tool and turn.steps[1].tool.result == "a"
