@@ -90,7 +90,7 @@
 
   async function load() {
     try {
-      const resp = await fetch(list.dataset.api, { credentials: "same-origin" });
+      const resp = await fetch(list.dataset.source, { credentials: "same-origin" });
       if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
       const data = await resp.json();
       if (data.version !== version || version === null) { render(data); version = data.version; }
