@@ -2,7 +2,9 @@
 
 - **hook**: wall time of the real hook process (``the-loop hook``, the command the Claude
   Code settings run), a ``UserPromptSubmit`` / ``Stop`` pair alternating, JSON on stdin,
-  measured around ``subprocess.run`` (start-up, imports, the write, exit);
+  measured around ``subprocess.run`` (start-up, imports, the report over the daemon's hook
+  channel and its acknowledgement once applied, exit);
+- **hook, spooled**: the same while no daemon listens (the report is written to the spool);
 - **hook → API**: from just before the hook process starts to the first
   ``GET /api/v1/attention/<agent>`` (keep-alive, polled back to back) that shows the new state,
   on a running daemon over the same database;
@@ -23,6 +25,7 @@ import time
 import common
 from common import Daemon, Figure, HttpConn, Install, Report
 
+from the_loop.attention_spawn import hook_dir, issue_token
 from the_loop.harness.claude_hooks import hook_command
 from the_loop.store import attention as store
 from the_loop.store import open_database
@@ -39,8 +42,20 @@ def hook_argv() -> list[str]:
 
 
 def hook_env(install: Install, agent: str, work_item: str | None = None) -> dict[str, str]:
+    """An agent's hook environment, with a token issued as a spawn issues one."""
+    db = open_database(install.state_dir)
+    try:
+        token = issue_token(db, agent, work_item=work_item, transcript_root=None)
+    finally:
+        db.close()
     env = install.env()
-    env.update({"THE_LOOP_AGENT": agent, "THE_LOOP_DB": str(install.state_dir / "the-loop.db")})
+    env.update(
+        {
+            "THE_LOOP_AGENT": agent,
+            "THE_LOOP_HOOK_TOKEN": token,
+            "THE_LOOP_HOOK_DIR": str(hook_dir(install.state_dir)),
+        }
+    )
     if work_item:
         env["THE_LOOP_WORK_ITEM"] = work_item
     return env
@@ -54,13 +69,20 @@ def fire(env: dict[str, str], event: str, **fields: object) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def hook_process(install: Install, count: int) -> list[float]:
-    env = hook_env(install, AGENT)
+def hook_process(install: Install, count: int, env: dict[str, str] | None = None) -> list[float]:
+    env = env or hook_env(install, AGENT)
     fire(env, "SessionStart")
     return [
         fire(env, "UserPromptSubmit" if i % 2 == 0 else "Stop", last_assistant_message="done")
         for i in range(count)
     ]
+
+
+def hook_spooled(install: Install, count: int) -> list[float]:
+    """Hooks while no daemon listens: into a channel directory of their own (spooled)."""
+    env = hook_env(install, "bench-spooled")
+    env["THE_LOOP_HOOK_DIR"] = str(install.state_dir / "bench-spool")
+    return hook_process(install, count, env)
 
 
 def hook_to_api(install: Install, daemon: Daemon, count: int) -> list[float]:
@@ -104,7 +126,6 @@ def notice_latency(install: Install, gh: object, count: int) -> list[float]:
                 now=time.time(),
             )
         env = hook_env(install, agent, REF)
-        env["THE_LOOP_ANSWER_TIMEOUT"] = str(NOTIFY_AFTER + 3)
         body = json.dumps(
             {
                 "hook_event_name": "PermissionRequest",
@@ -128,6 +149,7 @@ def notice_latency(install: Install, gh: object, count: int) -> list[float]:
             interval=0.002,
         )
         out.append((time.time() - due) * 1000)
+        proc.kill()  # the permission hook waits for an answer nobody gives here
         proc.wait()
     db.close()
     return out
@@ -155,12 +177,19 @@ def main() -> None:
             attention={"notifyAfterSeconds": NOTIFY_AFTER, "pollSeconds": 0.1},
         )
         open_database(install.state_dir).close()
+        with common.step(f"{args.hooks} hook processes, no daemon (spooled)"):
+            s = report.distribution(
+                "hook_spool",
+                "the-loop hook, spooled, whole process",
+                hook_spooled(install, args.hooks),
+            )
+        report.figure(Figure("hook_spool.p50", "the-loop hook spooled, p50", s.p50, "ms", 40))
+        daemon = Daemon(install).start()
         with common.step(f"{args.hooks} hook processes"):
             s = report.distribution(
                 "hook", "the-loop hook, whole process", hook_process(install, args.hooks)
             )
         report.figure(Figure("hook.p50", "the-loop hook whole process, p50", s.p50, "ms", 40))
-        daemon = Daemon(install).start()
         with common.step(f"{args.hooks} hooks seen through the API"):
             s = report.distribution(
                 "hook_api",

@@ -1,156 +1,247 @@
-"""``the-loop hook``: one Claude Code hook, read from stdin, written to the state database.
+"""``the-loop hook``: one Claude Code hook, read from stdin, reported to the daemon.
 
 The harness runs this on every hook the settings passed at spawn name (see
-``the_loop.harness.claude_hooks``). It needs no daemon: the agent's key and the database path
-come from the environment the-loop gave the agent (``THE_LOOP_AGENT``, ``THE_LOOP_DB``), and it
-writes the state, the prompt and the events itself. It is run often, so it loads only the
-standard library and ``the_loop.store.attention``; the console script dispatches to it before
-the CLI is imported.
+``the_loop.harness.claude_hooks``). The environment the-loop gave the agent holds its key
+(``THE_LOOP_AGENT``), its per-session secret (``THE_LOOP_HOOK_TOKEN``) and the hook channel's
+directory (``THE_LOOP_HOOK_DIR``); without them the hook does nothing. It sends one JSON line
+``{token, agent, report, kind, data}`` to the daemon's socket (``<dir>/daemon.sock``) and waits
+for the one-line acknowledgement; while the daemon is not listening (it restarts) it writes the
+same line to ``<dir>/spool/`` (temporary file + rename), which the daemon applies when it is
+back. It has no database address and writes nothing but its own reports: the daemon
+(``the_loop.hook_channel``) decides what a report may change.
 
-A ``PermissionRequest`` waits (polling the database) for an answer given through the-loop and
-prints Claude Code's decision on stdout; without one in ``THE_LOOP_ANSWER_TIMEOUT`` seconds it
-denies (``THE_LOOP_ON_TIMEOUT=deny``) or prints nothing, and the harness shows its own dialog.
-It never fails the harness: any problem ends it with status 0 and a line on stderr.
+A ``PermissionRequest`` keeps its connection and waits for the daemon's decision line, then
+prints the Claude Code decision JSON it carries; a dropped connection is opened again (every
+half second, for as long as Claude Code lets the hook run) and the report sent again under
+the same id. A prompt closed without a decision prints nothing: the harness shows its own
+dialog.
+
+It is run often, so it does as little as it can: it passes the harness's JSON on as it came
+(the daemon parses and checks it), reads the daemon's plain-text replies, and imports only
+``os``, ``sys``, ``time`` and ``_socket``; the console script dispatches to it before the CLI
+is imported. It never fails the harness: any problem ends it with status 0 and a line on
+stderr.
 
 Run as ``the-loop hook codex-notify [PROGRAM …] JSON`` it is Codex's turn-complete ``notify``
-program (``the_loop.harness.codex_notify``): ``agent-turn-complete`` → ``waiting`` with the
-agent's last message; then the operator's own notify PROGRAM, if any, runs with the same JSON.
+program (``the_loop.harness.codex_notify``): an ``agent-turn-complete`` is reported the same
+way; then the operator's own notify PROGRAM, if any, runs with the same JSON.
 """
 
 from __future__ import annotations
 
+import _socket
 import os
 import sys
 import time
 
-from the_loop import hook_json as json
-from the_loop.errors import StateError
-from the_loop.hook_sqlite import sqlite
-from the_loop.store import attention as store
-from the_loop.store import transcripts
-
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs (no json, re, typing)
-    from collections.abc import Callable, Mapping
-    from typing import Any
-
-    from the_loop.store.conn import Connection
+if TYPE_CHECKING:  # the hook runs often: it imports no more than it needs (no typing, no json)
+    from collections.abc import Mapping
 
 AGENT_ENV = "THE_LOOP_AGENT"
-DB_ENV = "THE_LOOP_DB"
 WORK_ITEM_ENV = "THE_LOOP_WORK_ITEM"
-TIMEOUT_ENV = "THE_LOOP_ANSWER_TIMEOUT"
-ON_TIMEOUT_ENV = "THE_LOOP_ON_TIMEOUT"
-POLL_SECONDS = 0.05
-MAX_STDIN = 1 << 20
-INPUT_LIMIT = 2000
-QUESTION_TYPES = frozenset({"idle_prompt", "elicitation_dialog", "agent_needs_input"})
-SOURCE = "hook"
+TOKEN_ENV = "THE_LOOP_HOOK_TOKEN"
+HOOK_DIR_ENV = "THE_LOOP_HOOK_DIR"
+SOCKET_NAME = "daemon.sock"
+SPOOL_NAME = "spool"
+PERMISSION = "PermissionRequest"
 CODEX_NOTIFY = "codex-notify"
+CODEX_TURN = "agent-turn-complete"
+KIND_HOOK = "hook"
+OK, REFUSED, CLOSED, DECISION, ACK = "ok", "refused", "closed", "decision", "ack"
+"""The daemon's replies (one line: the word, then its text) and the hook's acknowledgement of
+a decision."""
+MAX_STDIN = 1 << 20
+MAX_REPLY = 1 << 16
+ACK_SECONDS = 10.0
+RETRY_SECONDS = 0.5
+_SHORT_PATH = 100
+"""Longer socket paths (AF_UNIX takes about 108 bytes) are reached through the directory's
+file descriptor (``/proc/self/fd/N/daemon.sock``)."""
+_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/#@+")
+_EVENT_KEY = b'"hook_event_name"'
+_PERMISSION = b'"PermissionRequest"'
 
 
 def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
-    """Handle the hook whose JSON is on stdin; always returns 0 (the harness goes on)."""
+    """Report the hook whose JSON is on stdin; always returns 0 (the harness goes on)."""
     env = os.environ if env is None else env
     if args[:1] == [CODEX_NOTIFY]:
         return codex_notify(args[1:], env)
-    agent, db_path = env.get(AGENT_ENV), env.get(DB_ENV)
-    if not agent or not db_path:
+    channel = _channel(env)
+    if channel is None:
         return 0
     try:
-        data = json.loads(sys.stdin.read(MAX_STDIN) or "{}")
-        if not isinstance(data, dict):
-            return 0
-        conn = store.connect(db_path)
-        try:
-            out = handle(conn, agent, data, env)
-        finally:
-            conn.close()
-    except (OSError, ValueError, sqlite.Error, StateError) as exc:
+        data = sys.stdin.buffer.read(MAX_STDIN).strip() or b"{}"
+        line = report_line(channel, KIND_HOOK, data)
+        if asks_permission(data):
+            out = await_decision(channel[2], line)
+            if out:
+                sys.stdout.write(out)
+                sys.stdout.flush()
+        else:
+            send(channel[2], line)
+    except (OSError, ValueError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
-        return 0
-    if out is not None:
-        sys.stdout.write(json.dumps(out))
-        sys.stdout.flush()
     return 0
 
 
 def codex_notify(args: list[str], env: Mapping[str, str]) -> int:
-    """Codex's ``notify``: ARGS is ``[PROGRAM …] JSON``; record the finished turn, then run
+    """Codex's ``notify``: ARGS is ``[PROGRAM …] JSON``; report a finished turn, then run
     PROGRAM (the operator's own notify) with the JSON. Always returns 0."""
     if not args:
         return 0
-    agent, db_path = env.get(AGENT_ENV), env.get(DB_ENV)
+    channel = _channel(env)
+    data = os.fsencode(args[-1]).strip()
     try:
-        data = json.loads(args[-1])
-        if agent and db_path and isinstance(data, dict):
-            _codex_turn(db_path, agent, data, env)
-    except (OSError, ValueError, sqlite.Error) as exc:
+        if channel is not None and CODEX_TURN.encode() in data:
+            send(channel[2], report_line(channel, CODEX_NOTIFY, data))
+    except (OSError, ValueError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
     if len(args) > 1:
         _run_chained(args)
     return 0
 
 
-def _codex_turn(db_path: str, agent: str, data: dict[str, Any], env: Mapping[str, str]) -> None:
-    kind = str(data.get("type") or "")
-    if kind != "agent-turn-complete":
-        return
-    message = data.get("last-assistant-message")
-    thread = data.get("thread-id")
-    rollout = codex_rollout(env, thread) if isinstance(thread, str) else None
-    conn = store.connect(db_path)
-    try:
-        _write(
-            conn,
-            agent,
-            store.WAITING,
-            f"codex-notify:{kind}",
-            "the turn finished",
-            transcript=rollout,
-            last_message=message[-4000:] if isinstance(message, str) and message else None,
-            work_item=env.get(WORK_ITEM_ENV) or None,
-            standing=agent.removeprefix(store.STANDING_PREFIX)
-            if agent.startswith(store.STANDING_PREFIX)
-            else None,
-        )
-    finally:
-        conn.close()
-
-
-def codex_rollout(env: Mapping[str, str], thread: str) -> str | None:
-    """The rollout file Codex writes thread THREAD's events to (its usage is read from
-    there): ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl``, the newest day
-    first (a thread's file stays in the directory of the day it began); None when not found."""
-    if not thread or not all(c.isalnum() or c == "-" for c in thread) or len(thread) > 100:
+def _channel(env: Mapping[str, str]) -> tuple[bytes, bytes, str] | None:
+    """The agent, its token and the hook directory from ENV; None when any is missing."""
+    agent, token, where = env.get(AGENT_ENV), env.get(TOKEN_ENV), env.get(HOOK_DIR_ENV)
+    if not agent or not token or not where:
         return None
-    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or "~", ".codex")
-    root = os.path.join(os.path.expanduser(home), "sessions")
-    suffix = f"-{thread}.jsonl"
-    for day in _days(root):
+    return agent.encode(), token.encode(), where
+
+
+def report_line(channel: tuple[bytes, bytes, str], kind: str, data: bytes) -> bytes:
+    """One report line carrying DATA (the harness's JSON, passed on as it came: the daemon
+    parses and checks it) under a random report id, which makes a resend (or a spooled copy)
+    idempotent. ``ValueError`` when the agent or token is not plain text, or DATA is not an
+    object."""
+    agent, token = channel[0], channel[1]
+    if not _SAFE.issuperset(agent) or not _SAFE.issuperset(token):
+        raise ValueError("THE_LOOP_AGENT or THE_LOOP_HOOK_TOKEN is not plain")
+    if not data.startswith(b"{"):
+        raise ValueError("the hook's input is not a JSON object")
+    flat = data.replace(b"\r", b" ").replace(b"\n", b" ")  # only whitespace: strings escape them
+    report = os.urandom(16).hex().encode()
+    return (
+        b'{"token":"' + token + b'","agent":"' + agent + b'","report":"' + report
+        + b'","kind":"' + kind.encode() + b'","data":' + flat + b"}\n"
+    )  # fmt: skip
+
+
+def asks_permission(data: bytes) -> bool:
+    """True when DATA names the ``PermissionRequest`` event (without parsing it: a key in
+    a string is escaped, so ``"hook_event_name"`` only matches a key)."""
+    at = data.find(_EVENT_KEY)
+    while at >= 0:
+        rest = data[at + len(_EVENT_KEY) :].lstrip()
+        if rest.startswith(b":") and rest[1:].lstrip().startswith(_PERMISSION):
+            return True
+        at = data.find(_EVENT_KEY, at + 1)
+    return False
+
+
+def send(hook_dir: str, line: bytes) -> None:
+    """Send LINE and wait for its acknowledgement; spool it when the daemon does not listen
+    or the connection drops before the acknowledgement (its id keeps it from applying
+    twice)."""
+    try:
+        sock = connect(hook_dir)
+    except OSError:
+        spool(hook_dir, line)
+        return
+    try:
+        sock.settimeout(ACK_SECONDS)
+        sock.sendall(line)
+        reply = read_line(sock)
+    except OSError:
+        reply = None
+    finally:
+        sock.close()
+    if reply is None:
+        spool(hook_dir, line)
+    elif reply[0] == REFUSED:
+        print(f"the-loop hook: refused: {reply[1]}", file=sys.stderr)
+
+
+def await_decision(hook_dir: str, line: bytes) -> str | None:
+    """Send the permission request LINE and wait for the decision (reconnecting and sending
+    again while the daemon is away); Claude Code's decision JSON, None when the prompt was
+    closed without one or the report was refused."""
+    while True:
         try:
-            names = os.listdir(day)
+            sock = connect(hook_dir)
         except OSError:
+            time.sleep(RETRY_SECONDS)
             continue
-        for name in names:
-            if name.startswith("rollout-") and name.endswith(suffix):
-                return os.path.join(day, name)
-    return None
+        try:
+            sock.sendall(line)
+            reply = read_line(sock)
+            if reply is not None and reply[0] == DECISION:
+                try:  # noqa: SIM105  (contextlib would cost the hook's start-up)
+                    sock.sendall(ACK.encode() + b"\n")  # the daemon then closes the prompt
+                except OSError:
+                    pass
+                return reply[1]
+        except OSError:
+            reply = None
+        finally:
+            sock.close()
+        if reply is not None:
+            if reply[0] == REFUSED:
+                print(f"the-loop hook: refused: {reply[1]}", file=sys.stderr)
+            return None  # closed without a decision, or refused
+        time.sleep(RETRY_SECONDS)
 
 
-def _days(root: str) -> list[str]:
-    """ROOT's YYYY/MM/DD directories, newest first."""
-    out: list[str] = []
-    for depth in range(3):
-        parents = [root] if depth == 0 else out
-        found: list[str] = []
-        for parent in parents:
+def connect(hook_dir: str) -> _socket.socket:
+    """A connection to the daemon's socket in HOOK_DIR (``OSError`` when none listens).
+
+    Made with ``_socket``, the C module ``socket`` wraps: ``import socket`` builds its enums
+    on import and alone cost more than the rest of the hook (about 11 ms here)."""
+    path = os.path.join(hook_dir, SOCKET_NAME)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        if len(path) < _SHORT_PATH:
+            sock.connect(path)
+        else:
+            fd = os.open(hook_dir, os.O_RDONLY | os.O_DIRECTORY)
             try:
-                found += [os.path.join(parent, n) for n in sorted(os.listdir(parent), reverse=True)]
-            except OSError:
-                continue
-        out = found
-    return out
+                sock.connect(f"/proc/self/fd/{fd}/{SOCKET_NAME}")
+            finally:
+                os.close(fd)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def read_line(sock: _socket.socket) -> tuple[str, str] | None:
+    """The next reply line the daemon sends, as (word, text); None when the connection ends
+    before one."""
+    data = b""
+    while b"\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk or len(data) > MAX_REPLY:
+            return None
+        data += chunk
+    word, _, text = data.split(b"\n", 1)[0].decode("utf-8", "replace").partition(" ")
+    return word, text
+
+
+def spool(hook_dir: str, line: bytes) -> None:
+    """Write LINE to ``<HOOK_DIR>/spool/<time>-<random>.json`` (temporary file + rename:
+    the daemon never reads half a report)."""
+    where = os.path.join(hook_dir, SPOOL_NAME)
+    os.makedirs(where, mode=0o700, exist_ok=True)
+    name = f"{time.time_ns():020d}-{os.urandom(4).hex()}"
+    temporary = os.path.join(where, f".{name}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+    os.rename(temporary, os.path.join(where, f"{name}.json"))
 
 
 def _run_chained(args: list[str]) -> None:
@@ -163,235 +254,3 @@ def _run_chained(args: list[str]) -> None:
         subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         print(f"the-loop hook: cannot run {args[0]!r}: {exc}", file=sys.stderr)
-
-
-def handle(
-    conn: Connection, agent: str, data: dict[str, Any], env: Mapping[str, str]
-) -> dict[str, Any] | None:
-    """Record what the hook DATA says about AGENT; the JSON to print, if any."""
-    event = str(data.get("hook_event_name") or "")
-    signal = f"claude-hook:{event}"
-    where = {
-        "work_item": env.get(WORK_ITEM_ENV) or None,
-        "standing": agent.removeprefix(store.STANDING_PREFIX)
-        if agent.startswith(store.STANDING_PREFIX)
-        else None,
-    }
-
-    transcript = data.get("transcript_path")
-    if isinstance(transcript, str) and transcript:
-        where["transcript"] = transcript
-
-    def write(state: str, rule: str, **kw: Any) -> store.Change | None:
-        return _write(conn, agent, state, signal, rule, **where, **kw)
-
-    if event == "UserPromptSubmit":
-        write(store.WORKING, "a prompt was submitted")
-    elif event == "SessionStart":
-        write(store.WAITING, "the agent started and waits for input")
-    elif event == "Stop":
-        write(store.WAITING, "the turn finished", last_message=_last_message(data))
-        keep_transcript(conn, agent, data, env, where)
-    elif event == "SessionEnd":
-        write(store.EXITED, "the agent's session ended")
-        keep_transcript(conn, agent, data, env, where)
-    elif event == "Notification":
-        _notification(data, write)
-    elif event == "PermissionRequest":
-        return _permission(conn, agent, data, env, write)
-    return None
-
-
-def shared(env: Mapping[str, str]) -> bool:
-    """True when the state lives in PostgreSQL (several nodes may share it)."""
-    return (env.get(DB_ENV) or "").startswith(("postgresql://", "postgres://"))
-
-
-def keep_transcript(
-    conn: Connection,
-    agent: str,
-    data: dict[str, Any],
-    env: Mapping[str, str],
-    where: Mapping[str, str | None],
-) -> str | None:
-    """At the end of a turn, copy the lines the conversation's transcript file gained since
-    the last copy into the store (``store.transcripts``), so that another node can resume it.
-    Only on a shared database: with SQLite nothing moves to another host. The outcome, None
-    when there was nothing to copy."""
-    conversation, path = data.get("session_id"), data.get("transcript_path")
-    if not shared(env) or not isinstance(conversation, str) or not isinstance(path, str):
-        return None
-    found = transcripts.get(conn, conversation)
-    if found is not None and found.over_cap:
-        return None
-    start = 0 if found is None else found.bytes
-    chunk, size = new_lines(path, start, transcripts.MAX_BYTES)
-    if not chunk and size <= transcripts.MAX_BYTES:
-        return None
-    return transcripts.save(
-        conn,
-        conversation,
-        agent,
-        start,
-        chunk,
-        now=time.time(),
-        seen=size,
-        work_item=where.get("work_item"),
-        standing=where.get("standing"),
-    )
-
-
-def new_lines(path: str, start: int, cap: int) -> tuple[bytes, int]:
-    """The whole lines file PATH holds from byte START on, and the file's size (b"" when it
-    has none, or is shorter than START: not the file that was stored; b"" too when it is
-    larger than CAP, which is then not read)."""
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size <= start or size > cap:
-                return b"", size
-            handle.seek(start)
-            data = handle.read(size - start)
-    except OSError:
-        return b"", 0
-    cut = data.rfind(b"\n")
-    return (data[: cut + 1] if cut >= 0 else b""), size
-
-
-def _write(
-    conn: Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
-) -> store.Change | None:
-    return store.write_state(conn, agent, state, signal, rule, now=time.time(), source=SOURCE, **kw)
-
-
-def _notification(data: dict[str, Any], write: Callable[..., store.Change | None]) -> None:
-    kind = str(data.get("notification_type") or "")
-    message = str(data.get("message") or "")
-    if kind == "permission_prompt":
-        prompt = store.NewPrompt("permission", text=message)
-        write(store.NEEDS_PERMISSION, f"notification {kind}", prompt=prompt)
-    elif kind in QUESTION_TYPES:
-        write(
-            store.NEEDS_INPUT,
-            f"notification {kind}",
-            prompt=store.NewPrompt("question", text=message),
-        )
-
-
-def _permission(
-    conn: Connection,
-    agent: str,
-    data: dict[str, Any],
-    env: Mapping[str, str],
-    write: Callable[..., store.Change | None],
-) -> dict[str, Any] | None:
-    tool = str(data.get("tool_name") or "")
-    tool_input = data.get("tool_input")
-    shown = json.dumps(tool_input, ascii=False)[:INPUT_LIMIT]
-    prompt = store.NewPrompt("permission", tool=tool, input=shown, text=_summary(tool, tool_input))
-    change = write(store.NEEDS_PERMISSION, f"permission request for {tool}", prompt=prompt)
-    if change is None or change.prompt_id is None:
-        return None
-    return _await_answer(conn, change.prompt_id, env, write)
-
-
-def _await_answer(
-    conn: Connection,
-    prompt_id: str,
-    env: Mapping[str, str],
-    write: Callable[..., store.Change | None],
-) -> dict[str, Any] | None:
-    try:
-        timeout = float(env.get(TIMEOUT_ENV) or 3600)
-    except ValueError:
-        timeout = 3600.0
-    deadline = time.monotonic() + timeout
-    while True:
-        found = store.get_prompt(conn, prompt_id)
-        if found is None or found.closed_at is not None:
-            return None
-        if found.decision is not None:
-            return _decided(found, write)
-        if time.monotonic() >= deadline:
-            return _timed_out(conn, prompt_id, env, write)
-        time.sleep(POLL_SECONDS)
-
-
-def _timed_out(
-    conn: Connection,
-    prompt_id: str,
-    env: Mapping[str, str],
-    write: Callable[..., store.Change | None],
-) -> dict[str, Any] | None:
-    found = store.give_up(conn, prompt_id, env.get(ON_TIMEOUT_ENV) == "deny", time.time())
-    if found is not None and found.decision is not None:
-        return _decided(found, write)
-    return None
-
-
-def _decided(found: store.Prompt, write: Callable[..., store.Change | None]) -> dict[str, Any]:
-    who = f"{found.actor} via {found.via}"
-    if found.decision == "allow":
-        write(store.WORKING, f"{found.tool or 'the tool'} allowed by {who}")
-        return decision_json("allow")
-    write(store.WORKING, f"{found.tool or 'the tool'} denied by {who}")
-    return decision_json("deny", f"Denied through the-loop by {who}.")
-
-
-def decision_json(behavior: str, message: str = "") -> dict[str, Any]:
-    """Claude Code's answer to a ``PermissionRequest`` hook (allow, or deny with MESSAGE)."""
-    decision: dict[str, Any] = {"behavior": behavior}
-    if behavior == "deny" and message:
-        decision["message"] = message
-    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
-
-
-def _summary(tool: str, tool_input: Any) -> str:
-    """One line saying what TOOL will do: the command, the file, or its input."""
-    if isinstance(tool_input, dict):
-        for key in ("command", "file_path", "path", "url", "pattern"):
-            value = tool_input.get(key)
-            if isinstance(value, str) and value:
-                return f"{tool}: {value}"[:INPUT_LIMIT]
-    return f"{tool}: {json.dumps(tool_input, ascii=False)}"[:INPUT_LIMIT]
-
-
-def _last_message(data: dict[str, Any]) -> str | None:
-    """The agent's last message: from the hook itself, else the transcript's last assistant
-    text; None when neither has one."""
-    given = data.get("last_assistant_message")
-    if isinstance(given, str) and given:
-        return given[-4000:]
-    path = data.get("transcript_path")
-    return transcript_last_message(path) if isinstance(path, str) and path else None
-
-
-def transcript_last_message(path: str, tail: int = 256 * 1024) -> str | None:
-    """The text of the last assistant message in the JSONL transcript at PATH."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - tail))
-            lines = handle.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        message = entry.get("message") if isinstance(entry, dict) else None
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content[-4000:]
-        texts = [
-            b.get("text", "")
-            for b in content or []
-            if isinstance(b, dict) and b.get("type") == "text"
-        ]
-        if any(texts):
-            return "".join(texts)[-4000:]
-    return None

@@ -15,12 +15,13 @@ Light on purpose: the standard library only (the fast path imports it first).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from the_loop import __version__, hook_json
+from the_loop import __version__
 from the_loop.private_cache import cache_dir, digest, read_private, write_private
 
 CONFIG_ENV = "THE_LOOP_CONFIG"
@@ -68,7 +69,7 @@ def read_facts(key: str) -> dict[str, Any] | None:
     if data is None:
         return None
     try:
-        facts = hook_json.loads(data.decode("utf-8"))
+        facts = json.loads(data.decode("utf-8"))
     except ValueError:
         return None
     return facts if isinstance(facts, dict) and facts.get("format") == FORMAT else None
@@ -79,9 +80,6 @@ def write_facts(key: str, facts: dict[str, Any]) -> None:
     folder = cache_dir() / FOLDER
     if (folder / f"{key}.json").exists():
         return
-    # lazy: start-up (the fast path reads facts through hook_json: `json` loads `re`)
-    import json
-
     try:
         write_private(folder, f"{key}.json", json.dumps({**facts, "format": FORMAT}).encode())
         entries = sorted(folder.glob("*.json"), key=_mtime, reverse=True)

@@ -167,6 +167,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
     from the_loop import housekeeping
     from the_loop.attention_notice import attention_loop
     from the_loop.github.poller import poll_loop
+    from the_loop.hook_channel import hook_channel_loop
     from the_loop.inbox_worker import inbox_loop
     from the_loop.node_loop import node_loop
     from the_loop.outbox import outbox_loop
@@ -186,6 +187,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
         ("reconciler", housekeeping.reconcile_loop),
         ("integrity", housekeeping.integrity_loop),
         ("attention", attention_loop),
+        ("hook-channel", hook_channel_loop),
         ("slack", slack_loop),
         ("spend", spend_loop),
     ]

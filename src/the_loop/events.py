@@ -89,6 +89,11 @@ class AwaitingInput(Payload):
     prompt_id: str | None = None
 
 
+class HookRefused(Payload):
+    agent: str
+    reason: str
+
+
 class TaskFault(Payload):
     task: str
     error: str
@@ -172,6 +177,13 @@ CATALOGUE: dict[str, EventSpec] = {
             _I,
             "An agent started to wait for a person: a question or a permission.",
             AwaitingInput,
+        ),
+        _spec(
+            "hook.refused",
+            _W,
+            "A hook report was refused: not its session's token, another session's, an answer,"
+            " or a transcript outside the agent's own directory.",
+            HookRefused,
         ),
         _spec("session.vanished", _W, "A live session's agent is gone; the next event respawns."),
         _spec(

@@ -1,7 +1,7 @@
 """Conversation transcripts kept in the store, put back where a resume reads them.
 
-On a shared database (PostgreSQL) ``the-loop hook`` copies each finished turn of a Claude Code
-conversation into the store (``attention_hook.keep_transcript``, ``store.transcripts``). A
+On a shared database (PostgreSQL) the daemon copies each finished turn of a Claude Code
+conversation into the store (``hook_apply.keep_transcript``, ``store.transcripts``). A
 session taken over by another node (``placement.take_over``) is respawned there with the
 harness's resume, which reads the transcript from this host's disk: ``restore`` writes the
 stored copy to the file the harness will read (``HarnessAdapter.conversation_file``, under the
@@ -19,7 +19,6 @@ from pathlib import Path
 
 from the_loop import events as ev
 from the_loop.agent.model import Agent, AgentKind
-from the_loop.attention_hook import new_lines
 from the_loop.context import Ctx
 from the_loop.errors import SpawnFailed
 from the_loop.harness import HarnessAdapter, Launch
@@ -102,3 +101,20 @@ def _write_private(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def new_lines(path: str, start: int, cap: int) -> tuple[bytes, int]:
+    """The whole lines file PATH holds from byte START on, and the file's size (b"" when it
+    has none, or is shorter than START: not the file that was stored; b"" too when it is
+    larger than CAP, which is then not read)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size <= start or size > cap:
+                return b"", size
+            handle.seek(start)
+            data = handle.read(size - start)
+    except OSError:
+        return b"", 0
+    cut = data.rfind(b"\n")
+    return (data[: cut + 1] if cut >= 0 else b""), size

@@ -1,6 +1,7 @@
 """The real Codex CLI under the daemon, against the fake Responses API: its turn-complete
-``notify`` program (``the-loop hook codex-notify``) reports ``waiting`` with the agent's last
-message; a delivered follow-up is ``working`` until the next notify; explain names the signal."""
+``notify`` program (``the-loop hook codex-notify``) reports over the hook channel ``waiting``
+with the agent's last message (nothing refused); a delivered follow-up is ``working`` until
+the next notify; explain names the signal."""
 
 from __future__ import annotations
 
@@ -81,3 +82,4 @@ def test_codex_notify_reports_finished_turns_and_delivery_starts_one(
     assert ("working", "delivery") in seen, seen
     working = seen.index(("working", "delivery"))
     assert ("waiting", NOTIFY) in seen[working:], seen
+    assert d.api("GET", "/events", params={"type": "hook.refused"}).json() == []

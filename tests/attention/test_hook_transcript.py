@@ -1,18 +1,18 @@
 """The ``Stop`` hook keeps the conversation's transcript in the store on a shared database:
 each turn copies only the whole lines the file gained, a repeated hook adds nothing; with
-SQLite (nothing moves to another host) nothing is copied. Real hook processes."""
+SQLite (nothing moves to another host) nothing is copied. Real hook processes reporting to a
+real daemon; the transcript lies in the agent's own harness directory."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.attention.test_hook import hook_env
+from tests.attention.hooks import hook_env, issue, run_hook
 from tests.conftest import BACKENDS, Env
-from the_loop.harness.claude_hooks import hook_argv
+from tests.daemon import Daemon
 from the_loop.store import open_database
 from the_loop.store import transcripts as store
 
@@ -29,11 +29,8 @@ def _line(role: str, text: str) -> str:
 
 
 def _stop(env: dict[str, str], path: Path, event: str = "Stop") -> None:
-    """Run the hook exactly as Claude Code's settings name it (``hook_argv``: no ``site``)."""
     data = {"hook_event_name": event, "session_id": CONV, "transcript_path": str(path)}
-    done = subprocess.run(
-        hook_argv(), input=json.dumps(data), text=True, env=env, capture_output=True, timeout=60
-    )
+    done = run_hook(env, data)
     assert done.returncode == 0 and not done.stderr, done.stderr
 
 
@@ -45,10 +42,15 @@ def _kept(env: Env) -> tuple[store.Stored | None, bytes | None]:
         db.close()
 
 
-def test_each_turn_copies_only_the_new_whole_lines(loop_env: Env, tmp_path: Path) -> None:
-    open_database(loop_env.state_dir, loop_env.database_url).close()
-    env = hook_env(loop_env)
-    path = tmp_path / f"{CONV}.jsonl"
+def _transcript(loop_env: Env) -> tuple[dict[str, str], Path]:
+    root = loop_env.root / "claude-config"
+    path = root / "projects" / "-work" / f"{CONV}.jsonl"
+    path.parent.mkdir(parents=True)
+    return hook_env(loop_env, issue(loop_env, root=root)), path
+
+
+def test_each_turn_copies_only_the_new_whole_lines(loop_env: Env, daemon: Daemon) -> None:
+    env, path = _transcript(loop_env)
     turn1 = _line("user", "count the stars") + _line("assistant", "42")
     path.write_text(turn1, encoding="utf-8")
     _stop(env, path)
@@ -69,10 +71,8 @@ def test_each_turn_copies_only_the_new_whole_lines(loop_env: Env, tmp_path: Path
     assert found.agent == env["THE_LOOP_AGENT"]
 
 
-def test_a_missing_or_shrunk_file_changes_nothing(loop_env: Env, tmp_path: Path) -> None:
-    open_database(loop_env.state_dir, loop_env.database_url).close()
-    env = hook_env(loop_env)
-    path = tmp_path / f"{CONV}.jsonl"
+def test_a_missing_or_shrunk_file_changes_nothing(loop_env: Env, daemon: Daemon) -> None:
+    env, path = _transcript(loop_env)
     _stop(env, path)  # no file yet
     assert _kept(loop_env) == (None, None)
     path.write_text(_line("user", "a") + _line("assistant", "b"), encoding="utf-8")

@@ -15,7 +15,7 @@ from tests.helpers import wait_until
 from tests.pg import PgServer
 from the_loop.config import parse_config_text
 from the_loop.errors import ConfigInvalid, Conflict, StateError
-from the_loop.store import attention, inbox, open_database, prompts, sessions
+from the_loop.store import inbox, open_database, prompts, sessions
 from the_loop.store.migrations import MIGRATIONS
 from the_loop.store.pg import PgDatabase, open_postgres, redact
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -159,19 +159,6 @@ def test_item_locks_exclude_each_other_across_nodes(pg_url: str) -> None:
             raise
     out, _ = other.communicate(timeout=30)
     assert other.returncode == 0 and out == "held\n"
-
-
-def test_the_hook_connection_writes_attention(pg_url: str) -> None:
-    conn = attention.connect(pg_url)
-    try:
-        change = attention.write_state(
-            conn, "w-1", "waiting", "claude-hook:Stop", "stop", now=time.time(), work_item="x"
-        )
-    finally:
-        conn.close()
-    assert change is not None and change.after == "waiting"
-    row = attention.get(open_postgres(pg_url).connect(), "w-1")
-    assert row is not None and row.state == "waiting"
 
 
 def test_an_unreachable_server_is_a_clear_error_without_the_password(tmp_path: Path) -> None:

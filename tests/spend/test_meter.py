@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.attention.test_hook import hook_env, run_hook
+from tests.attention.hooks import hook_env, issue, run_hook
 from tests.conftest import Env
+from tests.daemon import Daemon
 from the_loop import memory, meter, usage
 from the_loop.config_spend import BudgetsConfig
 from the_loop.context import Ctx, open_ctx
@@ -166,19 +167,20 @@ def test_budgets_turns_dollars_and_extensions(loop_env: Env, tmp_path: Path) -> 
     assert "maxTurns 3" in (spend.over_budget(ctx, rec) or "")
 
 
-def test_the_hook_records_the_transcript_path(loop_env: Env) -> None:
-    loop_env.write_config()
+def test_the_hook_records_the_transcript_path(loop_env: Env, daemon: Daemon) -> None:
     ctx = open_ctx(loop_env.config_path)
-    path = "/tmp/some/transcript.jsonl"
-    done = run_hook(hook_env(loop_env), {"hook_event_name": "Stop", "transcript_path": path})
-    assert done.returncode == 0, done.stderr
+    root = loop_env.root / "claude-config"
+    path = str(root / "projects" / "-w" / "transcript.jsonl")
+    env = hook_env(loop_env, issue(loop_env, root=root))
+    done = run_hook(env, {"hook_event_name": "Stop", "transcript_path": path})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
     assert store.transcripts(ctx.db.connect(), [AGENT]) == {AGENT: path}
     # a held state is not overridden by the stopped harness's own hooks
     with ctx.db.transaction() as tx:
         attention_store.set_state(
             tx, AGENT, "suspended", "spend", "idle", now=time.time(), source="spend"
         )
-    run_hook(hook_env(loop_env), {"hook_event_name": "SessionEnd", "transcript_path": path})
+    run_hook(env, {"hook_event_name": "SessionEnd", "transcript_path": path})
     row = attention_store.get(ctx.db.connect(), AGENT)
     assert row is not None and row.state == "suspended"
 

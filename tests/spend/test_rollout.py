@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.attention.test_hook import hook_env
+from tests.attention.hooks import hook_env, issue
 from tests.conftest import Env
+from tests.daemon import Daemon
 from the_loop import budgets, meter, usage
 from the_loop.context import Ctx, open_ctx
 from the_loop.store import usage as store
@@ -125,8 +126,9 @@ def test_rollout_usage_per_response_priced_by_the_turns_model(ctx: Ctx, tmp_path
     assert usage.of_agent(ctx, AGENT) == got
 
 
-def test_codex_notify_records_the_threads_rollout(loop_env: Env, tmp_path: Path) -> None:
-    loop_env.write_config()
+def test_codex_notify_records_the_threads_rollout(
+    loop_env: Env, daemon: Daemon, tmp_path: Path
+) -> None:
     ctx = open_ctx(loop_env.config_path)
     home = tmp_path / "codex-home"
     older = home / "sessions" / "2026" / "11" / "30"
@@ -139,7 +141,7 @@ def test_codex_notify_records_the_threads_rollout(loop_env: Env, tmp_path: Path)
     data = {"type": "agent-turn-complete", "thread-id": THREAD, "last-assistant-message": "hi"}
     done = subprocess.run(
         [sys.executable, "-m", "the_loop", "hook", "codex-notify", json.dumps(data)],
-        env=hook_env(loop_env, CODEX_HOME=str(home)),
+        env=hook_env(loop_env, issue(loop_env, root=home)),  # the agent's CODEX_HOME
         capture_output=True,
         text=True,
         timeout=60,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.api.test_dashboard_pages import logged_in
-from tests.attention.test_hook import run_hook
+from tests.attention.hooks import hook_env, issue, run_hook
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes import fake_agent
@@ -157,16 +157,16 @@ MODEL = "fake-model-1"
 
 
 def report_transcript(work: Work, name: str, path: Path) -> None:
-    """What Claude Code's hooks do on every turn: tell the-loop where its transcript is."""
-    env = work.env.process_env()
-    env.update(
-        {
-            "THE_LOOP_AGENT": f"standing:{name}",
-            "THE_LOOP_DB": work.env.database_url or str(work.env.state_dir / "the-loop.db"),
-        }
+    """What Claude Code's hooks do on every turn: tell the-loop where its transcript is. The
+    fake agent reads its screen (no hooks): its token is issued here as a spawn issues one,
+    its harness directory the one holding PATH."""
+    agent = f"standing:{name}"
+    token = issue(work.env, agent, root=path.parent)
+    done = run_hook(
+        hook_env(work.env, token, agent=agent),
+        {"hook_event_name": "Stop", "transcript_path": str(path)},
     )
-    done = run_hook(env, {"hook_event_name": "Stop", "transcript_path": str(path)})
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and done.stderr == "", done.stderr
 
 
 def turn(path: Path, n: int) -> None:
@@ -204,7 +204,8 @@ def test_budget_stops_a_standing_session_say_refused_extend_resumes(
     try:
         ops = conversation(d, name)
         work.wait_prompts(ops, 1, timeout=30)
-        transcript = tmp_path / "ops.jsonl"
+        transcript = tmp_path / "claude-config" / "ops.jsonl"
+        transcript.parent.mkdir()
         turn(transcript, 1)
         report_transcript(work, name, transcript)
         wait_until(lambda: view(d, name)["usage"]["costUsd"] == 0.3, 30, what="metered")

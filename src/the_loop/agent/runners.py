@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from the_loop import events as ev
 from the_loop import nodes, transcripts
 from the_loop.agent.model import Agent, AgentKind
-from the_loop.attention_spawn import spawn_env
+from the_loop.attention_spawn import keep_previous_token, spawn_env
 from the_loop.errors import NotRunning, Refused, Unavailable
 from the_loop.faults import crash_point
 from the_loop.harness import (
@@ -144,6 +144,7 @@ class TmuxAgents:
         result = tmux.spawn(target, launch.argv, cwd=agent.cwd, env=env, owner=agent.owner)
         ctx.ready.discard(target)
         if result.answer is Answer.OCCUPIED and tmux.owner_of(target) == agent.owner:
+            keep_previous_token(ctx, agent, env)  # the running agent holds its token
             raise AlreadyRunning(result.detail)
         result.unwrap()
         if prompt is not None and self.ensure_ready(ctx, agent):

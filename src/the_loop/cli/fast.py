@@ -19,6 +19,7 @@ first and printed at the end, so a fall-back never prints twice.
 from __future__ import annotations
 
 import io
+import json
 import os
 import sqlite3
 import sys
@@ -27,7 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from the_loop import hook_json
 from the_loop.cli import plain
 from the_loop.cli.flags import leading
 from the_loop.cli_facts import facts_key, read_facts, resolve_config_path
@@ -238,7 +238,7 @@ def _events(state: _State, options: list[str]) -> Answer:
 
 def _event(row: tuple[Any, ...]) -> dict[str, Any]:
     """An event row as the output contract shows an event (``store.events.Event``)."""
-    payload = hook_json.loads(row[9])
+    payload = json.loads(row[9])
     if not isinstance(payload, dict):
         raise _Unsure("a payload that is not an object")
     out: dict[str, Any] = {
@@ -288,12 +288,12 @@ def _ask(state: _State, path: str) -> tuple[dict[str, str], Any]:
 
     if not local_client.daemon_running(state.dir):
         raise _Unsure("no daemon: the full CLI reads the database")
-    info = hook_json.loads((state.dir / local_client.INFO_NAME).read_text("utf-8"))
+    info = json.loads((state.dir / local_client.INFO_NAME).read_text("utf-8"))
     token = local_client.local_token(str(state.facts["tokenEnv"]), state.dir)
     status, headers, body = local_client.fetch(str(info["url"]), path, token, 2.0)
     if status != 200:
         raise _Unsure(f"HTTP {status}")
-    return headers, hook_json.loads(body.decode("utf-8"))
+    return headers, json.loads(body.decode("utf-8"))
 
 
 # --- standing list ---------------------------------------------------------------------------

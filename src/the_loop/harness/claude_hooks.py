@@ -1,13 +1,13 @@
 """The Claude Code settings that report an agent's attention: hooks that run ``the-loop hook``.
 
 Passed at spawn with ``--settings <json>`` (the CLI takes a file or a JSON string). Each hook
-runs the hook of ``the-loop hook`` (``hook_command``); the hook reads the agent's key and
-the database from the environment the-loop gives the agent, and does nothing without them.
+runs the hook of ``the-loop hook`` (``hook_command``); the hook reads the agent's key, its
+per-session token and the hook channel's directory from the environment the-loop gives the
+agent, reports to the daemon, and does nothing without them.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import sys
@@ -17,8 +17,8 @@ from typing import Any
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "SessionEnd")
 PERMISSION_EVENT = "PermissionRequest"
 PERMISSION_HOOK_TIMEOUT = 86_400
-"""Seconds Claude Code lets the permission hook wait; the hook's own limit is
-``attention.answerTimeoutMinutes`` (given in its environment), always shorter."""
+"""Seconds Claude Code lets the permission hook wait for the daemon's decision (the daemon
+applies ``attention.answerTimeoutMinutes`` itself)."""
 
 
 def hook_argv(python: str | None = None) -> list[str]:
@@ -26,24 +26,13 @@ def hook_argv(python: str | None = None) -> list[str]:
     ``site`` (``-I -S``), importing the hook from the directory this package was loaded from.
     The hook needs only the standard library and ``the_loop``; skipping ``site`` (the
     environment's ``.pth`` files, the user's site dir) saves about 40 % of the hook's start-up,
-    and a hook runs on every turn of every agent (bench/attention.py). The PostgreSQL driver's
-    directory is added at the end of the path."""
+    and a hook runs on every turn of every agent (bench/attention.py)."""
     package_root = str(Path(__file__).resolve().parents[2])
     code = (
-        f"import sys;sys.path.insert(0,{package_root!r});sys.path+={_driver_paths()!r};"
+        f"import sys;sys.path.insert(0,{package_root!r});"
         "from the_loop.attention_hook import main;sys.exit(main(sys.argv[1:]))"
     )
     return [str(Path(python or sys.executable)), "-I", "-S", "-c", code]
-
-
-def _driver_paths() -> list[str]:
-    """Where the PostgreSQL driver is installed (without ``site`` the hook would not find it;
-    only a hook whose state lives in PostgreSQL imports it), appended after the standard
-    library as ``site`` would; none when it is not installed."""
-    spec = importlib.util.find_spec("psycopg")
-    if spec is None or spec.origin is None:
-        return []
-    return [str(Path(spec.origin).resolve().parents[1])]
 
 
 def hook_command(python: str | None = None) -> str:

@@ -12,10 +12,9 @@ when a wait on a person begins) in the same transaction. This module imports not
 
 from __future__ import annotations
 
+import json
 import os
-
-from the_loop import hook_json as json
-from the_loop.hook_sqlite import sqlite
+import sqlite3
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: no json (re), sqlite3 (datetime) or typing
@@ -120,15 +119,9 @@ class Change:
 
 
 def connect(path: str) -> OwnConnection:
-    """An autocommit connection to the database at PATH, set up as ``store.db`` sets its own
-    (WAL, commits not synced one by one), for a process that only writes attention; PATH may
-    be a ``postgresql://`` URL instead (the state lives in PostgreSQL)."""
-    if path.startswith(("postgresql://", "postgres://")):
-        # lazy: start-up (psycopg is loaded only where the state lives in PostgreSQL)
-        from the_loop.store.pg import HookConnection
-
-        return HookConnection(path)
-    conn = sqlite.connect(path, timeout=10, isolation_level=None)
+    """An autocommit connection to the SQLite database at PATH, set up as ``store.db`` sets
+    its own (WAL, commits not synced one by one), for a process that only writes attention."""
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
     conn.execute("PRAGMA busy_timeout = 10000")
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn

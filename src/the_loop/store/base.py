@@ -64,7 +64,3 @@ class Database(ABC):
         (shared databases), the database locks it holds expire when it stops running that
         long."""
         return None
-
-    def hook_address(self) -> str:
-        """What ``the-loop hook`` is given to reach this database."""
-        return self.location

@@ -422,3 +422,26 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0023_hook_channel",
+        """
+        CREATE TABLE hook_tokens (
+            agent TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL,
+            previous_hash TEXT,
+            work_item TEXT,
+            transcript_root TEXT,
+            issued_at REAL NOT NULL
+        );
+        CREATE TABLE hook_reports (
+            id TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            prompt_id TEXT,
+            at REAL NOT NULL
+        );
+        CREATE INDEX hook_reports_at ON hook_reports (at)
+        """,
+    ),
+]

@@ -365,9 +365,6 @@ class PgDatabase(Database):
         rows = self.connect().execute("SELECT name FROM schema_migrations ORDER BY applied_at")
         return [str(r[0]) for r in rows]
 
-    def hook_address(self) -> str:
-        return self.url
-
 
 def state_error(location: str, exc: BaseException) -> StateError:
     """EXC as the clear ``StateError`` the surfaces show (never the password)."""
@@ -437,48 +434,3 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (%s, %s)", (name, stamp)
             )
-
-
-class HookConnection:
-    """One plain connection for ``the-loop hook`` on PostgreSQL: the attention store's
-    ``BEGIN IMMEDIATE`` ... ``COMMIT`` on it become a transaction holding ``WRITE_LOCK``.
-    Errors other than integrity ones leave it as ``StateError``."""
-
-    IntegrityError = psycopg.errors.IntegrityError
-
-    def __init__(self, url: str) -> None:
-        self._location = redact(url)
-        try:
-            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
-            _configure(self._conn)
-            self._conn.execute("SET lock_timeout = 10000")  # as the SQLite hook's busy timeout
-        except psycopg.Error as exc:
-            raise state_error(self._location, exc) from None
-        self._in_tx = False
-
-    def execute(self, sql: str, parameters: Any = None, /) -> Result:
-        try:
-            return self._execute(sql, parameters)
-        except psycopg.errors.IntegrityError:
-            raise
-        except psycopg.Error as exc:
-            raise state_error(self._location, exc) from None
-
-    def _execute(self, sql: str, parameters: Any) -> Result:
-        word = sql.strip().upper()
-        if word == "BEGIN IMMEDIATE":
-            self._conn.execute("BEGIN")
-            self._conn.execute(WRITE_LOCK)
-            self._in_tx = True
-            return Result([], -1, None)
-        if word in ("COMMIT", "ROLLBACK"):
-            self._conn.execute("COMMIT" if word == "COMMIT" else "ROLLBACK")
-            self._in_tx = False
-            return Result([], -1, None)
-        if self._in_tx and dialect.may_conflict(sql):
-            with self._conn.transaction():  # a savepoint, as in ``_InTransaction``
-                return _run(self._conn, sql, parameters)
-        return _run(self._conn, sql, parameters)
-
-    def close(self) -> None:
-        self._conn.close()
