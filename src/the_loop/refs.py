@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from the_loop.errors import BadInput
 
 OWNER_RE = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\Z")
-REPO_RE = re.compile(r"\A[A-Za-z0-9._-]{1,100}\Z")
+REPO_RE = re.compile(r"\A(?!\.{1,2}\Z)(?!.*\.[Gg][Ii][Tt]\Z)[A-Za-z0-9._-]{1,100}\Z")
+"""A repository name as GitHub allows it: not ``.`` or ``..``, not ending in ``.git``."""
 HOST_RE = re.compile(
     r"\A(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?\Z"
@@ -37,17 +38,18 @@ LOCAL_GRAMMAR = (
 )
 STANDING_GRAMMAR = "lowercase letters, digits and '-', starting with a letter or digit, at most 40"
 DEFAULT_HOST = "github.com"
+REPO_RULE = "REPO is letters, digits, '.', '_' and '-', not '.' or '..', not ending in '.git'"
 
 
 def _valid_repo(repo: str) -> bool:
-    return bool(REPO_RE.match(repo)) and repo not in {".", ".."}
+    return REPO_RE.fullmatch(repo) is not None
 
 
 def validate_owner_repo(full_name: str) -> tuple[str, str]:
     """Split and validate ``OWNER/REPO``; raise ``BadInput`` showing the grammar otherwise."""
     owner, sep, repo = full_name.partition("/")
     if not sep or not OWNER_RE.match(owner) or not _valid_repo(repo):
-        raise BadInput(f"invalid repository {full_name!r}: expected OWNER/REPO")
+        raise BadInput(f"invalid repository {full_name!r}: expected OWNER/REPO ({REPO_RULE})")
     return owner, repo
 
 

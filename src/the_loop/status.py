@@ -28,6 +28,7 @@ from the_loop.errors import StateError
 from the_loop.health import Health, StatusReport
 from the_loop.instance import DaemonInfo, daemon_running, read_info
 from the_loop.store import inbox
+from the_loop.store.db import file_health
 from the_loop.store.poll import last_cycle
 from the_loop.store.sessions import counts_by_status
 from the_loop.supervise import board_for
@@ -65,7 +66,12 @@ def _config_health(ctx: Ctx) -> tuple[list[str], Any]:
     return [], {"restartNeeded": list(ctx.restart_needed)} if ctx.restart_needed else None
 
 
+def _file_health(ctx: Ctx) -> tuple[list[str], Any]:
+    return file_health(ctx.db)
+
+
 HEALTH_CHECKS: list[tuple[str, HealthCheck]] = [
+    ("database", _file_health),
     ("config", _config_health),
     ("standing", _standing_health),
     ("poller", _poller_health),

@@ -128,7 +128,37 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
+def wal_index_problem(path: Path) -> str | None:
+    """Why the WAL index of database PATH (its ``-shm`` file, which every connection maps and
+    writes) cannot be written, or None. SQLite given an index it cannot write answers every
+    write with a bare "readonly database" or, when the file is made immutable, its mapping
+    faults and the process dies on ``SIGBUS`` without a word: checked before a connection opens
+    (and by the health checks), it is one clear line instead."""
+    shm = path.with_name(path.name + "-shm")
+    try:
+        fd = os.open(shm, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # SQLite creates it (in a directory that must be writable)
+    except OSError as exc:
+        return (
+            f"the state database's WAL index {shm} cannot be written ({exc.strerror}): make it "
+            "writable by the daemon's user again, or remove it while no the-loop process runs"
+        )
+    os.close(fd)
+    return None
+
+
+def file_health(db: Database) -> tuple[list[str], None]:
+    """The health check of the SQLite file: what keeps it from being written that no query
+    shows yet (its WAL index). Nothing for PostgreSQL."""
+    problem = wal_index_problem(db.path) if isinstance(db, SqliteDatabase) else None
+    return ([problem] if problem else []), None
+
+
 def _connect(path: Path) -> sqlite3.Connection:
+    problem = wal_index_problem(path)
+    if problem is not None:
+        raise StateError(problem)
     try:
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False

@@ -35,6 +35,7 @@ from starlette.requests import HTTPConnection
 
 from the_loop.errors import BadInput, Forbidden, Unauthorized
 from the_loop.web import auth
+from the_loop.web.page_headers import PAGE_HEADERS
 
 COOKIE = "the_loop_session"
 CSRF_HEADER = "x-csrf-token"
@@ -326,7 +327,7 @@ def login_page(
         "login.html",
         {"next": safe_next(next_url), "error": error},
         status_code=status,
-        headers={"Cache-Control": "no-store"},
+        headers=PAGE_HEADERS,
     )
 
 

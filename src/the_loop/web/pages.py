@@ -28,19 +28,8 @@ from the_loop.store.attention import STATES
 from the_loop.store.inbox import InboxStatus
 from the_loop.store.sessions import SessionStatus
 from the_loop.web.dashboard_auth import Viewer, viewer
+from the_loop.web.page_headers import PAGE_HEADERS
 from the_loop.web.render import Pages
-
-PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-        "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
-        "form-action 'self'"
-    ),
-}
 
 
 def _choice(value: str | None) -> str | None:
