@@ -25,8 +25,9 @@ def start_claude_daemon(
     model: str | None = None,
     **sections: Any,
 ) -> Daemon:
-    """Configure Claude Code (permission mode ``default``) as the default harness, the poller
-    on issue 1 of REPO, and SECTIONS; start the daemon and wait for its first poll."""
+    """Configure Claude Code (its default launch: it asks before tools) as the default
+    harness, the poller on issue 1 of REPO, and SECTIONS; start the daemon and wait for its
+    first poll."""
     gh.create_repo(REPO)
     gh.add_issue(REPO, "Flaky", "the scheduler test fails", labels=["the-loop"])
     home = loop_env.root / "home"
@@ -34,7 +35,6 @@ def start_claude_daemon(
     harness: dict[str, Any] = {
         "binary": str(CLAUDE_BIN),
         "env": claude_env,
-        "args": ["--permission-mode", "default"],
     }
     if model is not None:
         harness["model"] = model

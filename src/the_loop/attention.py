@@ -15,13 +15,14 @@ still show the prompt.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Conflict, NotFound
+from the_loop.errors import BadInput, Conflict, NotFound, Unavailable
 from the_loop.refs import WorkItemRef
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
@@ -33,6 +34,7 @@ from the_loop.wire import UtcDatetime, Wire
 if TYPE_CHECKING:
     from the_loop.engine import AnswerPermission
 
+log = logging.getLogger(__name__)
 Decision = Literal["allow", "deny"]
 _PROMPT_ID_RE = re.compile(r"\Ap[0-9a-f]{5}\Z")
 
@@ -100,6 +102,7 @@ class Answered(_View):
     actor: str
     via: str
     tool: str = ""
+    input: str = ""
     delivered: Literal["hook", "keys"]
 
 
@@ -242,6 +245,10 @@ def _stale(p: store.Prompt) -> str:
     return f"prompt {p.id} is no longer pending ({p.outcome or 'closed'}); this answer is stale"
 
 
+CONFIRM_SECONDS = 10.0
+"""How long an answer through a harness's hook waits for the hook to take it."""
+
+
 def answer_permission(
     ctx: Ctx,
     ref: str,
@@ -250,19 +257,16 @@ def answer_permission(
     via: str,
     prompt_id: str | None = None,
 ) -> Answered:
-    """Answer the permission prompt REF's agent waits on (PROMPT_ID, when given, must be that
-    very prompt). ``Conflict`` naming why when there is none, it is a question, or it was
-    answered or closed before (the first answer wins); ``NotFound`` for an unknown REF."""
+    """Answer the permission prompt PROMPT_ID of REF's agent. Without PROMPT_ID (a bare
+    ``allow``/``deny``) only when exactly one prompt is pending and it is the one the latest
+    notice quoted; otherwise ``Conflict`` listing the pending prompts. ``Conflict`` too when
+    the prompt is a question, or was answered or closed before (the first answer wins);
+    ``NotFound`` for an unknown REF. Reported done only when the dialog took the answer (the
+    hook confirmed it, or the screen no longer shows it); ``Unavailable`` otherwise."""
     key = agent_key(ctx, ref)
     conn = ctx.db.connect()
     row = store.get(conn, key)
-    target = store.get_prompt(conn, prompt_id) if prompt_id else (row.prompt if row else None)
-    if prompt_id and (target is None or target.agent != key):
-        raise Conflict(f"{ref} has no prompt {prompt_id}")
-    if target is None:
-        raise Conflict(f"{ref} has no pending permission prompt")
-    if not target.pending:
-        raise Conflict(_stale(target))
+    target = _target(conn, ref, key, prompt_id)
     if target.kind != "permission":
         raise Conflict(f"{ref} asks a question ({target.id}), not a permission: reply to it")
     harness = row.harness if row else ""
@@ -278,6 +282,8 @@ def answer_permission(
     if not taken:
         found = store.get_prompt(conn, target.id)
         raise Conflict(_stale(found or target))
+    if hooks:
+        _confirmed(ctx, target)
     return Answered(
         agent=key,
         prompt_id=target.id,
@@ -285,8 +291,88 @@ def answer_permission(
         actor=actor,
         via=via,
         tool=target.tool,
+        input=target.input,
         delivered="hook" if hooks else "keys",
     )
+
+
+def _target(conn: Connection, ref: str, key: str, prompt_id: str | None) -> store.Prompt:
+    """The prompt an answer to REF's agent KEY is for: PROMPT_ID, which must be KEY's and
+    pending; without one, the single pending prompt the latest notice quoted."""
+    if prompt_id:
+        named = store.get_prompt(conn, prompt_id)
+        if named is None or named.agent != key:
+            raise Conflict(f"{ref} has no prompt {prompt_id}")
+        if not named.pending:
+            raise Conflict(_stale(named))
+        return named
+    pending = store.pending_prompts(conn, key)
+    if not pending:
+        raise Conflict(f"{ref} has no pending permission prompt")
+    noticed = store.latest_noticed(conn, key)
+    if len(pending) == 1 and noticed is not None and noticed.id == pending[0].id:
+        return pending[0]
+    listed = "; ".join(f"{p.id} ({p.tool or p.kind}: {_clip(p.text or p.input)})" for p in pending)
+    why = "no notice quoted it" if len(pending) == 1 else f"{len(pending)} prompts are pending"
+    raise Conflict(
+        f"{ref}: name the prompt you answer ({why}): allow <id> or deny <id>; pending: {listed}"
+    )
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
+    """Wait until the harness's hook took the answer to TARGET (it closes the prompt as
+    ``answered``); ``Unavailable`` when it did not within ``CONFIRM_SECONDS``."""
+    deadline = time.monotonic() + CONFIRM_SECONDS
+    while True:
+        found = store.get_prompt(ctx.db.connect(), target.id)
+        if found is not None and found.closed_at is not None:
+            return
+        if time.monotonic() >= deadline:
+            raise Unavailable(
+                f"the answer to {target.id} is recorded, but the agent has not taken it yet: "
+                "its hook is not waiting on it (is the daemon running?); it applies as soon "
+                "as the hook asks again, or answer in the agent's terminal "
+                "(`the-loop sessions attach`)"
+            )
+        time.sleep(0.05)
+
+
+def history(ctx: Ctx, ref: str, limit: int = 100) -> list[PromptView]:
+    """REF's prompts, newest first: what each asked, and who answered it, how and from where
+    (``the-loop attention history``, ``GET /api/v1/attention/{ref}/history``)."""
+    key = agent_key(ctx, ref)
+    return [_prompt_view(p) for p in store.prompts_of(ctx.db.connect(), key, limit)]
+
+
+def apply_timeouts(ctx: Ctx, now: float | None = None) -> int:
+    """Apply ``attention.onTimeout`` to the prompts pending longer than
+    ``answerTimeoutMinutes`` (0 waits forever), from hooks and the screen alike: ``deny``
+    denies a permission like a person would (a question is left to wait); ``leave`` stops
+    tracking the prompt (it stays at the agent, answerable in its terminal; nothing is
+    delivered into the dialog meanwhile); ``wait`` does nothing. How many were handled."""
+    settings = ctx.config.attention
+    if settings.answer_timeout_minutes <= 0 or settings.on_timeout == "wait":
+        return 0
+    now = time.time() if now is None else now
+    handled = 0
+    for prompt in store.overdue(ctx.db.connect(), now - settings.answer_timeout_minutes * 60):
+        if settings.on_timeout == "deny" and prompt.kind != "permission":
+            continue
+        handled += 1
+        if settings.on_timeout == "leave":
+            with ctx.db.transaction() as tx:
+                store.close_prompt(tx, prompt.id, "timed-out", now)
+            continue
+        try:
+            answer_permission(ctx, prompt.agent, "deny", "the-loop", "timeout", prompt.id)
+        except (Conflict, NotFound, Unavailable) as exc:
+            log.info("timeout of %s not applied yet: %s", prompt.id, exc.message)
+    return handled
 
 
 def _after_keys(
@@ -327,7 +413,7 @@ def answer_from_comment(ctx: Ctx, action: AnswerPermission, delivery_id: str) ->
         done = answer_permission(
             ctx, action.session_id, decision, action.actor, "github-comment", action.prompt_id
         )
-    except (Conflict, NotFound) as exc:
+    except (Conflict, NotFound, Unavailable) as exc:
         with ctx.db.transaction() as tx:
             ids = writebacks.queue_reply(
                 tx,

@@ -95,9 +95,16 @@ def notify_once(ctx: Ctx, now: float | None = None) -> int:
 
 
 def attention_pass(ctx: Ctx, detector: ScreenDetector) -> None:
-    """One pass: read the screens, then queue what is due."""
+    """One pass: read the screens, apply answer timeouts, queue the notices that are due, and
+    deliver what waited behind dialogs that are gone."""
+    # lazy: the release loads both session policies; the read-only surfaces use this module
+    from the_loop import held_release
+    from the_loop.attention import apply_timeouts
+
     detect_once(ctx, detector)
+    apply_timeouts(ctx)
     notify_once(ctx)
+    held_release.release(ctx)
 
 
 async def attention_loop(ctx: Ctx, stop: asyncio.Event) -> None:

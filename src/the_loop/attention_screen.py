@@ -237,3 +237,22 @@ def answer_with_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, dec
     sent = tmux.run("send-keys", "-t", f"={agent.target}:", *keys)
     if not sent.ok:
         raise Unavailable(f"tmux did not take the keys for {agent.target}: {sent.stderr.strip()}")
+    if not _gone(ctx, agent.target, settings, target.text):
+        raise Unavailable(
+            f"the keys for prompt {target.id} were sent, but the screen still shows it; answer "
+            f"it in the agent's terminal (`the-loop sessions attach`)"
+        )
+
+
+def _gone(ctx: Ctx, target: str, settings: HarnessAttention, text: str, wait: float = 5.0) -> bool:
+    """Whether the screen of TARGET stops showing the prompt TEXT within WAIT seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        capture = ctx.runners.tmux.capture(target, SCREEN_LINES)
+        if capture.ok:
+            verdict = classify(capture.text.rstrip(), 0.0, float("inf"), settings)
+            if verdict.state != store.NEEDS_PERMISSION or verdict.text != text:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)

@@ -163,6 +163,18 @@ class HarnessConfig(Model):
     )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment.")
     model: str | None = Field(None, description="Model name passed to the harness.")
+    permission_mode: Literal["ask", "auto", "bypass"] = Field(
+        "ask",
+        description=(
+            "ask: the harness asks before it runs a tool (Claude Code `--permission-mode "
+            "default`, Codex `--ask-for-approval on-request`, Gemini `--approval-mode default`), "
+            "and the-loop takes the answer from the person who started the session; auto: "
+            "edits are accepted without asking (Claude Code `acceptEdits`, Codex "
+            "`--approve-for-me`, Gemini `auto_edit`); bypass: nothing is asked. auto and "
+            "bypass are shown wherever the session is shown. A permission flag already in "
+            "`args` wins."
+        ),
+    )
     interactive: list[str] | None = Field(
         None, description="command adapter: argv template for an interactive spawn."
     )

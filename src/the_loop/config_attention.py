@@ -78,7 +78,7 @@ class AttentionConfig(_Model):
     """Attention and approvals: which agent waits for a person, and answers from where they are."""
 
     notify_after_seconds: float = Field(
-        300.0,
+        120.0,
         ge=0,
         description=(
             "After this long in needs-input or needs-permission, one notice is posted on the "
@@ -86,19 +86,24 @@ class AttentionConfig(_Model):
         ),
     )
     answer_timeout_minutes: float = Field(
-        60.0,
-        gt=0,
-        description="How long a permission prompt waits for an answer through the-loop.",
-    )
-    on_timeout: Literal["leave", "deny"] = Field(
-        "leave",
+        0.0,
+        ge=0,
         description=(
-            "When nobody answers in time: leave (the prompt stays, answerable at the agent) "
-            "or deny."
+            "How long a prompt (permission or question, from hooks or the screen) waits for "
+            "an answer through the-loop before `onTimeout` applies; 0 waits forever."
+        ),
+    )
+    on_timeout: Literal["wait", "deny", "leave"] = Field(
+        "wait",
+        description=(
+            "When nobody answers in time: wait (nothing happens; the prompt stays answerable "
+            "through the-loop), deny (a permission is denied, as if a person had; a question "
+            "is left), or leave (the-loop stops tracking the prompt; it waits at the agent, "
+            "answerable in its terminal)."
         ),
     )
     quiet_seconds: float = Field(
-        5.0, gt=0, description="Screen detector: a pane unchanged this long is waiting."
+        20.0, gt=0, description="Screen detector: a pane unchanged this long is waiting."
     )
     poll_seconds: float = Field(
         0.25, gt=0, le=10, description="How often the screen detector and notices run."

@@ -63,16 +63,21 @@ class BudgetsConfig(_Model):
 class SessionsConfig(_Model):
     """Sessions that sleep when idle and wake on the next event or message."""
 
-    suspend_after_minutes: float = Field(
-        60.0,
+    suspend_after_minutes: float | None = Field(
+        None,
         ge=0,
         description=(
             "A session (work-item or standing) waiting (turn finished, nothing pending) this "
             "long is suspended: its harness is terminated, pane and transcript kept; the next "
             "event (a standing session's next say) resumes it. "
-            "Fractions are allowed (0.05 = 3 s); 0 never suspends."
+            "Fractions are allowed (0.05 = 3 s); unset or 0 never suspends."
         ),
     )
+
+    @property
+    def suspend_after_seconds(self) -> float:
+        """``suspendAfterMinutes`` in seconds; 0 when sessions are never suspended."""
+        return (self.suspend_after_minutes or 0.0) * 60
 
 
 class AdmissionConfig(_Model):

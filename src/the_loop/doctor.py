@@ -141,7 +141,22 @@ def check_harnesses(config: Config) -> list[Check]:
             s.harness == name for s in config.standing.sessions
         )
         checks.append(check_harness_binary(name, binary, config.harness(name).env, required))
+        checks.append(check_permission_mode(name, config.harness(name).permission_mode))
     return checks
+
+
+def check_permission_mode(name: str, mode: str) -> Check:
+    """Whether harness NAME asks before it runs tools (``permissionMode``)."""
+    title = f"harness {name} permissions"
+    if mode == "ask":
+        return Check(name=title, status=CheckStatus.ok, detail="ask: it asks before tools")
+    return Check(
+        name=title,
+        status=CheckStatus.warning,
+        required=False,
+        detail=f"{mode}: it runs tools without asking (harnesses.{name}.permissionMode)",
+        hint=f"remove harnesses.{name}.permissionMode to have it ask",
+    )
 
 
 def check_harness_binary(name: str, binary: str, env: dict[str, str], required: bool) -> Check:

@@ -101,6 +101,7 @@ class IgnoreReason(StrEnum):
     ALREADY_PAUSED = "already-paused"
     NOT_PAUSED = "not-paused"
     CI_CONCLUSION_NOT_ROUTED = "ci-conclusion-not-routed"
+    NOT_STARTED_BY_AUTHORIZED = "not-started-by-authorized"
     CONFLICTING_KEYWORDS = "conflicting-keywords"
     ALREADY_PROCESSED = "already-processed"
 
@@ -114,6 +115,7 @@ class LiveSession:
 
     session_id: str
     status: LiveStatus = LiveStatus.ACTIVE
+    requester: str = ""  # who started it (the actor of the event that spawned it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,6 +506,11 @@ def _deliver_or(
         item, session = live[0]
         if session.status is LiveStatus.PAUSED:
             return _ignore(IgnoreReason.SESSION_PAUSED, f"the session of {item} is paused")
+        if event.kind is WorkKind.CI and not is_authorized(session.requester, config):
+            return _ignore(
+                IgnoreReason.NOT_STARTED_BY_AUTHORIZED,
+                f"the session of {item} was not started by anyone in routing.authorizedUsers",
+            )
         return Decision((Deliver(item, session.session_id),), (f"{item} has a live session",))
     if spawn is None:
         ci = event.kind is WorkKind.CI

@@ -144,3 +144,8 @@ class SpawnFailed(LoopError):
     status = 502
     exit_code = 1
     code = "spawn_failed"
+
+
+def message_of(exc: BaseException) -> str:
+    """EXC's message for a person: a ``LoopError``'s own, else its class name and text."""
+    return exc.message if isinstance(exc, LoopError) else f"{type(exc).__name__}: {exc}"

@@ -195,7 +195,13 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.suspended", _I, "An idle session's harness was stopped; pane kept.", Reason),
         _spec("session.woken", _I, "A suspended session is resumed for a delivery."),
         _spec("session.over_budget", _W, "A budget was reached: the agent stopped.", Reason),
-        _spec("session.held", _I, "A delivery is kept, not delivered: over budget.", Reason),
+        _spec(
+            "session.held",
+            _I,
+            "A delivery is kept, not delivered: over budget, or behind a dialog the agent shows"
+            " (delivered once it is answered).",
+            Reason,
+        ),
         _spec("session.extended", _I, "A session's budget was extended."),
         _spec("writeback.posted", _I, "A queued reaction or comment was posted to GitHub."),
         _spec(

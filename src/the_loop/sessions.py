@@ -21,7 +21,7 @@ from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, LoopError, NotRunning
-from the_loop.prompts import event_context, render_event, render_spawn, spawn_context
+from the_loop.prompts import event_context, fresh_note, render_event, render_spawn, spawn_context
 from the_loop.refs import WorkItemRef, new_session_id
 from the_loop.runner.outcomes import Probe
 from the_loop.session_records import get as _get
@@ -85,7 +85,8 @@ def _route_state(ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery) -> eng
                 if rec.status is SessionStatus.paused
                 else engine.LiveStatus.ACTIVE
             )
-            live[item] = engine.LiveSession(rec.id, status)
+            row = attention_store.get(conn, rec.id)
+            live[item] = engine.LiveSession(rec.id, status, row.requester if row else "")
     seen_by = github_state.seen_by(conn, event.replay_key, other_than=event.delivery_id)
     return engine.RouteState(live=live, prior=prior, seen_by=seen_by)
 
@@ -440,6 +441,8 @@ def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str
         rec.harness_session_id = agent.conversation_id
         with ctx.db.transaction() as tx:
             store.update(tx, rec.id, harness_session_id=rec.harness_session_id)
+    if done.held is not None:
+        return f"{done.held} in {rec.id}; delivered once it is answered ({done.count} delivered)"
     return f"delivered {done.count} to {rec.id}"
 
 
@@ -448,7 +451,7 @@ def _respawn(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None
     note; the prompt itself is pasted afterwards. A target found running (ours) is delivered
     into."""
     try:
-        outcome = layer.resume(ctx, agent, fallback=_fresh_note(rec))
+        outcome = layer.resume(ctx, agent, fallback=fresh_note(rec.work_item, rec.title, rec.url))
     except layer.AlreadyRunning:
         _emit(ctx, "session.respawn_averted", event, work_item=rec.work_item, session_id=rec.id)
         return
@@ -465,14 +468,6 @@ def _respawn(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None
     rec.harness_session_id = agent.conversation_id
     placement.report_move(ctx, rec, outcome.resumed, outcome.detail)
     _respawned(ctx, rec, event, resumed=outcome.resumed)
-
-
-def _fresh_note(rec: SessionRecord) -> str:
-    title = f": {rec.title!r}" if rec.title else ""
-    return (
-        f"You are an agent of the-loop working on {rec.work_item}{title} {rec.url}. The "
-        "earlier conversation could not be resumed; the latest message follows."
-    )
 
 
 def _respawned(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, resumed: bool) -> None:

@@ -125,7 +125,7 @@ def stop_over_budget(ctx: Ctx, rec: SessionRecord) -> str | None:
 def suspend_idle(ctx: Ctx, rec: SessionRecord, now: float | None = None) -> bool:
     """Suspend REC if it has been waiting (turn over, nothing pending) for
     ``sessions.suspendAfterMinutes``; True when it was."""
-    limit = ctx.config.sessions.suspend_after_minutes * 60
+    limit = ctx.config.sessions.suspend_after_seconds
     if limit <= 0:
         return False
     now = time.time() if now is None else now
@@ -238,7 +238,7 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
     agents = meter.live_agents(ctx)
     changed = set(meter.meter_agents(ctx, agents))
     meter.follow_codex_threads(ctx, agents)
-    suspend_after = ctx.config.sessions.suspend_after_minutes * 60
+    suspend_after = ctx.config.sessions.suspend_after_seconds
     conn = ctx.db.connect()
     waiting = {
         row.agent: row

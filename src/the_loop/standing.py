@@ -25,7 +25,7 @@ from the_loop import agent as layer
 from the_loop import events as ev
 from the_loop import standing_node as pinning
 from the_loop import standing_spend, usage
-from the_loop.agent import Agent
+from the_loop.agent import Agent, Flushed
 from the_loop.context import Ctx
 from the_loop.errors import (
     BadInput,
@@ -35,6 +35,7 @@ from the_loop.errors import (
     NotRunning,
     Refused,
     Unavailable,
+    message_of,
 )
 from the_loop.faults import crash_point
 from the_loop.prompts import render_standing
@@ -59,6 +60,7 @@ from the_loop.standing_defs import (
     definition,
     from_record,
     new_record,
+    not_running,
     resumable,
     snapshot,
     speaker,
@@ -149,7 +151,7 @@ def _start_created(ctx: Ctx, defn: Definition) -> StartOutcome:
     except Exception as exc:
         with ctx.db.transaction() as tx:
             store.delete(tx, defn.name)
-        _emit(ctx, "standing.create_failed", defn.name, error=_message(exc))
+        _emit(ctx, "standing.create_failed", defn.name, error=message_of(exc))
         raise
 
 
@@ -371,10 +373,10 @@ def _spawn_failed(ctx: Ctx, defn: Definition, exc: BaseException, previous: str 
     if not isinstance(exc, Unavailable):
         with ctx.db.transaction() as tx:
             store.update(tx, defn.name, status=StandingStatus.stopped, conversation_id=previous)
-    _emit(ctx, "standing.spawn_failed", defn.name, error=_message(exc))
+    _emit(ctx, "standing.spawn_failed", defn.name, error=message_of(exc))
 
 
-# --- stop / restart -------------------------------------------------------------------------
+# --- stop / restart / extend / say -----------------------------------------------------------
 
 
 def stop(ctx: Ctx, name: str | None = None) -> list[StopOutcome]:
@@ -484,9 +486,6 @@ def extend(ctx: Ctx, name: str, usd: float = 0.0, turns: int = 0) -> StandingExt
     )
 
 
-# --- say ------------------------------------------------------------------------------------
-
-
 def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
     """Deliver "Message from ACTOR to standing session `NAME`:", a blank line and TEXT into the
     running session, exactly once (queued first; a crash leaves it for the next ``say``);
@@ -513,35 +512,37 @@ def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
         with ctx.db.transaction() as tx:
             layer.enqueue(tx, agent, body, None)
         crash_point("after-enqueue")
-        sizes = _flush(ctx, defn, agent)
-    for chars in sizes:
+        done = _flush(ctx, defn, agent)
+    for chars in done.delivered:
         _emit(ctx, "standing.said", name, session_id=rec.conversation_id, actor=who, chars=chars)
     return SayResult(
         name=name,
         target=defn.target,
         actor=who,
-        chars=sizes[-1] if sizes else 0,
+        chars=done.delivered[-1] if done.delivered and done.held is None else 0,
         conversation_id=rec.conversation_id,
+        held=done.held,
     )
 
 
-def _flush(ctx: Ctx, defn: Definition, agent: Agent) -> list[int]:
-    """Deliver the queued messages; a gone agent drops them and is reported not running."""
+def flush_held(ctx: Ctx, name: str) -> Flushed:
+    """Deliver standing session NAME's messages that waited behind a dialog, under its lock."""
+    with _locked(ctx, name):
+        defn = definition(ctx, name)
+        return _flush(ctx, defn, agent_of(defn, _running_record(ctx, defn).conversation_id))
+
+
+def _flush(ctx: Ctx, defn: Definition, agent: Agent) -> Flushed:
+    """Deliver the queued messages (see ``Flushed.held``); a gone agent drops them: not running."""
 
     def touch(tx: Any) -> None:
         store.update(tx, defn.name, last_message_at=time.time())
 
     try:
-        return layer.flush(ctx, agent, revive=None, record=touch).delivered
+        return layer.flush(ctx, agent, revive=None, record=touch)
     except NotRunning:
         layer.drop_pending(ctx, agent)
-        raise _not_running(defn.name) from None
-
-
-def _not_running(name: str) -> NotRunning:
-    return NotRunning(
-        f"standing session {name} is not running; start it with `the-loop standing start {name}`"
-    )
+        raise not_running(defn.name) from None
 
 
 def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
@@ -550,7 +551,7 @@ def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
     if probe is Probe.UNKNOWN:
         raise Unavailable(f"tmux did not answer about {defn.target}")
     if probe is not Probe.LIVE:
-        raise _not_running(defn.name)
+        raise not_running(defn.name)
     if rec is None or rec.status is StandingStatus.stopped:
         raise _foreign(ctx, defn.target)
     return rec
@@ -596,7 +597,3 @@ def _locked(ctx: Ctx, name: str) -> ExitStack:
 
 def _emit(ctx: Ctx, type_: str, name: str, **payload: Any) -> None:
     ev.emit(ctx.db, type_, source=SOURCE, standing=name, **payload)
-
-
-def _message(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, LoopError) else f"{type(exc).__name__}: {exc}"

@@ -20,7 +20,7 @@ from typing import Any
 from the_loop.attention import SessionAttention
 from the_loop.config import BUILTIN_HARNESSES, StandingSessionConfig
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, NotFound, ValidationFailed
+from the_loop.errors import BadInput, NotFound, NotRunning, ValidationFailed
 from the_loop.harness import configured_adapter
 from the_loop.refs import safe_session_id, standing_target, validate_standing_name
 from the_loop.runner.tmux import TerminateReport
@@ -115,6 +115,9 @@ class SayResult(Result):
     actor: str
     chars: int
     conversation_id: str | None = None
+    held: str | None = None
+    """Why the message waits in the queue instead (a dialog the agent shows), None when it was
+    delivered."""
 
 
 class CreateResult(Result):
@@ -392,3 +395,10 @@ def terminate_problem(report: TerminateReport) -> str | None:
     if report.survivors:
         return f"pids {list(report.survivors)} survived SIGKILL"
     return None
+
+
+def not_running(name: str) -> NotRunning:
+    """The error for a verb that needs standing session NAME running."""
+    return NotRunning(
+        f"standing session {name} is not running; start it with `the-loop standing start {name}`"
+    )

@@ -217,7 +217,7 @@ def stop_over_budget(ctx: Ctx, name: str) -> str | None:
 def suspend_idle(ctx: Ctx, name: str, now: float | None = None) -> bool:
     """Suspend NAME if it has been waiting (turn over, nothing pending) for
     ``sessions.suspendAfterMinutes``; True when it was."""
-    limit = ctx.config.sessions.suspend_after_minutes * 60
+    limit = ctx.config.sessions.suspend_after_seconds
     if limit <= 0:
         return False
     now = time.time() if now is None else now
@@ -246,7 +246,7 @@ def standing_pass(ctx: Ctx, checked: dict[str, float], changed: set[str], now: f
     budgets first (once per turn end, or when new usage was read), then idle suspend.
     CHECKED keeps, per agent key, the turn end last checked."""
     conn = ctx.db.connect()
-    suspend_after = ctx.config.sessions.suspend_after_minutes * 60
+    suspend_after = ctx.config.sessions.suspend_after_seconds
     here = nodes.shared_name(ctx)  # only this node's agents
     for rec in store.list_records(conn):
         if nodes.elsewhere(here, rec.node):

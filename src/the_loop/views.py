@@ -28,6 +28,8 @@ class SessionView(SessionSummary):
 
     pane: str
     deliveries: int
+    permission_mode: str = "ask"
+    """The harness's ``permissionMode``: ask (it asks before tools), auto or bypass."""
 
 
 class Screen(Wire):
@@ -47,7 +49,14 @@ def session_view(ctx: Ctx, ref_or_id: str) -> SessionView:
         **summary.model_dump(by_alias=False),
         pane=sessions.probe(ctx, rec),
         deliveries=delivered_count(ctx.db.connect(), rec.id),
+        permission_mode=permission_mode(ctx, rec.harness),
     )
+
+
+def permission_mode(ctx: Ctx, harness: str) -> str:
+    """HARNESS's configured ``permissionMode`` (ask when it is not configured)."""
+    configured = ctx.config.harnesses.get(harness)
+    return configured.permission_mode if configured else "ask"
 
 
 def session_screen(ctx: Ctx, ref_or_id: str, lines: int = 200, relay: bool = True) -> Screen:

@@ -38,9 +38,9 @@ from the_loop.work import WorkEvent
 
 ISSUE = WorkItemRef("octo", "repo", 15)
 PR = WorkItemRef("octo", "repo", 20)
-ISSUE_SESSION = LiveSession("s-15")
-PR_SESSION = LiveSession("s-20")
-PAUSED = LiveSession("s-15", LiveStatus.PAUSED)
+ISSUE_SESSION = LiveSession("s-15", requester="alice")
+PR_SESSION = LiveSession("s-20", requester="alice")
+PAUSED = LiveSession("s-15", LiveStatus.PAUSED, "alice")
 
 
 def config(github: dict[str, Any] | None = None, **routing: Any) -> Config:
@@ -591,9 +591,7 @@ def test_ci_on_an_issue_branch_reaches_the_issue_session() -> None:
 
 def test_ci_needs_no_authorized_sender_and_is_not_dropped_for_the_bot() -> None:
     ghost = event("check_run", p.check_run_event("failure"))
-    assert only(decide(ghost, state(pr=PR_SESSION), config(authorizedUsers=[]))) == Deliver(
-        PR, "s-20"
-    )
+    assert only(decide(ghost, state(pr=PR_SESSION), CONFIG)) == Deliver(PR, "s-20")
     by_bot = event("workflow_run", p.workflow_run_event("failure", sender="loop-bot"))
     assert only(decide(by_bot, state(pr=PR_SESSION), CONFIG)) == Deliver(PR, "s-20")
 
@@ -672,3 +670,23 @@ def test_decide_is_total_and_acts_on_at_most_one_session_unless_closing(
     assert len(acting) <= 1
     if ev.kind.value == "ci":
         assert not any(isinstance(a, Spawn | Close) for a in decision.actions)
+
+
+def test_ci_reaches_only_a_session_an_authorized_person_started() -> None:
+    run = event("workflow_run", p.workflow_run_event("failure", sender="mallory"))
+    assert only(decide(run, state(pr=PR_SESSION), CONFIG)) == Deliver(PR, "s-20")
+    by_stranger = state(pr=LiveSession("s-20", requester="mallory"))
+    assert ignored(decide(run, by_stranger, CONFIG)) is IgnoreReason.NOT_STARTED_BY_AUTHORIZED
+    unknown = state(pr=LiveSession("s-20"))
+    assert ignored(decide(run, unknown, CONFIG)) is IgnoreReason.NOT_STARTED_BY_AUTHORIZED
+
+
+def test_a_replayed_ci_outcome_has_the_same_key_and_is_ignored() -> None:
+    first = event("workflow_run", p.workflow_run_event("failure"), "d-ci-1")
+    again = event("workflow_run", p.workflow_run_event("failure"), "d-ci-2")
+    assert first.replay_key is not None and first.replay_key == again.replay_key
+    retried = p.workflow_run_event("failure")
+    retried["workflow_run"]["run_attempt"] = 2
+    assert event("workflow_run", retried, "d-ci-3").replay_key != first.replay_key
+    replayed = RouteState({PR: PR_SESSION}, PriorDelivery.NONE, seen_by="d-ci-1")
+    assert ignored(decide(again, replayed, CONFIG)) is IgnoreReason.ALREADY_PROCESSED

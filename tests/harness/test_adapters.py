@@ -113,6 +113,36 @@ def test_claude_argv() -> None:
         claude.interactive(spec(session_id="not-a-uuid"))
 
 
+@pytest.mark.parametrize(
+    ("harness", "mode", "flags"),
+    [
+        ("claude", None, ("--permission-mode", "default")),
+        ("claude", "auto", ("--permission-mode", "acceptEdits")),
+        ("claude", "bypass", ("--permission-mode", "bypassPermissions")),
+        ("codex", None, ("--ask-for-approval", "on-request")),
+        ("codex", "bypass", ("--dangerously-bypass-approvals-and-sandbox",)),
+        ("gemini", None, ("--approval-mode", "default")),
+        ("gemini", "auto", ("--approval-mode", "auto_edit")),
+    ],
+)
+def test_every_built_in_asks_before_tools_unless_configured(
+    harness: str, mode: str | None, flags: tuple[str, ...]
+) -> None:
+    config = HarnessConfig() if mode is None else HarnessConfig(permissionMode=mode)
+    argv = build_adapter(harness, config).interactive(spec()).argv
+    at = argv.index(flags[0])
+    assert argv[at : at + len(flags)] == flags
+    assert (
+        sum(a.startswith(("--permission-mode", "--approval-mode", "--ask-for")) for a in argv) <= 1
+    )
+
+
+def test_the_operators_own_permission_flag_wins() -> None:
+    config = HarnessConfig(args=["--permission-mode=plan"])
+    argv = build_adapter("claude", config).interactive(spec()).argv
+    assert "--permission-mode=plan" in argv and "default" not in argv
+
+
 def test_codex_argv_always_avoids_daemons() -> None:
     codex = build_adapter("codex", HarnessConfig(model="o3"))
     launch = codex.interactive(spec(session_id=None))
@@ -122,6 +152,8 @@ def test_codex_argv_always_avoids_daemons() -> None:
         "--no-alt-screen",
         "--no-daemon",
         *notify,
+        "--ask-for-approval",
+        "on-request",
         "--model",
         "o3",
         "--",
@@ -134,6 +166,8 @@ def test_codex_argv_always_avoids_daemons() -> None:
         "--no-alt-screen",
         "--no-daemon",
         *notify,
+        "--ask-for-approval",
+        "on-request",
         "--model",
         "o3",
         "--",
@@ -171,6 +205,8 @@ def test_gemini_argv_glues_the_prompt_to_its_option() -> None:
         "--session-id",
         U,
         "--skip-trust",
+        "--approval-mode",
+        "default",
         "--prompt-interactive=--version",
     )
     assert gemini.resume_interactive(spec(prompt=None)).argv == (
@@ -178,6 +214,8 @@ def test_gemini_argv_glues_the_prompt_to_its_option() -> None:
         "--resume",
         U,
         "--skip-trust",
+        "--approval-mode",
+        "default",
     )
     assert gemini.headless(spec()).argv == (
         "gemini",
@@ -186,6 +224,8 @@ def test_gemini_argv_glues_the_prompt_to_its_option() -> None:
         "--skip-trust",
         "--output-format",
         "stream-json",
+        "--approval-mode",
+        "default",
         "--prompt=fix it",
     )
 

@@ -9,6 +9,10 @@ start, when, with which prompt); this module is the one place that knows how, fo
   policy's fallback prompt.
 - ``enqueue`` + ``flush``: every prompt is queued in the database (once per delivery id) and
   delivered in order, exactly once even across a crash (two-phase staged paste under tmux).
+- The delivery gate (``dialog``): while the agent shows a dialog (a pending question or
+  permission prompt), nothing is pasted into its pane; its prompts wait in the queue, in order,
+  and ``release_held`` delivers them once the dialog is gone (each kind of session registers
+  how with ``on_release``). Only an answer reaches a dialog (``the_loop.attention``).
 - ``terminate``, ``kill``, ``probe``, ``screen``, ``owned``.
 
 Ownership: the layer marks every tmux target it spawns with the agent's key and checks the mark
@@ -17,25 +21,31 @@ before it pastes into, signals or kills a target; a foreign occupant is refused,
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from the_loop.agent.model import Agent, Flushed, Resumed, Started
+from the_loop import events as ev
+from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started
 from the_loop.agent.runners import foreign_occupant, runner_for
 from the_loop.attention_spawn import note_delivered
-from the_loop.errors import SpawnFailed, Unavailable
+from the_loop.errors import LoopError, SpawnFailed, Unavailable
 from the_loop.faults import crash_point
 from the_loop.refs import new_session_id
 from the_loop.runner.outcomes import Answer, Killed, Probe
 from the_loop.runner.tmux import TerminateReport
+from the_loop.store import attention as attention_store
 from the_loop.store import prompts as queue
 from the_loop.store.conn import Connection
 
 if TYPE_CHECKING:
     from the_loop.context import Ctx
+
+log = logging.getLogger(__name__)
 
 Revive = Callable[[], None]
 """What a policy does when its agent is found gone before a delivery (respawn it), or None
@@ -122,6 +132,11 @@ def flush(
     done = Flushed()
     runner = runner_for(agent)
     for item in queue.pending(ctx.db.connect(), agent.key):
+        held = dialog(ctx, agent)
+        if held is not None:
+            done.held = held
+            _report_held(ctx, agent, held, item.delivery_id)
+            break
         runner.deliver(ctx, agent, item, revive)
         crash_point("after-paste")
         with ctx.db.transaction() as tx:
@@ -133,6 +148,83 @@ def flush(
         if on_delivered is not None:
             on_delivered(len(item.text))
     return done
+
+
+SCREEN_TAIL = 8
+"""How many non-blank bottom lines of a pane the gate reads for a dialog the harness's
+``attention`` patterns describe."""
+
+
+def dialog(ctx: Ctx, agent: Agent) -> str | None:
+    """Why nothing may be pasted into AGENT now: the dialog it shows — a pending question or
+    permission prompt (its attention waits on a person), or (harnesses read from the screen)
+    one its screen shows right now by the harness's patterns; None when it shows none."""
+    row = attention_store.get(ctx.db.connect(), agent.key)
+    if row is not None and row.state in attention_store.HUMAN:
+        shown = row.prompt
+        what = "a question" if row.state == attention_store.NEEDS_INPUT else "a permission prompt"
+        return f"held behind {what}" + (f" ({shown.id})" if shown is not None else "")
+    if agent.runner != "tmux" or agent.target is None:
+        return None
+    configured = ctx.config.harnesses.get(agent.harness)
+    settings = ctx.config.attention.harness(
+        agent.harness, configured.adapter if configured else None
+    )
+    patterns = [*settings.permission_patterns, *settings.question_patterns]
+    if settings.signals not in ("screen", "notify") or not patterns:
+        return None
+    capture = ctx.runners.tmux.capture(agent.tmux_target, 60)
+    lines = [line for line in capture.text.splitlines() if line.strip()] if capture.ok else []
+    tail = "\n".join(lines[-SCREEN_TAIL:])
+    if any(re.search(pattern, tail) for pattern in patterns):
+        return "held behind a dialog on the agent's screen"
+    return None
+
+
+def _report_held(ctx: Ctx, agent: Agent, why: str, delivery_id: str | None) -> None:
+    standing = agent.kind is AgentKind.STANDING
+    ev.emit(
+        ctx.db,
+        "session.held",
+        source="agent",
+        work_item=None if standing else agent.label or None,
+        standing=agent.key.removeprefix("standing:") if standing else None,
+        session_id=None if standing else agent.key,
+        delivery_id=delivery_id,
+        reason=why,
+    )
+
+
+Release = Callable[["Ctx", str], None]
+"""How a kind of session delivers the held prompts of its agent KEY (``on_release``)."""
+_RELEASE: dict[AgentKind, Release] = {}
+
+
+def on_release(kind: AgentKind, deliver: Release) -> None:
+    """Register how sessions of KIND deliver their held prompts once their dialog is gone."""
+    _RELEASE[kind] = deliver
+
+
+def release_held(ctx: Ctx) -> int:
+    """Deliver the prompts held behind dialogs that are gone now (a pass of the daemon); how
+    many agents were handed to their policy. An agent still showing a dialog, or held by its
+    spend policy, is left alone; a failure is left for the next pass."""
+    conn = ctx.db.connect()
+    handed = 0
+    for key in queue.agents_with_pending(conn):
+        row = attention_store.get(conn, key)
+        if row is None or row.state in (*attention_store.HELD, *attention_store.HUMAN):
+            continue
+        kind = AgentKind.STANDING if key.startswith("standing:") else AgentKind.WORK_ITEM
+        deliver = _RELEASE.get(kind)
+        if deliver is None:
+            continue
+        try:
+            deliver(ctx, key)
+        except LoopError as exc:  # left queued: the next pass tries again
+            log.debug("held prompts of %s not delivered yet: %s", key, exc.message)
+        handed += 1
+    return handed
 
 
 def drop_pending(ctx: Ctx, agent: Agent) -> int:

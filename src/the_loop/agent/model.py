@@ -69,11 +69,13 @@ class Resumed:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Flushed:
-    """A delivery pass: how many queued prompts reached the agent, their sizes, in order."""
+    """A delivery pass: how many queued prompts reached the agent, their sizes, in order, and
+    ``held``: why the rest wait in the queue (a dialog the agent shows), None when none do."""
 
     delivered: list[int] = field(default_factory=list)
+    held: str | None = None
 
     @property
     def count(self) -> int:

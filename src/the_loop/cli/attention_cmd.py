@@ -71,6 +71,37 @@ def explain(
         print(f"prompt: {p.id} ({p.kind}, {state}) {p.text}")
 
 
+@app.command("history")
+def history(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
+    limit: int = typer.Option(100, "--limit", min=1, max=10_000),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """List a session's prompts and who answered each, newest first."""
+    from the_loop.attention import history as prompt_history  # lazy: start-up
+
+    views = prompt_history(common.ctx(), ref, limit)
+    if fmt is common.Format.json:
+        common.print_json(views)
+        return
+    common.print_table(
+        ["PROMPT", "ASKED", "KIND", "TOOL", "ANSWER", "BY", "VIA", "WHAT"],
+        [
+            (
+                p.id,
+                common.ago(p.created_at),
+                p.kind,
+                p.tool or "-",
+                "pending" if p.pending else (p.decision or p.outcome or "closed"),
+                p.answered_by or "-",
+                p.answered_via or "-",
+                _question(p.text or p.input, ""),
+            )
+            for p in views
+        ],
+    )
+
+
 def _answer(ref: str, decision: str, prompt: str | None, fmt: common.Format) -> None:
     from the_loop.attention import answer_permission, parse_prompt_id  # lazy: start-up
 

@@ -14,7 +14,7 @@ def prune(
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only say what would go."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Remove the dead panes and worktrees of sessions closed long enough ago.
+    """Remove closed sessions' dead panes and worktrees, by age.
 
     A closed session's tmux session (its screen, kept read-only) is killed only when its
     pane is dead and still the closed session's own; a worktree only when its item has no

@@ -239,7 +239,7 @@ def dispatch(
     delivery: str | None = typer.Option(None, "--delivery", "-d", help="X-GitHub-Delivery id."),
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
-    """Run a webhook payload, or a comment, through the-loop (no signature).
+    """Run a payload or a comment through the-loop (unsigned).
 
     Either a payload file with --event (examples in docs/examples/), or
     --comment TEXT --item OWNER/REPO#N --as LOGIN, which is dispatched as the issue_comment

@@ -179,7 +179,10 @@ def say(
     from the_loop import standing
 
     result = standing.say(common.ctx(), name, text, actor)
-    print(f"delivered to {result.name} ({result.chars} chars)")
+    if result.held:
+        print(f"{result.held} in {result.name}; delivered once it is answered")
+    else:
+        print(f"delivered to {result.name} ({result.chars} chars)")
 
 
 @app.command("extend")

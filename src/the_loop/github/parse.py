@@ -265,6 +265,15 @@ def _parse_workflow_run(d: _Delivery) -> WorkEvent:
     )
 
 
+def _ci_run_key(d: _Delivery, run: Payload, conclusion: str | None) -> str | None:
+    """What makes one CI outcome: the run's id, its attempt and its conclusion (a replay of the
+    same outcome under a new delivery id has the same key); None without an integer id."""
+    ident, attempt = run.get("id"), run.get("run_attempt", 1)
+    if type(ident) is not int or type(attempt) is not int:
+        return None
+    return f"ci-{d.name}-{ident}-{attempt}-{conclusion or 'none'}"
+
+
 def _parse_check_run(d: _Delivery) -> WorkEvent:
     run = _obj(d.payload, "check_run", d.name)
     branch = _text(run.get("check_suite"), "head_branch")
@@ -296,7 +305,7 @@ def _ci_event(
     """A workflow run, check run or check suite: the conclusion counts only once completed."""
     conclusion = _text(run, "conclusion") if d.action == "completed" else None
     found = _ci_items(d, _ci_pull_requests(d, pull_requests), branches)
-    return _build_ci(d, found, url, conclusion)
+    return _build_ci(d, found, url, conclusion, _ci_run_key(d, run, conclusion))
 
 
 def _build_ci(
@@ -304,6 +313,7 @@ def _build_ci(
     found: tuple[tuple[WorkItemRef, ...], WorkItemRef | None, bool],
     url: str | None,
     conclusion: str | None,
+    run_key: str | None = None,
 ) -> WorkEvent:
     items, own, own_is_pr = found
     return WorkEvent(
@@ -321,6 +331,7 @@ def _build_ci(
         url=url,
         conclusion=conclusion,
         excerpt=payload_excerpt(d.payload, EXCERPTS[d.name]),
+        source_id=run_key,
     )
 
 

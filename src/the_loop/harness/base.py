@@ -99,6 +99,8 @@ class HarnessAdapter:
     supports_headless: bool = True
     chooses_session_id: bool = True
     ready_pattern: str | None = None
+    permission_flags: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Per ``permissionMode`` (ask, auto, bypass), the argv that puts the harness in it."""
     submit_gap: ClassVar[float] = 0.0
     """Seconds between a paste and the Enter that submits it (0: in the same instant)."""
 
@@ -132,6 +134,23 @@ class HarnessAdapter:
 
     def model_args(self) -> list[str]:
         return ["--model", self.config.model] if self.config.model else []
+
+    @property
+    def permission_mode(self) -> str:
+        """The configured ``permissionMode``: ask (the default), auto or bypass."""
+        return self.config.permission_mode
+
+    def permission_args(self) -> list[str]:
+        """The argv for the configured ``permissionMode``; none when the operator's ``args``
+        already carry the same flag (their choice wins)."""
+        flags = self.permission_flags.get(self.config.permission_mode, ())
+        if (
+            not flags
+            or flags[0] in self.args
+            or any(a.startswith(f"{flags[0]}=") for a in self.args)
+        ):
+            return []
+        return list(flags)
 
     def check_runner(self, runner: RunnerKind) -> None:
         """Raise ``UnsupportedRunner`` when this harness cannot run under RUNNER."""

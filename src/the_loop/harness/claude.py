@@ -43,6 +43,11 @@ class ClaudeAdapter(HarnessAdapter):
     chooses_session_id = True
     ready_pattern = CLAUDE_READY_PATTERN
     headless_output_format = "stream-json"
+    permission_flags = {
+        "ask": ("--permission-mode", "default"),
+        "auto": ("--permission-mode", "acceptEdits"),
+        "bypass": ("--permission-mode", "bypassPermissions"),
+    }
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
@@ -58,6 +63,7 @@ class ClaudeAdapter(HarnessAdapter):
                 self.binary,
                 *id_args,
                 *hooks,
+                *self.permission_args(),
                 *self.model_args(),
                 *self.args,
                 *prompt_tail(prompt),
@@ -71,6 +77,7 @@ class ClaudeAdapter(HarnessAdapter):
             "--output-format",
             "stream-json",
             "--verbose",
+            *self.permission_args(),
             *self.model_args(),
             *self.args,
             *prompt_tail(prompt),

@@ -41,11 +41,18 @@ class CodexAdapter(HarnessAdapter):
     chooses_session_id = False
     headless_output_format = "jsonl"
     ready_pattern = r"\? for shortcuts"
+    permission_flags = {
+        "ask": ("--ask-for-approval", "on-request"),
+        "auto": ("--approve-for-me",),
+        "bypass": ("--dangerously-bypass-approvals-and-sandbox",),
+    }
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
     ) -> list[str]:
         options = [*self.model_args(), *self.args]
+        if kind.is_interactive or self.permission_mode == "bypass":  # `exec` never asks
+            options = [*self.permission_args(), *options]
         if kind is LaunchKind.INTERACTIVE:
             flags = [*INTERACTIVE_FLAGS, *self._notify(), *options]
             return [self.binary, *flags, *prompt_tail(prompt)]

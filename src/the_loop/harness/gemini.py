@@ -38,6 +38,11 @@ class GeminiAdapter(HarnessAdapter):
     default_binary = "gemini"
     chooses_session_id = True
     headless_output_format = "stream-json"
+    permission_flags = {
+        "ask": ("--approval-mode", "default"),
+        "auto": ("--approval-mode", "auto_edit"),
+        "bypass": ("--approval-mode", "yolo"),
+    }
     ready_pattern = r"(?s)\? for shortcuts.*Type your message or @path"
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
 
@@ -53,7 +58,7 @@ class GeminiAdapter(HarnessAdapter):
         assert session_id is not None
         id_flag = "--resume" if kind.is_resume else "--session-id"
         head = [self.binary, id_flag, session_id, "--skip-trust"]
-        options = [*self.model_args(), *self.args]
+        options = [*self.permission_args(), *self.model_args(), *self.args]
         if kind.is_interactive:
             tail = [] if prompt is None else [f"--prompt-interactive={prompt}"]
             return [*head, *options, *tail]

@@ -228,3 +228,12 @@ def _fields(excerpt: Mapping[str, ExcerptValue]) -> str:
         text = str(value).replace("\n", " ")
         lines.append(f"{key}: {text if len(text) <= MAX_FIELD else text[:MAX_FIELD] + '…'}")
     return "\n".join(lines)
+
+
+def fresh_note(work_item: str, title: str | None, url: str | None) -> str:
+    """The first message of a fresh conversation that replaces one that could not be resumed."""
+    named = f": {title!r}" if title else ""
+    return (
+        f"You are an agent of the-loop working on {work_item}{named} {url or ''}. The "
+        "earlier conversation could not be resumed; the latest message follows."
+    )

@@ -237,6 +237,8 @@ def set_state(
     if before in HELD and source != "spend":
         return None
     open_prompt = current.prompt if current.prompt and current.prompt.closed_at is None else None
+    if prompt is not None and open_prompt is not None and _same_dialog(open_prompt, prompt):
+        return None  # a later word about the dialog it waits on: the prompt keeps its identity
     if prompt is None and state == current.state and (state not in HUMAN or open_prompt):
         if last_message is not None and last_message != current.last_message:
             tx.execute(
@@ -264,6 +266,17 @@ def set_state(
     )
     _events(tx, current, before, state, signal, rule, prompt_id, prompt, now, source)
     return Change(before, state, prompt_id)
+
+
+def _same_dialog(open_prompt: Prompt, new: NewPrompt) -> bool:
+    """True when NEW is about the dialog OPEN_PROMPT (still pending) already stands for: the
+    same prompt reported again, or a vaguer word of the same kind (no tool: Claude Code's
+    ``permission_prompt`` notification after its ``PermissionRequest``)."""
+    if not open_prompt.pending or open_prompt.kind != new.kind:
+        return False
+    if not new.tool:
+        return bool(open_prompt.tool) or open_prompt.text == new.text
+    return (open_prompt.tool, open_prompt.input) == (new.tool, new.input)
 
 
 def _open_prompt(tx: Connection, agent: str, prompt: NewPrompt, now: float) -> str:
@@ -456,3 +469,42 @@ def give_up(conn: Connection, prompt_id: str, deny: bool, now: float) -> Prompt 
         raise
     conn.execute("COMMIT")
     return get_prompt(conn, prompt_id)
+
+
+def pending_prompts(conn: Connection, agent: str) -> list[Prompt]:
+    """AGENT's prompts still pending (no decision, not closed), oldest first."""
+    cur = conn.execute(
+        f"SELECT {_PROMPT} FROM attention_prompts WHERE agent = ? AND decision IS NULL"
+        " AND closed_at IS NULL ORDER BY created_at",
+        (agent,),
+    )
+    return [Prompt(r) for r in cur.fetchall()]
+
+
+def latest_noticed(conn: Connection, agent: str) -> Prompt | None:
+    """The prompt of AGENT the latest notice quoted, None when no notice was posted."""
+    cur = conn.execute(
+        f"SELECT {_PROMPT} FROM attention_prompts WHERE agent = ? AND notice_at IS NOT NULL"
+        " ORDER BY notice_at DESC LIMIT 1",
+        (agent,),
+    )
+    return _prompt(cur.fetchone())
+
+
+def prompts_of(conn: Connection, agent: str, limit: int) -> list[Prompt]:
+    """AGENT's prompts, newest first, at most LIMIT."""
+    cur = conn.execute(
+        f"SELECT {_PROMPT} FROM attention_prompts WHERE agent = ? ORDER BY created_at DESC LIMIT ?",
+        (agent, limit),
+    )
+    return [Prompt(r) for r in cur.fetchall()]
+
+
+def overdue(conn: Connection, before: float) -> list[Prompt]:
+    """Pending prompts of any agent opened at BEFORE or earlier, oldest first."""
+    cur = conn.execute(
+        f"SELECT {_PROMPT} FROM attention_prompts WHERE decision IS NULL AND closed_at IS NULL"
+        " AND created_at <= ? ORDER BY created_at",
+        (before,),
+    )
+    return [Prompt(r) for r in cur.fetchall()]

@@ -76,11 +76,38 @@ def delivered_total(conn: Connection) -> int:
     return int(row[0])
 
 
-def requeue_staged(tx: Connection, agent: str) -> int:
+def requeue_staged(tx: Connection, agent: str, note: str = "") -> int:
     """Make AGENT's ``staged`` prompts ``pending`` again (its agent moved to another node,
-    whose tmux has none of the old one's buffers: the prompt in flight is delivered again)."""
+    whose tmux has none of the old one's buffers: the prompt in flight is delivered again),
+    each with NOTE in front of its text."""
     cur = tx.execute(
-        "UPDATE agent_prompts SET status = 'pending' WHERE agent = ? AND status = 'staged'",
-        (agent,),
+        "UPDATE agent_prompts SET status = 'pending', prompt = ? || prompt"
+        " WHERE agent = ? AND status = 'staged'",
+        (note, agent),
     )
     return max(cur.rowcount, 0)
+
+
+def carry(tx: Connection, work_item: str, to_agent: str) -> int:
+    """Queue for TO_AGENT, after what it has, the prompts the earlier sessions of WORK_ITEM
+    kept undelivered (held over budget, or waiting for a wake), oldest first; theirs become
+    ``dropped``. Returns how many were carried."""
+    rows = tx.execute(
+        "SELECT seq, prompt, delivery_id FROM agent_prompts WHERE status = 'pending' AND agent IN"
+        " (SELECT id FROM sessions WHERE work_item = ? AND id <> ? AND status = 'closed')"
+        " ORDER BY seq",
+        (work_item, to_agent),
+    ).fetchall()
+    for seq, prompt, delivery_id in rows:
+        add(tx, to_agent, str(prompt), delivery_id)
+        mark(tx, int(seq), PromptStatus.dropped)
+    return len(rows)
+
+
+def agents_with_pending(conn: Connection) -> list[str]:
+    """The agents that have prompts not yet delivered, in the order their oldest was queued."""
+    rows = conn.execute(
+        "SELECT agent, MIN(seq) FROM agent_prompts WHERE status IN ('pending', 'staged')"
+        " GROUP BY agent ORDER BY MIN(seq)"
+    )
+    return [str(r[0]) for r in rows]

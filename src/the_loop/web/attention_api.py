@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from the_loop import attention
-from the_loop.attention import Answered, AttentionView
+from the_loop.attention import Answered, AttentionView, PromptView
 from the_loop.context import Ctx
 
 
@@ -34,6 +34,12 @@ def attention_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[An
         """Every live session waiting on a person (needs-input, needs-permission), oldest
         first, with its question or the tool awaiting permission."""
         return await asyncio.to_thread(attention.list_attention, get_ctx())
+
+    @router.get("/attention-history/{ref:path}", tags=["attention"], dependencies=read)
+    async def get_history(ref: str) -> list[PromptView]:
+        """A session's prompts, newest first: what each asked and who answered it, how and
+        from where."""
+        return await asyncio.to_thread(attention.history, get_ctx(), ref)
 
     @router.get("/attention/{ref:path}", tags=["attention"], dependencies=read)
     async def explain(ref: str) -> AttentionView:

@@ -1,0 +1,58 @@
+"""The delivery gate for a Slack reply: a reply in a work item's thread while its agent shows a
+``[y/n]`` permission prompt (the fake agent takes the next line it reads as the answer) is held,
+never answers the prompt, and reaches the agent once after the allow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.attention.test_screen import ATTENTION, explain, state
+from tests.fakes import fake_agent
+from tests.fakes.fake_github import FakeGitHub
+from tests.fakes.fake_slack import FakeSlack
+from tests.helpers import wait_until
+from tests.slack.conftest import Slack, github_for_slack, slack_section, start
+from tests.slack.test_work_items import spawn
+from tests.work import Work
+
+
+def _records(work: Work, sid: str, kind: str) -> list[dict[str, Any]]:
+    return [r for r in fake_agent.read_records(work.agent_dir, sid) if r["kind"] == kind]
+
+
+def test_a_slack_reply_waits_behind_the_prompt(
+    work: Work, fake_slack: FakeSlack, gh: FakeGitHub
+) -> None:
+    work.configure(
+        slack=slack_section(fake_slack, workItems=True),
+        github=github_for_slack(gh),
+        attention=ATTENTION,  # the fake agent's [y/n] prompt, read from the screen
+    )
+    daemon = start(work, fake_slack, gh)
+    try:
+        slack = Slack(daemon, fake_slack)
+        ref, _, sid = spawn(slack, gh)
+        announced = slack.announcement(ref)
+        work.wait_prompts(sid, 1)
+        asked = work.cli("sessions", "say", ref, "--text", "ASK-PERMISSION: make deploy")
+        assert asked.exit_code == 0, asked.stderr
+        wait_until(lambda: state(work, ref) == "needs-permission", 30, what="the prompt")
+        prompt = explain(work, ref)["prompt"]
+
+        assert slack.reply("HELD-SLACK use the retry helper", announced.ts).status_code == 200
+        wait_until(lambda: work.events("session.held"), 30, what="the held reply")
+        assert _records(work, sid, "answer") == []
+        assert explain(work, ref)["prompt"]["id"] == prompt["id"]
+
+        allowed = work.cli("sessions", "allow", ref, "--prompt", prompt["id"])
+        assert allowed.exit_code == 0, allowed.stderr
+        wait_until(
+            lambda: [p for p in _records(work, sid, "prompt") if "HELD-SLACK" in p["text"]],
+            30,
+            what="the held reply delivered",
+        )
+        answers = [(a["command"], a["answer"]) for a in _records(work, sid, "answer")]
+        assert answers == [("make deploy", "y")]
+        assert sum("HELD-SLACK" in p["text"] for p in _records(work, sid, "prompt")) == 1
+    finally:
+        daemon.stop()
