@@ -8,19 +8,26 @@ reason ``memory``) and the daemon resumes it once memory allows.
 
 ``stop`` and ``lift_agent`` put an agent on hold and take it off, for work-item and standing
 sessions alike.
+
+The hold follows the item (decision 0050): a new session of an item whose budgets are reached
+(``item_over_budget``) is registered ``queued`` with the hold ``over-budget`` and not started
+until ``sessions extend``; and whatever the item's closed sessions kept undelivered is carried
+to it (``carry_over``), after its own first prompt.
 """
 
 from __future__ import annotations
 
 import time
 
-from the_loop import admission
+from the_loop import admission, budgets
 from the_loop import agent as layer
 from the_loop import events as ev
 from the_loop.agent import Agent
 from the_loop.context import Ctx
 from the_loop.store import attention as attention_store
+from the_loop.store import prompts as queue
 from the_loop.store import usage as store
+from the_loop.store.conn import Connection
 from the_loop.store.sessions import SessionRecord
 
 SOURCE = "spend"
@@ -62,6 +69,27 @@ def gate(ctx: Ctx, rec: SessionRecord, delivery_id: str | None) -> str | None:
         return f"queued for {rec.id} (resume waits for memory: {reason})"
     lift(ctx, rec, "a delivery wakes it")
     return None
+
+
+def item_over_budget(ctx: Ctx, work_item: str) -> str | None:
+    """Which of WORK_ITEM's own budgets (every session together, with their extensions) is
+    reached, None when none: a new session of it then waits, held, for ``extend``. The day's
+    budget is left to the end of the new session's first turn, as for any spawn."""
+    return budgets.reached(ctx, "", work_item, day=False)
+
+
+def carry_over(tx: Connection, rec: SessionRecord, over: str | None) -> int:
+    """In the transaction registering REC (a new session of its item): carry the prompts its
+    item's closed sessions kept to it, and put it on hold ``over-budget`` when OVER says its
+    item's budget is reached. Returns how many prompts were carried."""
+    carried = queue.carry(tx, rec.work_item, rec.id)
+    if over is not None:
+        now = time.time()
+        store.set_hold(tx, rec.id, store.OVER_BUDGET, over, now)
+        attention_store.set_state(
+            tx, rec.id, store.OVER_BUDGET, "spend", over, now=now, source=SOURCE
+        )
+    return carried
 
 
 def lift(ctx: Ctx, rec: SessionRecord, why: str) -> bool:

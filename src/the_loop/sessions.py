@@ -153,6 +153,7 @@ def spawn(
     layer.adapter_for(ctx, harness).check_runner(runner)
     now = time.time()
     memory = admission.blocked(ctx)
+    over = holds.item_over_budget(ctx, str(ref))  # the item's budget follows it (0050)
     rec = SessionRecord(
         id=new_session_id(),
         work_item=str(ref),
@@ -172,7 +173,7 @@ def spawn(
         ahead = ctx.config.admission.enabled and store.oldest_queued(tx) is not None
         full = running >= ctx.config.routing.max_concurrent_sessions
         placement.place_new(ctx, full)
-        queued = full or memory is not None or ahead
+        queued = full or memory is not None or ahead or over is not None
         rec.status = SessionStatus.queued if queued else SessionStatus.active
         store.insert(tx, rec)
         attention_store.register(
@@ -185,6 +186,7 @@ def spawn(
             now=now,
         )
         store.add_prompt(tx, rec.id, prompt, event.delivery_id)
+        holds.carry_over(tx, rec, over)
         github_state.record(tx, event.replay_key, event.delivery_id, event.own)
         if queued:
             writebacks.queue_pickup(tx, ctx.config, ref, event)
@@ -197,8 +199,8 @@ def spawn(
             work_item=rec.work_item,
             session_id=rec.id,
             running=running,
-            reason="slots" if full else "memory",
-            detail=memory,
+            reason="over-budget" if over else "slots" if full else "memory",
+            detail=over or memory,
         )
         return rec
     return _start(ctx, rec, event, fresh=True)

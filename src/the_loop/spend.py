@@ -170,7 +170,9 @@ def extend(ctx: Ctx, ref_or_id: str, usd: float = 0.0, turns: int = 0) -> Extend
     if usd < 0 or turns < 0 or (usd == 0 and turns == 0):
         raise BadInput("give a positive --usd N or --turns N")
     rec = resolve(ctx, ref_or_id)
-    if not rec.live or rec.status is SessionStatus.queued:
+    queued = rec.status is SessionStatus.queued
+    held = store.get_spend(ctx.db.connect(), rec.id).hold == store.OVER_BUDGET
+    if not rec.live or (queued and not held):
         raise Conflict(f"session {rec.id} of {rec.work_item} is {rec.status.value}")
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         with ctx.db.transaction() as tx:
@@ -180,9 +182,13 @@ def extend(ctx: Ctx, ref_or_id: str, usd: float = 0.0, turns: int = 0) -> Extend
         if spend.hold == store.OVER_BUDGET and still is None:
             holds.lift(ctx, rec, "the budget was extended")
             try:
-                resumed = sessions.wake(ctx, session_store.get(ctx.db.connect(), rec.id) or rec)
+                resumed = None if queued else sessions.wake(ctx, _fresh(ctx, rec))
             except NotRunning as exc:
                 resumed = exc.message
+    if queued and resumed is None and still is None:  # held at its spawn: it may start now
+        sessions.start_queued(ctx)
+        now = _fresh(ctx, rec)
+        resumed = f"started {rec.id}" if now.started_at else f"queued {rec.id} (for a slot)"
     ev.emit(
         ctx.db,
         "session.extended",
@@ -202,6 +208,10 @@ def extend(ctx: Ctx, ref_or_id: str, usd: float = 0.0, turns: int = 0) -> Extend
         resumed=resumed,
         usage=usage.of_agent(ctx, rec.id),
     )
+
+
+def _fresh(ctx: Ctx, rec: SessionRecord) -> SessionRecord:
+    return session_store.get(ctx.db.connect(), rec.id) or rec
 
 
 # --- the daemon's pass ----------------------------------------------------------------------

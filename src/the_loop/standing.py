@@ -142,7 +142,8 @@ def create(
         _emit(ctx, "standing.created", name, harness=defn.harness, cwd=str(defn.cwd))
         if not start_now:
             return CreateResult(definition=defn)
-        return CreateResult(definition=defn, start=_start_created(ctx, defn))
+        held = standing_spend.held_start(ctx, defn)  # over budget across a delete (0050)
+        return CreateResult(definition=defn, start=held or _start_created(ctx, defn))
 
 
 def _start_created(ctx: Ctx, defn: Definition) -> StartOutcome:

@@ -35,7 +35,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict
 from the_loop.refs import standing_target, validate_standing_name
 from the_loop.slack import outbound as slack_outbound
-from the_loop.standing_defs import Definition
+from the_loop.standing_defs import Definition, StartKind, StartOutcome
 from the_loop.store import attention as attention_store
 from the_loop.store import prompts as queue
 from the_loop.store import standing as store
@@ -116,8 +116,21 @@ def after_stop(ctx: Ctx, name: str) -> None:
 
 
 def forget(ctx: Ctx, name: str) -> None:
-    """NAME's record was deleted: its hold goes too (a new one of that name starts free)."""
-    _clear(ctx, name, None, "deleted")
+    """NAME's record was deleted: a suspension ends there; over-budget stays with the name, as
+    its usage does (decision 0050: deleting and creating it again gives no new budget)."""
+    _clear(ctx, name, usage_store.SUSPENDED, "deleted")
+
+
+def held_start(ctx: Ctx, defn: Definition) -> StartOutcome | None:
+    """A start of DEFN refused for its name's over-budget hold (naming how to lift it), as
+    ``create`` answers it; None when it holds none."""
+    try:
+        refuse_over_budget(ctx, defn.name)
+    except Conflict as exc:
+        return StartOutcome(
+            name=defn.name, outcome=StartKind.failed, target=defn.target, error=exc.message
+        )
+    return None
 
 
 def _clear(ctx: Ctx, name: str, hold: str | None, why: str) -> None:

@@ -269,10 +269,11 @@ def test_budget_stops_a_standing_session_say_refused_extend_resumes(
         work.cli("standing", "stop")
 
 
-def test_stop_ends_a_suspension_delete_drops_any_hold(loop_env: Env) -> None:
-    """On a real database: a stop lifts ``suspended`` (over-budget stays), a delete lifts
-    every hold, and the attention state they held is released (``exited``), so the screen
-    detector and the spend pass see the next start afresh."""
+def test_stop_and_delete_end_a_suspension_over_budget_stays(loop_env: Env) -> None:
+    """On a real database: a stop or a delete lifts ``suspended`` and releases the attention
+    state it held (``exited``), so the screen detector and the spend pass see the next start
+    afresh; over-budget stays through both (decision 0050: a name's budget is not renewed by
+    deleting it)."""
     loop_env.write_config()
     ctx = open_ctx(loop_env.config_path)
     key = standing_spend.key_of("ops")
@@ -293,6 +294,11 @@ def test_stop_ends_a_suspension_delete_drops_any_hold(loop_env: Env) -> None:
     assert state() == ("over-budget", "over-budget")
     with pytest.raises(Conflict, match="standing extend ops"):
         standing_spend.refuse_over_budget(ctx, "ops")
+    standing_spend.forget(ctx, "ops")
+    assert state() == ("over-budget", "over-budget")
+    with ctx.db.transaction() as tx:
+        usage_store.clear_hold(tx, key)
+    hold("suspended")
     standing_spend.forget(ctx, "ops")
     assert state() == (None, "exited")
     hold("suspended")

@@ -118,9 +118,11 @@ def count_running(conn: Connection, node: str | None = None) -> int:
 
 
 def oldest_queued(conn: Connection) -> SessionRecord | None:
+    """The queued session to start next; one held over budget waits for ``extend``."""
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM sessions WHERE status = 'queued' ORDER BY created_at, rowid"
-        " LIMIT 1"
+        f"SELECT {_COLUMNS} FROM sessions WHERE status = 'queued' AND id NOT IN"
+        " (SELECT agent FROM spend WHERE hold = 'over-budget')"
+        " ORDER BY created_at, rowid LIMIT 1"
     ).fetchone()
     return _record(row) if row else None
 

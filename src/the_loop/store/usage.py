@@ -214,6 +214,16 @@ def extend(tx: Connection, agent: str, usd: float, turns: int) -> Spend:
     return get_spend(tx, agent)
 
 
+def extras_of_work_item(conn: Connection, work_item: str) -> tuple[float, int]:
+    """The extensions (dollars, turns) given to every session of WORK_ITEM together."""
+    row = conn.execute(
+        "SELECT COALESCE(SUM(extra_usd), 0), COALESCE(SUM(extra_turns), 0) FROM spend"
+        " WHERE agent IN (SELECT id FROM sessions WHERE work_item = ?)",
+        (work_item,),
+    ).fetchone()
+    return float(row[0]), int(row[1])
+
+
 def mark_waiting(tx: Connection, agent: str, now: float) -> bool:
     """Record that AGENT's resume waits for admission (the first time only); True when new."""
     cur = tx.execute(
