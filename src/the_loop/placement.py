@@ -24,6 +24,11 @@ from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 SOURCE = "placement"
+REPEAT_NOTE = (
+    "[the-loop: this message may be a repeat. The node that gave it to you before stopped "
+    "before it could record the delivery, so it is delivered again; if you already acted on "
+    "it, do not act on it twice.]\n\n"
+)
 
 
 class Elsewhere(Exception):
@@ -75,12 +80,13 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
     """Record REC (orphaned, or its node dead) as node ME's, active, in a workspace of ME.
 
     A prompt the old node had staged may or may not have reached its agent: it is delivered
-    again here (at least once; ``inFlight`` in ``session.moved`` counts them), since a
-    prompt lost for good is worse than one read twice."""
+    again here, marked to the agent as a possible repeat (``REPEAT_NOTE``; at least once;
+    ``inFlight`` in ``session.moved`` counts them), since a prompt lost for good is worse than
+    one read twice (SPEC §17)."""
     path = workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path
     with ctx.db.transaction() as tx:
         store.update(tx, rec.id, node=me, status=SessionStatus.active, cwd=str(path))
-        in_flight = prompts.requeue_staged(tx, rec.id)
+        in_flight = prompts.requeue_staged(tx, rec.id, REPEAT_NOTE)
     ev.emit(
         ctx.db,
         "session.moved",
