@@ -43,6 +43,9 @@ class Env:
             "stateDir": str(self.state_dir),
             "server": {"port": 0},
             "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 2},
+            # the fake agent keeps its records outside its tree: the suite runs agents
+            # unconfined; tests/security/test_sandbox*.py run them confined
+            "sandbox": {"mode": "none"},
         }
         if self.database_url is not None:
             data["database"] = {"url": self.database_url}

@@ -6,9 +6,10 @@ The harness runs this on every hook the settings passed at spawn name (see
 directory (``THE_LOOP_HOOK_DIR``); without them the hook does nothing. It sends one JSON line
 ``{token, agent, report, kind, data}`` to the daemon's socket (``<dir>/daemon.sock``) and waits
 for the one-line acknowledgement; while the daemon is not listening (it restarts) it writes the
-same line to ``<dir>/spool/`` (temporary file + rename), which the daemon applies when it is
-back. It has no database address and writes nothing but its own reports: the daemon
-(``the_loop.hook_channel``) decides what a report may change.
+same line to its own spool directory (``THE_LOOP_HOOK_SPOOL``, else ``<dir>/spool/``;
+temporary file + rename), which the daemon applies when it is back. It has no database
+address and writes nothing but its own reports: the daemon (``the_loop.hook_channel``)
+decides what a report may change.
 
 A ``PermissionRequest`` keeps its connection and waits for the daemon's decision line, then
 prints the Claude Code decision JSON it carries; a dropped connection is opened again (every
@@ -42,6 +43,7 @@ AGENT_ENV = "THE_LOOP_AGENT"
 WORK_ITEM_ENV = "THE_LOOP_WORK_ITEM"
 TOKEN_ENV = "THE_LOOP_HOOK_TOKEN"
 HOOK_DIR_ENV = "THE_LOOP_HOOK_DIR"
+SPOOL_ENV = "THE_LOOP_HOOK_SPOOL"
 SOCKET_NAME = "daemon.sock"
 SPOOL_NAME = "spool"
 PERMISSION = "PermissionRequest"
@@ -80,7 +82,7 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
                 sys.stdout.write(out)
                 sys.stdout.flush()
         else:
-            send(channel[2], line)
+            send(channel[2], line, env.get(SPOOL_ENV))
     except (OSError, ValueError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
     return 0
@@ -95,7 +97,7 @@ def codex_notify(args: list[str], env: Mapping[str, str]) -> int:
     data = os.fsencode(args[-1]).strip()
     try:
         if channel is not None and CODEX_TURN.encode() in data:
-            send(channel[2], report_line(channel, CODEX_NOTIFY, data))
+            send(channel[2], report_line(channel, CODEX_NOTIFY, data), env.get(SPOOL_ENV))
     except (OSError, ValueError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
     if len(args) > 1:
@@ -141,14 +143,14 @@ def asks_permission(data: bytes) -> bool:
     return False
 
 
-def send(hook_dir: str, line: bytes) -> None:
-    """Send LINE and wait for its acknowledgement; spool it when the daemon does not listen
-    or the connection drops before the acknowledgement (its id keeps it from applying
-    twice)."""
+def send(hook_dir: str, line: bytes, own_spool: str | None = None) -> None:
+    """Send LINE and wait for its acknowledgement; spool it (to OWN_SPOOL, the agent's own
+    spool directory, when given) when the daemon does not listen or the connection drops
+    before the acknowledgement (its id keeps it from applying twice)."""
     try:
         sock = connect(hook_dir)
     except OSError:
-        spool(hook_dir, line)
+        spool(hook_dir, line, own_spool)
         return
     try:
         sock.settimeout(ACK_SECONDS)
@@ -159,7 +161,7 @@ def send(hook_dir: str, line: bytes) -> None:
     finally:
         sock.close()
     if reply is None:
-        spool(hook_dir, line)
+        spool(hook_dir, line, own_spool)
     elif reply[0] == REFUSED:
         print(f"the-loop hook: refused: {reply[1]}", file=sys.stderr)
 
@@ -229,10 +231,10 @@ def read_line(sock: _socket.socket) -> tuple[str, str] | None:
     return word, text
 
 
-def spool(hook_dir: str, line: bytes) -> None:
-    """Write LINE to ``<HOOK_DIR>/spool/<time>-<random>.json`` (temporary file + rename:
-    the daemon never reads half a report)."""
-    where = os.path.join(hook_dir, SPOOL_NAME)
+def spool(hook_dir: str, line: bytes, own_spool: str | None = None) -> None:
+    """Write LINE to ``<OWN_SPOOL>/<time>-<random>.json`` (default ``<HOOK_DIR>/spool``;
+    temporary file + rename: the daemon never reads half a report)."""
+    where = own_spool or os.path.join(hook_dir, SPOOL_NAME)
     os.makedirs(where, mode=0o700, exist_ok=True)
     name = f"{time.time_ns():020d}-{os.urandom(4).hex()}"
     temporary = os.path.join(where, f".{name}.tmp")

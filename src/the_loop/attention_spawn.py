@@ -15,7 +15,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from the_loop.attention_hook import AGENT_ENV, HOOK_DIR_ENV, TOKEN_ENV, WORK_ITEM_ENV
+from the_loop.attention_hook import (
+    AGENT_ENV,
+    HOOK_DIR_ENV,
+    SPOOL_ENV,
+    SPOOL_NAME,
+    TOKEN_ENV,
+    WORK_ITEM_ENV,
+)
 from the_loop.store import attention as store
 from the_loop.store import hook_tokens
 
@@ -36,6 +43,13 @@ if TYPE_CHECKING:
 def hook_dir(state_dir: Path) -> Path:
     """Where the hook channel of the daemon of STATE_DIR lives."""
     return state_dir / HOOK_DIR
+
+
+def agent_spool(state_dir: Path, agent: str) -> Path:
+    """AGENT's own spool directory (``<hook dir>/spool/<hash of its key>``, 0700): its spooled
+    reports carry its token, so no other agent's sandbox is given it."""
+    name = hashlib.sha256(agent.encode("utf-8")).hexdigest()[:16]
+    return hook_dir(state_dir) / SPOOL_NAME / name
 
 
 def token_hash(token: str) -> str:
@@ -59,15 +73,18 @@ def issue_token(
     return token
 
 
-def spawn_env(ctx: Ctx, agent: Agent, adapter: str) -> dict[str, str]:
+def spawn_env(
+    ctx: Ctx, agent: Agent, adapter: str, launch_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The environment that lets AGENT's harness (adapter ADAPTER) report through hooks or its
     notify program; empty when its attention is read otherwise (``attention.harnesses``).
-    Issues AGENT a new hook token."""
+    Issues AGENT a new hook token. LAUNCH_ENV, when given, is the launch's whole extra
+    environment (a confined agent's own home decides where its transcripts are)."""
     settings = ctx.config.attention
     if settings.harness(agent.harness, adapter).signals not in REPORTING:
         return {}
     work_item = agent.label if agent.label and not agent.key.startswith("standing:") else None
-    root = transcript_root(adapter, ctx.config.harness(agent.harness).env)
+    root = transcript_root(adapter, launch_env or ctx.config.harness(agent.harness).env)
     token = issue_token(
         ctx.db,
         agent.key,
@@ -79,6 +96,10 @@ def spawn_env(ctx: Ctx, agent: Agent, adapter: str) -> dict[str, str]:
         TOKEN_ENV: token,
         HOOK_DIR_ENV: str(hook_dir(ctx.state_dir)),
     }
+    spool = agent_spool(ctx.state_dir, agent.key)
+    for path in (spool.parent.parent, spool.parent, spool):
+        path.mkdir(exist_ok=True, mode=0o700)
+    env[SPOOL_ENV] = str(spool)
     if work_item:
         env[WORK_ITEM_ENV] = work_item
     return env

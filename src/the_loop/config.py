@@ -38,6 +38,7 @@ from the_loop.config_errors import (
 )
 from the_loop.config_limits import LimitsConfig
 from the_loop.config_node import NodeConfig, node_name_field
+from the_loop.config_sandbox import SandboxConfig
 from the_loop.config_slack import SlackConfig, StandingSlackConfig
 from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
 from the_loop.errors import ConfigInvalid
@@ -175,15 +176,9 @@ class HarnessConfig(Model):
             "`args` wins."
         ),
     )
-    interactive: list[str] | None = Field(
-        None, description="command adapter: argv template for an interactive spawn."
-    )
-    resume: list[str] | None = Field(
-        None, description="command adapter: argv template to resume {session_id}."
-    )
-    headless: list[str] | None = Field(
-        None, description="command adapter: argv template for one headless delivery."
-    )
+    interactive: list[str] | None = Field(None, description="command adapter: interactive argv.")
+    resume: list[str] | None = Field(None, description="command adapter: argv to resume.")
+    headless: list[str] | None = Field(None, description="command adapter: headless argv.")
     multiline: Literal["paste", "join", "file"] = Field(
         "paste",
         description=(
@@ -386,6 +381,7 @@ class Config(Model):
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     node: NodeConfig = Field(default_factory=NodeConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @field_validator("harnesses")
     @classmethod

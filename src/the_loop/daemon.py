@@ -166,6 +166,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
 
     from the_loop import housekeeping
     from the_loop.attention_notice import attention_loop
+    from the_loop.egress import egress_loop
     from the_loop.github.poller import poll_loop
     from the_loop.hook_channel import hook_channel_loop
     from the_loop.inbox_worker import inbox_loop
@@ -188,6 +189,7 @@ async def run_background(ctx: Ctx, stop: asyncio.Event) -> list[asyncio.Task[Non
         ("integrity", housekeeping.integrity_loop),
         ("attention", attention_loop),
         ("hook-channel", hook_channel_loop),
+        ("egress", egress_loop),
         ("slack", slack_loop),
         ("spend", spend_loop),
     ]

@@ -94,6 +94,12 @@ class HookRefused(Payload):
     reason: str
 
 
+class EgressRefused(Payload):
+    agent: str
+    host: str
+    reason: str
+
+
 class TaskFault(Payload):
     task: str
     error: str
@@ -184,6 +190,12 @@ CATALOGUE: dict[str, EventSpec] = {
             "A hook report was refused: not its session's token, another session's, an answer,"
             " or a transcript outside the agent's own directory.",
             HookRefused,
+        ),
+        _spec(
+            "sandbox.egress_refused",
+            _W,
+            "A confined agent tried to reach a host outside sandbox.allowHosts (SPEC §18).",
+            EgressRefused,
         ),
         _spec("session.vanished", _W, "A live session's agent is gone; the next event respawns."),
         _spec(

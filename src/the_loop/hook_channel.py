@@ -2,10 +2,11 @@
 
 Agents report through a unix socket, ``<stateDir>/hook/daemon.sock`` (directory 0700, socket
 0600), one JSON line per connection, at most ``MAX_LINE`` bytes and ``MAX_CONNECTIONS`` at
-once; while the daemon is away the hook writes the same line to ``<stateDir>/hook/spool/``,
-which is applied when the daemon starts (before it listens) and on every pass of this task,
-each file once, in the order written, then deleted. A report is checked and applied by
-``the_loop.hook_apply`` (its token must be its agent's; see there), in a worker thread.
+once; while the daemon is away the hook writes the same line to its agent's own directory
+``<stateDir>/hook/spool/<hash>/`` (or ``spool/`` itself), which is applied when the daemon
+starts (before it listens) and on every pass of this task, each file once, in the order
+written, then deleted. A report is checked and applied by ``the_loop.hook_apply`` (its token
+must be its agent's; see there), in a worker thread.
 
 Replies, one plain-text line each: ``ok`` once a report is applied, ``refused REASON``; for a
 ``PermissionRequest`` the connection stays open while the daemon polls the prompt (answers are
@@ -181,6 +182,8 @@ class Channel:
             self.pruned_at = now
 
     def _apply_spool(self) -> None:
+        """Apply the shared spool's reports and each agent's own spool directory's
+        (``<spool>/<hash>/``), each in written order."""
         try:
             names = sorted(os.listdir(self.spool))
         except FileNotFoundError:
@@ -189,9 +192,14 @@ class Channel:
             path = self.spool / name
             if name.startswith("."):
                 _drop_stale(path)
-                continue
-            if name.endswith(".json"):
+            elif name.endswith(".json"):
                 self._apply_file(path)
+            elif path.is_dir() and not path.is_symlink():
+                for inner in sorted(os.listdir(path)):
+                    if inner.startswith("."):
+                        _drop_stale(path / inner)
+                    elif inner.endswith(".json"):
+                        self._apply_file(path / inner)
 
     def _apply_file(self, path: Path) -> None:
         """Apply the spooled report at PATH (database errors leave it for the next pass),

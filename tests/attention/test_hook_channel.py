@@ -239,7 +239,12 @@ def test_an_agents_environment_holds_its_own_token_and_no_database_address(
             "THE_LOOP_WORK_ITEM",
             "THE_LOOP_HOOK_TOKEN",
             "THE_LOOP_HOOK_DIR",
+            "THE_LOOP_HOOK_SPOOL",
         }
+        spool = Path(env["THE_LOOP_HOOK_SPOOL"])  # its own spool: spooled reports hold tokens
+        assert spool.parent == work.env.state_dir / "hook" / "spool" and spool.is_dir()
+        assert spool != Path(other["THE_LOOP_HOOK_SPOOL"])
+        assert spool.stat().st_mode & 0o777 == 0o700
     hook_dir = work.env.state_dir / "hook"
     assert hook_dir.stat().st_mode & 0o777 == 0o700
     assert (hook_dir / "daemon.sock").stat().st_mode & 0o777 == 0o600

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
 from the_loop import nodes, transcripts
+from the_loop.agent import confine
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.attention_spawn import keep_previous_token, spawn_env
 from the_loop.errors import NotRunning, Refused, Unavailable
@@ -134,14 +135,15 @@ class TmuxAgents:
         adapter.check_runner("tmux")
         spec = _spec(ctx, adapter, agent, session_id, None)
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
-        launch = with_located_binary(launch)
+        launch = confine.prepare(ctx, agent, with_located_binary(launch))
         adapter.prepare(launch)
         if resume:
             transcripts.restore(ctx, agent, adapter, launch)
         tmux = ctx.runners.tmux
         target = agent.tmux_target
-        env = {**launch.env, **spawn_env(ctx, agent, adapter.adapter_name)}
-        result = tmux.spawn(target, launch.argv, cwd=agent.cwd, env=env, owner=agent.owner)
+        env = {**launch.env, **spawn_env(ctx, agent, adapter.adapter_name, launch.env)}
+        argv, env = confine.argv(ctx, agent, launch, env)
+        result = tmux.spawn(target, argv, cwd=agent.cwd, env=env, owner=agent.owner)
         ctx.ready.discard(target)
         if result.answer is Answer.OCCUPIED and tmux.owner_of(target) == agent.owner:
             keep_previous_token(ctx, agent, env)  # the running agent holds its token

@@ -1,0 +1,109 @@
+"""Confinement of an agent's harness (SPEC §18), for work items and standing sessions alike:
+the agent layer's one place that decides what an agent's sandbox holds.
+
+``prepare`` gives a confined launch its own home (``<stateDir>/homes/<hash>``: ``HOME``,
+``CLAUDE_CONFIG_DIR``, ``CODEX_HOME`` inside it, at the same path inside the sandbox as
+outside, so transcripts, resume and the hook's transcript check see one path); the harness's
+``prepare`` then writes its first-run settings there. ``argv`` wraps the harness argv in the
+sandbox (``the_loop.runner.sandbox``) with the agent's own hook spool and, under
+``network: allowlist``, the forwarder to the daemon's egress proxy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from the_loop import egress
+from the_loop.attention_hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
+from the_loop.attention_spawn import hook_dir, issue_token
+from the_loop.errors import SpawnFailed
+from the_loop.runner import sandbox
+from the_loop.runner.tmux_core import secret_env_names
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from the_loop.agent.model import Agent
+    from the_loop.context import Ctx
+    from the_loop.harness import Launch
+
+HOMES = "homes"
+
+
+def agent_hash(key: str) -> str:
+    """A short stable name for AGENT KEY in paths (keys hold ``:`` and ``/``)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def home_of(ctx: Ctx, agent: Agent) -> Path:
+    return ctx.state_dir / HOMES / agent_hash(agent.key)
+
+
+def confined(ctx: Ctx) -> bool:
+    """True when agents of CTX's config run in the sandbox."""
+    return sandbox.mode_of(ctx.config).mode == "bwrap"
+
+
+def prepare(ctx: Ctx, agent: Agent, launch: Launch) -> Launch:
+    """LAUNCH with the agent's own home when agents are confined (LAUNCH unchanged else)."""
+    if not confined(ctx):
+        return launch
+    home = home_of(ctx, agent)
+    for path in (home.parent, home):
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    env = dict(launch.env)
+    env.update(
+        HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), CODEX_HOME=str(home / ".codex")
+    )
+    return replace(launch, env=env)
+
+
+def argv(
+    ctx: Ctx, agent: Agent, launch: Launch, env: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that run LAUNCH for AGENT (ENV: its whole extra environment):
+    confined when the mode says so. A confined agent on an ``allowlist`` network gets a hook
+    token even when its harness does not report (the egress proxy knows it by that token)."""
+    out_env = dict(env)
+    mode = sandbox.mode_of(ctx.config)
+    if mode.mode != "bwrap":
+        return list(launch.argv), out_env
+    works, why = sandbox.bwrap_works()
+    if not works:
+        raise SpawnFailed(f"sandbox.mode is bwrap but {why}")
+    layout = sandbox.layout_for(
+        ctx.config,
+        state_dir=ctx.state_dir,
+        config_file=ctx.loaded.path.absolute() if ctx.loaded.path else None,
+        tree=Path(os.path.abspath(agent.cwd)),
+        home=home_of(ctx, agent),
+        argv=launch.argv,
+        env=env,
+        withheld=secret_env_names(ctx.config),
+    )
+    channel = hook_dir(ctx.state_dir)
+    layout.channels.append(channel)
+    layout.spools = channel / SPOOL_NAME
+    spool = env.get(SPOOL_ENV)
+    layout.spool = Path(spool) if spool else None
+    inner = list(launch.argv)
+    if layout.network == "allowlist":
+        if TOKEN_ENV not in out_env:
+            token = issue_token(ctx.db, agent.key, work_item=None, transcript_root=None)
+            out_env.update({AGENT_ENV: agent.key, TOKEN_ENV: token})
+        where = egress.egress_dir(ctx.state_dir)
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        layout.channels.append(where)
+        mirrored = egress.mirrored_ports(egress.allow_hosts(ctx.config))
+        proxy_port = next(p for p in range(egress.PROXY_PORT, 65535) if p not in mirrored)
+        ports = {proxy_port: "proxy", **{p: f"port:{p}" for p in mirrored}}
+        inner = sandbox.forwarded(inner, where / egress.SOCKET, ports)
+        proxy = f"http://127.0.0.1:{proxy_port}"
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+            layout.set_env[name] = proxy
+        layout.set_env["NO_PROXY"] = layout.set_env["no_proxy"] = "127.0.0.1,localhost"
+    return sandbox.wrap(layout, inner), out_env

@@ -1,0 +1,302 @@
+"""The sandbox an agent's harness runs in (SPEC §18): the only code that builds ``bwrap`` argv.
+
+``wrap`` turns a harness argv into ``bwrap [mounts] -- argv`` (docs/decisions/0053). The
+layout, in order (bubblewrap applies its options in order, later mounts over earlier ones):
+
+1. the whole system read-only (``--ro-bind / /``), a fresh ``/dev``, a ``/proc`` of the
+   sandbox's own PID namespace (the daemon's ``/proc/<pid>/environ`` is not there);
+2. hidden behind empty tmpfs: ``/tmp`` and ``/var/tmp`` (the tmux socket lives in
+   ``/tmp/tmux-<uid>``, also ``$TMUX_TMPDIR``), ``/run`` (database and agent sockets), the
+   daemon user's ``$HOME``, the state dir, the workspace root; the config file is replaced by
+   an empty file;
+3. bound back read-only: the interpreter the hook runs with, the-loop's package, the harness
+   binary (resolved, with its package and its ``#!`` interpreter) wherever they live, and
+   ``sandbox.readOnlyPaths``; bound read-write: the agent's tree (worktree or a standing
+   session's cwd, plus the clone's git dir a worktree needs), its own home and its own spool,
+   and ``sandbox.writablePaths``; the hook channel's directory read-only (its socket), with
+   the spool of every other agent hidden;
+4. an unprivileged user inside (uid 1000, or the daemon's own uid when that is not root), its
+   own PID, IPC, UTS (and with ``network`` not ``open``) network namespaces; the sandbox dies
+   with its pane.
+
+Secrets never travel in argv (it is world-readable): the environment reaches the sandbox
+through tmux as before; ``--unsetenv`` drops what a confined agent must not hold.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from the_loop.config import Config
+
+BWRAP = "bwrap"
+INSIDE_UID = 1000
+HIDDEN_ENV = (
+    "TMUX",
+    "TMUX_PANE",
+    "TMUX_TMPDIR",
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "PGSERVICEFILE",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "SSH_AUTH_SOCK",
+    "THE_LOOP_CONFIG",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+)
+"""Variables no confined agent keeps (besides the-loop's own secrets and the GitHub token)."""
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/opt")
+
+
+@dataclass(frozen=True, slots=True)
+class Mode:
+    """The sandbox mode in force and why."""
+
+    mode: str
+    why: str
+    warning: str | None = None
+
+
+@functools.lru_cache(maxsize=4)
+def bwrap_works(binary: str = BWRAP) -> tuple[bool, str]:
+    """Whether BINARY can make a sandbox here (user and PID namespaces), and why not."""
+    path = shutil.which(binary)
+    if path is None:
+        return False, f"{binary} is not installed (Debian: apt-get install bubblewrap)"
+    argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-user"]
+    argv += ["--unshare-pid", "--unshare-net", "--uid", str(INSIDE_UID), "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{path} did not run: {exc}"
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return False, f"{path} cannot make a sandbox here: {reason[-1] if reason else 'failed'}"
+    return True, f"{path} makes user, PID and network namespaces here"
+
+
+def mode_of(config: Config) -> Mode:
+    """The mode CONFIG puts agents in: as configured, else bwrap where it works."""
+    configured = config.sandbox.mode
+    if configured == "none":
+        return Mode("none", "sandbox.mode is none: agents run as the-loop's own user")
+    works, why = bwrap_works()
+    if configured == "bwrap":
+        return Mode("bwrap", f"sandbox.mode is bwrap; {why}")
+    if works:
+        return Mode("bwrap", f"sandbox.mode is unset and {why}")
+    warning = f"agents run unconfined (sandbox.mode none): {why}"
+    return Mode("none", f"sandbox.mode is unset and {why}", warning)
+
+
+@dataclass(slots=True)
+class Layout:
+    """What one sandbox holds; ``wrap`` turns it into bwrap argv."""
+
+    tree: Path
+    """The agent's working tree (read-write), also its current directory."""
+    home: Path
+    hidden: list[Path] = field(default_factory=list)
+    masked_files: list[Path] = field(default_factory=list)
+    read_only: list[Path] = field(default_factory=list)
+    writable: list[Path] = field(default_factory=list)
+    channels: list[Path] = field(default_factory=list)
+    """The hook channel's and the egress proxy's directories (bound read-only: sockets)."""
+    spools: Path | None = None
+    """The directory of every agent's spool, hidden but for ``spool``."""
+    spool: Path | None = None
+    network: str = "open"
+    unset_env: list[str] = field(default_factory=list)
+    set_env: dict[str, str] = field(default_factory=dict)
+    """Plain settings for inside (never a secret: argv is world-readable)."""
+
+
+def layout_for(
+    config: Config,
+    *,
+    state_dir: Path,
+    config_file: Path | None,
+    tree: Path,
+    home: Path,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    withheld: Iterable[str] = (),
+) -> Layout:
+    """The layout of an agent of CONFIG working in TREE with HOME, running ARGV with ENV."""
+    settings = config.sandbox
+    hidden = [Path("/tmp"), Path("/var/tmp"), Path("/run")]
+    daemon_home = os.environ.get("HOME")
+    if daemon_home and daemon_home != "/":
+        hidden.append(Path(daemon_home))
+    tmux_dir = os.environ.get("TMUX_TMPDIR")
+    if tmux_dir:
+        hidden.append(Path(tmux_dir))
+    hidden += [state_dir, config.workspace_root]
+    read_only = [*program_paths(argv, env), *interpreter_paths(), *settings.read_only_paths]
+    writable = [*git_dirs(tree), *settings.writable_paths]
+    unset = [*HIDDEN_ENV, config.github.token_env, *withheld]
+    return Layout(
+        tree=tree,
+        home=home,
+        hidden=hidden,
+        masked_files=[config_file] if config_file is not None else [],
+        read_only=read_only,
+        writable=writable,
+        network=settings.network,
+        unset_env=sorted(set(unset)),
+    )
+
+
+def wrap(layout: Layout, argv: Sequence[str], binary: str = BWRAP) -> list[str]:
+    """``bwrap … -- ARGV``: ARGV confined to LAYOUT."""
+    out = [shutil.which(binary) or binary, "--die-with-parent"]
+    out += ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    out += ["--unshare-cgroup-try", "--hostname", "the-loop-agent"]
+    if layout.network != "open":
+        out.append("--unshare-net")
+    uid = os.getuid() or INSIDE_UID
+    gid = os.getgid() or INSIDE_UID
+    out += ["--uid", str(uid), "--gid", str(gid)]
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for path in _outermost(layout.hidden):
+        if path.is_dir() and not _is_system(path):
+            out += ["--tmpfs", str(path)]
+    if "/run" in (str(p) for p in layout.hidden):
+        for keep in ("/run/systemd/resolve", "/run/resolvconf"):  # /etc/resolv.conf's target
+            if os.path.isdir(keep):
+                out += ["--ro-bind", keep, keep]
+    hidden = _outermost(layout.hidden)
+    for path in layout.masked_files:
+        if path.is_file() and not _under(path, hidden):
+            out += ["--ro-bind", "/dev/null", str(path)]
+    for path in _outermost(layout.read_only):
+        if path.exists() and _under(path, hidden):  # the rest is there already, read-only
+            out += ["--ro-bind", str(path), str(path)]
+    for channel in layout.channels:
+        if channel.is_dir():
+            out += ["--ro-bind", str(channel), str(channel)]
+    if layout.spools is not None and layout.spools.is_dir():
+        out += ["--tmpfs", str(layout.spools)]
+    for path in [layout.tree, layout.home, *layout.writable]:
+        if path.exists():
+            out += ["--bind", str(path), str(path)]
+    if layout.spool is not None:
+        out += ["--bind", str(layout.spool), str(layout.spool)]
+    for name in layout.unset_env:
+        out += ["--unsetenv", name]
+    settings = {**layout.set_env, "HOME": str(layout.home), "TMPDIR": "/tmp"}
+    for name, value in settings.items():
+        out += ["--setenv", name, value]
+    out += ["--chdir", str(layout.tree), "--", *argv]
+    return out
+
+
+def forwarded(argv: Sequence[str], socket: Path, ports: dict[int, str]) -> list[str]:
+    """ARGV behind the in-sandbox forwarder of PORTS (port: ``proxy`` or ``port:N``) to the
+    egress proxy at SOCKET (``sandbox_forward``)."""
+    program = str(Path(__file__).with_name("sandbox_forward.py"))
+    specs = [f"{port}={mode}" for port, mode in ports.items()]
+    return [sys.executable, "-I", "-S", program, str(socket), *specs, "--", *argv]
+
+
+def program_paths(argv: Sequence[str], env: Mapping[str, str]) -> list[Path]:
+    """What running ARGV needs bound: its program (as found on PATH and resolved), the
+    package it belongs to (the enclosing ``node_modules`` or ``lib``), and its ``#!``
+    interpreter's, wherever they live."""
+    if not argv:
+        return []
+    search = env.get("PATH") or os.environ.get("PATH", os.defpath)
+    found = shutil.which(argv[0], path=search)
+    if found is None:
+        return []
+    out = [Path(found).parent]
+    real = Path(found).resolve()
+    out.append(_package_of(real))
+    interpreter = _shebang(real)
+    if interpreter is not None:
+        located = shutil.which(interpreter, path=search)
+        if located is not None:
+            out += [Path(located).parent, _package_of(Path(located).resolve())]
+    return out
+
+
+def interpreter_paths() -> list[Path]:
+    """This Python (the hook runs with it) and the-loop's package, wherever they live."""
+    package_root = Path(__file__).resolve().parents[2]
+    base = Path(sys.base_prefix).resolve()
+    return [Path(sys.prefix), base, package_root, Path(sys.executable).parent]
+
+
+def git_dirs(tree: Path) -> list[Path]:
+    """The git directory a worktree at TREE keeps its objects and refs in (its ``.git`` file
+    names it), when that is outside TREE."""
+    marker = tree / ".git"
+    if not marker.is_file():
+        return []
+    try:
+        text = marker.read_text(encoding="utf-8").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    admin = Path(text.removeprefix("gitdir:").strip())
+    if not admin.is_absolute():
+        admin = (tree / admin).resolve()
+    common = admin.parent.parent if admin.parent.name == "worktrees" else admin
+    return [] if common.is_relative_to(tree) else [common]
+
+
+def _package_of(path: Path) -> Path:
+    parts = path.parts
+    for marker in ("node_modules", "lib"):
+        if marker in parts:
+            index = len(parts) - 1 - parts[::-1].index(marker)
+            return Path(*parts[: index + 1])
+    return path.parent
+
+
+def _shebang(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env" and len(words) > 1:
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return rest[0] if rest else None
+    return words[0]
+
+
+def _under(path: Path, parents: Sequence[Path]) -> bool:
+    return any(path.is_relative_to(parent) for parent in parents)
+
+
+def _is_system(path: Path) -> bool:
+    text = str(path)
+    return text == "/" or any(text == s or text.startswith(s + "/") for s in _SYSTEM)
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """PATHS made absolute, without duplicates and without those inside another."""
+    unique = sorted({Path(os.path.abspath(p)) for p in paths}, key=lambda p: len(p.parts))
+    out: list[Path] = []
+    for path in unique:
+        if not any(path.is_relative_to(kept) for kept in out):
+            out.append(path)
+    return out

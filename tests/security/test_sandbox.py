@@ -1,0 +1,165 @@
+"""Confinement (SPEC §18) with real bubblewrap, real tmux and the real daemon: an agent whose
+program probes what it can reach (a standing session running a shell script as its `command`
+harness) finds nothing of the control plane under `sandbox.mode: bwrap`, and everything under
+`sandbox.mode: none` (so each probe can fail). The network probes go through the daemon's
+egress proxy: an allowlisted loopback port answers, any other is refused and logged."""
+
+from __future__ import annotations
+
+import socketserver
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.daemon import Daemon
+from tests.helpers import wait_until
+from tests.work import Work
+from the_loop.daemon import read_info
+from the_loop.runner.sandbox import bwrap_works
+
+pytestmark = pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1])
+
+PROBE = r"""
+check() { if eval "$2" >/dev/null 2>&1; then echo "$1:OPEN"; else echo "$1:DENIED"; fi; }
+{
+check database "head -c 16 '{state}/the-loop.db' | grep -q SQLite"
+check config "grep -q stateDir '{config}'"
+check other-tree "cat '{other}/secret.txt'"
+check other-home "test $(ls '{state}/homes' | wc -l) -gt 1"
+check daemon-environ "cat /proc/{daemon}/environ | tr '\0' '\n' | grep -q ="
+check tmux-socket "tmux -L {socket} list-sessions"
+check cli-verb "THE_LOOP_CONFIG='{config}' '{python}' -m the_loop standing list | grep -q probe"
+check github-token "test -n \"$FAKE_GH_TOKEN\""
+check other-spool "ls '{state}/hook/spool' | grep -v -x \"$(basename "$THE_LOOP_HOOK_SPOOL")\" \
+  | grep -q ."
+check loopback-refused "'{python}' -c 'import socket; socket.create_connection((\"127.0.0.1\", \
+{closed}), 3)'"
+check proxy-refused "'{python}' {fetch} {closed}"
+check loopback-allowed "'{python}' -c 'import socket; socket.create_connection((\"127.0.0.1\", \
+{open}), 3)'"
+check proxy-allowed "'{python}' {fetch} {open}"
+check proxy-said-403 "'{python}' {fetch} {closed}; test \$? -eq 3"
+check tree-writable "touch '{tree}/written-inside'"
+check own-uid "test \"$(id -u)\" != 0"
+} > '{tree}/probe.out' 2>&1
+mv '{tree}/probe.out' '{tree}/probe.txt'
+echo probed
+exec sleep 600
+"""
+FETCH = """
+import os, socket, sys
+port = int(sys.argv[1])
+proxy = os.environ.get("HTTPS_PROXY", "")
+if not proxy:
+    socket.create_connection(("127.0.0.1", port), 3)
+    sys.exit(0)
+host, _, pport = proxy.removeprefix("http://").rpartition(":")
+s = socket.create_connection((host, int(pport)), 3)
+s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" % port)
+answer = s.recv(100)
+sys.exit(0 if answer.startswith(b"HTTP/1.1 200") else 3 if b" 403 " in answer else 1)
+"""
+CLOSED = {"database", "config", "other-tree", "other-home", "daemon-environ", "tmux-socket"}
+CLOSED |= {"cli-verb", "github-token", "other-spool"}
+CLOSED |= {"loopback-refused", "proxy-refused"}
+
+
+class _Echo(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        self.request.sendall(b"hi\n")
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[int, int]]:
+    """Two TCP servers on loopback: one allowlisted, one not."""
+    made = [socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Echo) for _ in range(2)]
+    for server in made:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield made[0].server_address[1], made[1].server_address[1]
+    finally:
+        for server in made:
+            server.shutdown()
+            server.server_close()
+
+
+def probe(work: Work, mode: str, ports: tuple[int, int]) -> dict[str, str]:
+    env = work.env
+    tree, other = env.root / "tree", env.root / "other-tree"
+    for path in (tree, other):
+        path.mkdir()
+    (other / "secret.txt").write_text("another agent's work\n")
+    fetch = tree / "fetch.py"
+    fetch.write_text(FETCH)
+    script = tree / "probe.sh"
+    harness = {"adapter": "command", "interactive": ["sh", str(script)]}
+    idle = {"adapter": "command", "interactive": ["sh", "-c", "echo up; exec sleep 600"]}
+    env.write_config(
+        harnesses={"probe": harness, "idle": idle},
+        routing={"defaultHarness": "probe"},
+        standing={
+            "enabled": True,
+            "sessions": [
+                {"name": "probe", "cwd": str(tree), "autoStart": False},
+                {"name": "neighbour", "harness": "idle", "cwd": str(other), "autoStart": False},
+            ],
+        },
+        github={"tokenEnv": "FAKE_GH_TOKEN"},
+        sandbox={"mode": mode, "network": "allowlist", "allowHosts": [f"127.0.0.1:{ports[0]}"]},
+    )
+    daemon = Daemon(work)
+    daemon.start(FAKE_GH_TOKEN="ghp_fake")
+    try:
+        info = read_info(env.state_dir)
+        assert info is not None
+        script.write_text(
+            PROBE.replace("{state}", str(env.state_dir))
+            .replace("{config}", str(env.config_path))
+            .replace("{other}", str(other))
+            .replace("{tree}", str(tree))
+            .replace("{daemon}", str(info.pid))
+            .replace("{socket}", env.socket)
+            .replace("{python}", sys.executable)
+            .replace("{fetch}", str(fetch))
+            .replace("{open}", str(ports[0]))
+            .replace("{closed}", str(ports[1]))
+        )
+        cli_env = {**env.process_env(), "FAKE_GH_TOKEN": "ghp_fake"}  # as an operator has it
+        for name in ("neighbour", "probe"):
+            started = env.run("standing", "start", name, env=cli_env)
+            assert started.exit_code == 0, started.stdout + started.stderr
+        out = tree / "probe.txt"
+        wait_until(out.exists, 60, what="the probe's results")
+        results = dict(line.split(":", 1) for line in out.read_text().split() if ":" in line)
+        if mode == "bwrap":
+            refused = daemon.api("GET", "/events", params={"type": "sandbox.egress_refused"})
+            results["refusals"] = " ".join(
+                f"{e['payload']['host']}@{e['payload']['agent']}" for e in refused.json()
+            )
+        return results
+    finally:
+        env.run("standing", "stop", "probe")
+        env.run("standing", "stop", "neighbour")
+        daemon.stop()
+
+
+def test_a_confined_agent_reaches_nothing_of_the_control_plane(
+    work: Work, servers: tuple[int, int]
+) -> None:
+    results = probe(work, "bwrap", servers)
+    assert {k for k, v in results.items() if v == "DENIED"} == CLOSED, results
+    allowed = ("loopback-allowed", "proxy-allowed", "proxy-said-403", "tree-writable", "own-uid")
+    for name in allowed:
+        assert results[name] == "OPEN", results
+    assert (work.env.root / "tree" / "written-inside").exists()
+    refused = f"127.0.0.1:{servers[1]}"
+    assert f"{refused}@standing:probe" in results["refusals"].split(), results
+
+
+def test_unconfined_the_same_probes_succeed(work: Work, servers: tuple[int, int]) -> None:
+    results = probe(work, "none", servers)
+    opened = {k for k, v in results.items() if v == "OPEN"}
+    # the state dir is open to it whole (database); homes and own spools exist only confined
+    assert opened >= CLOSED - {"other-home", "other-spool"}, results
