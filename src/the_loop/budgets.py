@@ -35,15 +35,15 @@ def reached(ctx: Ctx, agent: str, work_item: str | None, *, day: bool = True) ->
     if budgets.max_turns is not None and mine.turns >= budgets.max_turns + extra_turns:
         return f"{mine.turns} turns reached budgets.maxTurns {budgets.max_turns + extra_turns}"
     limits: list[tuple[str, float | None, Callable[[], float]]] = [
-        ("perSessionUsd", budgets.per_session_usd, lambda: mine.cost_usd),
+        ("perSessionUsd", budgets.per_session_usd, lambda: mine.cost_usd or 0.0),
     ]
     if work_item is not None:
-        limits.append(("perWorkItemUsd", budgets.per_work_item_usd, lambda: mine.cost_usd))
+        limits.append(("perWorkItemUsd", budgets.per_work_item_usd, lambda: mine.cost_usd or 0.0))
     if day:
         today = (
             "perDayUsd",
             budgets.per_day_usd,
-            lambda: usage.of_day(ctx, usage.today()).cost_usd,
+            lambda: usage.of_day(ctx, usage.today()).cost_usd or 0.0,
         )
         limits.append(today)
     for name, limit, spent in limits:

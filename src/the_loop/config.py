@@ -499,6 +499,7 @@ def fast_facts(config: Config) -> dict[str, Any]:
         "prices": {
             name: [p.input, p.output, p.cache_creation, p.cache_read] for name, p in prices.items()
         },
+        "defaultPrices": config.budgets.default_prices,
     }
 
 

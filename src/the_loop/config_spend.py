@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from the_loop.pricing import longest_match
+from the_loop.pricing import DEFAULT_PRICES, Rates, longest_match, rates_of
 
 
 class _Model(BaseModel):
@@ -25,6 +25,10 @@ class ModelPrice(_Model):
     )
     cache_read: float = Field(0.0, ge=0, description="USD per million tokens read from it.")
 
+    @property
+    def rates(self) -> Rates:
+        return (self.input, self.output, self.cache_creation, self.cache_read)
+
 
 class BudgetsConfig(_Model):
     """Spend: the price table behind the cost estimates, and the hard budgets."""
@@ -33,7 +37,15 @@ class BudgetsConfig(_Model):
         default_factory=dict,
         description=(
             "Per model (the name the harness records, or a prefix of it: the longest match "
-            "wins): USD per million tokens. A model with no price counts tokens, not dollars."
+            "wins): USD per million tokens. A model with no price counts tokens, not dollars, "
+            "and its cost shows as unpriced."
+        ),
+    )
+    default_prices: bool = Field(
+        True,
+        description=(
+            "Price the models `prices` does not match with the-loop's built-in estimates for "
+            "the built-in harnesses' current models (docs/spend.md); false: only `prices`."
         ),
     )
     per_session_usd: float | None = Field(
@@ -50,8 +62,27 @@ class BudgetsConfig(_Model):
     )
 
     def price(self, model: str) -> ModelPrice | None:
-        """The price of MODEL: its exact entry, else the longest entry it starts with."""
-        return longest_match(model, self.prices)
+        """The price of MODEL: its exact entry, else the longest entry it starts with, else (with
+        ``defaultPrices``) the built-in estimate it matches the same way."""
+        own = longest_match(model, self.prices)
+        if own is not None or not self.default_prices:
+            return own
+        found = longest_match(model, DEFAULT_PRICES)
+        if found is None:
+            return None
+        return ModelPrice(
+            input=found[0], output=found[1], cache_creation=found[2], cache_read=found[3]
+        )
+
+    def rates(self, model: str) -> Rates | None:
+        """``price`` as the tuple ``pricing.tally`` adds up."""
+        own = {name: p.rates for name, p in self.prices.items()}
+        return rates_of(model, own, self.default_prices)
+
+    @property
+    def any_prices(self) -> bool:
+        """Whether any model can have a price (own entries, or the built-in estimates)."""
+        return bool(self.prices) or self.default_prices
 
     @property
     def any_usd(self) -> bool:

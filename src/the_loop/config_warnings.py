@@ -30,10 +30,10 @@ def of(config: Config) -> list[str]:
             "delivery is refused until it is set (or set github.webhook.enabled: false "
             "and rely on the poller)"
         )
-    if config.budgets.any_usd and not config.budgets.prices:
+    if config.budgets.any_usd and not config.budgets.any_prices:
         out.append(
-            "budgets set a dollar limit but budgets.prices is empty: costs stay $0 and only "
-            "budgets.maxTurns can stop an agent"
+            "budgets set a dollar limit but budgets.prices is empty and budgets.defaultPrices "
+            "is false: costs stay unpriced and only budgets.maxTurns can stop an agent"
         )
     out += _slack(config)
     return out

@@ -102,8 +102,9 @@ CONFIG_NOTES = [
     "**Reloads.** Editing the file while the daemon runs reloads it once per new content "
     "(`config.reloaded`, or `config.reload_failed` keeping the old config); `restartNeeded` "
     "lists the restart-only settings (`stateDir`, `server.host/port`, `tmux.socket`, `database`) "
-    "that differ from what the daemon started on (`the-loop status` and `/api/v1/health` show them "
-    "as `config: restartNeeded=…` until a restart), so reverting one clears it.",
+    "that differ from what the daemon started on (`the-loop status` shows them as `restart: "
+    "needed for …`, `/api/v1/health` as `config.restartNeeded`, until a restart), so reverting "
+    "one clears it.",
     "",
     "**A broken file does not lock you out.** The daemon records the config it runs on. While "
     "the file is invalid, commands that read state or reach the daemon (`status`, `stop`, "

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from the_loop.config_spend import BudgetsConfig
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
-from the_loop.pricing import Rates, tally
+from the_loop.pricing import tally
 from the_loop.refs import WorkItemRef
 from the_loop.store import usage as store
 from the_loop.store.usage import ModelSum, Usage
@@ -48,13 +48,9 @@ def today() -> str:
 
 
 def priced(sums: list[ModelSum], budgets: BudgetsConfig) -> Usage:
-    """SUMS (by model) added up, with the cost of the priced models (``pricing.tally``)."""
-
-    def rates(model: str) -> Rates | None:
-        p = budgets.price(model)
-        return None if p is None else (p.input, p.output, p.cache_creation, p.cache_read)
-
-    t = tally(sums, rates)
+    """SUMS (by model) added up, with the cost of the priced models (``pricing.tally``): a
+    null cost when none of the tokens has a price, ``priced`` false when some have none."""
+    t = tally(sums, budgets.rates)
     return Usage(
         input_tokens=t.input_tokens,
         output_tokens=t.output_tokens,
@@ -62,6 +58,7 @@ def priced(sums: list[ModelSum], budgets: BudgetsConfig) -> Usage:
         cache_read_tokens=t.cache_read_tokens,
         turns=t.turns,
         cost_usd=t.cost_usd,
+        priced=t.priced,
         models=t.models,
         unpriced_models=t.unpriced_models,
     )

@@ -144,6 +144,76 @@ def test_events_show_a_new_event_live(site: Site, login: Login) -> None:
     shot(page, "events")
 
 
+def _waiting(site: Site) -> int:
+    listed = site.daemon.api("GET", "/attention")
+    assert listed.status_code == 200, listed.text
+    return len(listed.json())
+
+
+def test_nav_counts_waiting_sessions_live_and_standing_cards_show_attention(
+    site: Site, login: Login
+) -> None:
+    """Issue 28: the navigation counts the sessions waiting on a person (what Attention lists),
+    updated over the event stream without a reload; a Standing card shows its attention."""
+    page = login(bypass_csp=True)
+    expect(page.locator("body[data-live=on]")).to_have_count(1)
+    page.evaluate("window.__sameDocument = true")
+    before = _waiting(site)
+    count = page.locator("[data-attention-count]")
+    if before == 0:
+        expect(count).to_be_hidden()
+    made = site.daemon.api(
+        "POST", "/standing", json={"name": "asker", "prompt": "be ready", "start": True}
+    )
+    assert made.status_code in (200, 201) and not made.json()["start"].get("error"), made.text
+    wait_until(
+        lambda: (
+            site.daemon.api("GET", "/attention/standing:asker").json().get("state") == "waiting"
+        ),
+        30,
+        what="the standing session started",
+    )
+    sent = site.daemon.api(
+        "POST", "/standing/asker/messages", json={"text": "ASK-PERMISSION: make release"}
+    )
+    assert sent.status_code == 200, sent.text
+    wait_until(
+        lambda: (
+            site.daemon.api("GET", "/attention/standing:asker").json().get("state")
+            == "needs-permission"
+        ),
+        30,
+        what="the standing session asking",
+    )
+    assert _waiting(site) == before + 1
+    expect(count).to_be_visible()
+    expect(count).to_have_text(f"{before + 1} waiting")
+    link = page.get_by_role("link", name=re.compile(r"^Attention"))
+    expect(link).to_have_accessible_name(f"Attention {before + 1} waiting")
+    assert page.evaluate("window.__sameDocument") is True, "updated without a reload"
+    assert axe_problems(page) == []
+
+    page.goto("/standing")
+    card = page.locator("li[data-standing='asker']")
+    expect(card.locator(".attention")).to_contain_text("needs-permission")
+    expect(card.locator(".attention .badge-needs-permission")).to_have_count(1)
+    expect(card.locator(".waiting")).to_contain_text("make release")
+    expect(page.locator("[data-attention-count]")).to_have_text(f"{before + 1} waiting")
+    assert axe_problems(page) == []
+    shot(page, "standing")
+
+    page.goto("/attention")
+    page.locator("li[data-agent='standing:asker']").get_by_role(
+        "button", name=re.compile("^Allow")
+    ).click()
+    if before == 0:
+        expect(page.locator("[data-attention-count]")).to_be_hidden()
+    else:
+        expect(page.locator("[data-attention-count]")).to_have_text(f"{before} waiting")
+    deleted = site.daemon.api("DELETE", "/standing/asker")
+    assert deleted.status_code == 200, deleted.text
+
+
 PAGES = ["/", "/attention", "/standing", "/standing/supervisor", "/events", "/status"]
 
 

@@ -20,7 +20,7 @@ def test_status_page_and_banner_name_the_daemons_config(work: Work) -> None:
         for _ in range(2):  # the full CLI stores the facts; the second run may take the fast path
             shown = work.env.run("status")
             assert shown.exit_code == 0, shown.stdout + shown.stderr
-            assert f"  config:  {path}\n" in shown.stdout, shown.stdout
+            assert f"  config:    {path}\n" in shown.stdout, shown.stdout
             assert "warning" not in shown.stdout
         report = json.loads(work.env.run("status", "--format", "json").stdout)
         assert report["configPath"] == path

@@ -20,6 +20,7 @@ import pytest
 from tests.attention.hooks import hook_env, issue, run_hook
 from tests.conftest import Env
 from tests.daemon import Daemon
+from tests.fakes.fake_anthropic import DEFAULT_MODEL as FAKE_API_MODEL
 from the_loop import memory, meter, usage
 from the_loop.config_spend import BudgetsConfig
 from the_loop.context import Ctx, open_ctx
@@ -118,7 +119,8 @@ def test_stream_json_and_codex_events_and_unpriced_models(ctx: Ctx, tmp_path: Pa
     assert meter.meter_agents(ctx, [AGENT, "nobody"]) == [AGENT]
     got = usage.of_agent(ctx, AGENT)
     assert (got.input_tokens, got.cache_read_tokens, got.output_tokens) == (40, 20, 6)
-    assert got.turns == 2 and got.unpriced_models == ["gpt-x"] and got.cost_usd == 0
+    assert got.turns == 2 and got.unpriced_models == ["gpt-x"]
+    assert got.cost_usd is None and got.priced is False, "unknown, not zero"
 
 
 def test_prices_by_longest_prefix() -> None:
@@ -204,3 +206,26 @@ def test_proc_figures_of_a_real_process_tree() -> None:
         child.wait()
     available = memory.available_mb()
     assert available is not None and available > 0
+
+
+def test_builtin_prices_for_the_harnesses_default_models() -> None:
+    """Issue 28: Claude Code's, Codex's and Gemini's current models have a built-in estimate;
+    an entry of one's own wins over it, and ``defaultPrices: false`` turns them off."""
+    budgets = BudgetsConfig()
+    for model in (
+        FAKE_API_MODEL,
+        "claude-sonnet-4-5-20250929",
+        "claude-opus-4-5-20251101",
+        "claude-haiku-4-5-20251001",
+        "gpt-5-codex",
+        "gpt-5.1-codex-max",
+        "gemini-2.5-pro",
+        "gemini-2.5-flash",
+    ):
+        assert budgets.price(model) is not None, model
+    assert budgets.price("mystery-model") is None
+    old, new = budgets.price("claude-opus-4-1-20250805"), budgets.price("claude-opus-4-5-20251101")
+    assert old is not None and new is not None and (old.input, new.input) == (15, 5)
+    own = BudgetsConfig.model_validate({"prices": {"claude": {"input": 1, "output": 2}}})
+    assert own.rates("claude-sonnet-4-5") == (1, 2, 0, 0), "one's own price wins"
+    assert BudgetsConfig.model_validate({"defaultPrices": False}).price(FAKE_API_MODEL) is None

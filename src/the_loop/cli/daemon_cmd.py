@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from the_loop.cli import common, serve_cmd
-from the_loop.cli.plain import config_label, describe, status_text
+from the_loop.cli.plain import config_label, detail_lines, label_line, status_text
 from the_loop.errors import Unavailable
 
 if TYPE_CHECKING:
@@ -56,12 +56,12 @@ def start(
         health = start_detached(ctx, timeout=timeout)
     print(f"the-loop is running at {health.url} (pid {health.pid})")
     for part, detail in health.detail.items():
-        print(f"  {part + ':':<9}{describe(detail)}")
+        print("\n".join(detail_lines(part, detail)))
     # lazy: start-up
     from the_loop.web.auth import client_token
 
     if client_token(ctx) and not os.environ.get(ctx.config.server.token_env):
-        print(f"  token:   {ctx.state_dir / 'api-token'} (Authorization: Bearer …)")
+        print(label_line("token", f"{ctx.state_dir / 'api-token'} (Authorization: Bearer …)"))
     for problem in health.problems:
         common.print_warning(problem, sys.stdout)
 

@@ -32,7 +32,7 @@ from the_loop.cli import plain
 from the_loop.cli.flags import leading
 from the_loop.cli_facts import facts_key, read_facts, resolve_config_path
 from the_loop.errors import LoopError
-from the_loop.pricing import Rates, longest_match, tally
+from the_loop.pricing import Rates, cost_text, rates_of, tally
 from the_loop.private_cache import digest
 from the_loop.store import attention as attention_store
 from the_loop.store import rows
@@ -116,8 +116,11 @@ class _State:
         return self._conn
 
     def rates(self, model: str) -> Rates | None:
-        found = longest_match(model, self.facts.get("prices") or {})
-        return None if found is None else (found[0], found[1], found[2], found[3])
+        own = {
+            name: (float(p[0]), float(p[1]), float(p[2]), float(p[3]))
+            for name, p in (self.facts.get("prices") or {}).items()
+        }
+        return rates_of(model, own, bool(self.facts.get("defaultPrices", True)))
 
 
 def _options(
@@ -183,7 +186,7 @@ def _sessions_list(state: _State, options: list[str]) -> Answer:
                 str(rec["runner"]),
                 rec["tmux_target"],
                 spent.turns,
-                spent.cost_usd,
+                cost_text(spent.cost_usd, spent.priced),
                 float(rec["created_at"]),
                 float(rec["last_event_at"]),
             )

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
+from the_loop.pricing import cost_text
+
 
 def print_error(message: str) -> None:
     print(f"{paint('error:', 'red', sys.stderr)} {message}", file=sys.stderr)
@@ -107,9 +109,10 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
 
 # --- the read-only commands' output (both the full CLI and ``cli.fast`` print through these) --
 
-SessionLine = tuple[str, str, str, str, str, str | None, int, float | None, float, float]
+SessionLine = tuple[str, str, str, str, str, str | None, int, str, float, float]
 """One ``sessions list`` row: work item, status, attention state (``-`` when none), harness,
-runner, tmux target, turns, cost in USD (None: not metered), created and last-event times."""
+runner, tmux target, turns, cost in USD as ``pricing.cost_text`` shows it (``-``: not
+metered), created and last-event times."""
 
 
 def print_sessions(
@@ -136,7 +139,7 @@ def print_sessions(
             runner,
             target or "-",
             turns,
-            "-" if cost is None else f"{cost:.4f}",
+            cost,
             ago(created, now),
             ago(last, now),
         ]
@@ -179,7 +182,7 @@ def print_standing(views: Sequence[dict[str, Any]], nodes: bool = False) -> None
                 v["cwd"],
                 v["target"],
                 used["turns"] if used else 0,
-                f"{used['costUsd']:.4f}" if used else "-",
+                cost_text(used.get("costUsd"), used.get("priced", True)) if used else "-",
                 ago(_when(v.get("startedAt")), now),
                 ago(_when(v.get("lastMessageAt")), now),
                 *([v.get("node") or "-"] if nodes else []),
@@ -197,42 +200,117 @@ def _when(text: object) -> datetime | None:
 
 def event_line(ts: datetime, level: str, type_: str, subject: str, payload: dict[str, Any]) -> str:
     """One event as ``events`` prints it in a table: time (UTC), level, type, subject
-    (work item, ``standing:NAME`` or ``-``) and the payload as ``key=value``."""
-    detail = " ".join(f"{k}={v}" for k, v in payload.items())
+    (work item, ``standing:NAME`` or ``-``) and the payload as ``key=value`` (lists and objects
+    as ``readable`` shows them, never a Python repr)."""
+    detail = " ".join(f"{k}={_nested(v)}" for k, v in payload.items())
     line = f"{ts.strftime('%Y-%m-%d %H:%M:%S')}  {level:<7}  {type_:<26}  {subject:<28}  {detail}"
     return line.rstrip()
 
 
+_LABEL = 11
+"""The width of a ``status`` label (``attention:`` and a space): the values line up."""
+
+
 def status_text(report: dict[str, Any]) -> str:
-    """``status`` for people, from the status report's JSON (REPORT)."""
+    """``status`` for people, from the status report's JSON (REPORT): one line saying whether
+    the daemon runs and is healthy, then one aligned ``label: value`` line per part, like
+    ``systemctl status``; a cluster's nodes as a small table. Never a Python repr."""
     running = bool(report.get("running"))
     state = "healthy" if report.get("healthy") else ("unhealthy" if running else "stopped")
-    out = [f"the-loop: {status_word(state)}"]
+    head = f"the-loop: {status_word(state)}"
     if running:
         started = report.get("startedAt")
         up = ago(_parse_iso(started) if isinstance(started, str) else None).removesuffix(" ago")
-        out.append(
-            f"  url:     {report.get('url')}\n  pid:     {report.get('pid')}\n"
-            f"  version: {report.get('version')}\n  uptime:  {up}\n"
-            f"  config:  {config_label(report.get('configPath'))}"
-        )
+        head += f" (pid {report.get('pid')}, version {report.get('version')}, up {up})"
+    out = [head]
+    if running:
+        out.append(label_line("url", str(report.get("url"))))
+        out.append(label_line("config", config_label(report.get("configPath"))))
+    out.append(label_line("sessions", counts_text(report.get("sessions")) or "none"))
+    asking = counts_text(report.get("attention"))
+    if asking:  # live sessions waiting on a person, by state
+        out.append(label_line("attention", asking))
     health = report.get("health") or {}
     for part, detail in (health.get("detail") or {}).items():
-        out.append(f"  {part + ':':<9}{describe(detail)}")
-    sessions = report.get("sessions")
-    out.append(f"  sessions: {describe(sessions) if sessions else 'none'}")
+        out.extend(detail_lines(str(part), detail))
     memory = report.get("memory")
     if memory is not None:
         free = memory.get("availableMb")
+        live = int(memory.get("liveAgents") or 0)
         waiting = memory.get("waiting")
         out.append(
-            f"  memory:  {memory.get('liveAgents')} live agents hold "
-            f"{memory.get('agentsRssMb'):.0f} MiB; "
-            f"{'?' if free is None else f'{free:.0f}'} MiB available"
-            + (f" (starts wait: {waiting})" if waiting else "")
+            label_line(
+                "memory",
+                f"{live} live {'agent holds' if live == 1 else 'agents hold'} "
+                f"{float(memory.get('agentsRssMb') or 0):.0f} MiB; "
+                f"{'?' if free is None else f'{free:.0f}'} MiB available"
+                + (f" (starts wait: {waiting})" if waiting else ""),
+            )
         )
-    out.extend(f"  problem: {problem}" for problem in health.get("problems") or [])
+    out.extend(label_line("problem", str(problem)) for problem in health.get("problems") or [])
     return "\n".join(out)
+
+
+def label_line(label: str, value: str) -> str:
+    return f"  {label + ':':<{_LABEL}}{value}"
+
+
+def counts_text(counts: object) -> str:
+    """Counts by status (``{"active": 2, "closed": 1}``) for people: ``2 active, 1 closed``;
+    zeros left out, empty when nothing is counted."""
+    if not isinstance(counts, dict):
+        return ""
+    return ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+
+
+def detail_lines(part: str, detail: object) -> list[str]:
+    """One health check's figures (``health.detail[PART]``) as ``status`` lines: counts as
+    ``2 pending``, states by name as ``triage running``, a cluster's nodes as a table."""
+    if part == "nodes" and isinstance(detail, dict) and isinstance(detail.get("nodes"), dict):
+        return _node_lines(detail)
+    if part == "config" and isinstance(detail, dict) and detail.get("restartNeeded"):
+        changed = ", ".join(map(str, detail["restartNeeded"]))
+        return [label_line("restart", f"needed for {changed} (the-loop stop && the-loop start)")]
+    if isinstance(detail, dict) and detail and all(isinstance(v, int) for v in detail.values()):
+        return [label_line(part, counts_text(detail) or "none")]
+    if isinstance(detail, dict) and detail and all(isinstance(v, str) for v in detail.values()):
+        return [label_line(part, ", ".join(f"{k} {v}" for k, v in detail.items()))]
+    if isinstance(detail, dict) and detail and all(isinstance(v, dict) for v in detail.values()):
+        return [label_line(part, "; ".join(f"{k} {readable(v)}" for k, v in detail.items()))]
+    return [label_line(part, readable(detail))]
+
+
+def _node_lines(detail: dict[str, Any]) -> list[str]:
+    me = detail.get("self")
+    after = detail.get("deadAfterSeconds")
+    nodes: dict[str, Any] = detail["nodes"]
+    head = f"{len(nodes)} on one database; this is {me}"
+    if isinstance(after, int | float):
+        head += f"; dead after {after:g} s without a heartbeat"
+    rows = [["NODE", "STATE", "SESSIONS", "CAPACITY", "HEARTBEAT", "URL"]]
+    now = time.time()
+    for name, n in nodes.items():
+        n = n if isinstance(n, dict) else {}
+        state = "dead" if n.get("dead") else ("alive" if n.get("alive") else "silent")
+        age = n.get("heartbeatAgeSeconds")
+        rows.append(
+            [
+                f"{name} (this)" if name == me else str(name),
+                state,
+                str(n.get("sessions", "-")),
+                readable(n.get("capacity")),
+                ago(now - float(age), now) if isinstance(age, int | float) else "-",
+                readable(n.get("url")),
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    table = [
+        (
+            " " * (_LABEL + 2) + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True))
+        ).rstrip()
+        for r in rows
+    ]
+    return [label_line("nodes", head), *table]
 
 
 def config_label(path: object) -> str:
@@ -259,16 +337,25 @@ def readable(value: object) -> str:
     return str(value)
 
 
+def usage_text(used: dict[str, Any]) -> str:
+    """A usage (as the output contract shows it) for people: turns, the cost (``unpriced``
+    rather than a zero when no token has a price) and the tokens by kind."""
+    cost = cost_text(used.get("costUsd"), bool(used.get("priced", True)), "$")
+    missing = used.get("unpricedModels") or []
+    text = (
+        f"{used.get('turns', 0)} turns, {cost}"
+        + (f" (no price for {', '.join(map(str, missing))})" if missing else "")
+        + f"; tokens: {used.get('inputTokens', 0)} input, {used.get('outputTokens', 0)} output, "
+        f"{used.get('cacheCreationTokens', 0)} cache-write, "
+        f"{used.get('cacheReadTokens', 0)} cache-read"
+    )
+    models = used.get("models") or []
+    return text + (f"; models: {', '.join(map(str, models))}" if models else "")
+
+
 def _nested(value: object) -> str:
     text = readable(value)
     return f"({text})" if isinstance(value, dict | list) and len(value) > 1 else text
-
-
-def describe(detail: object) -> str:
-    """A detail for people: a dict as ``k=v, …`` (``-`` when empty), anything else as text."""
-    if isinstance(detail, dict):
-        return ", ".join(f"{k}={v}" for k, v in detail.items()) or "-"
-    return str(detail)
 
 
 def _parse_iso(text: str) -> datetime:

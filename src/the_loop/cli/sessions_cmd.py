@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import typer
 
 from the_loop.cli import common
-from the_loop.cli.plain import print_sessions, readable
+from the_loop.cli.plain import print_sessions, readable, usage_text
 from the_loop.errors import BadInput
+from the_loop.pricing import cost_text
 
 if TYPE_CHECKING:
     from the_loop.dispatch import DispatchResult
@@ -54,7 +55,7 @@ def list_(
                 r.runner,
                 r.tmux_target,
                 r.usage.turns if r.usage else 0,
-                r.usage.cost_usd if r.usage else None,
+                cost_text(r.usage.cost_usd, r.usage.priced) if r.usage else "-",
                 r.created_at,
                 r.last_event_at,
             )
@@ -116,7 +117,8 @@ def show(
         value = shown[key]
         if key.endswith("At") and value is not None:
             value = f"{common.ago(getattr(view, name))} ({value})"
-        print(f"{key:<{width}}  {readable(value)}")
+        text = usage_text(value) if key == "usage" and isinstance(value, dict) else readable(value)
+        print(f"{key:<{width}}  {text}")
 
 
 @app.command("attach")
@@ -210,11 +212,19 @@ def resume(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session
 def logs(
     ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
     lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
+    follow: bool = typer.Option(
+        False, "--follow", "-f", help="Keep printing new lines until the session closes."
+    ),
 ) -> None:
     """Print the last lines of the session's screen.
 
-    A headless session's transcript instead.
+    A headless session's transcript instead. With --follow, new lines as they appear (like
+    tail -f), until the session closes or Ctrl-C.
     """
+    if follow:
+        from the_loop.cli.logs_follow import follow as run_follow  # lazy: start-up
+
+        raise typer.Exit(run_follow(common.ctx(), ref, lines))
     from the_loop.views import session_screen  # lazy: start-up
 
     sys.stdout.write(session_screen(common.ctx(), ref, lines).text.rstrip("\n") + "\n")

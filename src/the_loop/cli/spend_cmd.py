@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from the_loop.cli import common
+from the_loop.pricing import cost_text
 
 
 def extend(
@@ -25,8 +26,8 @@ def extend(
         return
     print(
         f"extended {done.work_item} (session {done.session_id}): +${done.extra_usd:g}, "
-        f"+{done.extra_turns} turns in all; spent ${done.usage.cost_usd:.4f} in "
-        f"{done.usage.turns} turns"
+        f"+{done.extra_turns} turns in all; spent "
+        f"{cost_text(done.usage.cost_usd, done.usage.priced, '$')} in {done.usage.turns} turns"
     )
     if done.over_budget:
         print(f"still over budget: {done.over_budget}; the session stays stopped")
@@ -60,7 +61,7 @@ def _figures(u: object) -> tuple[object, ...]:
     from the_loop.store.usage import Usage  # lazy: start-up
 
     assert isinstance(u, Usage)
-    cost = f"{u.cost_usd:.4f}" + (" +unpriced" if u.unpriced_models else "")
+    cost = cost_text(u.cost_usd, u.priced)
     return (
         u.input_tokens,
         u.output_tokens,

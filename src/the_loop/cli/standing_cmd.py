@@ -11,6 +11,7 @@ import typer
 
 from the_loop.cli import common, plain
 from the_loop.errors import BadInput
+from the_loop.pricing import cost_text
 from the_loop.wire import to_wire
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ def extend(
         return
     print(
         f"extended {done.name}: +${done.extra_usd:g}, +{done.extra_turns} turns in all; spent "
-        f"${done.usage.cost_usd:.4f} in {done.usage.turns} turns"
+        f"{cost_text(done.usage.cost_usd, done.usage.priced, '$')} in {done.usage.turns} turns"
     )
     if done.over_budget:
         print(f"still over budget: {done.over_budget}; it stays stopped")

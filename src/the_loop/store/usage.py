@@ -244,13 +244,15 @@ def waiting_resumes(conn: Connection) -> list[Spend]:
 class Usage(Wire):
     """What an agent (or a work item, or a day) spent: tokens by kind, turns, and the cost
     estimated from ``budgets.prices`` (models without a price are named in
-    ``unpricedModels`` and count no dollars)."""
+    ``unpricedModels`` and count no dollars; ``priced`` is then false, and ``costUsd`` is null
+    when no token has a price: unknown, not zero)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
     turns: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    priced: bool = True
     models: list[str] = []
     unpriced_models: list[str] = []

@@ -12,6 +12,7 @@ arrives.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlencode
@@ -65,10 +66,12 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
     """The page routes (not in the OpenAPI document)."""
     router = APIRouter(include_in_schema=False, route_class=_error_pages(pages))
 
-    def page(request: Request, template: str, who: Viewer, **context: Any) -> HTMLResponse:
+    async def page(request: Request, template: str, who: Viewer, **context: Any) -> HTMLResponse:
         key = template.removesuffix(".html")
         key = {"session": "sessions", "standing_session": "standing"}.get(key, key)
-        html = pages.render(template, viewer=who, page_key=key, **context)
+        # the navigation's count: the sessions the Attention page lists (waiting on a person)
+        waiting = await asyncio.to_thread(_waiting, get_ctx())
+        html = pages.render(template, viewer=who, page_key=key, waiting_count=waiting, **context)
         return HTMLResponse(html, headers=PAGE_HEADERS)
 
     def login(request: Request) -> Response:
@@ -90,7 +93,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
         state, repo = _choice(attention_state), _choice(repo)
         every = await asyncio.to_thread(dashboard_views.session_rows, get_ctx(), wanted)
         rows = dashboard_views.narrow(every, state, repo)
-        return page(
+        return await page(
             request,
             "sessions.html",
             who,
@@ -109,7 +112,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
         if who is None:
             return login(request)
         waiting = await asyncio.to_thread(attention.list_attention, get_ctx())
-        return page(request, "attention.html", who, waiting=waiting)
+        return await page(request, "attention.html", who, waiting=waiting)
 
     @router.get("/sessions/{session_id}", response_model=None)
     async def session_page(request: Request, session_id: str) -> Response:
@@ -117,7 +120,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
         if who is None:
             return login(request)
         found = await asyncio.to_thread(dashboard_views.session_page, get_ctx(), session_id)
-        return page(request, "session.html", who, s=found)
+        return await page(request, "session.html", who, s=found)
 
     @router.get("/standing", response_model=None)
     async def standing_page(request: Request) -> Response:
@@ -126,7 +129,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             return login(request)
         listed = await asyncio.to_thread(standing.list_standing, get_ctx())
         ctx = get_ctx()
-        return page(
+        return await page(
             request,
             "standing.html",
             who,
@@ -141,7 +144,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
         if who is None:
             return login(request)
         found = await asyncio.to_thread(dashboard_views.standing_page, get_ctx(), name)
-        return page(request, "standing_session.html", who, st=found[0], attention=found[1])
+        return await page(request, "standing_session.html", who, st=found[0], attention=found[1])
 
     @router.get("/events", response_model=None)
     async def events_page(
@@ -169,7 +172,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             100,
         )
         found = await asyncio.to_thread(events.query, get_ctx().db, flt)
-        return page(
+        return await page(
             request,
             "events.html",
             who,
@@ -185,7 +188,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             return login(request)
         wanted = _inbox_status(_choice(inbox))
         report = await asyncio.to_thread(dashboard_views.status_page, get_ctx(), wanted)
-        return page(
+        return await page(
             request,
             "status.html",
             who,
@@ -195,6 +198,14 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
         )
 
     return router
+
+
+def _waiting(ctx: Ctx) -> int | None:
+    """How many live sessions wait on a person; None when the database cannot say."""
+    try:
+        return len(attention.list_attention(ctx))
+    except (LoopError, sqlite3.Error):
+        return None
 
 
 def _status(value: str | None) -> SessionStatus | None:

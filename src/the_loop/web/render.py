@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from the_loop import __version__
+from the_loop.pricing import cost_text
 from the_loop.text_safety import safe_link
 from the_loop.web.assets import Assets
 
@@ -59,6 +60,14 @@ def when(moment: float | datetime | None) -> Markup:
     return Markup(f'<time datetime="{iso(moment)}">{ago(moment)}</time>')  # both plain ASCII
 
 
+def usd(usage: Any, unit: str = "$") -> str:
+    """The cost of USAGE (a ``Usage``) as ``pricing.cost_text`` shows it: ``unpriced`` when
+    no token has a price; ``-`` for no usage."""
+    if usage is None:
+        return "-"
+    return cost_text(usage.cost_usd, usage.priced, unit)
+
+
 def badge(state: str) -> Markup:
     """A status badge (the CSS colours it by STATE)."""
     text = escape(state)
@@ -80,6 +89,7 @@ class Pages:
         self.env.filters["ago"] = ago
         self.env.filters["iso"] = iso
         self.env.filters["when"] = when
+        self.env.filters["usd"] = usd
         self.env.filters["safe_link"] = safe_link  # a payload's URL in href: http(s) only
         self.env.globals["badge"] = badge
         self.env.globals.update(asset=assets.url, nav=NAV, version=__version__)

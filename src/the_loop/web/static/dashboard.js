@@ -147,6 +147,10 @@
         if (f.type !== "hidden" && f.value) typed.set(f.id, f.value);
       }
       live.innerHTML = fresh.innerHTML;
+      // The navigation's count of sessions waiting on a person comes with the same page.
+      const count = doc.querySelector("[data-attention-count]");
+      const shown = document.querySelector("[data-attention-count]");
+      if (count && shown) shown.replaceWith(document.importNode(count, true));
       for (const [id, value] of typed) {
         const f = document.getElementById(id);
         if (f && !f.disabled) f.value = value;
