@@ -35,6 +35,7 @@ SCRIPTS = [
     "slack",
     "spend",
     "cluster",
+    "sandbox",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.
 ORDER = [

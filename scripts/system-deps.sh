@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the system packages the-loop needs when they are missing.
 #   scripts/system-deps.sh [run|test] [--dry-run]
-# run (the default): what running needs — tmux, git, node/npm (the agent CLIs), procps.
+# run (the default): what running needs — tmux, git, node/npm (the agent CLIs), procps,
+# bubblewrap (the agents' sandbox, SPEC §18).
 # test: that plus the test suite's own — strace, postgresql, chromium (the browser tests).
 # As root it installs them with apt-get; otherwise it prints the exact command to run.
 # --dry-run prints what it would install and installs nothing (exit 0 either way).
@@ -22,6 +23,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 command -v ps >/dev/null 2>&1 || need+=(procps)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 if [ "$mode" = test ]; then
   command -v strace >/dev/null 2>&1 || need+=(strace)  # the durable-acknowledgement test
   # the store tests also run against a real PostgreSQL (started by the tests as an unprivileged user)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from the_loop.config import Config
 from the_loop.instance import DaemonInfo, daemon_running, read_info
+from the_loop.runner import sandbox
 from the_loop.runner.tmux import TmuxRunner
 
 MIN_TMUX = (3, 2)
@@ -71,6 +72,9 @@ def run_doctor(
     ]
     if config.github.enabled:
         checks.append(check_github_token(config.github.token_env))
+    confined, why = sandbox.describe(config)
+    status = CheckStatus.ok if confined else CheckStatus.warning
+    checks.append(Check(name="sandbox", status=status, detail=why, required=False))
     checks += [
         Check(name="config", status=CheckStatus.warning, detail=w, required=False)
         for w in config.warnings()

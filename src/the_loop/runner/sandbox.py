@@ -300,3 +300,22 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
         if not any(path.is_relative_to(kept) for kept in out):
             out.append(path)
     return out
+
+
+def describe(config: Config) -> tuple[bool, str]:
+    """What ``doctor`` says: whether the configured mode can be had, the mode, why, the
+    network policy and the extra paths."""
+    mode = mode_of(config)
+    settings = config.sandbox
+    detail = f"{mode.mode} ({mode.why})"
+    if mode.mode == "bwrap":
+        detail += f"; network {settings.network}"
+        extra = [f"ro {p}" for p in settings.read_only_paths]
+        extra += [f"rw {p}" for p in settings.writable_paths]
+        if extra:
+            detail += "; extra paths: " + ", ".join(extra)
+        for name, value in (("memoryMb", settings.memory_mb), ("pids", settings.pids)):
+            if value is not None:
+                detail += f"; {name} {value} not enforced yet"
+    ok = mode.warning is None and (mode.mode == "none" or bwrap_works()[0])
+    return ok, detail if mode.warning is None else f"{detail}: {mode.warning}"
