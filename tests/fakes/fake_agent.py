@@ -19,7 +19,9 @@ Environment switches:
 It prints ``FAKE-AGENT READY <id>`` once it takes input and ``FAKE-AGENT GOT #n`` per prompt.
 A prompt holding ``ASK-PERMISSION: <command>`` makes it show ``Permission needed: run
 <command>? [y/n]``; the next submitted line (``y`` or ``n`` and Enter) is recorded as the answer
-(``kind: answer``) and shown as ``FAKE-AGENT ALLOWED`` or ``FAKE-AGENT DENIED``.
+(``kind: answer``) and shown as ``FAKE-AGENT ALLOWED`` or ``FAKE-AGENT DENIED``. A line
+``ANSWER: <words>`` in a prompt makes it say the words (its answer); ``ANSWER-LONG: <n>`` one
+line of N numbered words.
 """
 
 from __future__ import annotations
@@ -239,6 +241,7 @@ class Agent:
         )
         first = text.split("\n", 1)[0][:60]
         say(f"{GOT} #{self.seq} ({len(text)} chars): {first}")
+        say_answer(text)
         if "ASK-PERMISSION:" in text:
             asked = text.split("ASK-PERMISSION:", 1)[1].strip().splitlines()
             self.asking = asked[0].strip() if asked else ""
@@ -246,6 +249,18 @@ class Agent:
         if self.crash_after and self.seq >= self.crash_after:
             say(f"FAKE-AGENT CRASH after {self.seq} prompts")
             os._exit(42)
+
+
+def say_answer(text: str) -> None:
+    """Say what TEXT asks to be answered: ``ANSWER: <words>`` says the words, ``ANSWER-LONG:
+    <n>`` one line of N numbered words."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("ANSWER-LONG:"):
+            count = int(line.removeprefix("ANSWER-LONG:").strip() or 0)
+            say(" ".join(f"word{n:05d}" for n in range(count)))
+        elif line.startswith("ANSWER:"):
+            say(line.removeprefix("ANSWER:").strip())
 
 
 def say(line: str) -> None:

@@ -77,8 +77,10 @@ def queue_post(
     bind: str | None = None,
     prompt: str | None = None,
     work_item: str | None = None,
+    after: int | None = None,
 ) -> int:
-    """Queue ``chat.postMessage`` of TEXT in CHANNEL (in THREAD's bound thread when given)."""
+    """Queue ``chat.postMessage`` of TEXT in CHANNEL (in THREAD's bound thread when given;
+    once the outbox row AFTER is finished, when given)."""
     token = uuid.uuid4().hex[:16]
     args: dict[str, Any] = {
         "channel": channel,
@@ -88,7 +90,13 @@ def queue_post(
     if blocks:
         args["blocks"] = blocks
     payload = SlackPayload(
-        method="chat.postMessage", args=args, thread=thread, bind=bind, prompt=prompt, token=token
+        method="chat.postMessage",
+        args=args,
+        thread=thread,
+        bind=bind,
+        prompt=prompt,
+        token=token,
+        after=after,
     )
     return _insert(tx, f"slack:{key}", what, work_item, payload)
 

@@ -1,6 +1,7 @@
 """The Slack drain: posts the outbox's ``slack`` rows through the official ``slack_sdk`` Web
 API client (one doorway: ``base_url`` is ``slack.apiUrl``, the bot token comes from the env
-var ``slack.botTokenEnv``), and runs the attention pass (``slack.notices``) before each batch.
+var ``slack.botTokenEnv``), and runs the attention pass (``slack.notices``) and the answers
+pass (``slack.turns``) before each batch.
 
 Outcomes of one try (decision 0025):
 
@@ -14,8 +15,9 @@ Outcomes of one try (decision 0025):
   finds instead of posting twice;
 - any other refusal (``channel_not_found``, ``invalid_auth``, no token) → ``failed`` with
   ``writeback.failed``, never retried (``the-loop outbox replay ID`` tries again);
-- a post into a thread whose announcement is not posted yet, or an update of a message not
-  posted yet, waits for it.
+- a post into a thread whose announcement is not posted yet, an update of a message not
+  posted yet, or a part of a split message whose previous part is not finished yet, waits
+  for it.
 
 ``slack_sdk``'s own retry handlers are off: the outbox is the only retrier.
 """
@@ -32,10 +34,10 @@ from typing import Any
 from the_loop import outbox
 from the_loop.context import Ctx
 from the_loop.faults import crash_point
-from the_loop.slack import notices, outbound
+from the_loop.slack import notices, outbound, turns
 from the_loop.store import outbox as outbox_store
 from the_loop.store import slack as store
-from the_loop.store.outbox import OutboxItem, SlackPayload
+from the_loop.store.outbox import OutboxItem, OutboxStatus, SlackPayload
 from the_loop.supervise import TRANSIENT, monitor
 
 SOURCE = "slack"
@@ -82,6 +84,10 @@ def _resolve(ctx: Ctx, payload: SlackPayload) -> dict[str, Any]:
     """The call's arguments with the thread's and the updated message's ``ts`` filled in."""
     args = dict(payload.args)
     conn = ctx.db.connect()
+    if payload.after is not None:
+        previous = outbox_store.get(ctx.db, payload.after)
+        if previous is not None and previous.status not in (OutboxStatus.done, OutboxStatus.failed):
+            raise _Wait("the previous part is not posted yet", _soon(), False)
     if payload.thread is not None:
         thread = store.thread_of(conn, payload.thread)
         if thread is None:
@@ -215,8 +221,10 @@ class _Sender:
         return self.client
 
     def step(self) -> float:
-        """Run the attention pass, then send one batch; how long to sleep. Blocking."""
+        """Run the attention and answers passes, then send one batch; how long to sleep.
+        Blocking."""
         ctx = self.ctx
+        turns.pass_once(ctx)  # with Slack off, forgets the turns
         if not ctx.config.slack.enabled:
             return IDLE_POLL_SECONDS
         notices.pass_once(ctx)

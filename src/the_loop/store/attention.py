@@ -234,6 +234,8 @@ def set_state(
             " AND (transcript IS NULL OR transcript != ?)",
             (transcript, agent, transcript),
         )
+    if state == WAITING and last_message and last_message.strip():
+        _turn_ended(tx, current, before, last_message, source, now)
     if before in HELD and source != "spend":
         return None
     open_prompt = current.prompt if current.prompt and current.prompt.closed_at is None else None
@@ -266,6 +268,42 @@ def set_state(
     )
     _events(tx, current, before, state, signal, rule, prompt_id, prompt, now, source)
     return Change(before, state, prompt_id)
+
+
+def _turn_ended(
+    tx: Connection, row: Row, before: str | None, message: str, source: str, now: float
+) -> None:
+    """Record that ROW's agent finished a turn with MESSAGE (an ``attention_turns`` row, which
+    the Slack pass turns into posts in the agent's thread), when a thread is bound to it (its
+    standing key, else its work item): nobody else reads these rows. The same message again
+    is no new turn when the agent was waiting already (a report sent twice). What the screen
+    says is told from the first line the previous turn's message did not show: nothing when a
+    restarted detector sees the old answer settle again."""
+    if message == row.last_message and before == WAITING:
+        return
+    if source == "screen":
+        message = _new_lines(row.last_message, message)
+        if not message.strip():
+            return
+    thread = row.agent if row.agent.startswith(STANDING_PREFIX) else row.work_item
+    if not thread:
+        return
+    if tx.execute("SELECT 1 FROM slack_threads WHERE key = ?", (thread,)).fetchone():
+        tx.execute(
+            "INSERT INTO attention_turns (agent, thread_key, message, created_at)"
+            " VALUES (?, ?, ?, ?)",
+            (row.agent, thread, message, now),
+        )
+
+
+def _new_lines(previous: str, message: str) -> str:
+    """MESSAGE without its first lines when they are the last lines of PREVIOUS (the screen
+    still showing the turn before)."""
+    old, lines = previous.split("\n"), message.split("\n")
+    for size in range(min(len(old), len(lines)), 0, -1):
+        if old[-size:] == lines[:size]:
+            return "\n".join(lines[size:])
+    return message
 
 
 def _same_dialog(open_prompt: Prompt, new: NewPrompt) -> bool:

@@ -445,3 +445,18 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        "0024_attention_turns",
+        """
+        CREATE TABLE attention_turns (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent TEXT NOT NULL,
+            thread_key TEXT NOT NULL,
+            message TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )
+        """,
+    ),
+]

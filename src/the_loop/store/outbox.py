@@ -61,7 +61,8 @@ class CommentPayload(_Camel):
 class SlackPayload(_Camel):
     """A Slack Web API call (METHOD with ARGS); THREAD names the bound thread to post into
     (its ``ts`` is looked up when sending), UPDATES the posted prompt whose message to update,
-    BIND / PROMPT what to record from the answer's ``ts``; TOKEN marks the post (metadata)."""
+    BIND / PROMPT what to record from the answer's ``ts``; TOKEN marks the post (metadata);
+    AFTER the outbox row (the previous part of a split message) to be finished first."""
 
     kind: Literal["slack"] = "slack"
     method: Literal["chat.postMessage", "chat.update", "chat.postEphemeral"]
@@ -71,6 +72,7 @@ class SlackPayload(_Camel):
     bind: str | None = None
     prompt: str | None = None
     token: str = ""
+    after: int | None = None
 
 
 Payload = ReactionPayload | CommentPayload | SlackPayload

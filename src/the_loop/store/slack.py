@@ -5,7 +5,8 @@ work item. The binding is written (without a thread) in the transaction that que
 announcement, so a key is announced once; the thread's ``ts`` is filled in when the
 announcement was posted. ``slack_prompts`` records each attention prompt posted into a thread
 (once per prompt), the ``ts`` of that message once posted, and when its update (who answered
-and how) was queued.
+and how) was queued. ``attention_turns`` (written by ``store.attention`` when an agent with a
+bound thread finishes a turn) holds each finished turn until its posts are queued.
 """
 
 from __future__ import annotations
@@ -27,6 +28,15 @@ class PostedPrompt(NamedTuple):
     thread_key: str
     channel: str
     ts: str | None
+
+
+class Turn(NamedTuple):
+    """A finished turn still to be told in its thread: its id, agent, thread key, message."""
+
+    id: int
+    agent: str
+    thread_key: str
+    message: str
 
 
 class DuePrompt(NamedTuple):
@@ -132,3 +142,26 @@ def mark_update(tx: Connection, prompt_id: str, now: float) -> bool:
         (now, prompt_id),
     )
     return cur.rowcount == 1
+
+
+def due_turns(conn: Connection, limit: int = 50) -> list[Turn]:
+    """Finished turns not yet told, oldest first."""
+    cur = conn.execute(
+        "SELECT id, agent, thread_key, message FROM attention_turns ORDER BY id LIMIT ?",
+        (limit,),
+    )
+    return [Turn(int(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in cur.fetchall()]
+
+
+def take_turn(tx: Connection, turn_id: int) -> bool:
+    """Remove TURN_ID in TX (its posts are queued in TX, or it is dropped); False when it was
+    taken already."""
+    return tx.execute("DELETE FROM attention_turns WHERE id = ?", (turn_id,)).rowcount == 1
+
+
+def drop_turns(db: Database) -> int:
+    """Forget every finished turn not told yet (Slack is off); how many."""
+    if db.connect().execute("SELECT 1 FROM attention_turns LIMIT 1").fetchone() is None:
+        return 0
+    with db.transaction() as tx:
+        return int(tx.execute("DELETE FROM attention_turns").rowcount)
