@@ -135,17 +135,15 @@ def wal_index_problem(path: Path) -> str | None:
     faults and the process dies on ``SIGBUS`` without a word: checked before a connection opens
     (and by the health checks), it is one clear line instead."""
     shm = path.with_name(path.name + "-shm")
-    try:
-        fd = os.open(shm, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None  # SQLite creates it (in a directory that must be writable)
-    except OSError as exc:
-        return (
-            f"the state database's WAL index {shm} cannot be written ({exc.strerror}): make it "
-            "writable by the daemon's user again, or remove it while no the-loop process runs"
-        )
-    os.close(fd)
-    return None
+    # Asked with access(2), never by opening the file: closing any descriptor of it would drop
+    # every POSIX lock this process's SQLite connections hold on it, and another process could
+    # then reset the index under their mapping (the daemon dies on SIGBUS).
+    if not os.path.lexists(shm) or os.access(shm, os.R_OK | os.W_OK, follow_symlinks=False):
+        return None  # absent: SQLite creates it (in a directory that must be writable)
+    return (
+        f"the state database's WAL index {shm} cannot be written: make it writable by the "
+        "daemon's user again, or remove it while no the-loop process runs"
+    )
 
 
 def file_health(db: Database) -> tuple[list[str], None]:
