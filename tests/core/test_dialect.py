@@ -66,7 +66,7 @@ def test_every_migration_translates_without_sqlite_only_words() -> None:
 
 
 def test_only_inserts_that_may_conflict_get_a_savepoint() -> None:
-    assert dialect.conflict_free_tables() == {"events", "poll_cycles"}
+    assert dialect.conflict_free_tables() == {"attention_turns", "events", "poll_cycles"}
     assert dialect.may_conflict("INSERT INTO sessions (id) VALUES (?)")
     assert dialect.may_conflict("INSERT INTO agent_prompts (agent) VALUES (?)")
     assert not dialect.may_conflict("INSERT INTO events (ts) VALUES (?)")

@@ -15,12 +15,12 @@ import pytest
 from tests.conftest import REPO
 
 SCRIPT = REPO / "scripts" / "system-deps.sh"
-RUNNING = ["bash", "tmux", "git", "npm", "node", "ps", "id"]
+RUNNING = ["bash", "tmux", "git", "npm", "node", "ps", "id", "bwrap"]
 
 
 @pytest.fixture
 def bare_path(tmp_path: Path) -> str:
-    """A PATH holding only what running needs (no chromium, strace or initdb)."""
+    """A PATH holding only what running needs (no chromium, strace or initdb; bwrap is one)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in RUNNING:
