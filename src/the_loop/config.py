@@ -41,8 +41,9 @@ from the_loop.config_node import NodeConfig, node_name_field
 from the_loop.config_sandbox import SandboxConfig
 from the_loop.config_slack import SlackConfig, StandingSlackConfig
 from the_loop.config_spend import AdmissionConfig, BudgetsConfig, SessionsConfig
+from the_loop.config_workspaces import RepoName, WorkspacesConfig
 from the_loop.errors import ConfigInvalid
-from the_loop.refs import OWNER_RE, REPO_RE, STANDING_GRAMMAR, STANDING_NAME_RE
+from the_loop.refs import STANDING_GRAMMAR, STANDING_NAME_RE
 
 BUILTIN_HARNESSES = ("claude", "codex", "gemini", "cursor", "demo")
 DEFAULT_WEBHOOK_EVENTS = [
@@ -84,14 +85,6 @@ def _env_name(value: str) -> str:
     return value
 
 
-def _repo_name(value: str) -> str:
-    owner, sep, repo = value.partition("/")
-    if not sep or not OWNER_RE.match(owner) or not REPO_RE.match(repo) or repo in {".", ".."}:
-        raise ValueError(f"{value!r} is not OWNER/REPO")
-    return value
-
-
-RepoName = Annotated[str, AfterValidator(_repo_name)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 
 
@@ -248,18 +241,6 @@ class RoutingConfig(Model):
         default_factory=lambda: ["failure", "timed_out", "action_required"]
     )
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
-
-
-class WorkspacesConfig(Model):
-    """A git worktree per work item."""
-
-    enabled: bool = False
-    root: Path | None = Field(None, description="Defaults to <stateDir>/workspaces.")
-    repos: dict[RepoName, Path] = Field(
-        default_factory=dict, description="OWNER/REPO -> clone path."
-    )
-    setup: str | None = Field(None, description="Shell command run once in a new workspace.")
-    remove_on_close: bool = False
 
 
 class WebhookConfig(Model):

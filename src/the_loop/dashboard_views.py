@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from the_loop import attention, doctor, events, outbox, session_records, views
+from the_loop import attention, doctor, events, outbox, session_records, views, workspace
 from the_loop.attention import AttentionView
 from the_loop.context import Ctx
 from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput
-from the_loop.health import Health
+from the_loop.health import Health, WorktreesDisk
 from the_loop.inbox_ops import inbox_items
 from the_loop.standing import StandingView
 from the_loop.status import health
@@ -136,6 +136,9 @@ class StatusPage:
     outbox: list[OutboxItem]
     config_path: str | None = None
     """The config file this daemon runs on (None: the built-in defaults)."""
+    workspaces_enabled: bool = False
+    worktrees: WorktreesDisk | None = None
+    """The disk used by worktrees (None: not measured yet)."""
 
 
 def status_page(ctx: Ctx, inbox_status: InboxStatus | None = None, limit: int = 50) -> StatusPage:
@@ -149,4 +152,6 @@ def status_page(ctx: Ctx, inbox_status: InboxStatus | None = None, limit: int = 
         inbox=inbox_items(ctx, inbox_status, limit),
         outbox=outbox.list_items(ctx, None, limit),
         config_path=str(ctx.loaded.path.absolute()) if ctx.loaded.path else None,
+        workspaces_enabled=ctx.config.workspaces.enabled,
+        worktrees=workspace.disk_usage(ctx.config),
     )

@@ -26,6 +26,18 @@ class Health(Wire):
         return self.status == "ok" and not self.problems
 
 
+class WorktreesDisk(Wire):
+    """The disk the work items' worktrees use (``the_loop.workspace.disk_usage``)."""
+
+    worktrees: int
+    """Work items' worktrees under the workspace root."""
+    spares: int = 0
+    """Ready spare worktrees (``workspaces.spare``), counted in ``bytes`` too."""
+    bytes: int
+    """Allocated bytes of the worktrees and spares (the shared clones not counted)."""
+    measured_at: Timestamp
+
+
 class StatusReport(Wire):
     """Whether the daemon of the state dir runs (its pid, url, version and start time), its
     health, and the sessions and inbox items by status. ``healthy`` is ``running`` and a
@@ -45,6 +57,8 @@ class StatusReport(Wire):
     inbox: dict[str, int] = {}
     memory: MemoryReport | None = None
     """Available memory and the live agents' RSS (None when it could not be read)."""
+    worktrees: WorktreesDisk | None = None
+    """The disk used by worktrees (None: workspaces disabled, or not measured yet)."""
 
     @property
     def problems(self) -> list[str]:

@@ -15,6 +15,7 @@ from the_loop import nodes, private_cache, sessions, standing
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
+from the_loop.prune import prune_worktrees
 from the_loop.store import sessions as session_store
 from the_loop.store import transcripts as transcript_store
 from the_loop.store import usage as usage_store
@@ -30,16 +31,19 @@ RELOAD_POLL_SECONDS = 1.0
 
 
 async def prune_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """Prune events older than ``events.retentionDays``, and the transcripts of closed
-    sessions, at start and every hour."""
+    """Prune events older than ``events.retentionDays``, the transcripts of closed sessions
+    and the worktrees past ``workspaces.keepDays``, at start and every hour."""
     await periodic(ctx, stop, "prune-events", lambda: prune(ctx), lambda: PRUNE_EVERY_SECONDS)
 
 
 def prune(ctx: Ctx) -> int:
-    """One pruning pass (events, closed sessions' transcripts); how many rows went."""
+    """One pruning pass (events, closed sessions' transcripts, then worktrees past
+    ``workspaces.keepDays``); how many rows went."""
     gone = ev.prune(ctx.db, ctx.config.events.retention_days)
     with ctx.db.transaction() as tx:
-        return gone + transcript_store.prune_closed(tx)
+        gone += transcript_store.prune_closed(tx)
+    prune_worktrees(ctx)
+    return gone
 
 
 CHECKPOINT_SECONDS = 0.25

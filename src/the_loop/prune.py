@@ -5,6 +5,8 @@ A closed session keeps its tmux session as a dead, read-only record of its scree
 up; ``prune`` removes those of sessions closed before a cutoff. A pane is killed only when it
 is dead and still carries the closed session's own ownership mark (a newer session of the same
 item, live or closed, is never touched); a worktree only when its item has no live session.
+With ``workspaces.keepDays`` the daemon's hourly housekeeping prunes worktrees the same way
+(``prune_worktrees``): the one place that decides which worktree may go.
 """
 
 from __future__ import annotations
@@ -34,15 +36,15 @@ class Pruned(Wire):
     """The work items whose worktree was removed."""
 
 
-def prune(ctx: Ctx, cutoff: float, dry_run: bool = False) -> Pruned:
-    """Remove the dead panes and the worktrees of sessions closed before CUTOFF (a Unix
-    time); with DRY_RUN only say what would go. Never touches a live pane or another session's
-    pane, nor the worktree of an item with a live session."""
+def prune(ctx: Ctx, cutoff: float, dry_run: bool = False, panes: bool = True) -> Pruned:
+    """Remove the dead panes (unless not PANES) and the worktrees of sessions closed before
+    CUTOFF (a Unix time); with DRY_RUN only say what would go. Never touches a live pane or
+    another session's pane, nor the worktree of an item with a live session."""
     conn = ctx.db.connect()
     closed = store.list_sessions(conn, SessionStatus.closed, None)
     old = [r for r in closed if r.closed_at is not None and r.closed_at < cutoff]
     out = Pruned(cutoff=cutoff, dry_run=dry_run)
-    for rec in old:
+    for rec in old if panes else []:
         if _dead_pane_of(ctx, rec):
             out.panes.append(rec.work_item)
             if not dry_run:
@@ -68,6 +70,15 @@ def prune(ctx: Ctx, cutoff: float, dry_run: bool = False) -> Pruned:
             cutoff=cutoff,
         )
     return out
+
+
+def prune_worktrees(ctx: Ctx, now: float | None = None) -> Pruned | None:
+    """Remove the worktrees of items whose sessions closed more than ``workspaces.keepDays``
+    ago and that have no live session (None: no ``keepDays``, nothing is removed)."""
+    days = ctx.config.workspaces.keep_days
+    if days is None or not ctx.config.workspaces.enabled:
+        return None
+    return prune(ctx, (time.time() if now is None else now) - days * 86400.0, panes=False)
 
 
 def _dead_pane_of(ctx: Ctx, rec: SessionRecord) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from the_loop import __version__, admission, nodes, outbox, standing
+from the_loop import __version__, admission, nodes, outbox, standing, workspace
 from the_loop.context import Ctx
 from the_loop.errors import StateError
 from the_loop.health import Health, StatusReport
@@ -171,6 +171,7 @@ async def status_now(ctx: Ctx) -> StatusReport:
     found = await health_now(ctx)
     sessions, in_inbox, info = await asyncio.to_thread(_read, ctx)
     memory = await asyncio.to_thread(admission.report, ctx)
+    worktrees = workspace.disk_usage(ctx.config)  # cached; measured in a thread of its own
     return StatusReport(
         running=info is not None,
         healthy=info is not None and found.ok,
@@ -183,6 +184,7 @@ async def status_now(ctx: Ctx) -> StatusReport:
         sessions=sessions,
         inbox=in_inbox,
         memory=memory,
+        worktrees=worktrees,
     )
 
 

@@ -247,6 +247,17 @@ def status_text(report: dict[str, Any]) -> str:
                 + (f" (starts wait: {waiting})" if waiting else ""),
             )
         )
+    disk = report.get("worktrees")
+    if disk is not None:  # the disk used by worktrees (workspaces enabled)
+        count, spares = int(disk.get("worktrees") or 0), int(disk.get("spares") or 0)
+        out.append(
+            label_line(
+                "worktrees",
+                f"{count} {'uses' if count == 1 else 'use'} "
+                f"{float(disk.get('bytes') or 0) / 2**20:.1f} MiB"
+                + (f" ({spares} ready spare{'s' * (spares != 1)} included)" if spares else ""),
+            )
+        )
     out.extend(label_line("problem", str(problem)) for problem in health.get("problems") or [])
     return "\n".join(out)
 
