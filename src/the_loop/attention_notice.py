@@ -11,14 +11,16 @@ notices, every ``attention.pollSeconds``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from the_loop import outbox
 from the_loop.attention_screen import ScreenDetector, detect_once
 from the_loop.context import Ctx
 from the_loop.refs import WorkItemRef
+from the_loop.runner.tmux_watch import pane_watch
 from the_loop.store import attention as store
-from the_loop.supervise import periodic
+from the_loop.supervise import monitor, wait_or_stop
 
 QUOTE_LIMIT = 600
 
@@ -107,13 +109,41 @@ def attention_pass(ctx: Ctx, detector: ScreenDetector) -> None:
     held_release.release(ctx)
 
 
+WAKE_GAP = 0.02
+"""The least time between two passes woken by panes that printed (a busy pane wakes the
+pass at most this often)."""
+
+
 async def attention_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """The daemon's attention task: a pass every ``attention.pollSeconds`` until STOP."""
-    detector = ScreenDetector()
-    await periodic(
-        ctx,
-        stop,
-        "attention",
-        lambda: attention_pass(ctx, detector),
-        lambda: ctx.config.attention.poll_seconds,
-    )
+    """The daemon's attention task: a pass every ``attention.pollSeconds``, and one as soon as
+    tmux says a watched pane printed (decision 0059), until STOP."""
+    loop = asyncio.get_running_loop()
+    printed = asyncio.Event()
+
+    def wake() -> None:  # from the watch thread
+        with contextlib.suppress(RuntimeError):  # the loop closed
+            loop.call_soon_threadsafe(printed.set)
+
+    watch = pane_watch(ctx.runners.tmux, wake)
+    detector = ScreenDetector(watch=watch)
+    progress = monitor(ctx, "attention")
+    try:
+        while not stop.is_set():
+            printed.clear()
+            await asyncio.to_thread(attention_pass, ctx, detector)
+            progress.progressed()
+            if await wait_or_stop(stop, WAKE_GAP):
+                return
+            await _first(stop, printed, ctx.config.attention.poll_seconds - WAKE_GAP)
+    finally:
+        watch.close()
+
+
+async def _first(stop: asyncio.Event, printed: asyncio.Event, seconds: float) -> None:
+    """Wait SECONDS, or until STOP or PRINTED is set."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(printed.wait())]
+    try:
+        await asyncio.wait(waits, timeout=max(seconds, 0.0), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()

@@ -6,6 +6,11 @@ permission pattern on it → ``needs-permission``; a question pattern → ``need
 unchanged for ``attention.quietSeconds`` → ``waiting``; a pane that changed → ``working``. The
 rule that matched is recorded, so ``the-loop attention explain`` names it.
 
+Panes are read when tmux says they printed (``runner.tmux_watch``, decision 0059), when first
+watched, and once every ``REREAD_SECONDS`` whatever happened (a lost notification is caught
+there); a pane that printed nothing keeps its last screen, and the quiet rule counts from the
+time of its last output. A pane tmux cannot watch is read on every pass.
+
 A harness that reports its finished turns itself (``signals: notify``, Codex) is read for its
 prompts only: no quiet rule (the notify program says ``waiting``), and a changed pane means
 ``working`` only when it no longer shows the prompt the agent was waiting on.
@@ -24,6 +29,7 @@ from the_loop.context import Ctx
 from the_loop.errors import Conflict, Unavailable
 from the_loop.refs import standing_target
 from the_loop.runner.outcomes import Probe
+from the_loop.runner.tmux_watch import PaneWatch
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
@@ -36,6 +42,8 @@ prompt answered and scrolled up no longer counts)."""
 SIGNAL = "screen"
 READ = ("screen", "notify")
 """The ``signals`` modes the detector reads the screen for."""
+REREAD_SECONDS = 60.0
+"""A watched pane that printed nothing is read again after this long (the safety re-read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +70,9 @@ class Verdict:
 class _Seen:
     digest: str
     changed_at: float
+    screen: str = ""
+    read_at: float = 0.0
+    state: str | None = None
 
 
 @dataclass
@@ -71,6 +82,7 @@ class ScreenDetector:
 
     seen: dict[str, _Seen] = field(default_factory=dict)
     leaving: dict[str, str] = field(default_factory=dict)
+    watch: PaneWatch | None = None
 
     def settled(self, key: str, before: str | None, after: str) -> bool:
         """Whether a change of KEY from BEFORE to AFTER may be recorded now: a prompt leaves
@@ -85,14 +97,43 @@ class ScreenDetector:
         self.leaving[key] = after
         return False
 
-    def look(self, key: str, screen: str, now: float) -> float:
-        """Record SCREEN of KEY; how long (seconds) it has been unchanged."""
+    def look(self, key: str, screen: str, now: float, printed: float | None = None) -> float:
+        """Record SCREEN of KEY read at NOW (its pane last printed at PRINTED, when tmux
+        said); how long (seconds) it has been unchanged."""
         digest = hashlib.blake2b(screen.encode(), digest_size=16).hexdigest()
         prior = self.seen.get(key)
         if prior is None or prior.digest != digest:
-            self.seen[key] = _Seen(digest, now)
-            return 0.0
+            changed = now if printed is None else min(printed, now)
+            self.seen[key] = _Seen(digest, changed, screen, now)
+            return now - changed
+        prior.read_at = now
         return now - prior.changed_at
+
+    def to_read(self, agents: list[Watched], now: float) -> tuple[list[Watched], dict[str, float]]:
+        """Which of AGENTS to read now (all of them without a watch), and when each pane
+        that tmux said printed last printed."""
+        if self.watch is None:
+            return agents, {}
+        fresh = self.watch.watch([a.target for a in agents])
+        printed = self.watch.take()
+        keys = {a.key for a in agents}
+        for key in [k for k in self.seen if k not in keys]:
+            del self.seen[key]
+
+        def due(a: Watched) -> bool:
+            seen = self.seen.get(a.key)
+            return (
+                seen is None
+                or a.target in fresh
+                or a.target in printed
+                or now - seen.read_at >= REREAD_SECONDS
+                or not self.watch_armed(a.target)
+            )
+
+        return [a for a in agents if due(a)], printed
+
+    def watch_armed(self, target: str) -> bool:
+        return self.watch is not None and self.watch.armed(target)
 
 
 def classify(
@@ -153,20 +194,50 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
     now = time.time() if now is None else now
     changed = 0
     agents = watched(ctx)
-    captures = ctx.runners.tmux.capture_many([a.target for a in agents], SCREEN_LINES)
+    reading, printed = detector.to_read(agents, now)
+    captures = ctx.runners.tmux.capture_many([a.target for a in reading], SCREEN_LINES)
     for agent in agents:
-        capture = captures[agent.target]
+        settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+        capture = captures.get(agent.target)
+        if capture is None:  # nothing printed: only the quiet rule can change its state
+            changed += _still(ctx, detector, agent, settings, now)
+            continue
         if not capture.ok:
             continue
         screen = capture.text.rstrip()
-        settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
-        quiet = detector.look(agent.key, screen, now)
-        notify = settings.signals == "notify"
-        quiet_seconds = float("inf") if notify else ctx.config.attention.quiet_seconds
-        verdict = classify(screen, quiet, quiet_seconds, settings)
-        if _record(ctx, agent, verdict, screen, now, notify, detector):
-            changed += 1
+        quiet = detector.look(agent.key, screen, now, printed.get(agent.target))
+        changed += _judge(ctx, detector, agent, settings, screen, quiet, now)
     return changed
+
+
+def _judge(
+    ctx: Ctx,
+    detector: ScreenDetector,
+    agent: Watched,
+    settings: HarnessAttention,
+    screen: str,
+    quiet: float,
+    now: float,
+) -> int:
+    notify = settings.signals == "notify"
+    quiet_seconds = float("inf") if notify else ctx.config.attention.quiet_seconds
+    verdict = classify(screen, quiet, quiet_seconds, settings)
+    recorded = _record(ctx, agent, verdict, screen, now, notify, detector)
+    seen = detector.seen.get(agent.key)
+    if seen is not None:
+        seen.state = verdict.state
+    return 1 if recorded else 0
+
+
+def _still(
+    ctx: Ctx, detector: ScreenDetector, agent: Watched, settings: HarnessAttention, now: float
+) -> int:
+    """An agent whose pane printed nothing since it was read: judged again from the screen
+    it kept only when time alone can change the verdict (working → waiting)."""
+    seen = detector.seen.get(agent.key)
+    if seen is None or settings.signals == "hooks" or seen.state != store.WORKING:
+        return 0
+    return _judge(ctx, detector, agent, settings, seen.screen, now - seen.changed_at, now)
 
 
 def _record(

@@ -16,6 +16,7 @@ from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, 
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
 from the_loop.prune import prune_worktrees
+from the_loop.runner.tmux_watch import probe_many
 from the_loop.store import sessions as session_store
 from the_loop.store import transcripts as transcript_store
 from the_loop.store import usage as usage_store
@@ -173,15 +174,21 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
     found: list[str] = []
     conn = ctx.db.connect()
     here = nodes.shared_name(ctx)
-    for status in (SessionStatus.active, SessionStatus.paused):
-        records = session_store.list_sessions(conn, status, None)
+    by_status = {
+        status: session_store.list_sessions(conn, status, None)
+        for status in (SessionStatus.active, SessionStatus.paused)
+    }
+    targets = [r.tmux_target for rs in by_status.values() for r in rs if r.tmux_target]
+    known = probe_many(ctx.runners.tmux, targets) if targets else {}  # one tmux client
+    for records in by_status.values():
         held = usage_store.holds_of(conn, [r.id for r in records])
         for rec in records:
             if rec.runner != "tmux" or rec.started_at is None or rec.id in held:
                 continue  # a held session's harness was stopped on purpose
             if nodes.elsewhere(here, rec.node):
                 continue  # another node's agent: its tmux server is not ours
-            pane = sessions.probe(ctx, rec)
+            listed = (known or {}).get(rec.tmux_target or "")
+            pane = listed.value if listed is not None else sessions.probe(ctx, rec)
             if pane in ("dead", "absent") and rec.id not in reported:
                 reported.add(rec.id)
                 found.append(rec.id)

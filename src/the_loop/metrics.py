@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from the_loop.context import Ctx
+from the_loop.runner.tmux_screens import Tally
 from the_loop.store import events, inbox
 from the_loop.store.inbox import InboxStatus
 from the_loop.store.intake_writer import writer_for
@@ -162,6 +163,11 @@ def prometheus_text(ctx: Ctx) -> str:
     ]
     lines += task_metric_lines(board_for(ctx.db).snapshot())
     lines += METRICS.render_process()
+    lines += [
+        "# HELP the_loop_tmux_pane_captures_total Panes this process read (capture-pane).",
+        "# TYPE the_loop_tmux_pane_captures_total counter",
+        f"the_loop_tmux_pane_captures_total {Tally.panes}",
+    ]
     commits = writer_for(ctx.db).figures
     lines += [
         "# HELP the_loop_intake_commits_total Fully-synced group commits of acceptances.",

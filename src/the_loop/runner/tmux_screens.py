@@ -24,6 +24,16 @@ from the_loop.runner.tmux_core import COMMAND_BUDGET, TmuxResult, command_size, 
 MARK = "::the-loop-screen-"
 
 
+class Tally:
+    """How many panes this process captured (``/metrics``: the screen detector's cost)."""
+
+    panes = 0
+
+
+def counted(panes: int) -> None:
+    Tally.panes += panes
+
+
 def capture_args(target: str, lines: int | None, *, escapes: bool = False) -> list[str]:
     """``capture-pane`` of TARGET's pane: its last LINES lines (None: the whole history),
     wrapped lines joined, with the escapes of its colours when ESCAPES."""
@@ -46,6 +56,7 @@ def screen_text(output: str, lines: int | None) -> str:
 
 def captured(target: str, lines: int | None, result: TmuxResult, socket: str) -> Capture:
     """What one ``capture-pane`` RESULT says of TARGET."""
+    counted(1)
     if result.not_found:
         detail = f"no tmux session {target} on socket {socket}"
         return Capture(target=target, answer=Answer.ABSENT, detail=detail)
@@ -69,6 +80,7 @@ def capture_many(
         nonce = secrets.token_hex(8)
         batch, args = _batch(pending, lines, nonce)
         result = ask(*args)
+        counted(len(batch))
         segments = _segments(result.stdout, nonce)
         done = len(batch) if result.ok else max(len(segments) - 1, 0)
         for index in range(done):

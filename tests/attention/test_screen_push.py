@@ -1,0 +1,69 @@
+"""Push, not poll (decision 0059): under the real daemon, with the fake agent in real tmux, an
+idle agent's pane is not captured while nothing changes in it (the daemon's own count of
+captured panes, ``/metrics``, over 5 s), and output on it is seen — the
+permission prompt it shows is ``needs-permission`` — within 100 ms of the agent printing, though
+passes run only every 0.5 s unless tmux says a pane printed."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.attention.test_screen import ATTENTION, explain, say, spawn, state
+from tests.daemon import Daemon
+from tests.fakes import fake_agent
+from tests.helpers import wait_until
+from tests.work import Work
+
+
+@pytest.fixture
+def push_daemon(work: Work) -> Any:
+    # passes at most every 0.5 s unless tmux says a pane printed: 100 ms needs the push
+    work.configure(attention={**ATTENTION, "pollSeconds": 0.5}, github={"enabled": True})
+    d = Daemon(work)
+    d.start()
+    yield d
+    d.stop()
+
+
+def captures(d: Daemon) -> int:
+    got = httpx.get(f"{d.url}/metrics", headers={"Authorization": f"Bearer {d.token}"})
+    assert got.status_code == 200, got.text
+    (line,) = [x for x in got.text.splitlines() if x.startswith("the_loop_tmux_pane_captures")]
+    return int(line.split()[1])
+
+
+def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> None:
+    work = push_daemon.work
+    ref = spawn(push_daemon, 31)
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting after the quiet time")
+    sid = work.session_json(ref)["id"]
+
+    before = captures(push_daemon)
+    t0 = time.monotonic()
+    wait_until(lambda: time.monotonic() - t0 >= 5.0, 10, interval=0.5, what="5 s")
+    idle = captures(push_daemon) - before
+    assert idle == 0, f"{idle} panes captured in 5 s with nothing changing"
+    assert state(work, ref) == "waiting"
+
+    db = sqlite3.connect(f"file:{work.env.state_dir / 'the-loop.db'}?mode=ro", uri=True)
+    try:
+
+        def now_state() -> str | None:
+            row = db.execute("SELECT state FROM attention WHERE agent = ?", (sid,)).fetchone()
+            return row[0] if row else None
+
+        say(push_daemon, ref, "ASK-PERMISSION: make deploy")
+        wait_until(lambda: now_state() == "needs-permission", 10, interval=0.001, what="the prompt")
+        seen = time.time()
+    finally:
+        db.close()
+    prompts = [r for r in fake_agent.read_records(work.agent_dir, sid) if r["kind"] == "prompt"]
+    printed = prompts[-1]["ts"]  # the agent shows its prompt right after recording this
+    assert seen - printed <= 0.100, f"the change was seen {1000 * (seen - printed):.0f} ms late"
+    assert captures(push_daemon) > before, "the changed pane was read"
+    assert explain(work, ref)["rule"].startswith("permissionPatterns[0]")  # read on the screen

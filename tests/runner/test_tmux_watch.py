@@ -1,0 +1,74 @@
+"""The pane watch (``runner.tmux_watch``, decision 0059) on a real private tmux server: many
+panes armed in one tmux invocation, a silent pane never reported, a pane that prints reported
+with the time of its output, a dead pane's closed pipe reported and armed again; one
+``list-panes -a`` probes many targets as ``probe`` does one by one."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from tests.helpers import wait_until
+from tests.runner.test_tmux_screens import Counted
+from the_loop.runner.outcomes import Probe
+from the_loop.runner.tmux import TmuxRunner
+from the_loop.runner.tmux_watch import PaneWatch, probe_many
+
+
+def _spawn(runner: TmuxRunner, workdir: Path, target: str) -> None:
+    # prints a line for each line it reads from its FIFO, nothing otherwise
+    fifo = workdir / f"{target}.in"
+    script = f'mkfifo {fifo}; while read -r line <{fifo}; do echo "got $line"; done'
+    runner.spawn(target, ["sh", "-c", script], cwd=workdir).unwrap()
+    wait_until(lambda: fifo.exists(), 10, what=f"{target} listening")
+
+
+def _say(workdir: Path, target: str, text: str) -> None:
+    with (workdir / f"{target}.in").open("w") as handle:
+        handle.write(text + "\n")
+
+
+def test_only_panes_that_print_are_reported(
+    runner: TmuxRunner, workdir: Path, tmp_path: Path
+) -> None:
+    targets = [f"loop-watch-{i}" for i in range(5)]
+    for target in targets:
+        _spawn(runner, workdir, target)
+    woke = threading.Event()
+    ask = Counted(runner)
+    watch = PaneWatch(ask, tmp_path / "watch", woke.set)
+    try:
+        assert watch.watch(targets) == set(targets)
+        assert ask.calls == 1, "armed in one invocation"
+        assert watch.watch(targets) == set() and ask.calls == 1, "armed once"
+        t0 = time.monotonic()
+        wait_until(lambda: time.monotonic() - t0 >= 1.0, 5, what="a quiet second")
+        assert watch.take() == {} and not woke.is_set()
+
+        before = time.time()
+        _say(workdir, targets[2], "hello")
+        assert woke.wait(5), "told without being asked"
+        printed = wait_until(watch.take, 5, what="the printed pane")
+        assert set(printed) == {targets[2]} and printed[targets[2]] >= before
+
+        runner.kill_session(targets[3])  # its pipe closes: reported, forgotten, armed again
+        wait_until(lambda: targets[3] in watch.take(), 5, what="the closed pipe")
+        assert not watch.armed(targets[3])
+        _spawn(runner, workdir, targets[3])
+        assert watch.watch(targets) == {targets[3]}
+        watch.watch(targets[:2])  # the others are forgotten
+        assert not watch.armed(targets[4]) and watch.armed(targets[0])
+    finally:
+        watch.close()
+    assert not list((tmp_path / "watch").iterdir()), "the FIFOs are removed"
+
+
+def test_probe_many_agrees_with_probe(runner: TmuxRunner, workdir: Path) -> None:
+    targets = [f"loop-probe-{i}" for i in range(3)]
+    for target in targets:
+        _spawn(runner, workdir, target)
+    runner.kill_session(targets[1])
+    found = probe_many(runner, [*targets, "loop-probe-none"])
+    assert found == {t: runner.probe(t) for t in [*targets, "loop-probe-none"]}
+    assert found[targets[0]] is Probe.LIVE and found[targets[1]] is Probe.ABSENT
