@@ -402,6 +402,9 @@ class Install:
             "tmux": {"socket": self.socket, "harnessKillGraceSeconds": 2},
             "harnesses": {"fake": fake_harness(self.agent_dir)},
             "routing": {"defaultHarness": "fake", "authorizedUsers": ["alice"]},
+            # the fake agent keeps its records outside its tree: unconfined, as in the tests;
+            # bench/sandbox.py measures the sandbox itself
+            "sandbox": {"mode": "none"},
         }
         for key, value in sections.items():
             if isinstance(value, dict) and isinstance(data.get(key), dict):

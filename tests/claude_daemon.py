@@ -23,15 +23,18 @@ def start_claude_daemon(
     api: FakeAnthropic,
     authorized: list[str],
     model: str | None = None,
+    logged_in: bool = True,
     **sections: Any,
 ) -> Daemon:
     """Configure Claude Code (its default launch: it asks before tools) as the default
     harness, the poller on issue 1 of REPO, and SECTIONS; start the daemon and wait for its
-    first poll."""
+    first poll. LOGGED_IN false leaves Claude Code without a key."""
     gh.create_repo(REPO)
     gh.add_issue(REPO, "Flaky", "the scheduler test fails", labels=["the-loop"])
     home = loop_env.root / "home"
     claude_env = {**api.claude_env(loop_env.root / "claude-config"), "HOME": str(home)}
+    if not logged_in:  # no key and no login: Claude Code says "Not logged in"
+        del claude_env["ANTHROPIC_API_KEY"]
     harness: dict[str, Any] = {
         "binary": str(CLAUDE_BIN),
         "env": claude_env,

@@ -161,12 +161,13 @@ def _live(ctx: Ctx, row: store.Row) -> bool:
 
 
 def list_attention(ctx: Ctx) -> list[AttentionView]:
-    """Every live session waiting on a person (needs-input, needs-permission), oldest first."""
+    """Every live session waiting on a person (needs-input, needs-permission, blocked), oldest
+    first."""
     now = time.time()
     return [
         view_of(row, now)
         for row in store.rows(ctx.db.connect())
-        if row.state in store.HUMAN and _live(ctx, row)
+        if row.state in store.NEEDS_PERSON and _live(ctx, row)
     ]
 
 
@@ -239,6 +240,8 @@ def parse_prompt_id(text: str | None) -> str | None:
 
 
 def _stale(p: store.Prompt) -> str:
+    if p.decision is None and p.actor is not None:
+        return f"prompt {p.id} was already answered by {p.actor} via {p.via}; this answer is stale"
     if p.decision is not None:
         done = "allowed" if p.decision == "allow" else "denied"
         return f"prompt {p.id} was already {done} by {p.actor} via {p.via}; this answer is stale"
@@ -266,9 +269,12 @@ def answer_permission(
     key = agent_key(ctx, ref)
     conn = ctx.db.connect()
     row = store.get(conn, key)
-    target = _target(conn, ref, key, prompt_id)
+    target = _target(conn, ref, key, prompt_id, "permission")
     if target.kind != "permission":
-        raise Conflict(f"{ref} asks a question ({target.id}), not a permission: reply to it")
+        raise Conflict(
+            f"{ref} asks a question ({target.id}), not a permission: answer it with "
+            f"`the-loop answer {target.id} …` or `the-loop sessions answer`"
+        )
     harness = row.harness if row else ""
     hooks = ctx.config.attention.harness(harness or "").signals == "hooks" or (
         row is not None and row.signal.startswith("claude-hook:")
@@ -296,7 +302,7 @@ def answer_permission(
     )
 
 
-def _target(conn: Connection, ref: str, key: str, prompt_id: str | None) -> store.Prompt:
+def _target(conn: Connection, ref: str, key: str, prompt_id: str | None, kind: str) -> store.Prompt:
     """The prompt an answer to REF's agent KEY is for: PROMPT_ID, which must be KEY's and
     pending; without one, the single pending prompt the latest notice quoted."""
     if prompt_id:
@@ -308,15 +314,16 @@ def _target(conn: Connection, ref: str, key: str, prompt_id: str | None) -> stor
         return named
     pending = store.pending_prompts(conn, key)
     if not pending:
-        raise Conflict(f"{ref} has no pending permission prompt")
+        raise Conflict(
+            f"{ref} has no pending {'permission prompt' if kind == 'permission' else kind}"
+        )
     noticed = store.latest_noticed(conn, key)
     if len(pending) == 1 and noticed is not None and noticed.id == pending[0].id:
         return pending[0]
     listed = "; ".join(f"{p.id} ({p.tool or p.kind}: {_clip(p.text or p.input)})" for p in pending)
     why = "no notice quoted it" if len(pending) == 1 else f"{len(pending)} prompts are pending"
-    raise Conflict(
-        f"{ref}: name the prompt you answer ({why}): allow <id> or deny <id>; pending: {listed}"
-    )
+    verbs = "allow <id> or deny <id>" if kind == "permission" else "answer <id> …"
+    raise Conflict(f"{ref}: name the prompt you answer ({why}): {verbs}; pending: {listed}")
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -340,6 +347,53 @@ def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
                 "(`the-loop sessions attach`)"
             )
         time.sleep(0.05)
+
+
+class QuestionAnswered(_View):
+    """A question answered: which prompt, with what, by whom, through what."""
+
+    agent: str
+    prompt_id: str
+    answer: str
+    actor: str
+    via: str
+
+
+def answer_question(
+    ctx: Ctx,
+    ref: str,
+    actor: str,
+    via: str,
+    *,
+    choice: int | None = None,
+    text: str | None = None,
+    prompt_id: str | None = None,
+) -> QuestionAnswered:
+    """Answer the question REF's agent asks (PROMPT_ID; bare only as for permissions) with a
+    numbered CHOICE of its dialog or a typed TEXT, by the keys the dialog needs; reported done
+    once the screen no longer shows it. ``BadInput`` without exactly one of CHOICE and TEXT;
+    ``Conflict`` for a permission, a stale or closed question; ``NotFound`` for REF."""
+    # lazy: typing an answer loads the screen reader; the read-only surfaces do not need it
+    from the_loop.attention_answer import keys_for, type_answer
+
+    if (choice is None) == (not (text or "").strip()):
+        raise BadInput("give the number of a choice, or --text, not both")
+    key = agent_key(ctx, ref)
+    target = _target(ctx.db.connect(), ref, key, prompt_id, "question")
+    if target.kind != "question":
+        raise Conflict(f"{ref} waits on a permission ({target.id}): allow or deny it")
+    typed = keys_for(target, choice, text)
+    type_answer(ctx, key, target, typed)
+    now = time.time()
+    with ctx.db.transaction() as tx:
+        if not store.answer_question(tx, target.id, actor, via, typed.label, now):
+            found = store.get_prompt(tx, target.id)
+            raise Conflict(_stale(found or target))
+        rule = f"question {target.id} answered by {actor} via {via}"
+        store.set_state(tx, key, store.WORKING, "answer:keys", rule, now=now)
+    return QuestionAnswered(
+        agent=key, prompt_id=target.id, answer=typed.label, actor=actor, via=via
+    )
 
 
 def history(ctx: Ctx, ref: str, limit: int = 100) -> list[PromptView]:
@@ -403,17 +457,15 @@ def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision:
 
 
 def answer_from_comment(ctx: Ctx, action: AnswerPermission, delivery_id: str) -> str:
-    """Carry out an ``allow``/``deny`` comment: answer the prompt, or reply on the item why
-    the answer was refused (stale, nothing pending, a question)."""
+    """Carry out an ``allow``/``deny``/``answer`` comment: answer the prompt, or reply on the
+    item why the answer was refused (stale, nothing pending, the other kind of prompt)."""
     # lazy: start-up (the read-only surfaces use this module without the outbox)
     from the_loop import outbox, writebacks
 
-    decision: Decision = "allow" if action.allow else "deny"
+    verb = "answer" if action.answer is not None else ("allow" if action.allow else "deny")
     try:
-        done = answer_permission(
-            ctx, action.session_id, decision, action.actor, "github-comment", action.prompt_id
-        )
-    except (Conflict, NotFound, Unavailable) as exc:
+        done = _comment_answer(ctx, action)
+    except (BadInput, Conflict, NotFound, Unavailable) as exc:
         with ctx.db.transaction() as tx:
             ids = writebacks.queue_reply(
                 tx,
@@ -424,5 +476,21 @@ def answer_from_comment(ctx: Ctx, action: AnswerPermission, delivery_id: str) ->
             )
         if ids:
             outbox.wake(ctx)
-        return f"refused {decision} ({exc.message})"
-    return f"{decision} {done.prompt_id} ({done.tool or 'prompt'})"
+        return f"refused {verb} ({exc.message})"
+    return f"{verb} {done}"
+
+
+def _comment_answer(ctx: Ctx, action: AnswerPermission) -> str:
+    """Answer as ACTION says; what was answered."""
+    via, ref = "github-comment", action.session_id
+    if action.answer is not None:
+        given = action.answer
+        choice = int(given) if given.isdigit() and len(given) <= 2 else None
+        text = None if choice is not None else given
+        answered = answer_question(
+            ctx, ref, action.actor, via, choice=choice, text=text, prompt_id=action.prompt_id
+        )
+        return f"{answered.prompt_id} ({answered.answer})"
+    decision: Decision = "allow" if action.allow else "deny"
+    done = answer_permission(ctx, ref, decision, action.actor, via, action.prompt_id)
+    return f"{done.prompt_id} ({done.tool or 'prompt'})"

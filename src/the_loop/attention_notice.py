@@ -30,8 +30,9 @@ def _quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in clipped.splitlines() or [""])
 
 
-def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str]) -> str:
-    """The notice of PROMPT on ROW's work item (KEYWORDS: the allow and deny phrases)."""
+def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str, str]) -> str:
+    """The notice of PROMPT on ROW's work item (KEYWORDS: the allow, deny and answer
+    phrases)."""
     who = f"@{row.requester} " if row.requester else ""
     if prompt.kind == "permission":
         what = prompt.tool or "a tool"
@@ -42,10 +43,18 @@ def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str])
             f"Reply `{keywords[0]} {prompt.id}` to let it run, or `{keywords[1]} {prompt.id}` "
             "to refuse."
         )
+    if prompt.kind == "blocked":
+        return (
+            f"{who}the agent of this item cannot work (prompt `{prompt.id}`):\n\n"
+            f"{_quote(prompt.text or 'blocked')}\n\nIt needs a login or a key on the host "
+            "that runs it (`the-loop doctor` checks each harness). Messages wait until it can "
+            "work again."
+        )
     question = prompt.text or row.last_message or "(no text)"
     return (
         f"{who}the agent of this item is waiting for your answer (prompt `{prompt.id}`):\n\n"
-        f"{_quote(question)}\n\nReply here: your comment is delivered to the agent."
+        f"{_quote(question)}\n\nReply `{keywords[2]} {prompt.id} <the number of a choice, or "
+        "your answer>`. Other comments wait until the question is answered."
     )
 
 
@@ -54,6 +63,8 @@ def followup_text(prompt: store.Prompt) -> str:
     if prompt.decision is not None:
         done = "allowed" if prompt.decision == "allow" else "denied"
         return f"Prompt `{prompt.id}` was {done} by {prompt.actor} (via {prompt.via})."
+    if prompt.actor is not None:
+        return f"Prompt `{prompt.id}` was answered by {prompt.actor} (via {prompt.via})."
     outcome = {
         "timed-out": "timed out without an answer through the-loop; it waits at the agent",
         "moved-on": "is no longer pending: the agent moved on",
@@ -68,7 +79,8 @@ def notify_once(ctx: Ctx, now: float | None = None) -> int:
         return 0
     now = time.time() if now is None else now
     conn = ctx.db.connect()
-    keywords = (ctx.config.routing.keywords.allow, ctx.config.routing.keywords.deny)
+    said = ctx.config.routing.keywords
+    keywords = (said.allow, said.deny, said.answer)
     queued = 0
     for prompt in store.due_notices(conn, now - ctx.config.attention.notify_after_seconds):
         row = store.get(conn, prompt.agent)

@@ -141,6 +141,9 @@ def classify(
 ) -> Verdict:
     """The attention SCREEN shows (unchanged for QUIET_FOR seconds); pure."""
     tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+    stuck = blocked(tail, settings)
+    if stuck is not None:
+        return stuck
     for index, pattern in enumerate(settings.permission_patterns):
         found = re.search(pattern, tail)
         if found:
@@ -154,6 +157,27 @@ def classify(
     if quiet_for >= quiet_seconds:
         return Verdict(store.WAITING, f"pane unchanged for {quiet_seconds:g}s (quietSeconds)")
     return Verdict(store.WORKING, "pane changed")
+
+
+def blocked(tail: str, settings: HarnessAttention) -> Verdict | None:
+    """``blocked`` with the matched line as the reason when TAIL shows that the agent cannot
+    work (``blockedPatterns``); None otherwise. Pure."""
+    for index, pattern in enumerate(settings.blocked_patterns):
+        found = re.search(pattern, tail)
+        if found:
+            rule = f"blockedPatterns[{index}] {pattern!r} matched"
+            return Verdict(store.BLOCKED, rule, found.group(0).strip(), "blocked")
+    return None
+
+
+def _hooks_verdict(screen: str, settings: HarnessAttention, state: str | None) -> Verdict | None:
+    """For a harness that reports through hooks only what they cannot say: that it is
+    blocked, and that it no longer is (then ``waiting``: it takes input again)."""
+    tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+    found = blocked(tail, settings)
+    if found is None and state == store.BLOCKED:
+        return Verdict(store.WAITING, "the blocking message is gone")
+    return found
 
 
 def watched(ctx: Ctx) -> list[Watched]:
@@ -172,9 +196,12 @@ def watched(ctx: Ctx) -> list[Watched]:
             harness = srec.harness or _declared_harness(ctx, srec.name)
             found.append(Watched(f"standing:{srec.name}", harness, standing_target(srec.name)))
     settings = ctx.config.attention
-    return [
-        w for w in found if settings.harness(w.harness, _adapter(ctx, w.harness)).signals in READ
-    ]
+
+    def read(w: Watched) -> bool:
+        mine = settings.harness(w.harness, _adapter(ctx, w.harness))
+        return mine.signals in READ or (mine.signals == "hooks" and bool(mine.blocked_patterns))
+
+    return [w for w in found if read(w)]
 
 
 def _adapter(ctx: Ctx, harness: str) -> str | None:
@@ -205,6 +232,13 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
         if not capture.ok:
             continue
         screen = capture.text.rstrip()
+        if settings.signals == "hooks":
+            detector.look(agent.key, screen, now, printed.get(agent.target))
+            row = store.get(ctx.db.connect(), agent.key)
+            found = _hooks_verdict(screen, settings, row.state if row else None)
+            if found is not None and _record(ctx, agent, found, screen, now, False, detector):
+                changed += 1
+            continue
         quiet = detector.look(agent.key, screen, now, printed.get(agent.target))
         changed += _judge(ctx, detector, agent, settings, screen, quiet, now)
     return changed

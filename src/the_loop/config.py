@@ -191,7 +191,8 @@ class HarnessConfig(Model):
 
 
 class KeywordsConfig(Model):
-    """The commands people write in a comment (allow and deny answer a permission prompt)."""
+    """The commands people write in a comment (allow and deny answer a permission prompt,
+    answer a question)."""
 
     start: str = "the-loop start"
     do: str = "the-loop do"
@@ -200,11 +201,12 @@ class KeywordsConfig(Model):
     resume: str = "the-loop resume"
     allow: str = "the-loop allow"
     deny: str = "the-loop deny"
+    answer: str = "the-loop answer"
 
     @model_validator(mode="after")
     def _distinct(self) -> KeywordsConfig:
         seen: dict[str, str] = {}
-        for name in ("start", "do", "stop", "pause", "resume", "allow", "deny"):
+        for name in ("start", "do", "stop", "pause", "resume", "allow", "deny", "answer"):
             value = str(getattr(self, name)).strip().lower()
             if not value:
                 raise AtPath([name], "keywords must not be blank")

@@ -45,6 +45,14 @@ class HarnessAttention(_Model):
         default_factory=list,
         description="Regular expressions (multi-line) that mark a question to a person.",
     )
+    blocked_patterns: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Regular expressions (multi-line) that mark an agent that cannot work (not logged "
+            "in, no key, the model API refusing or rate-limiting): read from the screen for "
+            "every harness, hooks included; the matched line is the reason."
+        ),
+    )
     allow_keys: list[str] = Field(
         default_factory=lambda: ["y"],
         description="tmux keys that answer a screen permission prompt with yes.",
@@ -56,12 +64,21 @@ class HarnessAttention(_Model):
 
     _check_permission = field_validator("permission_patterns")(_regexes)
     _check_question = field_validator("question_patterns")(_regexes)
+    _check_blocked = field_validator("blocked_patterns")(_regexes)
 
 
 def _default_harnesses() -> dict[str, Any]:
     """Built-in defaults (plain data: validated into ``HarnessAttention`` like user input)."""
     return {
-        "claude": {"signals": "hooks"},
+        "claude": {
+            "signals": "hooks",
+            "blockedPatterns": [
+                r"Not logged in[^\n]*",
+                r"Invalid API key[^\n]*",
+                r"API Error: (?:401|403|429|5\d\d)[^\n]*",
+                r"Credit balance is too low[^\n]*",
+            ],
+        },
         "codex": {
             "signals": "notify",
             "permissionPatterns": [
@@ -70,6 +87,7 @@ def _default_harnesses() -> dict[str, Any]:
             ],
             "allowKeys": ["y"],
             "denyKeys": ["Escape"],
+            "blockedPatterns": [r"Not logged in[^\n]*", r"401 Unauthorized[^\n]*"],
         },
     }
 

@@ -146,7 +146,48 @@ def check_harnesses(config: Config) -> list[Check]:
         )
         checks.append(check_harness_binary(name, binary, config.harness(name).env, required))
         checks.append(check_permission_mode(name, config.harness(name).permission_mode))
+        login = check_login(name, config.harness(name).adapter or name, config.harness(name).env)
+        if login is not None:
+            checks.append(login)
     return checks
+
+
+_LOGINS: dict[str, tuple[tuple[str, ...], str, str, str]] = {
+    # adapter: (key variables, config dir variable, default config dir, credentials file)
+    "claude": (("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "CLAUDE_CONFIG_DIR", ".claude",
+               ".credentials.json"),
+    "codex": (("OPENAI_API_KEY", "CODEX_API_KEY"), "CODEX_HOME", ".codex", "auth.json"),
+    "gemini": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_DIR", ".gemini",
+               "oauth_creds.json"),
+}  # fmt: skip
+
+
+def check_login(name: str, adapter: str, env: dict[str, str]) -> Check | None:
+    """Whether harness NAME (a built-in ADAPTER) has a key or a login to work with: a key in
+    its ``env`` or the daemon's environment, or its credentials file; None for others."""
+    known = _LOGINS.get(adapter)
+    if known is None:
+        return None
+    keys, dir_var, default_dir, credentials = known
+    title = f"harness {name} login"
+    given = next((k for k in keys if env.get(k) or os.environ.get(k)), None)
+    if given is not None:
+        return Check(name=title, status=CheckStatus.ok, detail=f"{given} is set", required=False)
+    home = env.get("HOME") or os.environ.get("HOME") or str(Path.home())
+    folder = env.get(dir_var) or os.environ.get(dir_var) or str(Path(home) / default_dir)
+    found = Path(folder) / credentials
+    if found.is_file():
+        return Check(
+            name=title, status=CheckStatus.ok, detail=f"logged in ({found})", required=False
+        )
+    return Check(
+        name=title,
+        status=CheckStatus.warning,
+        required=False,
+        detail=f"no key ({' or '.join(keys)}) and no login ({found}): its agents will be blocked",
+        hint=f"log in once with `{adapter}` on this host, or set {keys[0]} in "
+        f"harnesses.{name}.env or the daemon's environment",
+    )
 
 
 def check_permission_mode(name: str, mode: str) -> Check:

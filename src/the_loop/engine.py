@@ -32,14 +32,17 @@ decides ends the evaluation:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
 from typing import ClassVar, TypeAlias
 
-from the_loop.attention_keywords import permission_prompt_id
+from the_loop.attention_keywords import (
+    answer_after,
+    mask_quotes_and_code,
+    permission_prompt_id,
+    phrase_re,
+)
 from the_loop.config import Config, KeywordsConfig
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent, WorkKind
@@ -57,6 +60,7 @@ class Keyword(StrEnum):
     RESUME = "resume"
     ALLOW = "allow"
     DENY = "deny"
+    ANSWER = "answer"
 
 
 class LiveStatus(StrEnum):
@@ -228,14 +232,16 @@ class Resume:
 
 @dataclass(frozen=True, slots=True)
 class AnswerPermission:
-    """Answer the permission prompt SESSION_ID of ITEM waits on (PROMPT_ID, when the comment
-    named one, must be that very prompt); the agent layer refuses a stale answer."""
+    """Answer the prompt SESSION_ID of ITEM waits on (PROMPT_ID, when the comment named one,
+    must be that very prompt): allow or deny a permission, or ANSWER a question when given;
+    the agent layer refuses a stale answer."""
 
     item: WorkItemRef
     session_id: str
     allow: bool
     actor: str
     prompt_id: str | None
+    answer: str | None = None
     event_type: ClassVar[str | None] = None
 
 
@@ -280,11 +286,6 @@ class CommandScan:
     instruction: str = ""
 
 
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)", re.M | re.S)
-_INLINE_CODE_RE = re.compile(r"`[^`\n]+`")
-_QUOTE_RE = re.compile(r"^ {0,3}>[^\n]*", re.M)
-
-
 def scan_commands(text: str | None, keywords: KeywordsConfig) -> CommandScan:
     """Find the keyword phrases in TEXT: whole words (a letter, digit, ``_`` or ``-`` on either
     side breaks a match), any case, words separated by spaces or tabs. Quoted lines (``>``),
@@ -292,10 +293,10 @@ def scan_commands(text: str | None, keywords: KeywordsConfig) -> CommandScan:
     overlapping phrases the longer counts."""
     if not text:
         return CommandScan(())
-    masked = _mask_quotes_and_code(text)
+    masked = mask_quotes_and_code(text)
     hits: list[tuple[int, int, Keyword]] = []
     for keyword in Keyword:
-        match = _phrase_re(getattr(keywords, keyword.value)).search(masked)
+        match = phrase_re(getattr(keywords, keyword.value)).search(masked)
         if match:
             hits.append((match.start(), match.end(), keyword))
     hits.sort(key=lambda hit: (hit[0], -hit[1]))
@@ -306,19 +307,6 @@ def scan_commands(text: str | None, keywords: KeywordsConfig) -> CommandScan:
     do_end = next((end for _, end, keyword in kept if keyword is Keyword.DO), None)
     instruction = text[do_end:].strip() if do_end is not None else ""
     return CommandScan(tuple(keyword for _, _, keyword in kept), instruction)
-
-
-@lru_cache(maxsize=64)
-def _phrase_re(phrase: str) -> re.Pattern[str]:
-    words = [re.escape(word) for word in phrase.split()]
-    return re.compile(r"(?<![\w-])" + r"[ \t]+".join(words) + r"(?![\w-])", re.IGNORECASE)
-
-
-def _mask_quotes_and_code(text: str) -> str:
-    """TEXT with quoted lines and code blanked out, every other character in place."""
-    for pattern in (_FENCE_RE, _INLINE_CODE_RE, _QUOTE_RE):
-        text = pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-    return text
 
 
 # --- predicates the rules share (and the poller asks: one definition each) -----------------
@@ -484,7 +472,7 @@ def _route(event: WorkEvent, state: RouteState, config: Config) -> Decision:
     keyword = scan.keywords[0] if scan.keywords else None
     if keyword in (Keyword.STOP, Keyword.PAUSE, Keyword.RESUME):
         return _control(event, state, config, keyword)
-    if keyword in (Keyword.ALLOW, Keyword.DENY):
+    if keyword in (Keyword.ALLOW, Keyword.DENY, Keyword.ANSWER):
         return _permission(event, state, config, keyword)
     armed = arming_keyword(scan)
     spawn = None
@@ -550,9 +538,9 @@ def _permission(event: WorkEvent, state: RouteState, config: Config, keyword: Ke
     item, session = live[0]
     phrase = getattr(config.routing.keywords, keyword.value)
     prompt_id = permission_prompt_id(event.body, phrase)
-    action = AnswerPermission(
-        item, session.session_id, keyword is Keyword.ALLOW, event.actor, prompt_id
-    )
+    text = answer_after(event.body, phrase) if keyword is Keyword.ANSWER else None
+    allow = keyword is Keyword.ALLOW
+    action = AnswerPermission(item, session.session_id, allow, event.actor, prompt_id, text)
     return Decision((action,), (f"{event.actor} asked to {keyword.value} a prompt of {item}",))
 
 

@@ -54,6 +54,8 @@ class StatusReport(Wire):
     """The config file the running daemon was started on (None: the built-in defaults)."""
     health: Health
     sessions: dict[str, int] = {}
+    attention: dict[str, int] = {}
+    """Live sessions waiting on a person, by state (needs-input, needs-permission, blocked)."""
     inbox: dict[str, int] = {}
     memory: MemoryReport | None = None
     """Available memory and the live agents' RSS (None when it could not be read)."""

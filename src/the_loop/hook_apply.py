@@ -247,14 +247,44 @@ def _permission(tx: Any, agent: str, data: dict[str, Any], signal: str, write: A
     tool = str(data.get("tool_name") or "")
     tool_input = data.get("tool_input")
     shown = json.dumps(tool_input, ensure_ascii=False, separators=(",", ":"))[:INPUT_LIMIT]
-    prompt = store.NewPrompt("permission", tool=tool, input=shown, text=summary(tool, tool_input))
-    change = write(store.NEEDS_PERMISSION, signal, f"permission request for {tool}", prompt=prompt)
+    asks = question_text(tool, tool_input)
+    if asks is not None:  # Claude Code's question dialog: a question to a person, not a tool
+        prompt = store.NewPrompt("question", tool=tool, input=shown, text=asks)
+        change = write(store.NEEDS_INPUT, signal, f"question dialog ({tool})", prompt=prompt)
+    else:
+        prompt = store.NewPrompt(
+            "permission", tool=tool, input=shown, text=summary(tool, tool_input)
+        )
+        rule = f"permission request for {tool}"
+        change = write(store.NEEDS_PERMISSION, signal, rule, prompt=prompt)
     if change is not None and change.prompt_id is not None:
         return str(change.prompt_id)
     pending = store.pending_of(tx, agent)  # the same dialog reported again keeps its prompt
-    if pending is not None and pending.kind == "permission" and pending.tool == tool:
+    if pending is not None and pending.kind == prompt.kind and pending.tool == tool:
         return pending.id
     return None
+
+
+QUESTION_TOOL = "AskUserQuestion"
+"""Claude Code's tool that shows a person a question with numbered choices."""
+
+
+def question_text(tool: str, tool_input: Any) -> str | None:
+    """The question TOOL asks a person, its choices numbered as the dialog numbers them (the
+    last one types an answer); None when TOOL is not a question."""
+    if tool != QUESTION_TOOL or not isinstance(tool_input, dict):
+        return None
+    lines: list[str] = []
+    for item in tool_input.get("questions") or []:
+        if not isinstance(item, dict):
+            continue
+        lines.append(str(item.get("question") or ""))
+        options = [o for o in item.get("options") or [] if isinstance(o, dict)]
+        for n, option in enumerate(options, 1):
+            about = f" — {option['description']}" if option.get("description") else ""
+            lines.append(f"{n}. {option.get('label', '')}{about}")
+        lines.append(f"{len(options) + 1}. (type an answer)")
+    return "\n".join(lines)[:INPUT_LIMIT] or None
 
 
 def finish(db: Database, prompt_id: str) -> None:

@@ -171,6 +171,7 @@ async def status_now(ctx: Ctx) -> StatusReport:
     found = await health_now(ctx)
     sessions, in_inbox, info = await asyncio.to_thread(_read, ctx)
     memory = await asyncio.to_thread(admission.report, ctx)
+    waiting = await asyncio.to_thread(_waiting, ctx)
     worktrees = workspace.disk_usage(ctx.config)  # cached; measured in a thread of its own
     return StatusReport(
         running=info is not None,
@@ -182,6 +183,7 @@ async def status_now(ctx: Ctx) -> StatusReport:
         config_path=info.config_path if info else None,
         health=found,
         sessions=sessions,
+        attention=waiting,
         inbox=in_inbox,
         memory=memory,
         worktrees=worktrees,
@@ -194,6 +196,21 @@ def _read(ctx: Ctx) -> tuple[dict[str, int], dict[str, int], DaemonInfo | None]:
     running = info if info is not None and daemon_running(ctx.state_dir) else None
     sessions, in_inbox = counts(ctx)
     return sessions, in_inbox, running
+
+
+def _waiting(ctx: Ctx) -> dict[str, int]:
+    """The live sessions waiting on a person, by attention state (blocked ones included)."""
+    # lazy: the attention views load the session stores; status without a database skips it
+    from the_loop.attention import list_attention
+
+    try:
+        views = list_attention(ctx)
+    except (StateError, sqlite3.Error):
+        return {}
+    out: dict[str, int] = {}
+    for view in views:
+        out[view.state] = out.get(view.state, 0) + 1
+    return out
 
 
 def counts(ctx: Ctx) -> tuple[dict[str, int], dict[str, int]]:

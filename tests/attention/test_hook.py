@@ -129,6 +129,19 @@ def test_a_question_is_needs_input_and_not_answered_as_a_permission(
     assert explained["rule"] == "notification elicitation_dialog"
 
 
+def test_an_idle_notification_alone_never_makes_a_session_need_a_person(
+    loop_env: Env, daemon: Daemon
+) -> None:
+    env = hook_env(loop_env, issue(loop_env))
+    run_hook(env, {"hook_event_name": "Stop", "last_assistant_message": "done, all green"})
+    idle = {"hook_event_name": "Notification", "notification_type": "idle_prompt",
+            "message": "Claude is waiting for your input"}  # fmt: skip
+    assert run_hook(env, idle).returncode == 0
+    found = row(loop_env)
+    assert found is not None and found.state == "waiting" and found.prompt is None
+    assert loop_env.run("attention", "--format", "json").stdout.strip() == "[]"
+
+
 def test_codex_notify_records_the_turn_then_runs_the_operators_program(
     loop_env: Env, daemon: Daemon, tmp_path: Path
 ) -> None:

@@ -28,7 +28,7 @@ pytestmark = [
 def small_state(loop_env: Env) -> Iterator[Path]:
     loop_env.state_dir.mkdir()
     subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=640k", "tmpfs", str(loop_env.state_dir)], check=True
+        ["mount", "-t", "tmpfs", "-o", "size=1280k", "tmpfs", str(loop_env.state_dir)], check=True
     )
     try:
         yield loop_env.state_dir

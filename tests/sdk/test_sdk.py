@@ -106,6 +106,7 @@ def test_standing_create_say_stop_through_the_sdk(loop_env: Env) -> None:
             "tmux": {"socket": loop_env.socket, "harnessKillGraceSeconds": 2},
             "harnesses": {"fake": fake_harness(agent_dir)},
             "routing": {"defaultHarness": "fake"},
+            "sandbox": {"mode": "none"},  # the fake agent writes its records outside its tree
         }
     )
     made = loop.standing.create("helper", prompt="my brief", description="d")

@@ -172,6 +172,6 @@ def test_sessions_show_prints_no_python_reprs(work: Work) -> None:
     for repr_mark in ("{'", "['", "': ", "None", "True", "False"):
         assert repr_mark not in shown.stdout, shown.stdout
     usage = next(line for line in shown.stdout.splitlines() if line.startswith("usage "))
-    assert "inputTokens=0" in usage and "turns=0" in usage, usage
+    assert "0 turns" in usage and "0 input" in usage, usage
     attention = next(line for line in shown.stdout.splitlines() if line.startswith("attention"))
     assert "state=working" in attention, attention

@@ -160,6 +160,8 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     permission prompt (its attention waits on a person), or (harnesses read from the screen)
     one its screen shows right now by the harness's patterns; None when it shows none."""
     row = attention_store.get(ctx.db.connect(), agent.key)
+    if row is not None and row.state == attention_store.BLOCKED:
+        return f"held while the agent cannot work ({row.prompt.text if row.prompt else 'blocked'})"
     if row is not None and row.state in attention_store.HUMAN:
         shown = row.prompt
         what = "a question" if row.state == attention_store.NEEDS_INPUT else "a permission prompt"
@@ -213,7 +215,7 @@ def release_held(ctx: Ctx) -> int:
     handed = 0
     for key in queue.agents_with_pending(conn):
         row = attention_store.get(conn, key)
-        if row is None or row.state in (*attention_store.HELD, *attention_store.HUMAN):
+        if row is None or row.state in (*attention_store.HELD, *attention_store.NEEDS_PERSON):
             continue
         kind = AgentKind.STANDING if key.startswith("standing:") else AgentKind.WORK_ITEM
         deliver = _RELEASE.get(kind)

@@ -141,6 +141,33 @@ def deny(
     _answer(ref, "deny", prompt, fmt)
 
 
+def answer(
+    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
+    choice: int | None = typer.Argument(None, min=1, help="The number of a choice shown."),
+    text: str | None = typer.Option(None, "--text", help="Type this answer instead."),
+    prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
+    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+) -> None:
+    """Answer the question a session's agent asks: a choice or --text.
+
+    Only while that question is shown; typed with the keys its dialog needs."""
+    from the_loop.attention import answer_question, parse_prompt_id  # lazy: start-up
+
+    done = answer_question(
+        common.ctx(),
+        ref,
+        getpass.getuser(),
+        "cli",
+        choice=choice,
+        text=text,
+        prompt_id=parse_prompt_id(prompt),
+    )
+    if fmt is common.Format.json:
+        common.print_json(done)
+        return
+    print(f"answered {done.prompt_id} with {done.answer!r} for {ref}")
+
+
 def hook() -> None:
     """Record a Claude Code hook's signal (JSON on stdin).
 

@@ -27,8 +27,13 @@ WAITING = "waiting"
 NEEDS_INPUT = "needs-input"
 NEEDS_PERMISSION = "needs-permission"
 EXITED = "exited"
-STATES = (WORKING, WAITING, NEEDS_INPUT, NEEDS_PERMISSION, "over-budget", "suspended", EXITED)
+BLOCKED = "blocked"
+STATES = (
+    WORKING, WAITING, NEEDS_INPUT, NEEDS_PERMISSION, BLOCKED, "over-budget", "suspended", EXITED,
+)  # fmt: skip
 HUMAN = (NEEDS_INPUT, NEEDS_PERMISSION)
+NEEDS_PERSON = (NEEDS_INPUT, NEEDS_PERMISSION, BLOCKED)
+"""The states a person has to act on (the Attention lists, the delivery gate)."""
 HELD = ("over-budget", "suspended")
 """States only the spend policy (source ``spend``) sets and lifts: a hook or the screen
 detector reporting the stopped harness (``exited``, ``waiting``) does not override them."""
@@ -308,13 +313,20 @@ def _new_lines(previous: str, message: str) -> str:
 
 def _same_dialog(open_prompt: Prompt, new: NewPrompt) -> bool:
     """True when NEW is about the dialog OPEN_PROMPT (still pending) already stands for: the
-    same prompt reported again, or a vaguer word of the same kind (no tool: Claude Code's
-    ``permission_prompt`` notification after its ``PermissionRequest``)."""
-    if not open_prompt.pending or open_prompt.kind != new.kind:
+    same prompt reported again, or a vaguer word (no tool: Claude Code's ``permission_prompt``
+    notification after its ``PermissionRequest``) about a dialog known with its tool."""
+    if not open_prompt.pending:
         return False
-    if not new.tool:
-        return bool(open_prompt.tool) or open_prompt.text == new.text
-    return (open_prompt.tool, open_prompt.input) == (new.tool, new.input)
+    if not new.tool:  # a vaguer word never replaces a dialog known with its tool
+        return bool(open_prompt.tool) or (open_prompt.kind, open_prompt.text) == (
+            new.kind,
+            new.text,
+        )
+    return (open_prompt.kind, open_prompt.tool, open_prompt.input) == (
+        new.kind,
+        new.tool,
+        new.input,
+    )
 
 
 def _open_prompt(tx: Connection, agent: str, prompt: NewPrompt, now: float) -> str:
@@ -546,3 +558,16 @@ def overdue(conn: Connection, before: float) -> list[Prompt]:
         (before,),
     )
     return [Prompt(r) for r in cur.fetchall()]
+
+
+def answer_question(
+    tx: Connection, prompt_id: str, actor: str, via: str, answer: str, now: float
+) -> bool:
+    """Record that ACTOR answered question PROMPT_ID via VIA with ANSWER, closing it (no
+    decision: a question is not allowed or denied); False when it was closed before."""
+    cur = tx.execute(
+        "UPDATE attention_prompts SET actor = ?, via = ?, answered_at = ?, closed_at = ?,"
+        " outcome = ? WHERE id = ? AND decision IS NULL AND closed_at IS NULL",
+        (actor, via, now, now, f"answered: {answer}"[:500], prompt_id),
+    )
+    return cur.rowcount == 1

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from the_loop import attention
-from the_loop.attention import Answered, AttentionView, PromptView
+from the_loop.attention import Answered, AttentionView, PromptView, QuestionAnswered
 from the_loop.context import Ctx
 
 
@@ -21,6 +21,17 @@ class PermissionIn(BaseModel):
     decision: Literal["allow", "deny"] = Field(..., description="allow or deny the tool.")
     prompt_id: str | None = Field(
         None, description="The prompt this answers; refused (409) when another is pending."
+    )
+    actor: str | None = Field(None, description="Who answers (default: api).", max_length=100)
+
+
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    choice: int | None = Field(None, ge=1, le=99, description="The number of a choice shown.")
+    text: str | None = Field(None, max_length=4000, description="A typed answer instead.")
+    prompt_id: str | None = Field(
+        None, description="The question this answers; refused (409) when another is pending."
     )
     actor: str | None = Field(None, description="Who answers (default: api).", max_length=100)
 
@@ -59,6 +70,23 @@ def attention_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[An
             body.actor or "api",
             "api",
             prompt_id,
+        )
+
+    @router.post("/sessions/{session_id:path}/answer", tags=["attention"], dependencies=write)
+    async def post_answer(session_id: str, body: AnswerIn) -> QuestionAnswered:
+        """Answer the question the session's agent asks (a numbered choice of its dialog, or a
+        typed answer): only while that very question is shown (409 otherwise)."""
+        prompt_id = attention.parse_prompt_id(body.prompt_id)
+        return await asyncio.to_thread(
+            lambda: attention.answer_question(
+                get_ctx(),
+                session_id,
+                body.actor or "api",
+                "api",
+                choice=body.choice,
+                text=body.text,
+                prompt_id=prompt_id,
+            )
         )
 
     return router

@@ -38,9 +38,14 @@ ROLE_KEY = "role"
 """``request.state.role``: ``full`` or ``read-only``, who the front door let in."""
 
 
+CLUSTER_PREFIX = "/api/v1/cluster/"
+"""Node-to-node routes: their own guard checks the cluster token from the headers (a node
+holds the cluster token, not an API token); they take no body."""
+
+
 def needs_token(path: str) -> bool:
     """Whether PATH is served only to a caller with a token (or the dashboard's cookie)."""
-    if path in PUBLIC_PATHS:
+    if path in PUBLIC_PATHS or path.startswith(CLUSTER_PREFIX):
         return False
     return path in TOKEN_PATHS or path.startswith(TOKEN_PREFIXES)
 

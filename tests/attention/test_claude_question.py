@@ -1,0 +1,133 @@
+"""Question dialogs with the real Claude Code against the fake Messages API: its
+``AskUserQuestion`` dialog is a question to a person (``needs-input`` with the numbered choices),
+never a permission; a comment sent meanwhile is held; ``sessions answer REF N`` picks a choice
+and ``the-loop answer <id> <text>`` types an answer — each reaches the model as the tool's
+result, is reported done only once the dialog is gone, and is listed by ``attention history``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from tests.attention.test_claude_attention import REF, REPO, attention_of, comments, wait_state
+from tests.claude_daemon import start_claude_daemon
+from tests.conftest import Env
+from tests.daemon import Daemon
+from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
+from tests.fakes.fake_github import FakeGitHub
+from tests.harness.agent_clis import CLAUDE_BIN
+from tests.helpers import wait_until
+from tests.work import Work
+
+pytestmark = [
+    pytest.mark.claude,
+    pytest.mark.slow,
+    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
+]
+QUESTION = {
+    "questions": [
+        {
+            "question": "Which database?",
+            "header": "DB",
+            "multiSelect": False,
+            "options": [
+                {"label": "SQLite", "description": "embedded"},
+                {"label": "PostgreSQL", "description": "a server"},
+            ],
+        }
+    ]
+}
+
+
+def reply(request: RecordedRequest) -> str | ToolUse:
+    if not request.is_conversation:
+        return "a title"
+    last = request.messages[-1] if request.messages else {}
+    content = last.get("content")
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    ):
+        return "THANKS-FOR-THE-ANSWER"
+    prompt = request.prompt or ""
+    for n in (1, 2):
+        if f"ASK-ME-{n}" in prompt:
+            return ToolUse("AskUserQuestion", QUESTION, f"toolu_ask_{n}")
+    return f"FAKE-REPLY-{request.seq}"
+
+
+@pytest.fixture
+def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
+    with FakeGitHub() as gh, FakeAnthropic(reply=reply) as api:
+        daemon = start_claude_daemon(
+            work,
+            loop_env,
+            gh,
+            api,
+            ["alice"],
+            attention={"notifyAfterSeconds": 1, "pollSeconds": 0.1},
+        )
+        gh.add_comment(REPO, 1, "the-loop do say hello", author="alice")
+        try:
+            yield daemon, gh, api
+        finally:
+            daemon.stop()
+
+
+def _answer_of(api: FakeAnthropic, tool_id: str) -> str:
+    last = api.last_conversation_request()
+    for result in last.tool_results() if last else []:
+        if result.get("tool_use_id") == tool_id:
+            return json.dumps(result.get("content"))
+    return ""
+
+
+@pytest.mark.timeout(240)
+def test_a_question_dialog_is_answered_by_choice_and_by_text(
+    setup: tuple[Daemon, FakeGitHub, FakeAnthropic],
+) -> None:
+    daemon, gh, api = setup
+    wait_state(daemon, "waiting", 120, "claude-hook:Stop")
+    gh.add_comment(REPO, 1, "please ASK-ME-1 now", author="alice")
+    asked = wait_state(daemon, "needs-input")["prompt"]
+    assert asked["kind"] == "question" and asked["tool"] == "AskUserQuestion"
+    assert "Which database?" in asked["text"] and "2. PostgreSQL" in asked["text"]
+    allowed = daemon.work.cli("sessions", "allow", REF, "--prompt", asked["id"])
+    assert allowed.exit_code != 0 and "answer" in allowed.stderr, allowed.stderr
+
+    gh.add_comment(REPO, 1, "HELD-WHILE-ASKING", author="alice")
+    wait_until(
+        lambda: daemon.api("GET", "/events", params={"type": "session.held"}).json(),
+        30,
+        what="the held comment",
+    )
+    assert attention_of(daemon)["prompt"]["id"] == asked["id"]
+
+    answered = daemon.work.cli("sessions", "answer", REF, "2", "--prompt", asked["id"])
+    assert answered.exit_code == 0, answered.stderr
+    wait_until(lambda: _answer_of(api, "toolu_ask_1"), 30, what="the chosen answer")
+    assert "PostgreSQL" in _answer_of(api, "toolu_ask_1")
+    wait_until(
+        lambda: "HELD-WHILE-ASKING" in json.dumps(api.last_conversation_request().messages),  # type: ignore[union-attr]
+        60,
+        what="the held comment delivered",
+    )
+
+    wait_state(daemon, "waiting", 60, "claude-hook:Stop")
+    gh.add_comment(REPO, 1, "now ASK-ME-2", author="alice")
+    second = wait_state(daemon, "needs-input")["prompt"]
+    wait_until(lambda: comments(gh, second["id"]), 20, what="the question's notice")
+    notice = comments(gh, second["id"])[0]
+    assert "the-loop answer" in notice and "Which database?" in notice
+    gh.add_comment(REPO, 1, f"the-loop answer {second['id']} MySQL please", author="alice")
+    wait_until(lambda: _answer_of(api, "toolu_ask_2"), 40, what="the typed answer")
+    assert "MySQL please" in _answer_of(api, "toolu_ask_2")
+
+    history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
+    by_id: dict[str, Any] = {p["id"]: p for p in history}
+    assert by_id[asked["id"]]["outcome"] == "answered: 2. PostgreSQL"
+    assert by_id[second["id"]]["answeredVia"] == "github-comment"
+    assert by_id[second["id"]]["decision"] is None
