@@ -3,11 +3,13 @@ GitHub for one labelled issue: the set-up the end-to-end attention and spend tes
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tests.conftest import Env
 from tests.daemon import Daemon
-from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.fakes.fake_anthropic import FakeAnthropic, Reply
 from tests.fakes.fake_github import FakeGitHub
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
@@ -63,3 +65,25 @@ def start_claude_daemon(
         what="the first poll",
     )
     return daemon
+
+
+@contextmanager
+def claude_item(
+    work: Work,
+    loop_env: Env,
+    reply: Reply,
+    authorized: list[str],
+    first: str | None = "the-loop do say hello",
+    **options: Any,
+) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
+    """The fake GitHub and the fake Messages API answering with REPLY, a daemon on them
+    (``start_claude_daemon`` with OPTIONS), and FIRST commented on the issue by alice; the
+    daemon is stopped on the way out."""
+    with FakeGitHub() as gh, FakeAnthropic(reply=reply) as api:
+        daemon = start_claude_daemon(work, loop_env, gh, api, authorized, **options)
+        if first is not None:
+            gh.add_comment(REPO, 1, first, author="alice")
+        try:
+            yield daemon, gh, api
+        finally:
+            daemon.stop()

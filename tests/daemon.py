@@ -48,7 +48,7 @@ class Daemon:
             info = read_info(self.work.env.state_dir)
             return info if info is not None and info.pid == proc.pid else None
 
-        info = wait_until(mine, timeout=30, what="daemon info")  # type: ignore[assignment]
+        info = wait_until(mine, timeout=60, what="daemon info")  # type: ignore[assignment]
         self.url = info.url
         self.token = (self.work.env.state_dir / "api-token").read_text().strip()
         seen: list[str] = []

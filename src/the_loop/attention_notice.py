@@ -46,9 +46,13 @@ def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str, 
     if prompt.kind == "blocked":
         return (
             f"{who}the agent of this item cannot work (prompt `{prompt.id}`):\n\n"
-            f"{_quote(prompt.text or 'blocked')}\n\nIt needs a login or a key on the host "
-            "that runs it (`the-loop doctor` checks each harness). Messages wait until it can "
-            "work again."
+            f"{_quote(prompt.text or 'blocked')}\n\n"
+            + (
+                ""
+                if row.signal == store.CRASH_SIGNAL
+                else "It needs a login or a key on the host that runs it (`the-loop doctor` "
+                "checks each harness). Messages wait until it can work again."
+            )
         )
     question = prompt.text or row.last_message or "(no text)"
     return (

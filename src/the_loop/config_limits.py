@@ -65,6 +65,17 @@ class LimitsConfig(BaseModel):
             "full login)."
         ),
     )
+    terminals: int = Field(
+        64,
+        ge=1,
+        description=(
+            "Browser terminals at once (each is a tmux client and a pty); beyond it the oldest "
+            "read-only one ends, or the new one is refused when none is read-only."
+        ),
+    )
+    terminals_per_session: int = Field(
+        8, ge=1, description="Browser terminals on one session at once (same rule)."
+    )
     event_streams: int = Field(
         256,
         ge=1,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from the_loop import events as ev
 from the_loop import nodes, private_cache, sessions, standing
@@ -17,6 +18,7 @@ from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
 from the_loop.prune import prune_worktrees
 from the_loop.runner.tmux_watch import probe_many
+from the_loop.store import attention as attention_store
 from the_loop.store import sessions as session_store
 from the_loop.store import transcripts as transcript_store
 from the_loop.store import usage as usage_store
@@ -192,6 +194,7 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
             if pane in ("dead", "absent") and rec.id not in reported:
                 reported.add(rec.id)
                 found.append(rec.id)
+                _crashed(ctx, rec.id, rec.work_item, pane)
                 ev.emit(
                     ctx.db,
                     "session.vanished",
@@ -203,6 +206,25 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
             elif pane == "live":
                 reported.discard(rec.id)
     return found
+
+
+def _crashed(ctx: Ctx, session_id: str, work_item: str, pane: str) -> None:
+    """The attention of a session whose agent is gone: ``blocked`` (the harness exited, or its
+    tmux session vanished), which the next message lifts by respawning it."""
+    why = "the harness exited" if pane == "dead" else "its tmux session vanished"
+    reason = f"{why}; the next message restarts it, resuming its conversation"
+    with ctx.db.transaction() as tx:
+        attention_store.set_state(
+            tx,
+            session_id,
+            attention_store.BLOCKED,
+            attention_store.CRASH_SIGNAL,
+            why,
+            now=time.time(),
+            prompt=attention_store.NewPrompt("blocked", text=reason),
+            work_item=work_item,
+            source=SOURCE,
+        )
 
 
 INTEGRITY_EVERY_SECONDS = 6 * 3600.0

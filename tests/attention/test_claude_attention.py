@@ -32,19 +32,11 @@ REPO = "octo/repo"
 REF = "github:127.0.0.1/octo/repo#1"
 
 
-def _last_is_tool_result(request: RecordedRequest) -> bool:
-    last = request.messages[-1] if request.messages else {}
-    content = last.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
-
-
 def reply(request: RecordedRequest) -> str | ToolUse:
     """Tool uses on demand (RUN-TOOL-N in the newest prompt), plain answers otherwise."""
     if not request.is_conversation:
         return "a title"
-    if _last_is_tool_result(request):
+    if request.answers_a_tool:
         return f"DONE-AFTER-TOOL-{request.seq}"
     prompt = request.prompt or ""
     for n in (1, 2):

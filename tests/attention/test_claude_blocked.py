@@ -11,10 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.attention.test_claude_attention import REPO, attention_of, comments, reply, wait_state
-from tests.claude_daemon import start_claude_daemon
+from tests.claude_daemon import claude_item
 from tests.conftest import Env
 from tests.daemon import Daemon
-from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.fake_github import FakeGitHub
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
@@ -29,20 +28,11 @@ pytestmark = [
 
 @pytest.fixture
 def blocked_daemon(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub]]:
-    with FakeGitHub() as gh, FakeAnthropic(reply=reply) as api:
-        daemon = start_claude_daemon(
-            work,
-            loop_env,
-            gh,
-            api,
-            ["alice"],
-            logged_in=False,
-            attention={"notifyAfterSeconds": 1, "pollSeconds": 0.1},
-        )
-        try:
-            yield daemon, gh
-        finally:
-            daemon.stop()
+    attention = {"notifyAfterSeconds": 1, "pollSeconds": 0.1}
+    with claude_item(
+        work, loop_env, reply, ["alice"], first=None, logged_in=False, attention=attention
+    ) as (daemon, gh, _):
+        yield daemon, gh
 
 
 def test_not_logged_in_is_blocked_told_counted_and_holds_messages(

@@ -31,7 +31,7 @@ from tests.attention.test_claude_attention import (
     tool_results,
     wait_state,
 )
-from tests.claude_daemon import start_claude_daemon
+from tests.claude_daemon import claude_item
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes import payloads
@@ -53,20 +53,9 @@ PACE = 15.0
 
 @pytest.fixture
 def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    with FakeGitHub() as gh, FakeAnthropic(reply=reply) as api:
-        daemon = start_claude_daemon(
-            work,
-            loop_env,
-            gh,
-            api,
-            ["alice"],
-            attention={"notifyAfterSeconds": 1, "pollSeconds": 0.1},
-        )
-        gh.add_comment(REPO, 1, "the-loop do say hello", author="alice")
-        try:
-            yield daemon, gh, api
-        finally:
-            daemon.stop()
+    attention = {"notifyAfterSeconds": 1, "pollSeconds": 0.1}
+    with claude_item(work, loop_env, reply, ["alice"], attention=attention) as running:
+        yield running
 
 
 def _screen(daemon: Daemon) -> str:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 
 from tests.attention.test_claude_attention import REF, REPO, attention_of, comments, wait_state
-from tests.claude_daemon import start_claude_daemon
+from tests.claude_daemon import claude_item
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
@@ -46,11 +46,7 @@ QUESTION = {
 def reply(request: RecordedRequest) -> str | ToolUse:
     if not request.is_conversation:
         return "a title"
-    last = request.messages[-1] if request.messages else {}
-    content = last.get("content")
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    ):
+    if request.answers_a_tool:
         return "THANKS-FOR-THE-ANSWER"
     prompt = request.prompt or ""
     for n in (1, 2):
@@ -61,20 +57,9 @@ def reply(request: RecordedRequest) -> str | ToolUse:
 
 @pytest.fixture
 def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    with FakeGitHub() as gh, FakeAnthropic(reply=reply) as api:
-        daemon = start_claude_daemon(
-            work,
-            loop_env,
-            gh,
-            api,
-            ["alice"],
-            attention={"notifyAfterSeconds": 1, "pollSeconds": 0.1},
-        )
-        gh.add_comment(REPO, 1, "the-loop do say hello", author="alice")
-        try:
-            yield daemon, gh, api
-        finally:
-            daemon.stop()
+    attention = {"notifyAfterSeconds": 1, "pollSeconds": 0.1}
+    with claude_item(work, loop_env, reply, ["alice"], attention=attention) as running:
+        yield running
 
 
 def _answer_of(api: FakeAnthropic, tool_id: str) -> str:

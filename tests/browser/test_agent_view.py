@@ -50,19 +50,11 @@ REPLY_LINES = 60
 """A reply longer than any screen here: its newest line is at the bottom of the agent's."""
 
 
-def _last_is_tool_result(request: RecordedRequest) -> bool:
-    last = request.messages[-1] if request.messages else {}
-    content = last.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
-
-
 def reply(request: RecordedRequest) -> str | ToolUse:
     """A long answer to a prompt; a Bash call for RUN-TOOL-N; DONE after a tool's result."""
     if not request.is_conversation:
         return "a title"
-    if _last_is_tool_result(request):
+    if request.answers_a_tool:
         return f"DONE-AFTER-TOOL-{request.seq}"
     prompt = request.prompt or ""
     for n in (1, 2):
@@ -318,7 +310,9 @@ def test_conversation_shows_turns_and_answers_the_permission(agent: Agent, open_
 
 
 def test_conversation_on_the_desktop(agent: Agent, open_page: Any) -> None:
+    agent.wait_state("waiting")  # the denied tool's turn is over (the test before ends there)
     page = open_page(**DESKTOP)
     expect(page.locator("#conversation .turn").first).to_be_visible()
-    expect(page.locator("#conversation .msg").last).to_contain_text("DONE-AFTER-TOOL")
+    last = page.locator("#conversation .msg").last
+    expect(last).to_contain_text("DONE-AFTER-TOOL", timeout=60_000)
     shot(page, "session-conversation")

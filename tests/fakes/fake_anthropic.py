@@ -94,6 +94,15 @@ class RecordedRequest:
         ]
 
     @property
+    def answers_a_tool(self) -> bool:
+        """Whether the newest user message carries a tool's result (the turn goes on)."""
+        last = self.messages[-1] if self.messages else {}
+        content = last.get("content")
+        return isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        )
+
+    @property
     def prompt(self) -> str | None:
         """The newest user prompt of this request."""
         texts = self.user_texts()

@@ -48,11 +48,14 @@ def test_agent_that_crashes_mid_delivery_is_reported_and_respawned(work: Work) -
     wait_until(lambda: work.pane_dead(TARGET) == "1", timeout=10, what="the agent to crash")
     assert reconcile_once(open_ctx(work.env.config_path), set()) == [sid]
     assert work.session_json(REF)["pane"] == "dead"
+    crashed = work.session_json(REF)["attention"]  # told, not hidden: blocked, with why
+    assert crashed["state"] == "blocked" and "the harness exited" in crashed["prompt"]["text"]
     r = work.dispatch("issue_comment", P.issue_comment_event("are you back?"), "r-3")
     assert r.exit_code == 0, r.stdout
     texts = work.wait_prompts(sid, 3)
     assert "are you back?" in texts[-1]
     assert work.session_json(REF)["status"] == "active"
+    assert work.session_json(REF)["attention"]["state"] != "blocked"
 
 
 def test_a_staged_prompt_whose_agent_died_is_delivered_once_after_respawn(work: Work) -> None:

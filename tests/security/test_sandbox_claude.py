@@ -19,14 +19,13 @@ import pytest
 from tests.attention.test_claude_attention import (
     REF,
     REPO,
-    _last_is_tool_result,
     attention_of,
     comments,
     tool_results,
     wait_state,
     workspace,
 )
-from tests.claude_daemon import start_claude_daemon
+from tests.claude_daemon import claude_item
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
@@ -50,7 +49,7 @@ PROBE: dict[str, str] = {}
 def reply(request: RecordedRequest) -> str | ToolUse:
     if not request.is_conversation:
         return "a title"
-    if _last_is_tool_result(request):
+    if request.answers_a_tool:
         return f"DONE-AFTER-TOOL-{request.seq}"
     if "RUN-PROBE" in (request.prompt or ""):
         return ToolUse("Bash", {"command": PROBE["command"], "description": "probe"}, "toolu_p")
@@ -93,21 +92,15 @@ def probe_command(env: Env, daemon_pid: int, other: str, port: int, python: str)
 
 @pytest.fixture
 def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    with FakeGitHub() as gh, FakeAnthropic(reply=reply) as api:
-        daemon = start_claude_daemon(
-            work,
-            loop_env,
-            gh,
-            api,
-            ["alice"],
-            attention={"notifyAfterSeconds": 30, "pollSeconds": 0.1},
-            sandbox={"mode": "bwrap", "network": "allowlist"},
-        )
-        gh.add_comment(REPO, 1, "the-loop do say hello", author="alice")
-        try:
-            yield daemon, gh, api
-        finally:
-            daemon.stop()
+    with claude_item(
+        work,
+        loop_env,
+        reply,
+        ["alice"],
+        attention={"notifyAfterSeconds": 30, "pollSeconds": 0.1},
+        sandbox={"mode": "bwrap", "network": "allowlist"},
+    ) as running:
+        yield running
 
 
 def test_confined_claude_works_and_reaches_nothing_of_the_control_plane(

@@ -100,11 +100,31 @@ def resume(ctx: Ctx, agent: Agent, fallback: str | None) -> Resumed:
             detail = exc.message
         else:
             if runner.stays_alive(ctx, agent, ctx.config.tmux.resume_probe_seconds):
+                _revived(ctx, agent)
                 return Resumed(True, True, agent.conversation_id, previous)
             detail = f"the resumed conversation {previous} exited at once"
     fresh = new_session_id()
     agent.conversation_id = runner.launch(ctx, agent, fallback, fresh, resume=False)
+    _revived(ctx, agent)
     return Resumed(False, attempted, agent.conversation_id, previous, detail)
+
+
+def _revived(ctx: Ctx, agent: Agent) -> None:
+    """AGENT runs again: a ``blocked`` that said it was gone no longer holds."""
+    with ctx.db.transaction() as tx:
+        row = attention_store.get(tx, agent.key)
+        if row is None or row.signal != attention_store.CRASH_SIGNAL:
+            return
+        if row.state == attention_store.BLOCKED:
+            attention_store.set_state(
+                tx,
+                agent.key,
+                attention_store.WORKING,
+                "spawn",
+                "the agent was started again",
+                now=time.time(),
+                source="agent",
+            )
 
 
 # --- deliver --------------------------------------------------------------------------------
@@ -160,7 +180,8 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     permission prompt (its attention waits on a person), or (harnesses read from the screen)
     one its screen shows right now by the harness's patterns; None when it shows none."""
     row = attention_store.get(ctx.db.connect(), agent.key)
-    if row is not None and row.state == attention_store.BLOCKED:
+    crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL
+    if row is not None and row.state == attention_store.BLOCKED and not crashed:
         return f"held while the agent cannot work ({row.prompt.text if row.prompt else 'blocked'})"
     if row is not None and row.state in attention_store.HUMAN:
         shown = row.prompt

@@ -34,6 +34,9 @@ STATES = (
 HUMAN = (NEEDS_INPUT, NEEDS_PERMISSION)
 NEEDS_PERSON = (NEEDS_INPUT, NEEDS_PERMISSION, BLOCKED)
 """The states a person has to act on (the Attention lists, the delivery gate)."""
+CRASH_SIGNAL = "reconciler"
+"""The signal of ``blocked`` for an agent that is gone: a delivery revives it, so it holds
+nothing back."""
 HELD = ("over-budget", "suspended")
 """States only the spend policy (source ``spend``) sets and lifts: a hook or the screen
 detector reporting the stopped harness (``exited``, ``waiting``) does not override them."""

@@ -23,13 +23,13 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from the_loop.context import Ctx
-from the_loop.errors import LoopError, StateError
+from the_loop.errors import LoopError, StateError, Unavailable
 from the_loop.terminal_bridge import (
     DEFAULT_COLS,
     DEFAULT_ROWS,
@@ -40,6 +40,7 @@ from the_loop.terminal_bridge import (
     standing_plan,
 )
 from the_loop.web import auth, dashboard_auth
+from the_loop.web.slots import Holder, Slots
 
 POLICY_VIOLATION = 1008
 MAX_INPUT_CHARS = 65536
@@ -55,6 +56,8 @@ def terminal_router(
 ) -> APIRouter:
     """The two WebSocket routes (not in the OpenAPI document: it has no WebSockets)."""
     router = APIRouter()
+    limits = get_ctx().config.server.limits
+    caps = Caps(Slots(limits.terminals, "browser terminals"), limits.terminals_per_session)
 
     @router.websocket("/sessions/{session_id}/terminal")
     async def session_terminal(websocket: WebSocket, session_id: str) -> None:
@@ -63,6 +66,8 @@ def terminal_router(
             get_tokens(),
             public_url,
             lambda read_only: session_plan(get_ctx(), session_id, read_only),
+            caps,
+            f"session:{session_id}",
         )
 
     @router.websocket("/standing/{name}/terminal")
@@ -72,9 +77,39 @@ def terminal_router(
             get_tokens(),
             public_url,
             lambda read_only: standing_plan(get_ctx(), name, read_only),
+            caps,
+            f"standing:{name}",
         )
 
     return router
+
+
+@dataclass
+class Caps:
+    """How many browser terminals may be open: OVERALL, and PER_SESSION on one session."""
+
+    overall: Slots
+    per_session: int
+    sessions: dict[str, Slots] = field(default_factory=dict)
+
+    def take(self, key: str, read_only: bool) -> list[tuple[Slots, Holder]] | None:
+        """Places in both pools (the oldest read-only viewer ending where one is full), or
+        None when a pool is full of viewers that can type."""
+        mine = self.sessions.setdefault(key, Slots(self.per_session, "browser terminals"))
+        first = mine.take(read_only)
+        if first is None:
+            return None
+        second = self.overall.take(read_only)
+        if second is None:
+            mine.give_back(first)
+            return None
+        return [(mine, first), (self.overall, second)]
+
+    def give_back(self, key: str, taken: list[tuple[Slots, Holder]]) -> None:
+        for pool, holder in taken:
+            pool.give_back(holder)
+        if key in self.sessions and not len(self.sessions[key]):
+            del self.sessions[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +139,35 @@ def authorize(websocket: WebSocket, tokens: auth.Tokens, public_url: str) -> Gra
     return Grant(login[2].role, login)
 
 
-async def serve(websocket: WebSocket, tokens: auth.Tokens, public_url: str, plan: Planner) -> None:
-    """Authenticate, plan, then bridge WEBSOCKET to a tmux client until either side ends (or
-    the dashboard login it came with is logged out or expires)."""
+async def serve(
+    websocket: WebSocket,
+    tokens: auth.Tokens,
+    public_url: str,
+    plan: Planner,
+    caps: Caps,
+    key: str,
+) -> None:
+    """Authenticate, take a place under CAPS, plan, then bridge WEBSOCKET to a tmux client
+    until either side ends (or the dashboard login it came with is logged out or expires, or
+    a newcomer takes its place at the cap)."""
     grant = authorize(websocket, tokens, public_url)
     if grant is None:
         await websocket.close(code=POLICY_VIOLATION)
         return
     await websocket.accept()
+    taken = caps.take(key, grant.role != "full")
+    if taken is None:
+        await _refuse(websocket, Unavailable("too many browser terminals are open; try later"))
+        return
+    try:
+        await _serve(websocket, plan, grant, [holder.ended for _, holder in taken])
+    finally:
+        caps.give_back(key, taken)
+
+
+async def _serve(
+    websocket: WebSocket, plan: Planner, grant: Grant, evicted: list[asyncio.Event]
+) -> None:
     try:
         chosen = await asyncio.to_thread(plan, grant.role != "full")
     except LoopError as exc:
@@ -133,7 +189,7 @@ async def serve(websocket: WebSocket, tokens: auth.Tokens, public_url: str, plan
             return
         hello = {"type": "hello", "readOnly": chosen.read_only, "target": chosen.target}
         await websocket.send_text(json.dumps({**hello, "cols": size[0], "rows": size[1]}))
-        await _pump(websocket, bridge, grant)
+        await _pump(websocket, bridge, grant, evicted)
     finally:
         await bridge.aclose()
         if websocket.application_state is WebSocketState.CONNECTED:
@@ -158,11 +214,15 @@ async def _refuse(websocket: WebSocket, exc: LoopError) -> None:
         await websocket.close(code=4000 + exc.status, reason=exc.code)
 
 
-async def _pump(websocket: WebSocket, bridge: Bridge, grant: Grant) -> None:
-    """Output to the socket and frames from it, concurrently, until one side ends."""
+async def _pump(
+    websocket: WebSocket, bridge: Bridge, grant: Grant, evicted: list[asyncio.Event]
+) -> None:
+    """Output to the socket and frames from it, concurrently, until one side ends (or EVICTED:
+    a newcomer took this terminal's place at a cap)."""
     tasks = {
         asyncio.create_task(_send_output(websocket, bridge)),
         asyncio.create_task(_receive_frames(websocket, bridge)),
+        *(asyncio.create_task(ended.wait()) for ended in evicted),
     }
     if grant.login is not None:
         tasks.add(asyncio.create_task(_logged_out(websocket, grant.login)))
