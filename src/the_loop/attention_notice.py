@@ -21,11 +21,15 @@ from the_loop.refs import WorkItemRef
 from the_loop.runner.tmux_watch import pane_watch
 from the_loop.store import attention as store
 from the_loop.supervise import monitor, wait_or_stop
+from the_loop.text_safety import github_quote
 
 QUOTE_LIMIT = 600
 
 
 def _quote(text: str) -> str:
+    """TEXT (what an agent shows: it may carry a stranger's words) as a quote that pings no
+    one."""
+    text = github_quote(text)
     clipped = text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + " …"
     return "\n".join(f"> {line}" if line else ">" for line in clipped.splitlines() or [""])
 
