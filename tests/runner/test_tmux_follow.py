@@ -113,6 +113,9 @@ def test_the_window_follows_the_latest_interactive_client_and_waits_for_the_last
     runner: TmuxRunner, outer: Outer, asking: str
 ) -> None:
     outer.run_client("watcher", runner, asking, read_only=True)
+    # one after the other, as people attach: two attaches in the same instant race in tmux
+    # (the hook may read the other client's formats); see the closing note of this change
+    wait_until(lambda: _clients(runner, asking) == 1, 15, what="the watcher attached")
     outer.run_client("person", runner, asking, read_only=False)
     wait_until(lambda: runner.window_size(asking) == (80, 23), 15, what="the window follows")
     outer.tmux("resize-window", "-t", "=person:", "-x", "100", "-y", "30")
