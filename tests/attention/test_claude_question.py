@@ -111,8 +111,12 @@ def test_a_question_dialog_is_answered_by_choice_and_by_text(
     wait_until(lambda: _answer_of(api, "toolu_ask_2"), 40, what="the typed answer")
     assert "MySQL please" in _answer_of(api, "toolu_ask_2")
 
-    history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
-    by_id: dict[str, Any] = {p["id"]: p for p in history}
+    def answered() -> dict[str, Any] | None:  # recorded once the dialog is seen gone
+        history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
+        by_id: dict[str, Any] = {p["id"]: p for p in history}
+        return by_id if by_id[second["id"]]["answeredVia"] else None
+
+    by_id = wait_until(answered, 30, what="the typed answer recorded")
     assert by_id[asked["id"]]["outcome"] == "answered: 2. PostgreSQL"
     assert by_id[second["id"]]["answeredVia"] == "github-comment"
     assert by_id[second["id"]]["decision"] is None

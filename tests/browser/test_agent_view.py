@@ -310,9 +310,9 @@ def test_conversation_shows_turns_and_answers_the_permission(agent: Agent, open_
 
 
 def test_conversation_on_the_desktop(agent: Agent, open_page: Any) -> None:
-    agent.wait_state("waiting")  # the denied tool's turn is over (the test before ends there)
     page = open_page(**DESKTOP)
     expect(page.locator("#conversation .turn").first).to_be_visible()
-    last = page.locator("#conversation .msg").last
-    expect(last).to_contain_text("DONE-AFTER-TOOL", timeout=60_000)
+    expect(page.locator("#conversation .msg").first).to_contain_text("NEWEST-LINE")
+    tools = page.locator("#conversation details.tool")
+    expect(tools.first.locator(".tool-name")).to_have_text("Bash")
     shot(page, "session-conversation")

@@ -71,12 +71,15 @@ def test_a_prompt_in_flight_is_redelivered_marked_and_a_returning_node_ends_its_
 
     b.daemon.start()  # B comes back (no crash point now)
     wait_until(lambda: b.work.pane_dead(rec.tmux_target) == "1", 60, what="B ends its left agent")
-    ended = [
-        e
-        for e in _events(db, "session.harness_terminated")
-        if e.session_id == rec.id and "node-a" in str(e.payload.get("reason"))
-    ]
-    assert len(ended) == 1, ended
+
+    def ended() -> list[Any]:  # written once the terminate returns, after the pane died
+        return [
+            e
+            for e in _events(db, "session.harness_terminated")
+            if e.session_id == rec.id and "node-a" in str(e.payload.get("reason"))
+        ]
+
+    assert len(wait_until(ended, 30, what="the terminate reported")) == 1, ended()
     moved_rec = session_store.get(db.connect(), rec.id)
     assert moved_rec is not None and moved_rec.node == "node-a"
     assert a.work.pane_dead(rec.tmux_target) == "0", "the moved agent on A runs on"
