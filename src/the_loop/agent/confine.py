@@ -49,17 +49,54 @@ def confined(ctx: Ctx) -> bool:
 
 
 def prepare(ctx: Ctx, agent: Agent, launch: Launch) -> Launch:
-    """LAUNCH with the agent's own home when agents are confined (LAUNCH unchanged else)."""
+    """LAUNCH with the agent's own home when agents are confined (LAUNCH unchanged else),
+    carrying the operator's harness logins into it."""
     if not confined(ctx):
         return launch
     home = home_of(ctx, agent)
     for path in (home.parent, home):
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    carry_logins(launch.env, home)
     env = dict(launch.env)
     env.update(
         HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), CODEX_HOME=str(home / ".codex")
     )
     return replace(launch, env=env)
+
+
+LOGINS = (
+    ("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
+    ("CODEX_HOME", ".codex", "auth.json"),
+    ("", ".gemini", "oauth_creds.json"),
+)
+"""Each harness's login file: the variable naming its folder, the folder under ``$HOME``, the
+file."""
+
+
+def carry_logins(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Copy the operator's harness logins (ENV: the harness's environment, else the daemon's)
+    into the agent's own HOME, so that a confined agent is logged in as its operator is; a copy
+    the agent refreshed since (newer) is kept. The files copied; never raises."""
+    operator = Path(env.get("HOME") or os.environ.get("HOME") or str(Path.home()))
+    copied: list[Path] = []
+    for variable, folder, name in LOGINS:
+        given = (env.get(variable) or os.environ.get(variable)) if variable else None
+        source = Path(given or operator / folder) / name
+        target = home / folder / name
+        try:
+            if not source.is_file() or source.resolve() == target.resolve():
+                continue
+            if target.exists() and target.stat().st_mtime >= source.stat().st_mtime:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            staged = target.with_name(f".{name}.the-loop")
+            staged.write_bytes(source.read_bytes())
+            staged.chmod(0o600)
+            staged.replace(target)
+        except OSError:
+            continue
+        copied.append(target)
+    return copied
 
 
 def argv(
