@@ -82,6 +82,14 @@ def _user_text(api: FakeAnthropic) -> str:
     return "\n".join(json.dumps(m) for m in last.messages if m.get("role") == "user")
 
 
+def _asking(daemon: Daemon, gh: FakeGitHub, tool: int) -> tuple[dict[str, Any], float]:
+    """Once the first turn is over, ask the agent to run tool TOOL: the permission prompt it
+    waits on, and when it was seen."""
+    wait_state(daemon, "waiting", 120, "claude-hook:Stop")
+    gh.add_comment(REPO, 1, f"please RUN-TOOL-{tool} now", author="alice")
+    return wait_state(daemon, "needs-permission")["prompt"], time.monotonic()
+
+
 def _session_id(daemon: Daemon) -> str:
     return str(daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()["id"])
 
@@ -102,10 +110,7 @@ def test_held_behind_the_dialog_then_allowed_at_a_persons_pace(
     setup: tuple[Daemon, FakeGitHub, FakeAnthropic],
 ) -> None:
     daemon, gh, api = setup
-    wait_state(daemon, "waiting", 120, "claude-hook:Stop")
-    gh.add_comment(REPO, 1, "please RUN-TOOL-1 now", author="alice")
-    asked = wait_state(daemon, "needs-permission")["prompt"]
-    since = time.monotonic()
+    asked, since = _asking(daemon, gh, 1)
     assert asked["tool"] == "Bash" and "tool-1-ran" in asked["text"]
 
     gh.add_comment(REPO, 1, "HELD-ONE from a comment", author="alice")
@@ -157,10 +162,7 @@ def test_bare_allow_after_the_noticed_prompt_was_replaced_and_a_deny_at_pace(
     setup: tuple[Daemon, FakeGitHub, FakeAnthropic],
 ) -> None:
     daemon, gh, api = setup
-    wait_state(daemon, "waiting", 120, "claude-hook:Stop")
-    gh.add_comment(REPO, 1, "please RUN-TOOL-2 now", author="alice")
-    asked = wait_state(daemon, "needs-permission")["prompt"]
-    since = time.monotonic()
+    asked, since = _asking(daemon, gh, 2)
     wait_until(lambda: comments(gh, asked["id"]), 20, what="the notice")
 
     bare = daemon.api(
@@ -198,10 +200,7 @@ def test_an_allow_two_minutes_later_still_runs_that_tool(
     setup: tuple[Daemon, FakeGitHub, FakeAnthropic],
 ) -> None:
     daemon, gh, api = setup
-    wait_state(daemon, "waiting", 120, "claude-hook:Stop")
-    gh.add_comment(REPO, 1, "please RUN-TOOL-1 now", author="alice")
-    asked = wait_state(daemon, "needs-permission")["prompt"]
-    since = time.monotonic()
+    asked, since = _asking(daemon, gh, 1)
     wait_until(lambda: time.monotonic() - since >= 120, 130, what="two minutes")
     assert attention_of(daemon)["prompt"]["id"] == asked["id"]
     assert not tool_results(api, "toolu_1")
