@@ -65,17 +65,18 @@ fmt: setup ## format the code
 	$(BIN)/ruff format src tests bench
 	$(BIN)/ruff check --fix src tests bench
 
-lint: setup
+lint: setup ## format check, lint and the wings' import contracts
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy
 
 docs: setup ## regenerate the generated docs (config reference, CLI reference, schema)
-	$(PY) -m the_loop.docgen
+	$(PY) -m the_loop.cli.docgen
 
-check: lint typecheck test ## format check, lint, strict type check, tests
+check: lint typecheck test ## format check, lint, import contracts, strict type check, tests
 
 bench: setup ## run every benchmark and print the figures
 	$(PY) bench/run_all.py

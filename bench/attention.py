@@ -25,7 +25,7 @@ import time
 import common
 from common import Daemon, Figure, HttpConn, Install, Report
 
-from the_loop.attention_spawn import hook_dir, issue_token
+from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.harness.claude_hooks import hook_command
 from the_loop.store import attention as store
 from the_loop.store import open_database

@@ -492,7 +492,7 @@ class Daemon:
         return self.proc.pid
 
     def start(self, timeout: float = 60.0) -> Daemon:
-        from the_loop.daemon import read_info
+        from the_loop.daemon.serve import read_info
 
         log = (self.install.root / "daemon.log").open("ab")
         self.proc = subprocess.Popen(

@@ -1,6 +1,6 @@
 """Poll cycle cost: requests, rate-limited (cost) requests and time per idle cycle.
 
-``the_loop.github.poller.Poller`` runs in this process against the fake GitHub (real HTTP on
+``the_loop.intake.github_poller.Poller`` runs in this process against the fake GitHub (real HTTP on
 loopback, strong ETags, ``X-RateLimit-*``, 304s that cost nothing), for 1, 10 and 50
 repositories with 50 open labelled items each (40 issues, 10 pull requests, two comments
 each, no start keyword). The first cycle reads everything (first sight, the baseline); after
@@ -45,7 +45,7 @@ def populate(gh: FakeGitHub, repos: list[str]) -> None:
 
 async def cycles(gh: FakeGitHub, install: Install, idle: int) -> dict[str, object]:
     from the_loop.context import open_ctx
-    from the_loop.github.poller import Poller
+    from the_loop.intake.github_poller import Poller
 
     ctx = open_ctx(install.config_path)
     poller = Poller(ctx)

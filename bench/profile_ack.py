@@ -32,10 +32,10 @@ from pathlib import Path
 import common
 from webhook_ack import push_body
 
-from the_loop import dispatch
 from the_loop import events as ev
 from the_loop.context import open_ctx
 from the_loop.github.signature import sign, verify_signature
+from the_loop.intake import dispatch
 from the_loop.store import inbox
 from the_loop.store.intake_writer import writer_for
 from the_loop.web.app import create_app

@@ -3,7 +3,7 @@
 The repository is generated once (cached under ``<tmp>/the-loop-bench``) with ``git
 fast-import``: about 100,000 small files in 1,000 directories, and a history of commits that
 rewrite 100 incompressible 100 KB assets, until the pack holds about 1 GB. It is the clone of
-``workspaces.repos``; every figure is ``the_loop.workspace.prepare`` for a new work item (the
+``workspaces.repos``; every figure is ``work_items.workspace.prepare`` for a new work item (the
 real code a spawn runs), timed from the call to its return, each worktree removed after
 (untimed):
 
@@ -27,9 +27,9 @@ from pathlib import Path
 
 from common import Figure, Report, progress, wait_until
 
-from the_loop import workspace
 from the_loop.config import Config
 from the_loop.refs import WorkItemRef
+from the_loop.work_items import workspace
 
 ASSETS = 100
 ASSET_BYTES = 100 * 1024

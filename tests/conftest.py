@@ -136,7 +136,7 @@ def loop_env(tmp_path: Path, db_url: str | None) -> Iterator[Env]:
     env = new_env(tmp_path, db_url)
     yield env
     subprocess.run(["tmux", "-L", env.socket, "kill-server"], capture_output=True, check=False)
-    from the_loop.daemon import read_info
+    from the_loop.daemon.serve import read_info
 
     info = read_info(env.state_dir)
     if info is not None:

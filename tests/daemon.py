@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.daemon import read_info
+from the_loop.daemon.serve import read_info
 from the_loop.github.signature import sign
 
 SECRET = "webhook-secret-for-tests"

@@ -19,17 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from the_loop import doctor, spend, usage, views
 from the_loop import events as ev
-from the_loop import sessions as sessions_service
-from the_loop import standing as standing_service
+from the_loop.agent.spend import service as spend
+from the_loop.agent.spend import usage
 from the_loop.config import Config, LoadedConfig, load_config
-from the_loop.config_errors import problems_word, validation_problems
+from the_loop.config.errors import problems_word, validation_problems
 from the_loop.context import Ctx, open_ctx
-from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput, ConfigInvalid, LoopError
-from the_loop.session_records import SessionSummary
+from the_loop.standing import service as standing_service
 from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.views import doctor
+from the_loop.views import sessions as views
+from the_loop.views.doctor import DoctorReport
+from the_loop.work_items import service as sessions_service
+from the_loop.work_items.records import SessionSummary
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -117,7 +120,7 @@ class Standing:
         start: bool = True,
     ) -> standing_service.CreateResult:
         """Create (and, unless not START, start) a standing session; see
-        ``the_loop.standing.create`` for the refusals."""
+        ``the_loop.standing.service.create`` for the refusals."""
         return standing_service.create(
             self._ctx,
             name,

@@ -12,11 +12,11 @@ import sqlite3
 from the_loop import __version__
 from the_loop.context import Ctx
 from the_loop.errors import StateError
-from the_loop.health import Health, StatusReport
 from the_loop.instance import DaemonInfo, daemon_running, read_info
 from the_loop.local_client import get
 from the_loop.store import inbox
 from the_loop.store.sessions import counts_by_status
+from the_loop.views.health import Health, StatusReport
 
 
 def ask_daemon(ctx: Ctx, info: DaemonInfo, path: str, timeout: float) -> tuple[int, bytes]:

@@ -14,11 +14,14 @@ from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.mcp.test_mcp import over_http, structured
 from tests.work import Work
-from the_loop import TheLoop, inbox_ops, metrics, views
+from the_loop import TheLoop
 from the_loop.context import open_ctx
 from the_loop.errors import BadInput, NotFound
-from the_loop.inbox_ops import ReplayOutcome
-from the_loop.status import status_now
+from the_loop.intake import ops as inbox_ops
+from the_loop.intake.ops import ReplayOutcome
+from the_loop.views import metrics
+from the_loop.views import sessions as views
+from the_loop.views.status import status_now
 
 REF = "github:octo/repo#15"
 

@@ -17,8 +17,8 @@ from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.mcp.test_mcp import over_http
 from the_loop import wire
-from the_loop.dispatch import DispatchResult
-from the_loop.github.poller import RepoResult
+from the_loop.intake.dispatch import DispatchResult
+from the_loop.intake.github_poller import RepoResult
 
 REF = "github:octo/repo#15"
 CAMEL = re.compile(r"\A[a-z][a-zA-Z0-9]*\Z")

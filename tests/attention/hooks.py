@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Env
-from the_loop.attention_hook import connect, read_line
-from the_loop.attention_spawn import hook_dir, issue_token
+from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.harness.claude_hooks import hook_argv
+from the_loop.hook import connect, read_line
 from the_loop.store import attention as store
 from the_loop.store import open_database
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakes import payloads as p
-from the_loop.attention_keywords import permission_prompt_id
 from the_loop.config import Config
 from the_loop.engine import AnswerPermission, Ignore, LiveSession, RouteState, Unauthorized, decide
+from the_loop.engine.keywords import permission_prompt_id
 from the_loop.github.parse import parse_webhook
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent

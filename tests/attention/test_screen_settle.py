@@ -3,7 +3,7 @@ capture taken while the pane redraws must not close a question a person is about
 
 from __future__ import annotations
 
-from the_loop.attention_screen import ScreenDetector
+from the_loop.agent.attention.screen import ScreenDetector
 from the_loop.store import attention as store
 
 

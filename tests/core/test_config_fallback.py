@@ -13,7 +13,7 @@ import json
 from tests.conftest import Env
 from tests.helpers import wait_until
 from the_loop import events as ev
-from the_loop.daemon import read_info
+from the_loop.daemon.serve import read_info
 from the_loop.store import open_database
 
 

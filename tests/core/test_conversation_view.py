@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from the_loop.conversation_view import turns_of
+from the_loop.views.conversation import turns_of
 
 
 def lines(*records: dict[str, Any]) -> list[str]:

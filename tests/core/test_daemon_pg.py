@@ -18,7 +18,7 @@ from tests.helpers import wait_until
 from tests.pg import PgServer
 from tests.work import Work
 from the_loop import events as ev
-from the_loop.daemon import read_info
+from the_loop.daemon.serve import read_info
 from the_loop.store import open_database
 
 

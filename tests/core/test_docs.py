@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from the_loop import docgen
+from the_loop.cli import docgen
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -87,7 +87,7 @@ def _free_port() -> int:
 
 
 def test_doctor_recognises_the_port_of_its_own_running_daemon(loop_env: Env) -> None:
-    from the_loop.daemon import read_info
+    from the_loop.daemon.serve import read_info
 
     loop_env.write_config(server={"port": _free_port()})
     assert loop_env.run("start").exit_code == 0
@@ -150,8 +150,8 @@ def _fake_tmux(tmp_path: Path, script: str) -> str:
 
 def test_doctor_asks_the_tmux_doorway_for_the_version(tmp_path: Path) -> None:
     from the_loop.config import Config
-    from the_loop.doctor import run_doctor
     from the_loop.runner.tmux import TmuxRunner
+    from the_loop.views.doctor import run_doctor
 
     config = Config.model_validate({"stateDir": str(tmp_path / "state"), "server": {"port": 0}})
     old = TmuxRunner("doctor-test", binary=_fake_tmux(tmp_path, 'echo "tmux 3.1"'))

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from the_loop import status
+from the_loop.views import status
 
 
 @pytest.fixture

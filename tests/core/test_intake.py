@@ -9,8 +9,8 @@ import time
 
 from tests.fakes import payloads as P
 from tests.work import Work
-from the_loop import dispatch
 from the_loop.context import Ctx, open_ctx
+from the_loop.intake import dispatch
 from the_loop.store import inbox
 from the_loop.store.db import DB_NAME
 from the_loop.store.inbox import InboxStatus

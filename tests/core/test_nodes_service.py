@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import Env
 from the_loop import events as ev
-from the_loop import nodes
+from the_loop.cluster import nodes
 from the_loop.context import Ctx, open_ctx
 from the_loop.errors import BadInput, Unavailable
 from the_loop.store import nodes as store

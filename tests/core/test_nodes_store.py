@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import BACKENDS
 from the_loop.config import parse_config_text
-from the_loop.config_node import NODE_NAME_RE, default_node_name
+from the_loop.config.node import NODE_NAME_RE, default_node_name
 from the_loop.errors import ConfigInvalid, Conflict
 from the_loop.store import Database, inbox, open_database, sessions
 from the_loop.store import nodes as store

@@ -15,9 +15,9 @@ from the_loop import events as ev
 from the_loop import supervise
 from the_loop.config import load_config
 from the_loop.context import Ctx
-from the_loop.status import health, health_now
 from the_loop.store import open_database
 from the_loop.store.db import SqliteDatabase
+from the_loop.views.status import health, health_now
 
 
 def _ctx(tmp_path: Path) -> Ctx:

@@ -382,7 +382,7 @@ def test_codex_notify_runs_the_hook_then_the_operators_own_program(tmp_path: Pat
     program = tomllib.loads(f"v = {value}")["v"]
     assert key == "notify" and program[1:3] == ["-I", "-S"]
     assert program[-3:] == ["codex-notify", "notify-send", "codex"]
-    assert "from the_loop.attention_hook import main" in program[4]
+    assert "from the_loop.hook import main" in program[4]
 
 
 def test_an_operators_notify_override_in_args_is_left_alone() -> None:

@@ -14,13 +14,13 @@ import pytest
 from tests.conftest import BACKENDS, Env
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
+from the_loop.agent.spend.transcripts import keep, restore
+from the_loop.cluster.placement import move_notice
 from the_loop.config import HarnessConfig
 from the_loop.context import Ctx, open_ctx
 from the_loop.harness import LaunchSpec, build_adapter
 from the_loop.harness.claude import project_slug
-from the_loop.placement import move_notice
 from the_loop.store import transcripts as store
-from the_loop.transcripts import keep, restore
 
 CONV = "5d1e4c7a-3b2f-4e6a-9c8d-7f6e5d4c3b2a"
 

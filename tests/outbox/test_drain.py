@@ -14,10 +14,11 @@ from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import await_until, wait_until
 from tests.outbox.conftest import REPO, asked
 from the_loop import events as ev
-from the_loop import outbox, writebacks
 from the_loop.context import Ctx
 from the_loop.github.api import GitHubClient
 from the_loop.github.markers import has_self_marker
+from the_loop.outbox import drain as outbox
+from the_loop.outbox import github as writebacks
 from the_loop.store import outbox as store
 from the_loop.store.outbox import CommentPayload, OutboxStatus
 

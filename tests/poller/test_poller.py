@@ -123,7 +123,7 @@ def test_rate_limit_waits_for_the_reset(work: Work, gh: FakeGitHub) -> None:
     import asyncio
 
     from the_loop.context import open_ctx
-    from the_loop.github.poller import Poller
+    from the_loop.intake.github_poller import Poller
 
     started(work, gh)
     gh.add_comment(REPO, 1, "while limited")

@@ -15,7 +15,7 @@ from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.context import open_ctx
-from the_loop.dispatch import dispatch
+from the_loop.intake.dispatch import dispatch
 
 pytestmark = pytest.mark.reliability
 

@@ -13,7 +13,7 @@ from tests.daemon import Daemon
 from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.github.poller import MAX_BACKOFF_SECONDS, next_wait
+from the_loop.intake.github_poller import MAX_BACKOFF_SECONDS, next_wait
 
 pytestmark = pytest.mark.reliability
 REPO = "octo/repo"

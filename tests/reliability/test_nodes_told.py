@@ -15,7 +15,7 @@ from tests.cluster import DEAD_AFTER, Node, cluster_db
 from tests.fakes import fake_agent
 from tests.helpers import wait_until
 from the_loop import events as ev
-from the_loop.placement import REPEAT_NOTE
+from the_loop.cluster.placement import REPEAT_NOTE
 from the_loop.store import Database
 from the_loop.store import sessions as session_store
 

@@ -26,10 +26,10 @@ from tests.helpers import wait_until
 from tests.work import Work, fake_harness
 from the_loop import TheLoop
 from the_loop.errors import BadInput, ConfigInvalid, NotFound, NotRunning
-from the_loop.health import StatusReport
-from the_loop.session_records import SessionSummary
-from the_loop.views import SessionView
+from the_loop.views.health import StatusReport
+from the_loop.views.sessions import SessionView
 from the_loop.wire import to_wire
+from the_loop.work_items.records import SessionSummary
 
 REF = "github:octo/repo#15"
 

@@ -16,7 +16,7 @@ import pytest
 from tests.daemon import Daemon
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.daemon import read_info
+from the_loop.daemon.serve import read_info
 from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1])

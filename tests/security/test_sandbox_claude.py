@@ -33,7 +33,7 @@ from tests.fakes.fake_github import FakeGitHub
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.daemon import read_info
+from the_loop.daemon.serve import read_info
 from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = [

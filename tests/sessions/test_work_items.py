@@ -201,7 +201,7 @@ def test_concurrent_dispatches_from_two_processes_make_one_session(work: Work) -
     code = (
         "import json, sys\n"
         "from the_loop.context import open_ctx\n"
-        "from the_loop.dispatch import dispatch\n"
+        "from the_loop.intake.dispatch import dispatch\n"
         "from tests.fakes import payloads as P\n"
         "ctx = open_ctx()\n"
         "tag = sys.argv[1]\n"

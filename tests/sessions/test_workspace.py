@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from the_loop import workspace
 from the_loop.config import Config
 from the_loop.errors import BadInput
 from the_loop.refs import WorkItemRef
+from the_loop.work_items import workspace
 
 REF = WorkItemRef("octo", "repo", 15)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.fakes import payloads as P
 from tests.work import Work
-from the_loop import spend
+from the_loop.agent.spend import service as spend
 from the_loop.context import open_ctx
 
 REF = "github:octo/repo#15"

@@ -21,8 +21,8 @@ from tests.attention.hooks import hook_env, issue, run_hook
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import DEFAULT_MODEL as FAKE_API_MODEL
-from the_loop import memory, meter, usage
-from the_loop.config_spend import BudgetsConfig
+from the_loop.agent.spend import memory, meter, usage
+from the_loop.config.spend import BudgetsConfig
 from the_loop.context import Ctx, open_ctx
 from the_loop.store import attention as attention_store
 from the_loop.store import usage as store
@@ -132,7 +132,7 @@ def test_prices_by_longest_prefix() -> None:
 
 
 def test_budgets_turns_dollars_and_extensions(loop_env: Env, tmp_path: Path) -> None:
-    from the_loop import spend  # the policy, on a real record
+    from the_loop.agent.spend import service as spend  # the policy, on a real record
     from the_loop.store import sessions as session_store
     from the_loop.store.sessions import SessionRecord, SessionStatus
 

@@ -20,7 +20,7 @@ import pytest
 from tests.attention.hooks import hook_env, issue
 from tests.conftest import Env
 from tests.daemon import Daemon
-from the_loop import budgets, meter, usage
+from the_loop.agent.spend import budgets, meter, usage
 from the_loop.context import Ctx, open_ctx
 from the_loop.store import usage as store
 

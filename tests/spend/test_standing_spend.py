@@ -30,9 +30,10 @@ from tests.slack.conftest import CHANNEL, Slack, slack_section, start
 from tests.spend.test_meter import assistant, lines, prompt
 from tests.spend.test_suspend import ATTENTION
 from tests.work import Work
-from the_loop import TheLoop, standing_spend
+from the_loop import TheLoop
 from the_loop.context import open_ctx
 from the_loop.errors import Conflict
+from the_loop.standing import spend as standing_spend
 from the_loop.store import attention as attention_store
 from the_loop.store import usage as usage_store
 

@@ -17,7 +17,7 @@ from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.context import open_ctx
-from the_loop.housekeeping import reconcile_once
+from the_loop.daemon.housekeeping import reconcile_once
 
 SUSPEND_MINUTES = 0.02  # 1.2 s
 ATTENTION = {

@@ -13,10 +13,10 @@ import pytest
 
 from tests.conftest import BACKENDS
 from tests.standing.conftest import Standing, alive
-from the_loop import standing
 from the_loop.context import Ctx
 from the_loop.errors import LoopError
 from the_loop.prompts import render_standing
+from the_loop.standing import service as standing
 
 
 @pytest.fixture(params=BACKENDS)

@@ -16,10 +16,10 @@ from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work
 from tests.workspaces.test_worktrees import make_repo
-from the_loop import housekeeping
 from the_loop.cli import common
 from the_loop.context import Ctx
-from the_loop.prune import prune_worktrees
+from the_loop.daemon import housekeeping
+from the_loop.work_items.prune import prune_worktrees
 
 DAY = 86400.0
 

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 from tests.helpers import wait_until
-from the_loop import workspace
 from the_loop.config import Config
 from the_loop.refs import WorkItemRef
+from the_loop.work_items import workspace
 
 ONE, TWO, THREE = (WorkItemRef("octo", "repo", n) for n in (1, 2, 3))
 GIT_ID = ["-c", "user.name=t", "-c", "user.email=t@example.com"]

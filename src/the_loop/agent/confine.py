@@ -17,10 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from the_loop import egress
-from the_loop.attention_hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
-from the_loop.attention_spawn import hook_dir, issue_token
+from the_loop.agent import egress
+from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.errors import SpawnFailed
+from the_loop.hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
 from the_loop.runner import sandbox
 from the_loop.runner.tmux_core import secret_env_names
 

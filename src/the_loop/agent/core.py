@@ -12,7 +12,7 @@ start, when, with which prompt); this module is the one place that knows how, fo
 - The delivery gate (``dialog``): while the agent shows a dialog (a pending question or
   permission prompt), nothing is pasted into its pane; its prompts wait in the queue, in order,
   and ``release_held`` delivers them once the dialog is gone (each kind of session registers
-  how with ``on_release``). Only an answer reaches a dialog (``the_loop.attention``).
+  how with ``on_release``). Only an answer reaches a dialog (``the_loop.agent.attention.service``).
 - ``terminate``, ``kill``, ``probe``, ``screen``, ``owned``.
 
 Ownership: the layer marks every tmux target it spawns with the agent's key and checks the mark
@@ -30,9 +30,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from the_loop import events as ev
+from the_loop.agent.attention.spawn import note_delivered
 from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started
 from the_loop.agent.runners import foreign_occupant, runner_for
-from the_loop.attention_spawn import note_delivered
 from the_loop.errors import LoopError, SpawnFailed, Unavailable
 from the_loop.faults import crash_point
 from the_loop.refs import new_session_id

@@ -23,7 +23,7 @@ def attention(
     """List every live session waiting on a person, oldest first, with its question."""
     if typer_ctx.invoked_subcommand is not None:
         return
-    from the_loop.attention import list_attention  # lazy: start-up
+    from the_loop.agent.attention.service import list_attention  # lazy: start-up
 
     views = list_attention(common.ctx())
     if fmt is common.Format.json:
@@ -56,7 +56,7 @@ def explain(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Show a session's attention state and what decided it."""
-    from the_loop.attention import explain as explain_state  # lazy: start-up
+    from the_loop.agent.attention.service import explain as explain_state  # lazy: start-up
 
     view = explain_state(common.ctx(), ref)
     if fmt is common.Format.json:
@@ -78,7 +78,7 @@ def history(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List a session's prompts and who answered each, newest first."""
-    from the_loop.attention import history as prompt_history  # lazy: start-up
+    from the_loop.agent.attention.service import history as prompt_history  # lazy: start-up
 
     views = prompt_history(common.ctx(), ref, limit)
     if fmt is common.Format.json:
@@ -103,7 +103,10 @@ def history(
 
 
 def _answer(ref: str, decision: str, prompt: str | None, fmt: common.Format) -> None:
-    from the_loop.attention import answer_permission, parse_prompt_id  # lazy: start-up
+    from the_loop.agent.attention.service import (  # lazy: start-up
+        answer_permission,
+        parse_prompt_id,
+    )
 
     done = answer_permission(
         common.ctx(),
@@ -151,7 +154,7 @@ def answer(
     """Answer the question a session's agent asks: a choice or --text.
 
     Only while that question is shown; typed with the keys its dialog needs."""
-    from the_loop.attention import answer_question, parse_prompt_id  # lazy: start-up
+    from the_loop.agent.attention.service import answer_question, parse_prompt_id  # lazy: start-up
 
     done = answer_question(
         common.ctx(),
@@ -172,6 +175,6 @@ def hook() -> None:
     """Record a Claude Code hook's signal (JSON on stdin).
 
     Run by the hooks the-loop passes at spawn. Always exits 0."""
-    from the_loop.attention_hook import main  # lazy: start-up
+    from the_loop.hook import main  # lazy: start-up
 
     sys.exit(main([]))

@@ -24,7 +24,7 @@ from the_loop.cli.plain import (
 )
 from the_loop.cli_facts import resolve_config_path
 from the_loop.config import LoadedConfig, load_config, load_recorded
-from the_loop.config_errors import problems_word
+from the_loop.config.errors import problems_word
 from the_loop.context import Ctx, open_ctx
 from the_loop.errors import BadInput, ConfigInvalid
 from the_loop.wire import dumps
@@ -112,7 +112,7 @@ def drain_outbox() -> None:
     now stays queued for the daemon). Commands that may queue write-backs call this last."""
     if STATE.ctx is None:
         return
-    from the_loop import outbox  # lazy: start-up
+    from the_loop.outbox import drain as outbox  # lazy: start-up
 
     outbox.drain_pending(STATE.ctx, since=STATE.started_at)
 

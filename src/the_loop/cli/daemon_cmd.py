@@ -39,7 +39,7 @@ def start(
     Exits 0 with "already running" when the daemon of this state dir runs.
     """
     # lazy: start-up
-    from the_loop.daemon import daemon_running, read_info, start_detached
+    from the_loop.daemon.serve import daemon_running, read_info, start_detached
     from the_loop.web.auth import check_bind
 
     ctx = common.ctx()
@@ -82,7 +82,7 @@ def stop(
     was running, 1 when the daemon had to be killed or would not exit.
     """
     # lazy: start-up
-    from the_loop.daemon import daemon_running, stop_daemon
+    from the_loop.daemon.serve import daemon_running, stop_daemon
 
     ctx = common.ctx()
     if not keep_standing:
@@ -110,7 +110,7 @@ def stop(
 
 def _stop_standing(ctx: Ctx) -> None:
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     with common.waiting("stopping the standing sessions…"):
         outcomes = standing.stop_all(ctx)

@@ -18,7 +18,7 @@ def doctor(
     tmux, git, the harness binaries, the state dir and the port; exits 1 when a
     required piece is missing or broken.
     """
-    from the_loop.doctor import is_install_hint, run_doctor  # lazy: start-up
+    from the_loop.views.doctor import is_install_hint, run_doctor  # lazy: start-up
 
     report = run_doctor(common.loaded_config().config)
     if fmt is common.Format.json:

@@ -24,7 +24,7 @@ def list_(
 ) -> None:
     """List inbox items, newest first."""
     # lazy: start-up
-    from the_loop.inbox_ops import inbox_items
+    from the_loop.intake.ops import inbox_items
     from the_loop.store.inbox import InboxStatus
 
     try:
@@ -68,7 +68,7 @@ def replay(
 
     A failed or dead-lettered one, or any other on purpose.
     """
-    from the_loop.inbox_ops import ReplayOutcome, replay  # lazy: start-up
+    from the_loop.intake.ops import ReplayOutcome, replay  # lazy: start-up
 
     result = replay(common.ctx(), delivery_id)
     if result.outcome is ReplayOutcome.daemon:

@@ -49,8 +49,8 @@ def follow(ctx: Ctx, ref: str, lines: int) -> int:
     """Print the last LINES lines of REF's screen, then each new line until the session
     closes or Ctrl-C; the exit code (0)."""
     # lazy: start-up
-    from the_loop import sessions
-    from the_loop.views import session_screen
+    from the_loop.views.sessions import session_screen
+    from the_loop.work_items import service as sessions
 
     rec = sessions.resolve(ctx, ref)  # one session: a later one of the same item is another
     window = max(lines, WINDOW)

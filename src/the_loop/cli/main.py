@@ -17,7 +17,7 @@ def run(argv: list[str] | None = None) -> None:
         return
     if args[:1] == ["hook"]:
         # lazy: start-up (a hook runs on every harness hook and must not load the CLI)
-        from the_loop.attention_hook import main as hook
+        from the_loop.hook import main as hook
 
         sys.exit(hook(args[1:]))
     if FAST_WORDS.intersection(args[:3]):

@@ -23,7 +23,7 @@ def list_(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """List outbox rows, newest first."""
-    from the_loop import outbox  # lazy: start-up
+    from the_loop.outbox import drain as outbox  # lazy: start-up
     from the_loop.store.outbox import OutboxStatus
 
     try:
@@ -67,8 +67,8 @@ def replay(item_id: int = typer.Argument(..., help="The outbox id to post again.
 
     Without a daemon, it is posted at once.
     """
-    from the_loop import outbox  # lazy: start-up
-    from the_loop.daemon import daemon_running
+    from the_loop.daemon.serve import daemon_running  # lazy: start-up
+    from the_loop.outbox import drain as outbox  # lazy: start-up
 
     ctx = common.ctx()
     outbox.replay(ctx, item_id)

@@ -19,7 +19,7 @@ def poll(
     # lazy: start-up
     import asyncio
 
-    from the_loop.github.poller import CycleResult, Poller
+    from the_loop.intake.github_poller import CycleResult, Poller
 
     ctx = common.ctx()
     if not ctx.config.github.enabled:

@@ -21,8 +21,8 @@ def prune(
     live session. Live agents and standing sessions are never touched.
     """
     # lazy: start-up
-    from the_loop.prune import cutoff_of
-    from the_loop.prune import prune as run_prune
+    from the_loop.work_items.prune import cutoff_of
+    from the_loop.work_items.prune import prune as run_prune
 
     done = run_prune(common.ctx(), cutoff_of(older_than), dry_run)
     if fmt is common.Format.json:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def serve() -> None:
     """Run the daemon in the foreground with the invocation's config (``common.STATE``)."""
     # lazy: start-up (the web stack loads only in the daemon)
-    from the_loop.daemon import serve as run_serve
+    from the_loop.daemon.serve import serve as run_serve
 
     ctx = common.ctx()
 

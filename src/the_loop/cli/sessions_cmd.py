@@ -14,7 +14,7 @@ from the_loop.errors import BadInput
 from the_loop.pricing import cost_text
 
 if TYPE_CHECKING:
-    from the_loop.dispatch import DispatchResult
+    from the_loop.intake.dispatch import DispatchResult
 
 app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", no_args_is_help=True)
 
@@ -32,8 +32,8 @@ def list_(
     Shows work item, status, harness, runner, tmux target and age; on a database several
     nodes share, also the node each session runs on.
     """
-    from the_loop.session_records import list_sessions  # lazy: start-up
     from the_loop.store.sessions import SessionStatus  # lazy: start-up
+    from the_loop.work_items.records import list_sessions  # lazy: start-up
 
     try:
         wanted = SessionStatus(status) if status else None
@@ -85,7 +85,7 @@ def start(
     (local:NAME). No GitHub account is needed for a local item; `--harness demo` runs the
     offline demo agent, which needs no account either.
     """
-    from the_loop.session_start import start_session  # lazy: start-up
+    from the_loop.work_items.start import start_session  # lazy: start-up
 
     with common.waiting(f"starting {ref}…"):
         started = start_session(common.ctx(), ref, prompt, harness, actor)
@@ -105,7 +105,7 @@ def show(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Show one session (the live one of a work item, else its latest)."""
-    from the_loop.views import session_view  # lazy: start-up
+    from the_loop.views.sessions import session_view  # lazy: start-up
 
     view = session_view(common.ctx(), ref)
     if fmt is common.Format.json:
@@ -131,7 +131,7 @@ def attach(
     A closed session is attached read-only. Detach with the tmux prefix, then d
     (C-b d unless the prefix was changed); the agent keeps running.
     """
-    from the_loop.views import attach_plan  # lazy: start-up
+    from the_loop.views.sessions import attach_plan  # lazy: start-up
 
     common.require_terminal("attach", f"read the screen with `the-loop sessions logs {ref}`")
     plan = attach_plan(common.ctx(), ref, read_only)
@@ -151,8 +151,8 @@ def say(
     A paused session gets it too: pausing holds back GitHub events, not the operator.
     """
     # lazy: start-up
-    from the_loop import sessions
     from the_loop.store.sessions import SessionStatus
+    from the_loop.work_items import service as sessions
 
     print(sessions.say(common.ctx(), ref, text, actor))
     if sessions.resolve(common.ctx(), ref).status is SessionStatus.paused:
@@ -174,7 +174,7 @@ def close(
     The screen is kept unless --kill-tmux.
     """
     # lazy: start-up
-    from the_loop import sessions
+    from the_loop.work_items import service as sessions
 
     if keep_tmux and kill_tmux:
         raise BadInput("give --keep-tmux or --kill-tmux, not both")
@@ -192,7 +192,7 @@ def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session 
     (`sessions say`) are still delivered.
     """
     # lazy: start-up
-    from the_loop import sessions
+    from the_loop.work_items import service as sessions
 
     rec = sessions.pause_by_operator(common.ctx(), ref, True)
     print(f"paused {rec.work_item}")
@@ -202,7 +202,7 @@ def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session 
 def resume(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
     """Deliver events to a paused session again (nothing is replayed)."""
     # lazy: start-up
-    from the_loop import sessions
+    from the_loop.work_items import service as sessions
 
     rec = sessions.pause_by_operator(common.ctx(), ref, False)
     print(f"resumed {rec.work_item}")
@@ -225,7 +225,7 @@ def logs(
         from the_loop.cli.logs_follow import follow as run_follow  # lazy: start-up
 
         raise typer.Exit(run_follow(common.ctx(), ref, lines))
-    from the_loop.views import session_screen  # lazy: start-up
+    from the_loop.views.sessions import session_screen  # lazy: start-up
 
     sys.stdout.write(session_screen(common.ctx(), ref, lines).text.rstrip("\n") + "\n")
 
@@ -282,8 +282,8 @@ def _dispatch_result(
     # lazy: start-up
     import getpass
 
-    from the_loop.dispatch import dispatch as run_dispatch
-    from the_loop.dispatch import dispatch_comment
+    from the_loop.intake.dispatch import dispatch as run_dispatch
+    from the_loop.intake.dispatch import dispatch_comment
 
     if comment is not None:
         if payload is not None or event is not None:

@@ -18,7 +18,7 @@ def extend(
 
     What was kept for it meanwhile is delivered, in order.
     """
-    from the_loop.spend import extend as run  # lazy: start-up (loads the agent layer)
+    from the_loop.agent.spend.service import extend as run  # lazy: start-up (loads the agent layer)
 
     done = run(common.ctx(), ref, usd, turns)
     if fmt is common.Format.json:
@@ -41,7 +41,7 @@ def usage(
     fmt: common.Format = typer.Option(common.Format.table, "--format"),
 ) -> None:
     """Tokens, turns and estimated cost per day and work item."""
-    from the_loop.usage import report  # lazy: start-up
+    from the_loop.agent.spend.usage import report  # lazy: start-up
 
     found = report(common.ctx(), work_item, days)
     if fmt is common.Format.json:

@@ -15,7 +15,7 @@ from the_loop.pricing import cost_text
 from the_loop.wire import to_wire
 
 if TYPE_CHECKING:
-    from the_loop.standing import StartOutcome, StopOutcome
+    from the_loop.standing.service import StartOutcome, StopOutcome
 
 app = typer.Typer(
     help="Standing sessions: named agents that own no ticket.\n\n"
@@ -29,7 +29,7 @@ NAME_HELP = "Standing session name (lowercase letters, digits and '-')."
 @app.command("list")
 def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) -> None:
     """List declared and created standing sessions with their status."""
-    from the_loop.standing_views import list_standing  # lazy: start-up
+    from the_loop.standing.views import list_standing  # lazy: start-up
 
     views = list_standing(common.ctx())
     if fmt is common.Format.json:
@@ -56,7 +56,7 @@ def create(
 ) -> None:
     """Create a standing session and start it."""
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     if arg and no_args:
         raise BadInput("give --arg or --no-args, not both")
@@ -85,7 +85,7 @@ def delete(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
     Declared ones live in the config: remove them there.
     """
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     with common.waiting(f"stopping {name}…"):
         result = standing.delete(common.ctx(), name)
@@ -102,7 +102,7 @@ def start(
     A running one is left alone.
     """
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     with common.waiting(f"starting {name or 'the standing sessions'}…"):
         outcomes = standing.start(common.ctx(), name)
@@ -132,7 +132,7 @@ def stop(
 ) -> None:
     """Stop a standing session: the agent first, then its tmux session."""
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     with common.waiting(f"stopping {name or 'the standing sessions'}…"):
         outcomes = standing.stop(common.ctx(), name)
@@ -159,7 +159,7 @@ def restart(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
     It resumes its conversation.
     """
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     with common.waiting(f"restarting {name}…"):
         outcome = standing.restart(common.ctx(), name)
@@ -177,7 +177,7 @@ def say(
     Never starts one.
     """
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     result = standing.say(common.ctx(), name, text, actor)
     if result.held:
@@ -198,7 +198,7 @@ def extend(
     One stopped over budget resumes its conversation; messages can be sent again.
     """
     # lazy: start-up
-    from the_loop import standing
+    from the_loop.standing import service as standing
 
     with common.waiting(f"extending {name}…"):
         done = standing.extend(common.ctx(), name, usd, turns)
@@ -225,7 +225,7 @@ def attach(
     Detach with the tmux prefix, then d (C-b d unless the prefix was changed); the agent keeps
     running. Needs a terminal; without one, read the screen with `standing logs NAME`.
     """
-    from the_loop.standing_terminal import attach_plan  # lazy: start-up
+    from the_loop.standing.terminal import attach_plan  # lazy: start-up
 
     common.require_terminal("attach", f"read the screen with `the-loop standing logs {name}`")
     plan = attach_plan(common.ctx(), name, read_only)
@@ -238,6 +238,6 @@ def logs(
     lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
 ) -> None:
     """Print the last lines of a running standing session's screen."""
-    from the_loop.standing_terminal import screen  # lazy: start-up
+    from the_loop.standing.terminal import screen  # lazy: start-up
 
     sys.stdout.write(screen(common.ctx(), name, lines).rstrip("\n") + "\n")

@@ -30,7 +30,7 @@ def hook_argv(python: str | None = None) -> list[str]:
     package_root = str(Path(__file__).resolve().parents[2])
     code = (
         f"import sys;sys.path.insert(0,{package_root!r});"
-        "from the_loop.attention_hook import main;sys.exit(main(sys.argv[1:]))"
+        "from the_loop.hook import main;sys.exit(main(sys.argv[1:]))"
     )
     return [str(Path(python or sys.executable)), "-I", "-S", "-c", code]
 

@@ -3,7 +3,7 @@
 Codex runs the program named by its ``notify`` setting after every turn, with one JSON argument
 (``{"type": "agent-turn-complete", "last-assistant-message": …}``). An interactive Codex the-loop
 starts gets ``-c notify=[<hook argv>, "codex-notify", …]``: the hook records ``waiting`` with
-the agent's last message (``the_loop.attention_hook``). A ``notify`` program the operator set in
+the agent's last message (``the_loop.hook``). A ``notify`` program the operator set in
 ``$CODEX_HOME/config.toml`` is not lost: its argv follows ``codex-notify`` and the hook runs it
 with the same JSON afterwards. Outside the-loop's agents (no ``THE_LOOP_AGENT`` in the
 environment) the hook records nothing and only runs that program.

@@ -24,7 +24,7 @@ import re
 
 from the_loop.config import Config
 from the_loop.context import Ctx
-from the_loop.slack import outbound
+from the_loop.outbox import slack as outbound
 from the_loop.store import slack as store
 from the_loop.store.conn import Connection
 from the_loop.text_safety import safe_link, slack_text

@@ -17,23 +17,26 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import Field
 
-from the_loop import doctor, metrics, sessions, standing, views
 from the_loop import events as ev
 from the_loop.context import Ctx
-from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput, Unavailable
-from the_loop.health import Health, StatusReport
-from the_loop.inbox_ops import inbox_items
+from the_loop.intake.ops import inbox_items
 from the_loop.local_client import CONFIG_HEADER
-from the_loop.session_records import SessionSummary
-from the_loop.session_start import Started, start_session
-from the_loop.status import health_now, status_now
+from the_loop.standing import service as standing
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
-from the_loop.views import Screen, SessionView
+from the_loop.views import doctor, metrics
+from the_loop.views import sessions as views
+from the_loop.views.doctor import DoctorReport
+from the_loop.views.health import Health, StatusReport
+from the_loop.views.sessions import Screen, SessionView
+from the_loop.views.status import health_now, status_now
 from the_loop.web import auth, dashboard_auth
 from the_loop.web.slots import Holder, Slots
 from the_loop.wire import Wire, dumps
+from the_loop.work_items import service as sessions
+from the_loop.work_items.records import SessionSummary
+from the_loop.work_items.start import Started, start_session
 
 Guard = Callable[..., Any]
 

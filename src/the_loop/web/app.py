@@ -16,10 +16,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from the_loop import __version__
 from the_loop.context import Ctx
 from the_loop.errors import LoopError
-from the_loop.health import Health
 from the_loop.instance import DaemonInfo
-from the_loop.status import health_now
-from the_loop.terminal_bridge import Bridge
+from the_loop.views.health import Health
+from the_loop.views.status import health_now
 from the_loop.web import dashboard_auth
 from the_loop.web.api import build_router, metrics_text, token_guards
 from the_loop.web.assets import Assets
@@ -36,6 +35,7 @@ from the_loop.web.render import Pages
 from the_loop.web.slack_webhooks import slack_router
 from the_loop.web.spend_api import spend_router
 from the_loop.web.terminal import terminal_router
+from the_loop.web.terminal_bridge import Bridge
 from the_loop.web.webhooks import github_router
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]

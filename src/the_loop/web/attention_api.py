@@ -10,8 +10,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from the_loop import attention
-from the_loop.attention import Answered, AttentionView, PromptView, QuestionAnswered
+from the_loop.agent.attention import service as attention
+from the_loop.agent.attention.service import Answered, AttentionView, PromptView, QuestionAnswered
 from the_loop.context import Ctx
 
 

@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from the_loop import nodes, views
+from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.errors import Unauthorized
-from the_loop.views import Screen
+from the_loop.views import sessions as views
+from the_loop.views.sessions import Screen
 from the_loop.web.auth import equal, presented
 
 

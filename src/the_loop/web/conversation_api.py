@@ -9,9 +9,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from the_loop import conversation_view
 from the_loop.context import Ctx
-from the_loop.conversation_view import Conversation
+from the_loop.views import conversation as conversation_view
+from the_loop.views.conversation import Conversation
 
 
 def conversation_router(get_ctx: Callable[[], Ctx], read: list[Any]) -> APIRouter:

@@ -26,9 +26,9 @@ from typing import Literal
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from the_loop.config_limits import LimitsConfig
+from the_loop.config.limits import LimitsConfig
 from the_loop.errors import LoopError
-from the_loop.metrics import METRICS
+from the_loop.views.metrics import METRICS
 from the_loop.web import auth, dashboard_auth
 
 TOKEN_PREFIXES = ("/api/v1/", "/mcp/")

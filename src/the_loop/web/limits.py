@@ -40,8 +40,8 @@ import httptools
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from the_loop.config_limits import LimitsConfig
-from the_loop.metrics import METRICS
+from the_loop.config.limits import LimitsConfig
+from the_loop.views.metrics import METRICS
 
 MAX_REQUEST_LINE = 8 * 1024
 MAX_HEADERS = 100

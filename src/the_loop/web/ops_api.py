@@ -9,9 +9,10 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from the_loop import inbox_ops, outbox
 from the_loop.context import Ctx
-from the_loop.inbox_ops import Replayed
+from the_loop.intake import ops as inbox_ops
+from the_loop.intake.ops import Replayed
+from the_loop.outbox import drain as outbox
 from the_loop.store.outbox import OutboxItem, OutboxStatus
 
 

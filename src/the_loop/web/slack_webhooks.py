@@ -20,17 +20,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
-from the_loop import dispatch
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
-from the_loop.metrics import METRICS
+from the_loop.intake import dispatch
 from the_loop.slack import intake as slack_intake
 from the_loop.slack.signature import problem as signature_problem
 from the_loop.store import inbox
 from the_loop.store.events import NewEvent
 from the_loop.store.inbox import Accepted
 from the_loop.store.intake_writer import writer_for
+from the_loop.views.metrics import METRICS
 from the_loop.web.webhooks import BODY_SECONDS, RejectionSampler, read_body, record_rejection
 
 EVENTS_PATH = "/webhooks/slack"

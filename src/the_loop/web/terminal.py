@@ -30,7 +30,9 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from the_loop.context import Ctx
 from the_loop.errors import LoopError, StateError, Unavailable
-from the_loop.terminal_bridge import (
+from the_loop.web import auth, dashboard_auth
+from the_loop.web.slots import Holder, Slots
+from the_loop.web.terminal_bridge import (
     DEFAULT_COLS,
     DEFAULT_ROWS,
     Bridge,
@@ -39,8 +41,6 @@ from the_loop.terminal_bridge import (
     session_plan,
     standing_plan,
 )
-from the_loop.web import auth, dashboard_auth
-from the_loop.web.slots import Holder, Slots
 
 POLICY_VIOLATION = 1008
 MAX_INPUT_CHARS = 65536

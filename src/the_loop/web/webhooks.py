@@ -31,13 +31,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
-from the_loop import dispatch
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
 from the_loop.github.signature import verify_signature
-from the_loop.metrics import METRICS
+from the_loop.intake import dispatch
 from the_loop.store.intake_writer import writer_for
+from the_loop.views.metrics import METRICS
 
 MAX_BODY = 25 * 1024 * 1024
 BODY_SECONDS = 10.0

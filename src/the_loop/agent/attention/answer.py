@@ -1,0 +1,112 @@
+"""Answering a question dialog by the keys it needs (``sessions answer``, ``the-loop answer``).
+
+Claude Code's question dialog (its ``AskUserQuestion`` tool) numbers its choices and ends with
+one that types an answer: a choice is its digit; a typed answer is that last digit, the text,
+then Enter. Any other harness's question (read from its screen) takes the text and Enter. The
+keys go only to the agent's own live pane, only while its screen still shows the question, and
+the answer counts as given once the screen no longer shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from the_loop.agent.attention.screen import SCREEN_LINES, classify
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, Conflict, Unavailable
+from the_loop.prompts import sanitize
+from the_loop.refs import standing_target
+from the_loop.runner.outcomes import Probe
+from the_loop.store import attention as store
+from the_loop.store import sessions as session_store
+
+QUESTION_TOOL = "AskUserQuestion"
+DIALOG_END = "Esc to cancel"
+"""The last line of Claude Code's question dialog while it is shown."""
+CONFIRM_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """What an answer typed: the keys, and the answer as a person reads it."""
+
+    keys: list[list[str]]
+    label: str
+
+
+def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Typed:
+    """The keys that answer PROMPT with CHOICE (a number the dialog shows) or TEXT; ``BadInput``
+    for a choice the dialog does not have, ``Conflict`` for a dialog of several questions."""
+    typed = " ".join(sanitize(text or "").split())
+    if prompt.tool != QUESTION_TOOL:
+        answer = typed or str(choice)
+        return Typed([["-l", answer], ["Enter"]], answer)
+    options = _options(prompt)
+    if choice is not None:
+        if not 1 <= choice <= len(options):
+            raise BadInput(f"choose 1 to {len(options)}, or give --text")
+        return Typed([[str(choice)]], f"{choice}. {options[choice - 1]}")
+    return Typed([[str(len(options) + 1)], ["-l", typed], ["Enter"]], typed)
+
+
+def _options(prompt: store.Prompt) -> list[str]:
+    try:
+        data = json.loads(prompt.input)
+    except ValueError:
+        data = None
+    questions = data.get("questions") if isinstance(data, dict) else None
+    if not isinstance(questions, list) or len(questions) != 1:
+        raise Conflict(
+            f"prompt {prompt.id} asks several questions: answer them in the agent's terminal "
+            "(`the-loop sessions attach`)"
+        )
+    options = questions[0].get("options") if isinstance(questions[0], dict) else None
+    return [str(o.get("label", "")) for o in options or [] if isinstance(o, dict)]
+
+
+def pane_of(ctx: Ctx, key: str) -> str:
+    """The tmux target of agent KEY (work item or standing); ``Conflict`` without one."""
+    if key.startswith(store.STANDING_PREFIX):
+        return standing_target(key.removeprefix(store.STANDING_PREFIX))
+    rec = session_store.get(ctx.db.connect(), key)
+    if rec is None or not rec.live or rec.runner != "tmux" or not rec.tmux_target:
+        raise Conflict(f"{key} has no live pane to answer in")
+    return rec.tmux_target
+
+
+def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
+    """Type TYPED into KEY's own live pane while it still shows PROMPT, and wait until it no
+    longer does; ``Conflict`` (stale, not ours) or ``Unavailable`` (tmux, not taken)."""
+    target, tmux = pane_of(ctx, key), ctx.runners.tmux
+    if tmux.owner_of(target) != key or tmux.probe(target) is not Probe.LIVE:
+        raise Conflict(f"prompt {prompt.id}: the pane is not the agent's any more")
+    if not _shows(ctx, target, prompt):
+        raise Conflict(f"the screen no longer shows prompt {prompt.id}; this answer is stale")
+    for keys in typed.keys:
+        sent = tmux.run("send-keys", "-t", f"={target}:", *keys)
+        if not sent.ok:
+            raise Unavailable(f"tmux did not take the keys for {target}: {sent.stderr.strip()}")
+    deadline = time.monotonic() + CONFIRM_SECONDS
+    while _shows(ctx, target, prompt):
+        if time.monotonic() >= deadline:
+            raise Unavailable(
+                f"the answer to {prompt.id} was typed, but the screen still shows the question; "
+                "answer it in the agent's terminal (`the-loop sessions attach`)"
+            )
+        time.sleep(0.05)
+
+
+def _shows(ctx: Ctx, target: str, prompt: store.Prompt) -> bool:
+    """Whether TARGET's screen shows PROMPT's question now."""
+    capture = ctx.runners.tmux.capture(target, SCREEN_LINES)
+    if not capture.ok:
+        raise Unavailable(f"tmux did not answer about {target}")
+    tail = [line for line in capture.text.splitlines() if line.strip()][-8:]
+    if prompt.tool == QUESTION_TOOL:
+        return any(DIALOG_END in line for line in tail)
+    harness = store.get(ctx.db.connect(), prompt.agent)
+    settings = ctx.config.attention.harness(harness.harness if harness else "")
+    verdict = classify(capture.text.rstrip(), 0.0, float("inf"), settings)
+    return verdict.state == store.NEEDS_INPUT and verdict.text == prompt.text

@@ -1,0 +1,269 @@
+"""The hook channel: the daemon's end of ``the-loop hook`` (SPEC §15 "The hook channel").
+
+Agents report through a unix socket, ``<stateDir>/hook/daemon.sock`` (directory 0700, socket
+0600), one JSON line per connection, at most ``MAX_LINE`` bytes and ``MAX_CONNECTIONS`` at
+once; while the daemon is away the hook writes the same line to its agent's own directory
+``<stateDir>/hook/spool/<hash>/`` (or ``spool/`` itself), which is applied when the daemon
+starts (before it listens) and on every pass of this task, each file once, in the order
+written, then deleted. A report is checked and applied by ``agent.attention.reports`` (its token
+must be its agent's; see there), in a worker thread.
+
+Replies, one plain-text line each: ``ok`` once a report is applied, ``refused REASON``; for a
+``PermissionRequest`` the connection stays open while the daemon polls the prompt (answers are
+written to the database by any process: the CLI, the API, a GitHub comment): ``decision
+JSON`` when it is answered, JSON being what the hook prints for Claude Code (the hook answers
+``ack``, and the prompt is then closed as ``answered``), ``closed`` when it was closed without
+a decision. A hook whose connection dropped (the daemon restarted) sends
+the same report again, finds the same prompt and receives its decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from the_loop.agent.attention import reports as hook_apply
+from the_loop.agent.attention.spawn import hook_dir
+from the_loop.context import Ctx
+from the_loop.hook import CLOSED, DECISION, OK, REFUSED, SOCKET_NAME, SPOOL_NAME
+from the_loop.store import attention as store
+from the_loop.store import hook_tokens
+from the_loop.supervise import monitor, wait_or_stop
+
+NAME = "hook-channel"
+MAX_LINE = 1 << 20
+MAX_CONNECTIONS = 256
+POLL_SECONDS = 0.1
+SPOOL_SECONDS = 0.25
+ACK_SECONDS = 5.0
+PRUNE_SECONDS = 3600.0
+STALE_TMP_SECONDS = 60.0
+_SHORT_PATH = 100
+
+log = logging.getLogger("the_loop.agent.attention.channel")
+
+
+async def hook_channel_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """The daemon's hook channel task: apply the spool, listen, and apply the spool again
+    every ``SPOOL_SECONDS`` until STOP."""
+    await Channel(ctx).run(stop)
+
+
+class Channel:
+    """One listening hook channel and the connections it serves."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.dir = hook_dir(ctx.state_dir)
+        self.spool = self.dir / SPOOL_NAME
+        self.lock = threading.Lock()
+        """Held while reports are applied: the spool and socket reports, one at a time."""
+        self.handlers: set[asyncio.Task[Any]] = set()
+        self.pruned_at = 0.0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        watch = monitor(self.ctx, NAME)
+        prepare(self.dir, self.spool)
+        await asyncio.to_thread(self.apply_spool)
+        path = self.dir / SOCKET_NAME
+        server = await asyncio.start_unix_server(self.serve, sock=listen(path), limit=MAX_LINE)
+        try:
+            while not await wait_or_stop(stop, SPOOL_SECONDS):
+                await asyncio.to_thread(self.apply_spool)
+                watch.progressed()
+        finally:
+            server.close()
+            for task in list(self.handlers):
+                task.cancel()
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    # --- the socket -------------------------------------------------------------------------
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is None or len(self.handlers) >= MAX_CONNECTIONS:
+            writer.close()  # the hook retries, or spools its report
+            return
+        self.handlers.add(task)
+        try:
+            await self._serve(reader, writer)
+        except (OSError, asyncio.IncompleteReadError):
+            pass  # the hook went away: it resends, or spooled its report
+        finally:
+            self.handlers.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readline()
+        except (ValueError, asyncio.LimitOverrunError):
+            await asyncio.to_thread(hook_apply.refused, self.ctx.db, None, "report too long")
+            await reply(writer, REFUSED, "report too long")
+            return
+        if not line.endswith(b"\n"):
+            return
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            await asyncio.to_thread(hook_apply.refused, self.ctx.db, None, "not JSON")
+            await reply(writer, REFUSED, "not JSON")
+            return
+        try:
+            report, prompt_id = await asyncio.to_thread(self.take, raw)
+        except hook_apply.Refused as exc:
+            await reply(writer, REFUSED, str(exc))
+            return
+        except Exception:  # the database is away, or a bug: no ack, the hook spools it
+            log.exception("cannot apply a hook report")
+            return
+        if not report.permission:
+            await reply(writer, OK)
+            return
+        await self.await_decision(prompt_id, reader, writer)
+
+    def take(self, raw: object) -> tuple[hook_apply.Report, str | None]:
+        """Check and apply RAW after what the spool holds (reports apply in written order)."""
+        with self.lock:
+            self._apply_spool()
+            report = hook_apply.check(self.ctx.db, raw)
+            return report, hook_apply.apply(self.ctx.db, report, self.ctx.db.shared)
+
+    async def await_decision(
+        self, prompt_id: str | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """Poll PROMPT_ID until it is decided (send the decision; on the hook's
+        acknowledgement close it as answered) or closed (send ``closed``); stop when the hook
+        goes away."""
+        heard = asyncio.ensure_future(reader.read(1))
+        try:
+            while True:
+                found = None
+                if prompt_id is not None:
+                    found = await asyncio.to_thread(self.prompt, prompt_id)
+                if found is None or (found.decision is None and found.closed_at is not None):
+                    await reply(writer, CLOSED)
+                    return
+                if found.decision is not None:
+                    await reply(writer, DECISION, hook_apply.decision_output(found))
+                    acked = await asyncio.wait_for(heard, ACK_SECONDS)
+                    if acked:
+                        await asyncio.to_thread(hook_apply.finish, self.ctx.db, found.id)
+                    return
+                done, _ = await asyncio.wait({heard}, timeout=POLL_SECONDS)
+                if done:
+                    return  # the hook went away (Claude Code's own timeout, or it was killed)
+        except TimeoutError:
+            return
+        finally:
+            heard.cancel()
+
+    def prompt(self, prompt_id: str) -> store.Prompt | None:
+        return store.get_prompt(self.ctx.db.connect(), prompt_id)
+
+    # --- the spool --------------------------------------------------------------------------
+
+    def apply_spool(self) -> None:
+        """Apply every spooled report, oldest first; forget old report ids once an hour."""
+        with self.lock:
+            self._apply_spool()
+        now = time.time()
+        if now - self.pruned_at >= PRUNE_SECONDS:
+            with self.ctx.db.transaction() as tx:
+                hook_tokens.prune(tx, now - hook_tokens.REPORTS_KEPT_SECONDS)
+            self.pruned_at = now
+
+    def _apply_spool(self) -> None:
+        """Apply the shared spool's reports and each agent's own spool directory's
+        (``<spool>/<hash>/``), each in written order."""
+        try:
+            names = sorted(os.listdir(self.spool))
+        except FileNotFoundError:
+            return
+        for name in names:
+            path = self.spool / name
+            if name.startswith("."):
+                _drop_stale(path)
+            elif name.endswith(".json"):
+                self._apply_file(path)
+            elif path.is_dir() and not path.is_symlink():
+                for inner in sorted(os.listdir(path)):
+                    if inner.startswith("."):
+                        _drop_stale(path / inner)
+                    elif inner.endswith(".json"):
+                        self._apply_file(path / inner)
+
+    def _apply_file(self, path: Path) -> None:
+        """Apply the spooled report at PATH (database errors leave it for the next pass),
+        then delete it."""
+        db = self.ctx.db
+        try:
+            with path.open("rb") as handle:
+                raw = json.loads(handle.read(MAX_LINE + 1))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError):
+            hook_apply.refused(db, None, "unreadable spooled report")
+            path.unlink(missing_ok=True)
+            return
+        try:
+            report = hook_apply.check(db, raw)
+            if report.permission:
+                hook_apply.refused(db, report.who.agent, "a permission request is not spooled")
+            else:
+                hook_apply.apply(db, report, db.shared)
+        except hook_apply.Refused:
+            pass
+        path.unlink(missing_ok=True)
+
+
+async def reply(writer: asyncio.StreamWriter, word: str, text: str = "") -> None:
+    """One reply line: WORD (``ok``, ``refused``, ``closed``, ``decision``), then TEXT."""
+    line = f"{word} {text}" if text else word
+    writer.write(line.replace("\n", " ").encode("utf-8") + b"\n")
+    await writer.drain()
+
+
+def prepare(where: Path, spool: Path) -> None:
+    """The channel's directory and spool, private to the daemon's user (0700)."""
+    for path in (where, spool):
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path, 0o700)
+
+
+def listen(path: Path) -> socket.socket:
+    """A listening unix socket at PATH (a stale one from a daemon that died is replaced;
+    the state dir's lock says no other daemon uses it), mode 0600."""
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        if len(str(path)) < _SHORT_PATH:
+            sock.bind(str(path))
+        else:  # AF_UNIX takes about 108 bytes: bind through the directory's descriptor
+            fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                sock.bind(f"/proc/self/fd/{fd}/{path.name}")
+            finally:
+                os.close(fd)
+        os.chmod(path, 0o600)
+        sock.listen(MAX_CONNECTIONS)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+def _drop_stale(path: Path) -> None:
+    """Remove a temporary file a hook left behind (it died between write and rename)."""
+    with contextlib.suppress(OSError):
+        if time.time() - path.stat().st_mtime > STALE_TMP_SECONDS:
+            path.unlink()

@@ -1,0 +1,363 @@
+"""The screen detector: the attention of agents whose harness reports none of its own.
+
+For every live tmux agent whose harness is read from the screen (``attention.harnesses.<h>.
+signals: screen``, the default for harnesses not listed), each pass looks at the pane: a
+permission pattern on it → ``needs-permission``; a question pattern → ``needs-input``; a pane
+unchanged for ``attention.quietSeconds`` → ``waiting``; a pane that changed → ``working``. The
+rule that matched is recorded, so ``the-loop attention explain`` names it.
+
+Panes are read when tmux says they printed (``runner.tmux_watch``, decision 0059), when first
+watched, and once every ``REREAD_SECONDS`` whatever happened (a lost notification is caught
+there); a pane that printed nothing keeps its last screen, and the quiet rule counts from the
+time of its last output. A pane tmux cannot watch is read on every pass.
+
+A harness that reports its finished turns itself (``signals: notify``, Codex) is read for its
+prompts only: no quiet rule (the notify program says ``waiting``), and a changed pane means
+``working`` only when it no longer shows the prompt the agent was waiting on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+
+from the_loop.cluster import nodes
+from the_loop.config.attention import HarnessAttention
+from the_loop.context import Ctx
+from the_loop.errors import Conflict, Unavailable
+from the_loop.refs import standing_target
+from the_loop.runner.outcomes import Probe
+from the_loop.runner.tmux_watch import PaneWatch
+from the_loop.store import attention as store
+from the_loop.store import sessions as session_store
+from the_loop.store import standing as standing_store
+from the_loop.store.sessions import SessionStatus
+
+SCREEN_LINES = 60
+TAIL_LINES = 8
+"""Prompt patterns are matched against the last TAIL_LINES non-blank lines of the screen (a
+prompt answered and scrolled up no longer counts)."""
+SIGNAL = "screen"
+READ = ("screen", "notify")
+"""The ``signals`` modes the detector reads the screen for."""
+REREAD_SECONDS = 60.0
+"""A watched pane that printed nothing is read again after this long (the safety re-read)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """A live tmux agent the detector reads."""
+
+    key: str
+    harness: str
+    target: str
+    work_item: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one look at a screen decided: the state, the rule and the matched text."""
+
+    state: str
+    rule: str
+    text: str = ""
+    kind: str = ""
+
+
+@dataclass
+class _Seen:
+    digest: str
+    changed_at: float
+    screen: str = ""
+    read_at: float = 0.0
+    state: str | None = None
+
+
+@dataclass
+class ScreenDetector:
+    """The detector's memory between passes: each pane's last digest and when it changed, and
+    the agents whose prompt one pass no longer saw (``leaving``: the state that pass read)."""
+
+    seen: dict[str, _Seen] = field(default_factory=dict)
+    leaving: dict[str, str] = field(default_factory=dict)
+    watch: PaneWatch | None = None
+
+    def settled(self, key: str, before: str | None, after: str) -> bool:
+        """Whether a change of KEY from BEFORE to AFTER may be recorded now: a prompt leaves
+        (a state waiting on a person becomes one that does not) only when two passes in a row
+        read the same, so one capture taken while the pane redraws never closes it."""
+        if before not in store.HUMAN or after in store.HUMAN:
+            self.leaving.pop(key, None)
+            return True
+        if self.leaving.get(key) == after:
+            del self.leaving[key]
+            return True
+        self.leaving[key] = after
+        return False
+
+    def look(self, key: str, screen: str, now: float, printed: float | None = None) -> float:
+        """Record SCREEN of KEY read at NOW (its pane last printed at PRINTED, when tmux
+        said); how long (seconds) it has been unchanged."""
+        digest = hashlib.blake2b(screen.encode(), digest_size=16).hexdigest()
+        prior = self.seen.get(key)
+        if prior is None or prior.digest != digest:
+            changed = now if printed is None else min(printed, now)
+            self.seen[key] = _Seen(digest, changed, screen, now)
+            return now - changed
+        prior.read_at = now
+        return now - prior.changed_at
+
+    def to_read(self, agents: list[Watched], now: float) -> tuple[list[Watched], dict[str, float]]:
+        """Which of AGENTS to read now (all of them without a watch), and when each pane
+        that tmux said printed last printed."""
+        if self.watch is None:
+            return agents, {}
+        fresh = self.watch.watch([a.target for a in agents])
+        printed = self.watch.take()
+        keys = {a.key for a in agents}
+        for key in [k for k in self.seen if k not in keys]:
+            del self.seen[key]
+
+        def due(a: Watched) -> bool:
+            seen = self.seen.get(a.key)
+            return (
+                seen is None
+                or a.target in fresh
+                or a.target in printed
+                or now - seen.read_at >= REREAD_SECONDS
+                or not self.watch_armed(a.target)
+            )
+
+        return [a for a in agents if due(a)], printed
+
+    def watch_armed(self, target: str) -> bool:
+        return self.watch is not None and self.watch.armed(target)
+
+
+def classify(
+    screen: str, quiet_for: float, quiet_seconds: float, settings: HarnessAttention
+) -> Verdict:
+    """The attention SCREEN shows (unchanged for QUIET_FOR seconds); pure."""
+    tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+    stuck = blocked(tail, settings)
+    if stuck is not None:
+        return stuck
+    for index, pattern in enumerate(settings.permission_patterns):
+        found = re.search(pattern, tail)
+        if found:
+            rule = f"permissionPatterns[{index}] {pattern!r} matched"
+            return Verdict(store.NEEDS_PERMISSION, rule, found.group(0).strip(), "permission")
+    for index, pattern in enumerate(settings.question_patterns):
+        found = re.search(pattern, tail)
+        if found:
+            rule = f"questionPatterns[{index}] {pattern!r} matched"
+            return Verdict(store.NEEDS_INPUT, rule, found.group(0).strip(), "question")
+    if quiet_for >= quiet_seconds:
+        return Verdict(store.WAITING, f"pane unchanged for {quiet_seconds:g}s (quietSeconds)")
+    return Verdict(store.WORKING, "pane changed")
+
+
+def blocked(tail: str, settings: HarnessAttention) -> Verdict | None:
+    """``blocked`` with the matched line as the reason when TAIL shows that the agent cannot
+    work (``blockedPatterns``); None otherwise. Pure."""
+    for index, pattern in enumerate(settings.blocked_patterns):
+        found = re.search(pattern, tail)
+        if found:
+            rule = f"blockedPatterns[{index}] {pattern!r} matched"
+            return Verdict(store.BLOCKED, rule, found.group(0).strip(), "blocked")
+    return None
+
+
+def _hooks_verdict(screen: str, settings: HarnessAttention, state: str | None) -> Verdict | None:
+    """For a harness that reports through hooks only what they cannot say: that it is
+    blocked, and that it no longer is (then ``waiting``: it takes input again)."""
+    tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+    found = blocked(tail, settings)
+    if found is None and state == store.BLOCKED:
+        return Verdict(store.WAITING, "the blocking message is gone")
+    return found
+
+
+def watched(ctx: Ctx) -> list[Watched]:
+    """The live tmux agents whose attention is read from the screen."""
+    conn = ctx.db.connect()
+    found: list[Watched] = []
+    here = nodes.shared_name(ctx)  # only this node's panes
+    for status in (SessionStatus.active, SessionStatus.paused):
+        for rec in session_store.list_sessions(conn, status, None):
+            if nodes.elsewhere(here, rec.node):
+                continue
+            if rec.runner == "tmux" and rec.tmux_target and rec.started_at is not None:
+                found.append(Watched(rec.id, rec.harness, rec.tmux_target, rec.work_item))
+    for srec in standing_store.list_records(conn):
+        if srec.status.value == "running" and not nodes.elsewhere(here, srec.node):
+            harness = srec.harness or _declared_harness(ctx, srec.name)
+            found.append(Watched(f"standing:{srec.name}", harness, standing_target(srec.name)))
+    settings = ctx.config.attention
+
+    def read(w: Watched) -> bool:
+        mine = settings.harness(w.harness, _adapter(ctx, w.harness))
+        return mine.signals in READ or (mine.signals == "hooks" and bool(mine.blocked_patterns))
+
+    return [w for w in found if read(w)]
+
+
+def _adapter(ctx: Ctx, harness: str) -> str | None:
+    configured = ctx.config.harnesses.get(harness)
+    return configured.adapter if configured else None
+
+
+def _declared_harness(ctx: Ctx, name: str) -> str:
+    for entry in ctx.config.standing.sessions:
+        if entry.name == name and entry.harness:
+            return entry.harness
+    return ctx.config.routing.default_harness
+
+
+def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) -> int:
+    """One pass over the watched agents; returns how many changed state."""
+    now = time.time() if now is None else now
+    changed = 0
+    agents = watched(ctx)
+    reading, printed = detector.to_read(agents, now)
+    captures = ctx.runners.tmux.capture_many([a.target for a in reading], SCREEN_LINES)
+    for agent in agents:
+        settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+        capture = captures.get(agent.target)
+        if capture is None:  # nothing printed: only the quiet rule can change its state
+            changed += _still(ctx, detector, agent, settings, now)
+            continue
+        if not capture.ok:
+            continue
+        screen = capture.text.rstrip()
+        if settings.signals == "hooks":
+            detector.look(agent.key, screen, now, printed.get(agent.target))
+            row = store.get(ctx.db.connect(), agent.key)
+            found = _hooks_verdict(screen, settings, row.state if row else None)
+            if found is not None and _record(ctx, agent, found, screen, now, False, detector):
+                changed += 1
+            continue
+        quiet = detector.look(agent.key, screen, now, printed.get(agent.target))
+        changed += _judge(ctx, detector, agent, settings, screen, quiet, now)
+    return changed
+
+
+def _judge(
+    ctx: Ctx,
+    detector: ScreenDetector,
+    agent: Watched,
+    settings: HarnessAttention,
+    screen: str,
+    quiet: float,
+    now: float,
+) -> int:
+    notify = settings.signals == "notify"
+    quiet_seconds = float("inf") if notify else ctx.config.attention.quiet_seconds
+    verdict = classify(screen, quiet, quiet_seconds, settings)
+    recorded = _record(ctx, agent, verdict, screen, now, notify, detector)
+    seen = detector.seen.get(agent.key)
+    if seen is not None:
+        seen.state = verdict.state
+    return 1 if recorded else 0
+
+
+def _still(
+    ctx: Ctx, detector: ScreenDetector, agent: Watched, settings: HarnessAttention, now: float
+) -> int:
+    """An agent whose pane printed nothing since it was read: judged again from the screen
+    it kept only when time alone can change the verdict (working → waiting)."""
+    seen = detector.seen.get(agent.key)
+    if seen is None or settings.signals == "hooks" or seen.state != store.WORKING:
+        return 0
+    return _judge(ctx, detector, agent, settings, seen.screen, now - seen.changed_at, now)
+
+
+def _record(
+    ctx: Ctx,
+    agent: Watched,
+    verdict: Verdict,
+    screen: str,
+    now: float,
+    notify: bool,
+    detector: ScreenDetector,
+) -> bool:
+    row = store.get(ctx.db.connect(), agent.key)
+    if notify and verdict.state == store.WORKING and (row is None or row.state not in store.HUMAN):
+        return False  # the harness reports its turns; only a prompt's end is read here
+    if (
+        row is not None
+        and row.state == verdict.state
+        and (verdict.state not in store.HUMAN or (row.prompt and row.prompt.text == verdict.text))
+    ):
+        detector.leaving.pop(agent.key, None)
+        return False
+    if not detector.settled(agent.key, row.state if row else None, verdict.state):
+        return False
+    prompt = store.NewPrompt(verdict.kind, text=verdict.text) if verdict.kind else None
+    last = _last_lines(screen) if verdict.state == store.WAITING else None
+    with ctx.db.transaction() as tx:
+        change = store.set_state(
+            tx,
+            agent.key,
+            verdict.state,
+            SIGNAL,
+            verdict.rule,
+            now=now,
+            prompt=prompt,
+            last_message=last,
+            work_item=agent.work_item,
+            standing=agent.key.removeprefix("standing:")
+            if agent.key.startswith("standing:")
+            else None,
+            source="screen",
+        )
+    return change is not None
+
+
+def _last_lines(screen: str, count: int = 5) -> str:
+    lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
+    return "\n".join(lines[-count:])
+
+
+def answer_with_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision: str) -> None:
+    """Send the keys that answer TARGET on KEY's screen; ``Conflict`` when the screen no longer
+    shows that prompt, ``Unavailable`` when tmux cannot tell."""
+    agent = next((w for w in watched(ctx) if w.key == key), None)
+    if agent is None:
+        raise Conflict(f"prompt {target.id}: the agent is not running under the screen detector")
+    capture = ctx.runners.tmux.capture(agent.target, SCREEN_LINES)
+    if not capture.ok:
+        raise Unavailable(f"tmux did not answer about {agent.target}")
+    settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+    verdict = classify(capture.text.rstrip(), 0.0, float("inf"), settings)
+    if verdict.state != store.NEEDS_PERMISSION or verdict.text != target.text:
+        raise Conflict(f"the screen no longer shows prompt {target.id}; this answer is stale")
+    tmux = ctx.runners.tmux
+    owner = tmux.owner_of(agent.target)
+    if owner != key or tmux.probe(agent.target) is not Probe.LIVE:
+        raise Conflict(f"prompt {target.id}: the pane is not the agent's any more")
+    keys = settings.allow_keys if decision == "allow" else settings.deny_keys
+    sent = tmux.run("send-keys", "-t", f"={agent.target}:", *keys)
+    if not sent.ok:
+        raise Unavailable(f"tmux did not take the keys for {agent.target}: {sent.stderr.strip()}")
+    if not _gone(ctx, agent.target, settings, target.text):
+        raise Unavailable(
+            f"the keys for prompt {target.id} were sent, but the screen still shows it; answer "
+            f"it in the agent's terminal (`the-loop sessions attach`)"
+        )
+
+
+def _gone(ctx: Ctx, target: str, settings: HarnessAttention, text: str, wait: float = 5.0) -> bool:
+    """Whether the screen of TARGET stops showing the prompt TEXT within WAIT seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        capture = ctx.runners.tmux.capture(target, SCREEN_LINES)
+        if capture.ok:
+            verdict = classify(capture.text.rstrip(), 0.0, float("inf"), settings)
+            if verdict.state != store.NEEDS_PERMISSION or verdict.text != text:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)

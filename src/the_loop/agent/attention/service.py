@@ -1,0 +1,497 @@
+"""Attention: which agent waits for a person, on what, since when — and the answers to it.
+
+The core functions every surface calls: ``list_attention`` (the sessions waiting on a person,
+oldest first: ``the-loop attention``, ``GET /api/v1/attention``, MCP ``list_attention``),
+``state_of`` (the column of the session lists), ``explain`` (the signal and rule that decided)
+and ``answer_permission`` (``the-loop allow``/``deny`` comments, ``sessions allow|deny``,
+``POST /api/v1/sessions/{id}/permission``). An answer is taken only while that very prompt is
+pending, the first one wins, and a stale one is refused with the reason.
+
+A harness that reports through hooks (Claude Code) receives the answer through its waiting
+permission hook (``the_loop.hook``); any other gets the keys its prompt expects
+(``attention.harnesses.<h>.allowKeys``/``denyKeys``), sent only after the screen was checked to
+still show the prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, Conflict, NotFound, Unavailable
+from the_loop.refs import WorkItemRef
+from the_loop.store import attention as store
+from the_loop.store import sessions as session_store
+from the_loop.store import standing as standing_store
+from the_loop.store.conn import Connection
+from the_loop.store.sessions import SessionRecord
+from the_loop.wire import UtcDatetime, Wire
+
+if TYPE_CHECKING:
+    from the_loop.engine import AnswerPermission
+
+log = logging.getLogger(__name__)
+Decision = Literal["allow", "deny"]
+_PROMPT_ID_RE = re.compile(r"\Ap[0-9a-f]{5}\Z")
+
+
+class _View(Wire):
+    """The output contract: camelCase keys, ISO 8601 UTC times (``the_loop.wire``)."""
+
+
+class PromptView(_View):
+    """The question or permission an agent waits on."""
+
+    id: str
+    kind: str
+    tool: str = ""
+    input: str = ""
+    text: str = ""
+    created_at: UtcDatetime
+    pending: bool
+    decision: str | None = None
+    answered_by: str | None = None
+    answered_via: str | None = None
+    outcome: str | None = None
+    notice_posted_at: UtcDatetime | None = None
+
+
+class AttentionView(_View):
+    """One agent's attention."""
+
+    agent: str
+    kind: Literal["work-item", "standing"]
+    work_item: str | None = None
+    standing: str | None = None
+    session_id: str | None = None
+    harness: str = ""
+    requester: str = ""
+    state: str
+    since: UtcDatetime
+    waiting_seconds: float
+    signal: str
+    rule: str
+    last_message: str = ""
+    prompt: PromptView | None = None
+
+
+class SessionAttention(_View):
+    """A session's attention as every session object carries it (``sessions list``/``show``,
+    ``standing list``, the API, MCP): the state, since when, what decided it, the pending
+    prompt and the agent's last message. Nothing that moves by itself (no ``waitingSeconds``),
+    so the same object reads the same from every surface."""
+
+    state: str
+    since: UtcDatetime
+    signal: str
+    rule: str
+    last_message: str = ""
+    prompt: PromptView | None = None
+
+
+class Answered(_View):
+    """An answer taken: which prompt, what, by whom, through what."""
+
+    agent: str
+    prompt_id: str
+    decision: Decision
+    actor: str
+    via: str
+    tool: str = ""
+    input: str = ""
+    delivered: Literal["hook", "keys"]
+
+
+def _when(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def _prompt_view(p: store.Prompt) -> PromptView:
+    return PromptView(
+        id=p.id,
+        kind=p.kind,
+        tool=p.tool,
+        input=p.input,
+        text=p.text,
+        created_at=_when(p.created_at),
+        pending=p.pending,
+        decision=p.decision,
+        answered_by=p.actor,
+        answered_via=p.via,
+        outcome=p.outcome,
+        notice_posted_at=_when(p.notice_at) if p.notice_at is not None else None,
+    )
+
+
+def view_of(row: store.Row, now: float | None = None, state: str | None = None) -> AttentionView:
+    """ROW as the surfaces show it (STATE overrides the stored one, e.g. ``exited``)."""
+    standing = row.agent.startswith(store.STANDING_PREFIX)
+    now = time.time() if now is None else now
+    return AttentionView(
+        agent=row.agent,
+        kind="standing" if standing else "work-item",
+        work_item=row.work_item,
+        standing=row.standing
+        or (row.agent.removeprefix(store.STANDING_PREFIX) if standing else None),
+        session_id=None if standing else row.agent,
+        harness=row.harness,
+        requester=row.requester,
+        state=state or row.state,
+        since=_when(row.since),
+        waiting_seconds=round(max(0.0, now - row.since), 3),
+        signal=row.signal,
+        rule=row.rule,
+        last_message=row.last_message,
+        prompt=_prompt_view(row.prompt) if row.prompt else None,
+    )
+
+
+def _live(ctx: Ctx, row: store.Row) -> bool:
+    """True when ROW's agent is a live session (work item active/paused, standing running)."""
+    conn = ctx.db.connect()
+    if row.agent.startswith(store.STANDING_PREFIX):
+        rec = standing_store.get(conn, row.agent.removeprefix(store.STANDING_PREFIX))
+        return rec is not None and rec.status.value == "running"
+    found = session_store.get(conn, row.agent)
+    return found is not None and found.live
+
+
+def list_attention(ctx: Ctx) -> list[AttentionView]:
+    """Every live session waiting on a person (needs-input, needs-permission, blocked), oldest
+    first."""
+    now = time.time()
+    return [
+        view_of(row, now)
+        for row in store.rows(ctx.db.connect())
+        if row.state in store.NEEDS_PERSON and _live(ctx, row)
+    ]
+
+
+def of_sessions(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, SessionAttention | None]:
+    """The attention of each (agent key, live) in AGENTS: ``exited`` (and no prompt) for a
+    session that is not live, None when nothing was recorded."""
+    found = {row.agent: row for row in store.rows(ctx.db.connect(), [a for a, _ in agents])}
+    out: dict[str, SessionAttention | None] = {}
+    for agent, live in agents:
+        row = found.get(agent)
+        out[agent] = None if row is None else _session_attention(row, live)
+    return out
+
+
+def _session_attention(row: store.Row, live: bool) -> SessionAttention:
+    return SessionAttention(
+        state=row.state if live else store.EXITED,
+        since=_when(row.since),
+        signal=row.signal,
+        rule=row.rule,
+        last_message=row.last_message,
+        prompt=_prompt_view(row.prompt) if live and row.prompt else None,
+    )
+
+
+def column(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, str]:
+    """The attention column of each (agent key, live) in AGENTS: its state, ``exited`` for
+    a session that is not live, ``-`` when nothing was recorded."""
+    return {a: v.state if v else "-" for a, v in of_sessions(ctx, agents).items()}
+
+
+def agent_key(ctx: Ctx, ref: str) -> str:
+    """The agent key REF names: a work item ref (its live, else latest session), a session
+    id, ``standing:NAME`` or a standing session's name. ``NotFound`` otherwise."""
+    conn = ctx.db.connect()
+    if ref.startswith(store.STANDING_PREFIX):
+        return ref
+    if "#" in ref:
+        item = WorkItemRef.parse(ref)
+        rec: SessionRecord | None = session_store.live_for(conn, str(item))
+        rec = rec or session_store.latest_for(conn, str(item))
+        if rec is None:
+            raise NotFound(f"no session for {item}")
+        return rec.id
+    if session_store.get(conn, ref) is not None or store.get(conn, ref) is not None:
+        return ref
+    if standing_store.get(conn, ref) is not None or store.get(conn, f"standing:{ref}"):
+        return f"{store.STANDING_PREFIX}{ref}"
+    raise NotFound(f"no session or standing session {ref!r}")
+
+
+def explain(ctx: Ctx, ref: str) -> AttentionView:
+    """REF's attention with the signal and rule that decided it; ``NotFound`` when nothing
+    was recorded for it."""
+    key = agent_key(ctx, ref)
+    row = store.get(ctx.db.connect(), key)
+    if row is None:
+        raise NotFound(f"no attention recorded for {ref} yet")
+    return view_of(row)
+
+
+def parse_prompt_id(text: str | None) -> str | None:
+    """TEXT as a prompt id (``p`` and five hex digits), None when empty; ``BadInput`` else."""
+    if text is None or not text.strip():
+        return None
+    value = text.strip().lower()
+    if not _PROMPT_ID_RE.match(value):
+        raise BadInput(f"invalid prompt id {text!r} (like p3fa91)")
+    return value
+
+
+def _stale(p: store.Prompt) -> str:
+    if p.decision is None and p.actor is not None:
+        return f"prompt {p.id} was already answered by {p.actor} via {p.via}; this answer is stale"
+    if p.decision is not None:
+        done = "allowed" if p.decision == "allow" else "denied"
+        return f"prompt {p.id} was already {done} by {p.actor} via {p.via}; this answer is stale"
+    return f"prompt {p.id} is no longer pending ({p.outcome or 'closed'}); this answer is stale"
+
+
+CONFIRM_SECONDS = 10.0
+"""How long an answer through a harness's hook waits for the hook to take it."""
+
+
+def answer_permission(
+    ctx: Ctx,
+    ref: str,
+    decision: Decision,
+    actor: str,
+    via: str,
+    prompt_id: str | None = None,
+) -> Answered:
+    """Answer the permission prompt PROMPT_ID of REF's agent. Without PROMPT_ID (a bare
+    ``allow``/``deny``) only when exactly one prompt is pending and it is the one the latest
+    notice quoted; otherwise ``Conflict`` listing the pending prompts. ``Conflict`` too when
+    the prompt is a question, or was answered or closed before (the first answer wins);
+    ``NotFound`` for an unknown REF. Reported done only when the dialog took the answer (the
+    hook confirmed it, or the screen no longer shows it); ``Unavailable`` otherwise."""
+    key = agent_key(ctx, ref)
+    conn = ctx.db.connect()
+    row = store.get(conn, key)
+    target = _target(conn, ref, key, prompt_id, "permission")
+    if target.kind != "permission":
+        raise Conflict(
+            f"{ref} asks a question ({target.id}), not a permission: answer it with "
+            f"`the-loop answer {target.id} …` or `the-loop sessions answer`"
+        )
+    harness = row.harness if row else ""
+    hooks = ctx.config.attention.harness(harness or "").signals == "hooks" or (
+        row is not None and row.signal.startswith("claude-hook:")
+    )
+    if not hooks:
+        _send_keys(ctx, key, harness, target, decision)
+    with ctx.db.transaction() as tx:
+        taken = store.answer(tx, target.id, decision, actor, via, time.time())
+        if taken and not hooks:
+            _after_keys(tx, key, target, decision, actor, via)
+    if not taken:
+        found = store.get_prompt(conn, target.id)
+        raise Conflict(_stale(found or target))
+    if hooks:
+        _confirmed(ctx, target)
+    return Answered(
+        agent=key,
+        prompt_id=target.id,
+        decision=decision,
+        actor=actor,
+        via=via,
+        tool=target.tool,
+        input=target.input,
+        delivered="hook" if hooks else "keys",
+    )
+
+
+def _target(conn: Connection, ref: str, key: str, prompt_id: str | None, kind: str) -> store.Prompt:
+    """The prompt an answer to REF's agent KEY is for: PROMPT_ID, which must be KEY's and
+    pending; without one, the single pending prompt the latest notice quoted."""
+    if prompt_id:
+        named = store.get_prompt(conn, prompt_id)
+        if named is None or named.agent != key:
+            raise Conflict(f"{ref} has no prompt {prompt_id}")
+        if not named.pending:
+            raise Conflict(_stale(named))
+        return named
+    pending = store.pending_prompts(conn, key)
+    if not pending:
+        raise Conflict(
+            f"{ref} has no pending {'permission prompt' if kind == 'permission' else kind}"
+        )
+    noticed = store.latest_noticed(conn, key)
+    if len(pending) == 1 and noticed is not None and noticed.id == pending[0].id:
+        return pending[0]
+    listed = "; ".join(f"{p.id} ({p.tool or p.kind}: {_clip(p.text or p.input)})" for p in pending)
+    why = "no notice quoted it" if len(pending) == 1 else f"{len(pending)} prompts are pending"
+    verbs = "allow <id> or deny <id>" if kind == "permission" else "answer <id> …"
+    raise Conflict(f"{ref}: name the prompt you answer ({why}): {verbs}; pending: {listed}")
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
+    """Wait until the harness's hook took the answer to TARGET (it closes the prompt as
+    ``answered``); ``Unavailable`` when it did not within ``CONFIRM_SECONDS``."""
+    deadline = time.monotonic() + CONFIRM_SECONDS
+    while True:
+        found = store.get_prompt(ctx.db.connect(), target.id)
+        if found is not None and found.closed_at is not None:
+            return
+        if time.monotonic() >= deadline:
+            raise Unavailable(
+                f"the answer to {target.id} is recorded, but the agent has not taken it yet: "
+                "its hook is not waiting on it (is the daemon running?); it applies as soon "
+                "as the hook asks again, or answer in the agent's terminal "
+                "(`the-loop sessions attach`)"
+            )
+        time.sleep(0.05)
+
+
+class QuestionAnswered(_View):
+    """A question answered: which prompt, with what, by whom, through what."""
+
+    agent: str
+    prompt_id: str
+    answer: str
+    actor: str
+    via: str
+
+
+def answer_question(
+    ctx: Ctx,
+    ref: str,
+    actor: str,
+    via: str,
+    *,
+    choice: int | None = None,
+    text: str | None = None,
+    prompt_id: str | None = None,
+) -> QuestionAnswered:
+    """Answer the question REF's agent asks (PROMPT_ID; bare only as for permissions) with a
+    numbered CHOICE of its dialog or a typed TEXT, by the keys the dialog needs; reported done
+    once the screen no longer shows it. ``BadInput`` without exactly one of CHOICE and TEXT;
+    ``Conflict`` for a permission, a stale or closed question; ``NotFound`` for REF."""
+    # lazy: typing an answer loads the screen reader; the read-only surfaces do not need it
+    from the_loop.agent.attention.answer import keys_for, type_answer
+
+    if (choice is None) == (not (text or "").strip()):
+        raise BadInput("give the number of a choice, or --text, not both")
+    key = agent_key(ctx, ref)
+    target = _target(ctx.db.connect(), ref, key, prompt_id, "question")
+    if target.kind != "question":
+        raise Conflict(f"{ref} waits on a permission ({target.id}): allow or deny it")
+    typed = keys_for(target, choice, text)
+    type_answer(ctx, key, target, typed)
+    now = time.time()
+    with ctx.db.transaction() as tx:
+        if not store.answer_question(tx, target.id, actor, via, typed.label, now):
+            found = store.get_prompt(tx, target.id)
+            raise Conflict(_stale(found or target))
+        rule = f"question {target.id} answered by {actor} via {via}"
+        store.set_state(tx, key, store.WORKING, "answer:keys", rule, now=now)
+    return QuestionAnswered(
+        agent=key, prompt_id=target.id, answer=typed.label, actor=actor, via=via
+    )
+
+
+def history(ctx: Ctx, ref: str, limit: int = 100) -> list[PromptView]:
+    """REF's prompts, newest first: what each asked, and who answered it, how and from where
+    (``the-loop attention history``, ``GET /api/v1/attention/{ref}/history``)."""
+    key = agent_key(ctx, ref)
+    return [_prompt_view(p) for p in store.prompts_of(ctx.db.connect(), key, limit)]
+
+
+def apply_timeouts(ctx: Ctx, now: float | None = None) -> int:
+    """Apply ``attention.onTimeout`` to the prompts pending longer than
+    ``answerTimeoutMinutes`` (0 waits forever), from hooks and the screen alike: ``deny``
+    denies a permission like a person would (a question is left to wait); ``leave`` stops
+    tracking the prompt (it stays at the agent, answerable in its terminal; nothing is
+    delivered into the dialog meanwhile); ``wait`` does nothing. How many were handled."""
+    settings = ctx.config.attention
+    if settings.answer_timeout_minutes <= 0 or settings.on_timeout == "wait":
+        return 0
+    now = time.time() if now is None else now
+    handled = 0
+    for prompt in store.overdue(ctx.db.connect(), now - settings.answer_timeout_minutes * 60):
+        if settings.on_timeout == "deny" and prompt.kind != "permission":
+            continue
+        handled += 1
+        if settings.on_timeout == "leave":
+            with ctx.db.transaction() as tx:
+                store.close_prompt(tx, prompt.id, "timed-out", now)
+            continue
+        try:
+            answer_permission(ctx, prompt.agent, "deny", "the-loop", "timeout", prompt.id)
+        except (Conflict, NotFound, Unavailable) as exc:
+            log.info("timeout of %s not applied yet: %s", prompt.id, exc.message)
+    return handled
+
+
+def _after_keys(
+    tx: Connection,
+    key: str,
+    target: store.Prompt,
+    decision: Decision,
+    actor: str,
+    via: str,
+) -> None:
+    done = "allowed" if decision == "allow" else "denied"
+    store.set_state(
+        tx,
+        key,
+        store.WORKING,
+        "answer:keys",
+        f"{target.tool or 'the prompt'} {done} by {actor} via {via}",
+        now=time.time(),
+    )
+
+
+def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision: Decision) -> None:
+    """Type the keys HARNESS's prompt expects, after checking the screen still shows it."""
+    # lazy: the screen detector loads the agent layer; answers through hooks do not need it
+    from the_loop.agent.attention.screen import answer_with_keys
+
+    answer_with_keys(ctx, key, harness, target, decision)
+
+
+def answer_from_comment(ctx: Ctx, action: AnswerPermission, delivery_id: str) -> str:
+    """Carry out an ``allow``/``deny``/``answer`` comment: answer the prompt, or reply on the
+    item why the answer was refused (stale, nothing pending, the other kind of prompt)."""
+    # lazy: start-up (the read-only surfaces use this module without the outbox)
+    from the_loop.outbox import drain as outbox
+    from the_loop.outbox import github as writebacks
+
+    verb = "answer" if action.answer is not None else ("allow" if action.allow else "deny")
+    try:
+        done = _comment_answer(ctx, action)
+    except (BadInput, Conflict, NotFound, Unavailable) as exc:
+        with ctx.db.transaction() as tx:
+            ids = writebacks.queue_reply(
+                tx,
+                ctx.config,
+                action.item,
+                f"@{action.actor} {exc.message}",
+                delivery_id=delivery_id,
+            )
+        if ids:
+            outbox.wake(ctx)
+        return f"refused {verb} ({exc.message})"
+    return f"{verb} {done}"
+
+
+def _comment_answer(ctx: Ctx, action: AnswerPermission) -> str:
+    """Answer as ACTION says; what was answered."""
+    via, ref = "github-comment", action.session_id
+    if action.answer is not None:
+        given = action.answer
+        choice = int(given) if given.isdigit() and len(given) <= 2 else None
+        text = None if choice is not None else given
+        answered = answer_question(
+            ctx, ref, action.actor, via, choice=choice, text=text, prompt_id=action.prompt_id
+        )
+        return f"{answered.prompt_id} ({answered.answer})"
+    decision: Decision = "allow" if action.allow else "deny"
+    done = answer_permission(ctx, ref, decision, action.actor, via, action.prompt_id)
+    return f"{done.prompt_id} ({done.tool or 'prompt'})"

@@ -1,0 +1,10 @@
+"""Several hosts through one database: nodes and their heartbeat, placement of new sessions, peers."""
+
+from __future__ import annotations
+
+__all__ = [
+    "loop",
+    "nodes",
+    "peers",
+    "placement",
+]

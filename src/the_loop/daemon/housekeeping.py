@@ -1,0 +1,244 @@
+"""Daemon background work that belongs to no feature: config reload, event pruning, WAL
+checkpoints, standing auto-start, the reconciler and the integrity check.
+
+Each runs supervised (``the_loop.supervise``): a fault raised out of a loop restarts it after a
+backoff, and every completed pass reports progress, so a stalled loop shows in health until it
+works again."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from the_loop import events as ev
+from the_loop import private_cache
+from the_loop.cluster import nodes
+from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
+from the_loop.context import Ctx
+from the_loop.errors import ConfigInvalid
+from the_loop.runner.tmux_watch import probe_many
+from the_loop.standing import service as standing
+from the_loop.store import attention as attention_store
+from the_loop.store import sessions as session_store
+from the_loop.store import transcripts as transcript_store
+from the_loop.store import usage as usage_store
+from the_loop.store.integrity import quick_check
+from the_loop.store.sessions import SessionStatus
+from the_loop.supervise import board_for, monitor, periodic, wait_or_stop
+from the_loop.wire import iso_now
+from the_loop.work_items import service as sessions
+from the_loop.work_items.prune import prune_worktrees
+
+SOURCE = "daemon"
+RESTART_ONLY = {"stateDir": "state_dir", "server": "server", "tmux.socket": "tmux"}
+PRUNE_EVERY_SECONDS = 3600.0
+RELOAD_POLL_SECONDS = 1.0
+
+
+async def prune_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Prune events older than ``events.retentionDays``, the transcripts of closed sessions
+    and the worktrees past ``workspaces.keepDays``, at start and every hour."""
+    await periodic(ctx, stop, "prune-events", lambda: prune(ctx), lambda: PRUNE_EVERY_SECONDS)
+
+
+def prune(ctx: Ctx) -> int:
+    """One pruning pass (events, closed sessions' transcripts, then worktrees past
+    ``workspaces.keepDays``); how many rows went."""
+    gone = ev.prune(ctx.db, ctx.config.events.retention_days)
+    with ctx.db.transaction() as tx:
+        gone += transcript_store.prune_closed(tx)
+    prune_worktrees(ctx)
+    return gone
+
+
+CHECKPOINT_SECONDS = 0.25
+
+
+async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Checkpoint the database's WAL every ``CHECKPOINT_SECONDS`` in a worker thread, so that
+    no commit on the daemon's request path waits for a checkpoint's copy and fsync."""
+    ctx.db.defer_checkpoints()
+    watch = monitor(ctx, "checkpoint")
+    while not await wait_or_stop(stop, CHECKPOINT_SECONDS):
+        await asyncio.to_thread(ctx.db.checkpoint)
+        watch.progressed()
+    await asyncio.to_thread(ctx.db.checkpoint)
+
+
+RELOAD_SETTLE_SECONDS = 0.1
+
+
+def _stamp(ctx: Ctx) -> tuple[int, int] | None:
+    path = ctx.loaded.path
+    try:
+        info = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size) if info is not None else None
+
+
+async def reload_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Reload the config file when it changes; an invalid edit keeps the old config.
+
+    A change is read once the file has stayed the same for ``RELOAD_SETTLE_SECONDS`` (an
+    editor that truncates and then writes is not read half-written), and only new content is
+    reloaded (``reload_config``): one edit, one ``config.reloaded``."""
+    seen = _stamp(ctx)
+    watch = monitor(ctx, "reload-config")
+    while not await wait_or_stop(stop, RELOAD_POLL_SECONDS):
+        current = _stamp(ctx)
+        if current is not None and current != seen:
+            if await wait_or_stop(stop, RELOAD_SETTLE_SECONDS):
+                return
+            if _stamp(ctx) != current:
+                continue  # still being written: look again on the next poll
+            seen = current
+            await asyncio.to_thread(reload_config, ctx)
+        watch.progressed()
+
+
+def restart_needed(running: LoadedConfig, new: LoadedConfig) -> list[str]:
+    """Restart-only keys whose value in NEW differs from what the daemon RUNNING uses."""
+    a, b = running.config, new.config
+    changed = []
+    if a.state_path != b.state_path:
+        changed.append("stateDir")
+    if (a.server.host, a.server.port) != (b.server.host, b.server.port):
+        changed.append("server.host/port")
+    if a.tmux.socket != b.tmux.socket:
+        changed.append("tmux.socket")
+    if a.database != b.database:
+        changed.append("database")
+    if a.node != b.node:
+        changed.append("node")
+    return changed
+
+
+def reload_config(ctx: Ctx) -> bool:
+    """Re-read the config file into CTX if its content changed since it was loaded (or last
+    refused): exactly one ``config.reloaded`` or ``config.reload_failed`` per new content.
+    ``restartNeeded`` compares with the config the daemon started on, so reverting a
+    restart-only setting clears it. True when a new config was taken."""
+    path = ctx.loaded.path
+    if path is None:
+        return False
+    try:
+        raw = read_config_bytes(path)
+    except ConfigInvalid as exc:
+        return _refused(ctx, None, exc)
+    digest = private_cache.digest(raw)
+    if digest in (ctx.loaded.digest, ctx.config_rejected):
+        return False
+    try:
+        new = config_from_bytes(path, raw)
+    except ConfigInvalid as exc:
+        return _refused(ctx, digest, exc)
+    ctx.config_rejected = None
+    ctx.restart_needed = restart_needed(ctx.started_with or ctx.loaded, new)
+    ctx.loaded = new
+    record_running(ctx.state_dir, new, os.getpid())
+    ev.emit(
+        ctx.db,
+        "config.reloaded",
+        source=SOURCE,
+        at=iso_now(),
+        restartNeeded=list(ctx.restart_needed),
+    )
+    for warning in new.config.warnings():
+        ev.emit(ctx.db, "config.warning", source=SOURCE, message=warning)
+    return True
+
+
+def _refused(ctx: Ctx, digest: str | None, exc: ConfigInvalid) -> bool:
+    ctx.config_rejected = digest
+    ev.emit(ctx.db, "config.reload_failed", source=SOURCE, error=exc.message, problems=exc.problems)
+    return False
+
+
+async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Start the auto-start standing sessions once the service is up; none is started after
+    the daemon began to stop (``the-loop stop`` then stops the ones already started)."""
+    await asyncio.to_thread(standing.autostart, ctx, stop.is_set)
+
+
+RECONCILE_SECONDS = 10.0
+
+
+async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """Report live sessions whose tmux target vanished or whose agent exited (once each)."""
+    reported: set[str] = set()
+    watch = monitor(ctx, "reconciler")
+    while not await wait_or_stop(stop, RECONCILE_SECONDS):
+        await asyncio.to_thread(reconcile_once, ctx, reported)
+        watch.progressed()
+
+
+def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
+    """One pass; returns the sessions newly found without a live agent."""
+    found: list[str] = []
+    conn = ctx.db.connect()
+    here = nodes.shared_name(ctx)
+    by_status = {
+        status: session_store.list_sessions(conn, status, None)
+        for status in (SessionStatus.active, SessionStatus.paused)
+    }
+    targets = [r.tmux_target for rs in by_status.values() for r in rs if r.tmux_target]
+    known = probe_many(ctx.runners.tmux, targets) if targets else {}  # one tmux client
+    for records in by_status.values():
+        held = usage_store.holds_of(conn, [r.id for r in records])
+        for rec in records:
+            if rec.runner != "tmux" or rec.started_at is None or rec.id in held:
+                continue  # a held session's harness was stopped on purpose
+            if nodes.elsewhere(here, rec.node):
+                continue  # another node's agent: its tmux server is not ours
+            listed = (known or {}).get(rec.tmux_target or "")
+            pane = listed.value if listed is not None else sessions.probe(ctx, rec)
+            if pane in ("dead", "absent") and rec.id not in reported:
+                reported.add(rec.id)
+                found.append(rec.id)
+                _crashed(ctx, rec.id, rec.work_item, pane)
+                ev.emit(
+                    ctx.db,
+                    "session.vanished",
+                    source=SOURCE,
+                    work_item=rec.work_item,
+                    session_id=rec.id,
+                    pane=pane,
+                )
+            elif pane == "live":
+                reported.discard(rec.id)
+    return found
+
+
+def _crashed(ctx: Ctx, session_id: str, work_item: str, pane: str) -> None:
+    """The attention of a session whose agent is gone: ``blocked`` (the harness exited, or its
+    tmux session vanished), which the next message lifts by respawning it."""
+    why = "the harness exited" if pane == "dead" else "its tmux session vanished"
+    reason = f"{why}; the next message restarts it, resuming its conversation"
+    with ctx.db.transaction() as tx:
+        attention_store.set_state(
+            tx,
+            session_id,
+            attention_store.BLOCKED,
+            attention_store.CRASH_SIGNAL,
+            why,
+            now=time.time(),
+            prompt=attention_store.NewPrompt("blocked", text=reason),
+            work_item=work_item,
+            source=SOURCE,
+        )
+
+
+INTEGRITY_EVERY_SECONDS = 6 * 3600.0
+
+
+async def integrity_loop(ctx: Ctx, stop: asyncio.Event) -> None:
+    """``PRAGMA quick_check`` at start and every ``INTEGRITY_EVERY_SECONDS``; what it finds
+    is reported by health until a later check finds the database whole."""
+    board = board_for(ctx.db)
+    while True:
+        board.integrity = await asyncio.to_thread(quick_check, ctx.db)
+        monitor(ctx, "integrity").progressed()
+        if await wait_or_stop(stop, INTEGRITY_EVERY_SECONDS):
+            return

@@ -1,0 +1,201 @@
+"""Processing a Slack request from the inbox: deliver a thread reply, or answer a permission
+from a button press, or drop it with ``slack.dropped`` and a reason.
+
+A message is dropped when a bot sent it (the-loop's own posts included), when it is an edit
+or a deletion (``message_changed`` / ``message_deleted``) or carries another subtype, when its
+author is not in ``slack.authorizedUsers``, when it is not in a thread or its thread is bound
+to nothing, and when the standing session of its thread is stopped (a short reply in the
+thread says how to start it). Otherwise it is delivered with the core's own verbs, actor
+``slack:<user id>``: ``standing.say`` for a standing session's thread, ``sessions.say`` for a
+work item's (then, with ``slack.mirrorToGitHub``, mirrored as a marked comment on the item,
+which routing never delivers back: it carries the self-marker).
+
+A press is taken only from an authorized user, for a prompt posted in that same channel, and
+answered with ``attention.answer_permission`` (the rules of ``the-loop allow``: still pending,
+first answer wins); the message is then updated. A refused press (stale, unauthorized)
+changes nothing and is answered with an ephemeral message only the presser sees.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any
+
+from the_loop import events as ev
+from the_loop.agent.attention import service as attention
+from the_loop.context import Ctx
+from the_loop.errors import Conflict, NotFound, NotRunning
+from the_loop.faults import crash_point
+from the_loop.outbox import drain as outbox
+from the_loop.outbox import github as writebacks
+from the_loop.outbox import slack as outbound
+from the_loop.outbox import slack_notices as notices
+from the_loop.prompts import sanitize
+from the_loop.refs import WorkItemRef
+from the_loop.slack.intake import (
+    ALLOW_ACTION,
+    DENY_ACTION,
+    SOURCE,
+    SlackMessage,
+    SlackPress,
+    stored_work,
+)
+from the_loop.standing import service as standing
+from the_loop.store import attention as attention_store
+from the_loop.store import slack as store
+from the_loop.text_safety import github_quote, slack_text
+from the_loop.work_items import service as sessions
+
+MIRROR_LIMIT = 4000
+
+
+def process(ctx: Ctx, work: str, delivery_id: str) -> str:
+    """Act on one stored Slack request; a one-line summary of what happened."""
+    crash_point("slack-before-process")
+    found = stored_work(work)
+    if isinstance(found, SlackPress):
+        return _press(ctx, found, delivery_id)
+    return _message(ctx, found, delivery_id)
+
+
+_CHATTER = ("bot-message", "not-in-a-thread", "subtype-", "event-type-")
+"""Drops that every busy channel produces all day: recorded at debug level."""
+
+
+def _drop(ctx: Ctx, delivery_id: str, reason: str, **detail: Any) -> str:
+    level = ev.Level.debug if reason.startswith(_CHATTER) else None
+    ev.emit(
+        ctx.db,
+        "slack.dropped",
+        source=SOURCE,
+        level=level,
+        delivery_id=delivery_id,
+        reason=reason,
+        **detail,
+    )
+    return f"dropped ({reason})"
+
+
+def _why_dropped(ctx: Ctx, m: SlackMessage) -> str | None:
+    if m.event_type != "message":
+        return f"event-type-{m.event_type}"
+    if m.bot:
+        return "bot-message"
+    if m.subtype == "message_changed":
+        return "edited"
+    if m.subtype == "message_deleted":
+        return "deleted"
+    if m.subtype:
+        return f"subtype-{m.subtype}"
+    if not m.user or m.user not in ctx.config.slack.authorized_users:
+        return "unauthorized"
+    if not m.thread_ts or m.thread_ts == m.ts:
+        return "not-in-a-thread"
+    return None
+
+
+def _message(ctx: Ctx, m: SlackMessage, delivery_id: str) -> str:
+    reason = _why_dropped(ctx, m)
+    if reason is not None:
+        return _drop(ctx, delivery_id, reason, user=m.user, channel=m.channel)
+    assert m.user is not None and m.thread_ts is not None
+    key = store.key_of(ctx.db.connect(), m.channel, m.thread_ts)
+    if key is None:
+        return _drop(ctx, delivery_id, "unbound-thread", user=m.user, channel=m.channel)
+    text = sanitize(html.unescape(m.text)).strip()
+    if not text:
+        return _drop(ctx, delivery_id, "empty", user=m.user, channel=m.channel)
+    actor = f"slack:{m.user}"
+    if key.startswith(outbound.STANDING_PREFIX):
+        name = key.removeprefix(outbound.STANDING_PREFIX)
+        try:
+            standing.say(ctx, name, text, actor=actor)
+        except NotRunning:
+            _reply(
+                ctx,
+                key,
+                m.channel,
+                f"<@{m.user}> standing session *{slack_text(name)}* is not running; start it "
+                f"with `the-loop standing start {slack_text(name)}`",
+                delivery_id,
+            )
+            return _drop(ctx, delivery_id, "standing-stopped", user=m.user, standing=name)
+        except Conflict as exc:  # over budget (or a foreign pane): the reply says why
+            _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
+            return _drop(ctx, delivery_id, "standing-refused", user=m.user, standing=name)
+        return f"said to standing session {name}"
+    try:
+        sessions.say(ctx, key, text, actor=actor)
+    except (NotRunning, NotFound) as exc:
+        _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
+        return _drop(ctx, delivery_id, "no-live-session", user=m.user, workItem=key)
+    _mirror(ctx, WorkItemRef.parse(key), m.user, text, delivery_id)
+    return f"delivered to {key}"
+
+
+def _reply(ctx: Ctx, key: str, channel: str, text: str, delivery_id: str) -> None:
+    with ctx.db.transaction() as tx:
+        outbound.queue_thread_reply(tx, key, channel, text, f"reply:{delivery_id}")
+    outbound.wake(ctx)
+
+
+def _mirror(ctx: Ctx, ref: WorkItemRef, user: str, text: str, delivery_id: str) -> None:
+    """The reply as a marked comment on REF (``slack.mirrorToGitHub``)."""
+    if not ctx.config.slack.mirror_to_github:
+        return
+    clipped = text if len(text) <= MIRROR_LIMIT else text[:MIRROR_LIMIT] + " …"
+    quoted = "\n".join(f"> {github_quote(line)}" for line in clipped.splitlines())
+    body = f"From Slack, `slack:{user}` to the agent:\n\n{quoted}"
+    with ctx.db.transaction() as tx:
+        ids = writebacks.queue_reply(tx, ctx.config, ref, body, delivery_id=delivery_id)
+    if ids:
+        outbox.wake(ctx)
+
+
+def _ephemeral(ctx: Ctx, p: SlackPress, text: str, delivery_id: str) -> None:
+    with ctx.db.transaction() as tx:
+        outbound.queue_ephemeral(
+            tx,
+            key=f"ephemeral:{delivery_id}",
+            channel=p.channel,
+            user=p.user,
+            text=text,
+            thread_ts=None,
+        )
+    outbound.wake(ctx)
+
+
+def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
+    if p.action not in (ALLOW_ACTION, DENY_ACTION):
+        return _drop(ctx, delivery_id, f"action-{p.action}", user=p.user)
+    if p.user not in ctx.config.slack.authorized_users:
+        _ephemeral(
+            ctx,
+            p,
+            "You are not allowed to answer the-loop's prompts; nothing changed.",
+            delivery_id,
+        )
+        return _drop(ctx, delivery_id, "unauthorized", user=p.user, channel=p.channel)
+    conn = ctx.db.connect()
+    posted = store.posted_prompt(conn, p.prompt_id)
+    prompt = attention_store.get_prompt(conn, p.prompt_id)
+    if posted is None or prompt is None or posted.channel != p.channel:
+        _ephemeral(
+            ctx,
+            p,
+            f"There is no prompt {slack_text(repr(p.prompt_id))} here; nothing changed.",
+            delivery_id,
+        )
+        return _drop(ctx, delivery_id, "unknown-prompt", user=p.user, channel=p.channel)
+    decision: attention.Decision = "allow" if p.action == ALLOW_ACTION else "deny"
+    try:
+        done = attention.answer_permission(
+            ctx, prompt.agent, decision, f"slack:{p.user}", "slack", p.prompt_id
+        )
+    except (Conflict, NotFound) as exc:
+        _ephemeral(ctx, p, f"Not taken: {slack_text(exc.message)}.", delivery_id)
+        return _drop(ctx, delivery_id, "stale-answer", user=p.user, promptId=p.prompt_id)
+    if notices.queue_outcome(ctx, p.prompt_id, time.time()):
+        outbound.wake(ctx)
+    return f"{decision} {done.prompt_id} ({done.tool or 'prompt'})"

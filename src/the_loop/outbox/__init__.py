@@ -1,0 +1,13 @@
+"""Side effects on other systems, queued with the decision that caused them and drained with
+retries: the drain, the GitHub write-backs, the Slack renderers and sender.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "drain",
+    "github",
+    "slack",
+    "slack_notices",
+    "slack_sender",
+]

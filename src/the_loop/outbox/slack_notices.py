@@ -1,0 +1,139 @@
+"""Attention in the thread: a pending question or permission of an agent whose thread is
+bound is posted there once (after ``attention.notifyAfterSeconds``, like the notice on the
+ticket), with Allow / Deny buttons for a permission; once the prompt is answered or closed
+(through any surface), the message is updated to say who answered and how, its buttons gone.
+Both are recorded in ``slack_prompts`` in the transaction that queues them, so each happens
+once per prompt."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from the_loop.context import Ctx
+from the_loop.outbox import slack as outbound
+from the_loop.slack.intake import ALLOW_ACTION, DENY_ACTION
+from the_loop.store import attention as attention_store
+from the_loop.store import slack as store
+from the_loop.text_safety import slack_text
+
+QUOTE_LIMIT = 600
+
+
+def _quote(text: str) -> str:
+    clipped = text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + " …"
+    return "\n".join(f"> {slack_text(line)}" for line in clipped.splitlines() or [""])
+
+
+def who(actor: str | None) -> str:
+    """ACTOR as Slack shows it: a Slack user id as a mention, anyone else by name (escaped)."""
+    if actor and actor.startswith("slack:") and actor[6:].isalnum():
+        return f"<@{actor.removeprefix('slack:')}>"
+    return slack_text(actor or "someone")
+
+
+def prompt_text(kind: str, tool: str, detail: str, prompt_id: str) -> str:
+    """The message of a pending prompt; the agent's words (TOOL, DETAIL) escaped: the message
+    pings, links and hides nothing it shows."""
+    tool, prompt_id = slack_text(tool), slack_text(prompt_id)
+    if kind == "permission":
+        return (
+            f"The agent is waiting for permission to run *{tool or 'a tool'}* "
+            f"(prompt `{prompt_id}`):\n{_quote(detail)}"
+        )
+    return (
+        f"The agent is waiting for your answer (prompt `{prompt_id}`):\n{_quote(detail)}\n"
+        "Reply in this thread: your message is delivered to it."
+    )
+
+
+def prompt_blocks(due: store.DuePrompt, text: str) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+    if due.kind == "permission":
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": f"the_loop_prompt_{due.prompt_id}",
+                "elements": [
+                    _button("Allow", ALLOW_ACTION, due.prompt_id, "primary"),
+                    _button("Deny", DENY_ACTION, due.prompt_id, "danger"),
+                ],
+            }
+        )
+    return blocks
+
+
+def _button(label: str, action: str, value: str, style: str) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "action_id": action,
+        "text": {"type": "plain_text", "text": label},
+        "style": style,
+        "value": value,
+    }
+
+
+def outcome_text(prompt: attention_store.Prompt) -> str:
+    """The updated message of a prompt no longer pending."""
+    head = prompt_text(prompt.kind, prompt.tool, prompt.text or prompt.input, prompt.id)
+    head = head.split("\nReply in this thread", 1)[0]
+    if prompt.decision is not None:
+        done = "Allowed" if prompt.decision == "allow" else "Denied"
+        return f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})."
+    outcome = {
+        "timed-out": "Timed out without an answer through the-loop.",
+        "moved-on": "No longer pending: the agent moved on.",
+        "superseded": "No longer pending: the agent asked something else.",
+        "answered": "Answered.",
+    }.get(prompt.outcome or "", "No longer pending.")
+    return f"{head}\n{outcome}"
+
+
+def queue_outcome(ctx: Ctx, prompt_id: str, now: float) -> bool:
+    """Queue the update of PROMPT_ID's message (once); True when queued now."""
+    conn = ctx.db.connect()
+    prompt = attention_store.get_prompt(conn, prompt_id)
+    posted = store.posted_prompt(conn, prompt_id)
+    if prompt is None or posted is None or prompt.pending:
+        return False
+    with ctx.db.transaction() as tx:
+        if not store.mark_update(tx, prompt_id, now):
+            return False
+        outbound.queue_update(
+            tx,
+            key=f"prompt-update:{prompt_id}",
+            prompt_id=prompt_id,
+            channel=posted.channel,
+            text=outcome_text(prompt),
+        )
+    return True
+
+
+def pass_once(ctx: Ctx, now: float | None = None) -> int:
+    """Queue the prompt posts and updates that are due; how many were queued."""
+    if not ctx.config.slack.enabled:
+        return 0
+    now = time.time() if now is None else now
+    conn = ctx.db.connect()
+    queued = 0
+    for due in store.due_prompts(conn, now - ctx.config.attention.notify_after_seconds):
+        thread = store.thread_of(conn, due.thread_key)
+        if thread is None:
+            continue
+        text = prompt_text(due.kind, due.tool, due.text or due.input, due.prompt_id)
+        with ctx.db.transaction() as tx:
+            if store.add_prompt(tx, due.prompt_id, due.thread_key, thread.channel, now):
+                outbound.queue_post(
+                    tx,
+                    key=f"prompt:{due.prompt_id}",
+                    what="attention",
+                    channel=thread.channel,
+                    text=text,
+                    thread=due.thread_key,
+                    blocks=prompt_blocks(due, text),
+                    prompt=due.prompt_id,
+                )
+                queued += 1
+    for prompt_id in store.due_updates(conn):
+        queued += queue_outcome(ctx, prompt_id, now)
+    return queued

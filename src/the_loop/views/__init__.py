@@ -1,0 +1,13 @@
+"""What the surfaces show: sessions, the dashboard, status, health, metrics, doctor, conversations."""
+
+from __future__ import annotations
+
+__all__ = [
+    "conversation",
+    "dashboard",
+    "doctor",
+    "health",
+    "metrics",
+    "sessions",
+    "status",
+]

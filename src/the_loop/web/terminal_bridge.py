@@ -1,0 +1,326 @@
+"""The browser terminal's bridge: a tmux client in a pseudo-terminal, for one viewer.
+
+``session_plan`` / ``standing_plan`` decide what a viewer may attach to (blocking: the database
+and tmux; run them in a thread): only a tmux target whose ownership mark is the one the-loop set
+at spawn, read-only when the viewer is, when the session is closed or not running, or when the
+pane is dead but kept. ``Bridge`` runs ``tmux attach-session`` on a new pty (argv only, its
+own session and process group) and moves bytes between the pty's master and the caller without
+blocking the event loop: output through ``loop.add_reader``, input written non-blocking with
+``add_writer`` for what did not fit. ``close`` kills the client's process group, reaps it and
+closes the fd. See decision 0022.
+
+Sizes (decision 0042): a writable viewer's pty is the viewer's size, and the agent's window
+follows it (the tmux hooks set at spawn); a read-only viewer (``-r -f ignore-size``) never
+changes the window: its pty is kept at the window's own size (``Plan.window_view``, asked again
+by the caller while it watches) and the page scales what it shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import pty
+import signal
+import struct
+import subprocess
+import termios
+import threading
+import tty
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from the_loop.agent import Agent, owned
+from the_loop.agent.runners import foreign_occupant
+from the_loop.cluster import placement
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, NotFound, Unavailable
+from the_loop.runner.outcomes import Probe
+from the_loop.standing import defs as standing_defs
+from the_loop.standing import node as standing_node
+from the_loop.standing.defs import ViewStatus
+from the_loop.standing.service import agent_of as standing_agent
+from the_loop.views import sessions as views
+from the_loop.work_items import service as sessions
+
+DEFAULT_COLS = 80
+DEFAULT_ROWS = 24
+MAX_COLS = 1000
+MAX_ROWS = 500
+READ_CHUNK = 65536
+MAX_PENDING_OUTPUT = 64
+"""Output chunks queued for a slow viewer before the pty is no longer read (back-pressure)."""
+MAX_PENDING_INPUT = 1 << 20
+"""Input bytes waiting for the pty beyond which more input is dropped."""
+TERM = "xterm-256color"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a viewer attaches to: the target, whether read-only, the client to run, and how to
+    ask the size of a client showing the target's whole window (None when tmux cannot say)."""
+
+    target: str
+    read_only: bool
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    window_view: Callable[[], tuple[int, int] | None] = lambda: None
+
+
+def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
+    """The plan for work-item session REF_OR_ID: ``NotFound`` when it or its pane is gone,
+    ``BadInput`` when headless, ``Refused`` when its target holds something else."""
+    rec = sessions.resolve(ctx, ref_or_id)
+    if rec.runner != "tmux" or not rec.tmux_target:
+        raise BadInput(f"session {rec.id} runs headless: it has no terminal")
+    placement.require_here(ctx, rec, placement.command("attach", rec.work_item))
+    return _plan(ctx, sessions.agent_of(rec), viewer_read_only or not rec.live)
+
+
+def standing_plan(ctx: Ctx, name: str, viewer_read_only: bool) -> Plan:
+    """The plan for standing session NAME (read-only unless it is running)."""
+    view = views.standing_view(ctx, name)
+    if view.node is not None:  # a shared database: its agent may run on another node
+        standing_node.require_here(ctx, name, standing_node.command("attach", name))
+    agent = standing_agent(standing_defs.definition(ctx, name), None)
+    return _plan(ctx, agent, viewer_read_only or view.status is not ViewStatus.running)
+
+
+def _plan(ctx: Ctx, agent: Agent, read_only: bool) -> Plan:
+    tmux = ctx.runners.tmux
+    target = agent.tmux_target
+    probe = tmux.probe(target)
+    if probe is Probe.ABSENT:
+        raise NotFound(f"{agent.label or target} has no pane any more (tmux session {target})")
+    if probe is Probe.UNKNOWN:
+        raise Unavailable(f"tmux did not answer about {target}")
+    mine = owned(ctx, agent)
+    if mine is None:
+        raise Unavailable(f"tmux did not answer about {target}")
+    if not mine:
+        raise foreign_occupant(ctx, agent)
+    read_only = read_only or probe is Probe.DEAD
+    command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
+    env = dict(command.env)
+    env["TERM"] = TERM
+    if not any("UTF-8" in env.get(k, "").upper() for k in ("LC_ALL", "LC_CTYPE", "LANG")):
+        env["LC_CTYPE"] = "C.UTF-8"
+    return Plan(target, read_only, command.argv, env, lambda: tmux.viewer_size(target))
+
+
+def clamp_size(cols: object, rows: object) -> tuple[int, int] | None:
+    """COLS x ROWS as a pty size within bounds, or None when either is not a positive int."""
+    if type(cols) is not int or type(rows) is not int or cols < 1 or rows < 1:
+        return None
+    return min(max(cols, 2), MAX_COLS), min(max(rows, 2), MAX_ROWS)
+
+
+def _set_size(fd: int, cols: int, rows: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+class Bridge:
+    """One tmux client on one pty. ``start`` it on the event loop; ``output()`` yields what it
+    prints (None once it ended); ``write`` and ``resize`` never block; ``close`` ends it."""
+
+    _live: set[Bridge] = set()
+    _live_lock = threading.Lock()
+
+    def __init__(self, plan: Plan, cols: int = DEFAULT_COLS, rows: int = DEFAULT_ROWS) -> None:
+        self.plan = plan
+        self._size = (cols, rows)
+        self._master = -1
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reading = False
+        self._ended = False
+        self._pending = bytearray()
+        self._closed = False
+        self._state_lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    async def start(self) -> None:
+        """Spawn the client on a new pty (in a thread: fork and exec take a moment) and start
+        reading its output on the running loop."""
+        self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._spawn)
+        self._resume_reading()
+
+    def _spawn(self) -> None:
+        with self._state_lock:  # against a close() racing a start cancelled half-way
+            if self._closed:
+                return
+            self._master = self._open_pty()
+            with Bridge._live_lock:
+                Bridge._live.add(self)
+
+    def _open_pty(self) -> int:
+        master, slave = pty.openpty()
+        try:
+            _set_size(slave, *self._size)
+            # raw from the start: keys typed before the client took the terminal must not be
+            # cooked by the line discipline (CR turned into LF, echoed back)
+            tty.setraw(slave)
+            self.proc = subprocess.Popen(
+                list(self.plan.argv), stdin=slave, stdout=slave, stderr=slave,
+                env=dict(self.plan.env), start_new_session=True, close_fds=True,
+            )  # fmt: skip
+        except OSError:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        os.set_blocking(master, False)
+        return master
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _resume_reading(self) -> None:
+        if self._master < 0 or self._closed:
+            return
+        if not self._reading and not self._ended and self._loop is not None:
+            self._loop.add_reader(self._master, self._on_readable)
+            self._reading = True
+
+    def _pause_reading(self) -> None:
+        if self._reading and self._loop is not None:
+            self._loop.remove_reader(self._master)
+            self._reading = False
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._master, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: the client closed its side (it exited)
+            data = b""
+        if not data:
+            self._ended = True
+            self._pause_reading()
+            self._queue.put_nowait(None)
+            return
+        self._queue.put_nowait(data)
+        if self._queue.qsize() >= MAX_PENDING_OUTPUT:
+            self._pause_reading()
+
+    async def output(self) -> bytes | None:
+        """The next output (everything queued, joined), or None once the client has ended."""
+        first = await self._queue.get()
+        if first is None:
+            return None
+        parts = [first]
+        while not self._queue.empty():
+            more = self._queue.get_nowait()
+            if more is None:
+                self._queue.put_nowait(None)
+                break
+            parts.append(more)
+        self._resume_reading()
+        return b"".join(parts)
+
+    # -- input -------------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Send DATA to the client as typed keys (dropped when read-only or closed)."""
+        if self.plan.read_only or self._closed or self._master < 0 or not data:
+            return
+        if self._pending:
+            if len(self._pending) + len(data) <= MAX_PENDING_INPUT:
+                self._pending += data
+            return
+        try:
+            done = os.write(self._master, data)
+        except BlockingIOError:
+            done = 0
+        except OSError:
+            return
+        if done < len(data):
+            self._pending += data[done:]
+            if self._loop is not None:
+                self._loop.add_writer(self._master, self._flush)
+
+    def _flush(self) -> None:
+        try:
+            done = os.write(self._master, bytes(self._pending))
+        except BlockingIOError:
+            return
+        except OSError:
+            done = len(self._pending)
+        del self._pending[:done]
+        if not self._pending and self._loop is not None:
+            self._loop.remove_writer(self._master)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """The pty's (columns, rows)."""
+        return self._size
+
+    def resize(self, cols: int, rows: int) -> None:
+        """This viewer's pty size. A writable client's window follows it (tmux hooks); a
+        read-only client's never does."""
+        if self._closed or self._master < 0 or self.proc is None:
+            return
+        self._size = (cols, rows)
+        _set_size(self._master, cols, rows)
+        # The client has no controlling terminal (it was not made one), so tell it directly.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGWINCH)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def close(self, grace: float = 1.0) -> None:
+        """Kill the client's process group, reap it and close the pty. Idempotent; may block
+        up to GRACE seconds (call from a thread when on the event loop, or ``aclose``)."""
+        with self._state_lock:
+            self._close(grace)
+
+    def _close(self, grace: float) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._loop is not None and self._master >= 0 and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError, ValueError, OSError):  # a closing loop
+                self._loop.remove_reader(self._master)
+                self._loop.remove_writer(self._master)
+        proc = self.proc
+        if proc is not None:
+            _kill_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait()
+        if self._master >= 0:
+            os.close(self._master)
+            self._master = -1
+        with Bridge._live_lock:
+            Bridge._live.discard(self)
+
+    async def aclose(self) -> None:
+        """``close`` without blocking the event loop."""
+        if self._loop is not None and self._master >= 0:
+            self._loop.remove_reader(self._master)
+            self._loop.remove_writer(self._master)
+        self._loop = None
+        await asyncio.to_thread(self.close)
+
+    @classmethod
+    async def close_all(cls) -> int:
+        """Close every bridge still open in this process (the daemon is shutting down)."""
+        with cls._live_lock:
+            live = list(cls._live)
+        for bridge in live:
+            await bridge.aclose()
+        return len(live)
+
+
+def _kill_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    if proc.pid <= 1:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)

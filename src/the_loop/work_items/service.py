@@ -1,0 +1,608 @@
+"""The work-item session service: carries out the engine's decisions.
+
+A policy on the agent-session layer (``the_loop.agent``): what to start, when, with which
+prompt — spawn, deliver (respawning with resume when the agent is gone), close, pause/resume,
+and the FIFO queue behind ``routing.maxConcurrentSessions``; how an agent is started, fed once,
+probed and stopped is the layer's. One work item is serialized by a lock per item; one live
+session per item is guaranteed by a unique index.
+
+Long because every verb of a work item (spawn, deliver, close, pause, queue) runs under the
+same per-item lock here; the cross-cutting parts move to the agent layer with issue 30's item 2.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from the_loop import agent as layer
+from the_loop import engine
+from the_loop import events as ev
+from the_loop.agent import Agent, AgentKind
+from the_loop.agent.attention import service as attention
+from the_loop.agent.spend import admission, holds
+from the_loop.cluster import placement
+from the_loop.context import Ctx
+from the_loop.errors import BadInput, Conflict, LoopError, NotRunning
+from the_loop.outbox import drain as outbox
+from the_loop.outbox import github as writebacks
+from the_loop.outbox import slack as slack_out
+from the_loop.prompts import event_context, fresh_note, render_event, render_spawn, spawn_context
+from the_loop.refs import WorkItemRef, new_session_id
+from the_loop.runner.outcomes import Probe
+from the_loop.store import attention as attention_store
+from the_loop.store import github_state
+from the_loop.store import prompts as queue
+from the_loop.store import sessions as store
+from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.work import WorkEvent
+from the_loop.work_items import workspace
+from the_loop.work_items.records import get as _get
+from the_loop.work_items.records import list_sessions as list_sessions
+from the_loop.work_items.records import resolve as resolve
+
+SOURCE = "sessions"
+
+
+@dataclass
+class Outcome:
+    """What processing one work event did: the engine's reasons and one line per action."""
+
+    reasons: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.done) or "nothing"
+
+
+# --- entry point for work events ------------------------------------------------------------
+
+
+def handle_event(
+    ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery = engine.PriorDelivery.NONE
+) -> Outcome:
+    """Decide and act on EVENT with its work items locked; then start queued sessions. The
+    object EVENT authored is remembered as processed (with the prompt queued for it, if any)."""
+    keys = [item.slug for item in event.items] or ["no-item"]
+    with layer.hold(ctx, keys):
+        placement.settle(ctx, event.items)  # another node's session: handed over to it
+        state = _route_state(ctx, event, prior)
+        decision = engine.decide(event, state, ctx.config)
+        outcome = Outcome(reasons=list(decision.reasons))
+        for action in decision.actions:
+            outcome.done.append(_execute(ctx, event, action))
+        if state.seen_by is None and event.replay_key and not decision.queues_prompt:
+            with ctx.db.transaction() as tx:
+                github_state.record(tx, event.replay_key, event.delivery_id, event.own)
+    if any(isinstance(a, engine.Close) for a in decision.actions):
+        start_queued(ctx)
+    return outcome
+
+
+def _route_state(ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery) -> engine.RouteState:
+    conn = ctx.db.connect()
+    live: dict[WorkItemRef, engine.LiveSession] = {}
+    for item in event.items:
+        rec = store.live_for(conn, str(item))
+        if rec is not None:
+            status = (
+                engine.LiveStatus.PAUSED
+                if rec.status is SessionStatus.paused
+                else engine.LiveStatus.ACTIVE
+            )
+            row = attention_store.get(conn, rec.id)
+            live[item] = engine.LiveSession(rec.id, status, row.requester if row else "")
+    seen_by = github_state.seen_by(conn, event.replay_key, other_than=event.delivery_id)
+    return engine.RouteState(live=live, prior=prior, seen_by=seen_by)
+
+
+def _emit(ctx: Ctx, type_: str, event: WorkEvent | None = None, **kw: Any) -> None:
+    ev.emit(
+        ctx.db,
+        type_,
+        source=SOURCE,
+        delivery_id=event.delivery_id if event is not None else None,
+        **kw,
+    )
+
+
+def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
+    if isinstance(action, engine.Ignore):
+        ref = str(event.own) if event.own else None
+        _emit(ctx, "route.ignored", event, work_item=ref, reason=action.reason.value)
+        return f"ignored ({action.reason.value})"
+    if isinstance(action, engine.Duplicate):
+        _emit(ctx, "webhook.duplicate", event)
+        return "duplicate"
+    if isinstance(action, engine.Unauthorized):
+        ref = str(event.own) if event.own else None
+        _emit(ctx, "route.unauthorized", event, work_item=ref, actor=action.actor)
+        return f"unauthorized ({action.actor})"
+    if isinstance(action, engine.Reply):
+        _emit(ctx, "route.replied", event, work_item=str(action.item), text=action.text)
+        writebacks.reply(ctx, action.item, action.text)  # when write-backs are available
+        return f"replied on {action.item}"
+    if isinstance(action, engine.Spawn):
+        rec = spawn(ctx, action.item, event, action.instruction)
+        return f"{'queued' if rec.status is SessionStatus.queued else 'spawned'} {rec.id}"
+    if isinstance(action, engine.Deliver):
+        return deliver_event(ctx, action.session_id, event)
+    if isinstance(action, engine.Close):
+        close(ctx, action.session_id, reason=action.reason.value, auto=True, event=event)
+        return f"closed {action.item} ({action.reason.value})"
+    if isinstance(action, engine.KeepOpen):
+        why = f"{action.closed_item} closed"
+        kw = {"work_item": str(action.item), "session_id": action.session_id, "reason": why}
+        _emit(ctx, "session.kept_open", event, **kw)
+        return f"kept {action.item} open"
+    if isinstance(action, engine.AnswerPermission):
+        return attention.answer_from_comment(ctx, action, event.delivery_id)
+    if isinstance(action, engine.Pause):
+        set_paused(ctx, action.session_id, True, event)
+        return f"paused {action.item}"
+    set_paused(ctx, action.session_id, False, event)
+    return f"resumed {action.item}"
+
+
+# --- spawn ----------------------------------------------------------------------------------
+
+
+def spawn(
+    ctx: Ctx, ref: WorkItemRef, event: WorkEvent, instruction: str, harness: str | None = None
+) -> SessionRecord:
+    """Register a new session for REF and start it, or queue it when every slot is taken.
+    HARNESS overrides ``routing.defaultHarness``."""
+    prompt = render_spawn(spawn_context(event, ref, instruction), ctx.config.routing.prompts.spawn)
+    harness = harness or ctx.config.routing.default_harness
+    runner = ctx.config.routing.runner
+    layer.adapter_for(ctx, harness).check_runner(runner)
+    now = time.time()
+    memory = admission.blocked(ctx)
+    over = holds.item_over_budget(ctx, str(ref))  # the item's budget follows it (0050)
+    rec = SessionRecord(
+        id=new_session_id(),
+        work_item=str(ref),
+        harness=harness,
+        runner=runner,
+        tmux_target=ref.tmux_target if runner == "tmux" else None,
+        cwd="",
+        status=SessionStatus.queued,
+        title=event.title or "",
+        url=event.item_url or "",
+        created_at=now,
+        last_event_at=now,
+        node=placement.this_node(ctx),
+    )
+    with ctx.db.transaction() as tx:
+        running = store.count_running(tx, placement.slot_node(ctx))
+        ahead = ctx.config.admission.enabled and store.oldest_queued(tx) is not None
+        full = running >= ctx.config.routing.max_concurrent_sessions
+        placement.place_new(ctx, full)
+        queued = full or memory is not None or ahead or over is not None
+        rec.status = SessionStatus.queued if queued else SessionStatus.active
+        store.insert(tx, rec)
+        attention_store.register(
+            tx,
+            rec.id,
+            work_item=rec.work_item,
+            standing=None,
+            harness=harness,
+            requester=event.actor,
+            now=now,
+        )
+        store.add_prompt(tx, rec.id, prompt, event.delivery_id)
+        holds.carry_over(tx, rec, over)
+        github_state.record(tx, event.replay_key, event.delivery_id, event.own)
+        if queued:
+            writebacks.queue_pickup(tx, ctx.config, ref, event)
+    if queued:
+        outbox.wake(ctx)
+        _emit(
+            ctx,
+            "dispatch.queued",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            running=running,
+            reason="over-budget" if over else "slots" if full else "memory",
+            detail=over or memory,
+        )
+        return rec
+    return _start(ctx, rec, event, fresh=True)
+
+
+def _start(
+    ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, fresh: bool = False
+) -> SessionRecord:
+    """Start REC's agent, then deliver its pending prompts in order (a headless start takes
+    the first one itself).
+
+    A live target whose recorded owner is REC was started by an earlier attempt that crashed
+    before recording it: it is adopted, never spawned over and never started twice. FRESH
+    means REC was registered just now by ``spawn`` (nothing can carry its new id yet, so there
+    is nothing to adopt) and its 👀 write-back is still due: it is posted after the harness
+    started, so GitHub is never waited for before the agent runs.
+    """
+    ref = WorkItemRef.parse(rec.work_item)
+    pending = queue.pending(ctx.db.connect(), rec.id)
+    first = pending[0] if pending else None
+    took_first = False
+    try:
+        if fresh or not _adopt(ctx, rec):
+            rec.cwd = str(_workspace(ctx, rec, ref, event))
+            started = layer.start(ctx, agent_of(rec), first.text if first else None, rec.id)
+            rec.harness_session_id = started.conversation_id
+            took_first = started.took_prompt
+    except (LoopError, OSError) as exc:
+        _abandon(ctx, rec, exc, event, pickup_due=fresh)
+        raise
+    announcement = writebacks.announcement(ctx, ref, rec.id)
+    with ctx.db.transaction() as tx:
+        store.update(
+            tx,
+            rec.id,
+            status=SessionStatus.active,
+            cwd=rec.cwd,
+            harness_session_id=rec.harness_session_id,
+            started_at=time.time(),
+        )
+        if first and took_first:
+            queue.mark(tx, first.seq, queue.PromptStatus.delivered)
+        if fresh:
+            writebacks.queue_pickup(tx, ctx.config, ref, event)
+        writebacks.queue_spawned(tx, ctx.config, ref, event, True, announcement)
+        slack_announced = slack_out.queue_work_item(tx, ctx, ref, rec.id)
+    outbox.wake(ctx)
+    if slack_announced:
+        slack_out.wake(ctx)
+    rec.status, rec.started_at = SessionStatus.active, time.time()
+    _emit(
+        ctx,
+        "session.spawned",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        harness=rec.harness,
+        runner=rec.runner,
+        target=rec.tmux_target,
+        cwd=rec.cwd,
+    )
+    _flush_pending(ctx, rec, event)
+    return rec
+
+
+def _adopt(ctx: Ctx, rec: SessionRecord) -> bool:
+    """True when REC's live target carries REC as its owner (a spawn that a crash hid)."""
+    if rec.runner != "tmux" or rec.tmux_target is None:
+        return False
+    tmux = ctx.runners.tmux
+    if tmux.probe(rec.tmux_target) is not Probe.LIVE or tmux.owner_of(rec.tmux_target) != rec.id:
+        return False
+    rec.harness_session_id = rec.harness_session_id or rec.id
+    rec.cwd = rec.cwd or str(workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path)
+    return True
+
+
+def _workspace(ctx: Ctx, rec: SessionRecord, ref: WorkItemRef, event: WorkEvent | None) -> Path:
+    ws = workspace.prepare(ctx.config, ref)
+    if ws.created:
+        _emit(
+            ctx,
+            "workspace.prepared",
+            event,
+            work_item=rec.work_item,
+            path=str(ws.path),
+            branch=ws.branch,
+            setupRan=ws.setup_ran,
+        )
+    return ws.path
+
+
+def agent_of(rec: SessionRecord) -> Agent:
+    """The agent session of work-item session REC, as the agent-session layer sees it."""
+    return Agent(
+        key=rec.id,
+        kind=AgentKind.WORK_ITEM,
+        harness=rec.harness,
+        runner=rec.runner,
+        cwd=Path(rec.cwd),
+        target=rec.tmux_target,
+        conversation_id=rec.harness_session_id,
+        label=rec.work_item,
+    )
+
+
+def transcript_path(ctx: Ctx, rec: SessionRecord) -> Path:
+    return layer.transcript_path(ctx, agent_of(rec))
+
+
+def _abandon(
+    ctx: Ctx,
+    rec: SessionRecord,
+    exc: BaseException,
+    event: WorkEvent | None,
+    *,
+    pickup_due: bool = False,
+) -> None:
+    """Record that REC's start failed, with its 😕 (and the 👀 still due) in the same commit."""
+    ref = WorkItemRef.parse(rec.work_item)
+    with ctx.db.transaction() as tx:
+        store.update(
+            tx,
+            rec.id,
+            status=SessionStatus.closed,
+            closed_at=time.time(),
+            close_reason="spawn-failed",
+        )
+        if pickup_due:
+            writebacks.queue_pickup(tx, ctx.config, ref, event)
+        writebacks.queue_spawned(tx, ctx.config, ref, event, False, "")
+    outbox.wake(ctx)
+    _emit(
+        ctx,
+        "session.spawn_failed",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        error=str(exc),
+    )
+
+
+def start_queued(ctx: Ctx) -> list[SessionRecord]:
+    """Start queued sessions, oldest first, while slots are free."""
+    started: list[SessionRecord] = []
+    while True:
+        if store.oldest_queued(ctx.db.connect()) is None or admission.blocked(ctx):
+            return started  # memory is short: the daemon tries again (FIFO kept)
+        with ctx.db.transaction() as tx:
+            if store.count_running(tx, placement.slot_node(ctx)) >= (
+                ctx.config.routing.max_concurrent_sessions
+            ):
+                return started
+            rec = store.oldest_queued(tx)
+            if rec is None:
+                return started
+            rec.node = placement.this_node(ctx)
+            store.update(tx, rec.id, status=SessionStatus.active, node=rec.node)
+        with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+            try:
+                started.append(_start(ctx, rec, None))
+            except (LoopError, OSError):  # recorded by _abandon; the next queued one may start
+                continue
+
+
+# --- deliver --------------------------------------------------------------------------------
+
+
+def deliver_event(ctx: Ctx, session_id: str, event: WorkEvent) -> str:
+    """Render EVENT's prompt and deliver it into session SESSION_ID."""
+    rec = _get(ctx, session_id)
+    prompt = render_event(event_context(event, rec.work_item), ctx.config.routing.prompts.event)
+    return deliver(ctx, rec, prompt, event.delivery_id, event)
+
+
+def deliver(
+    ctx: Ctx,
+    rec: SessionRecord,
+    prompt: str,
+    delivery_id: str | None,
+    event: WorkEvent | None = None,
+) -> str:
+    """Queue PROMPT for REC (once per delivery id) and deliver everything pending, in order.
+
+    A delivery id already queued for REC is not queued twice; whatever is still pending (a
+    crash interrupted it) is delivered now.
+    """
+    with ctx.db.transaction() as tx:
+        seq = queue.add(tx, rec.id, prompt, delivery_id)
+        if event is not None:  # its comment or review is processed with its prompt queued
+            github_state.record(tx, event.replay_key, event.delivery_id, event.own)
+    if seq is None:
+        _emit(ctx, "webhook.duplicate", event, work_item=rec.work_item, session_id=rec.id)
+    if rec.status is SessionStatus.queued:
+        return f"queued for {rec.id}"
+    if rec.status is SessionStatus.closed:
+        raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
+    if rec.started_at is None:
+        return f"started {_start(ctx, rec, event).id}"
+    held = holds.gate(ctx, rec, delivery_id)
+    if held is not None:
+        return held
+    before = queue.delivered_count(ctx.db.connect(), rec.id)
+    result = _flush_pending(ctx, rec, event)
+    if seq is None and queue.delivered_count(ctx.db.connect(), rec.id) == before:
+        return "already delivered"
+    return result
+
+
+def wake(ctx: Ctx, rec: SessionRecord) -> str:
+    """Bring back REC's stopped agent (its conversation resumed) and deliver what is pending."""
+    agent = agent_of(rec)
+    if layer.probe(ctx, agent) in ("dead", "absent"):
+        _respawn(ctx, rec, agent, None)
+    return _flush_pending(ctx, rec, None)
+
+
+def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:
+    """Deliver REC's pending prompts in order; each exactly once, even across a crash."""
+    agent = agent_of(rec)
+
+    def delivered(chars: int) -> None:
+        _emit(
+            ctx,
+            "session.delivered",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            chars=chars,
+        )
+
+    done = layer.flush(
+        ctx,
+        agent,
+        revive=lambda: _respawn(ctx, rec, agent, event),
+        record=lambda tx: store.update(tx, rec.id),
+        on_delivered=delivered,
+    )
+    if agent.conversation_id != rec.harness_session_id:
+        rec.harness_session_id = agent.conversation_id
+        with ctx.db.transaction() as tx:
+            store.update(tx, rec.id, harness_session_id=rec.harness_session_id)
+    if done.held is not None:
+        return f"{done.held} in {rec.id}; delivered once it is answered ({done.count} delivered)"
+    return f"delivered {done.count} to {rec.id}"
+
+
+def _respawn(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None) -> None:
+    """Start REC's agent again, resuming its conversation when possible, else fresh with a
+    note; the prompt itself is pasted afterwards. A target found running (ours) is delivered
+    into."""
+    try:
+        outcome = layer.resume(ctx, agent, fallback=fresh_note(rec.work_item, rec.title, rec.url))
+    except layer.AlreadyRunning:
+        _emit(ctx, "session.respawn_averted", event, work_item=rec.work_item, session_id=rec.id)
+        return
+    if outcome.attempted and not outcome.resumed:
+        _emit(
+            ctx,
+            "session.resume_failed",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            harnessSessionId=outcome.previous,
+            reason=outcome.detail,
+        )
+    rec.harness_session_id = agent.conversation_id
+    placement.report_move(ctx, rec, outcome.resumed, outcome.detail)
+    _respawned(ctx, rec, event, resumed=outcome.resumed)
+
+
+def _respawned(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, resumed: bool) -> None:
+    with ctx.db.transaction() as tx:
+        store.update(tx, rec.id, harness_session_id=rec.harness_session_id)
+    _emit(
+        ctx,
+        "session.respawned",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+        resumed=resumed,
+        harnessSessionId=rec.harness_session_id,
+    )
+
+
+# --- close, pause ---------------------------------------------------------------------------
+
+
+def close(
+    ctx: Ctx,
+    session_id: str,
+    reason: str,
+    *,
+    auto: bool = False,
+    kill_tmux: bool | None = None,
+    event: WorkEvent | None = None,
+) -> SessionRecord:
+    """Close a session: terminate the harness, keep or kill tmux, apply the workspace policy."""
+    rec = _get(ctx, session_id)
+    if not rec.live:
+        raise Conflict(f"session {rec.id} of {rec.work_item} is already closed")
+    cfg = ctx.config.tmux
+    if rec.tmux_target and rec.status is not SessionStatus.queued:
+        _stop_tmux(
+            ctx, rec, event, kill=not cfg.keep_session_on_close if kill_tmux is None else kill_tmux
+        )
+    with ctx.db.transaction() as tx:
+        store.update(
+            tx, rec.id, status=SessionStatus.closed, closed_at=time.time(), close_reason=reason
+        )
+    if ctx.config.workspaces.remove_on_close and workspace.remove(
+        ctx.config, WorkItemRef.parse(rec.work_item)
+    ):
+        _emit(ctx, "workspace.removed", event, work_item=rec.work_item, session_id=rec.id)
+    kind = "session.autoclosed" if auto else "session.closed"
+    _emit(ctx, kind, event, work_item=rec.work_item, session_id=rec.id, reason=reason)
+    return _get(ctx, session_id)
+
+
+def _stop_tmux(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, kill: bool) -> None:
+    agent = agent_of(rec)
+    if ctx.config.tmux.kill_harness_on_close:
+        report = layer.terminate(ctx, agent)
+        _emit(
+            ctx,
+            "session.harness_terminated",
+            event,
+            work_item=rec.work_item,
+            session_id=rec.id,
+            signalled=list(report.signalled),
+            killed=list(report.killed),
+            probe=report.probe.value,
+            error=report.error or report.refused,
+        )
+    if kill:
+        layer.kill(ctx, agent, timeout=0)
+    layer.forget_ready(ctx, agent)
+
+
+def set_paused(ctx: Ctx, session_id: str, paused: bool, event: WorkEvent | None = None) -> None:
+    rec = _get(ctx, session_id)
+    if not rec.live or rec.status is SessionStatus.queued:
+        raise Conflict(f"session {rec.id} of {rec.work_item} is {rec.status.value}")
+    status = SessionStatus.paused if paused else SessionStatus.active
+    with ctx.db.transaction() as tx:
+        store.update(tx, rec.id, status=status)
+    _emit(
+        ctx,
+        "session.paused" if paused else "session.resumed",
+        event,
+        work_item=rec.work_item,
+        session_id=rec.id,
+    )
+
+
+# --- operator verbs (CLI, API) --------------------------------------------------------------
+
+
+def say(ctx: Ctx, ref_or_id: str, text: str, actor: str | None = None) -> str:
+    """Deliver an operator's TEXT into a live session."""
+    if not text.strip():
+        raise BadInput("refusing to send an empty message")
+    rec = resolve(ctx, ref_or_id)
+    if not rec.live:
+        raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
+    who = actor or getpass.getuser()
+    prompt = f"Message from {who} (operator) about {rec.work_item}:\n\n{text}"
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        placement.operate_here(ctx, rec, placement.command("say", rec.work_item, "--text", text))
+        return deliver(ctx, _get(ctx, rec.id), prompt, None)
+
+
+def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -> SessionRecord:
+    rec = resolve(ctx, ref_or_id)
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        placement.operate_here(ctx, rec, placement.command("close", rec.work_item))
+        closed = close(ctx, rec.id, "operator", kill_tmux=kill_tmux)
+    start_queued(ctx)
+    return closed
+
+
+def pause_by_operator(ctx: Ctx, ref_or_id: str, paused: bool) -> SessionRecord:
+    rec = resolve(ctx, ref_or_id)
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        set_paused(ctx, rec.id, paused)
+    return _get(ctx, rec.id)
+
+
+def screen(ctx: Ctx, ref_or_id: str, lines: int = 200) -> str:
+    """The last LINES of the session's screen (tmux) or transcript (process runner)."""
+    return layer.screen(ctx, agent_of(resolve(ctx, ref_or_id)), lines)
+
+
+def probe(ctx: Ctx, rec: SessionRecord) -> str:
+    """The tmux state of REC's target (live, dead, absent, unknown), or ``headless``."""
+    return layer.probe(ctx, agent_of(rec))
