@@ -6,7 +6,7 @@ Every background task of the daemon runs under ``supervised``:
 - a **fault** of the environment (``TRANSIENT``: the database locked, read-only, full or
   failing, an ``OSError`` such as ENOSPC or EROFS) marks the task *stalled*, emits one
   ``task.stalled`` and restarts the task after a backoff (doubling from
-  ``BACKOFF_BASE_SECONDS``, capped at ``MAX_BACKOFF_SECONDS``);
+  ``BACKOFF_BASE_SECONDS``, at most ``MAX_BACKOFF_SECONDS``, ±25%; ``the_loop.backoff``);
 - any other exception is a **bug**: the task is marked *crashed*, its traceback is logged, one
   ``task.crashed`` is emitted and it is restarted the same way;
 - returning ends the task (when STOP is set, or a task that runs once).
@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import sqlite3
 import threading
 import time
@@ -38,6 +37,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Literal
 
 from the_loop import events as ev
+from the_loop.backoff import Backoff
 from the_loop.context import Ctx
 from the_loop.errors import StateError
 from the_loop.store import Database
@@ -67,12 +67,6 @@ class TaskState(Wire):
     restarts: int = 0
 
 
-def backoff(failures: int) -> float:
-    """Seconds before try FAILURES + 1: doubling, capped at ``MAX_BACKOFF_SECONDS``, ±25%."""
-    base = min(MAX_BACKOFF_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** max(0, failures - 1))
-    return float(base * (0.75 + random.random() / 2))
-
-
 class TaskMonitor:
     """The state of one supervised task, changed from the event loop, read from any thread."""
 
@@ -91,7 +85,7 @@ class TaskMonitor:
         state = self.state
         state.failures += 1
         error = f"{type(exc).__name__}: {exc}" if crashed else (str(exc) or type(exc).__name__)
-        delay = backoff(state.failures)
+        delay = Backoff(BACKOFF_BASE_SECONDS, MAX_BACKOFF_SECONDS).delay(state.failures)
         was: State = state.state
         state.state = "crashed" if crashed else "stalled"
         state.error = error[:500]

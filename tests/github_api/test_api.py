@@ -281,6 +281,19 @@ async def test_server_errors_exhaust_retries_as_unavailable(
     assert gh.count() == 3
 
 
+async def test_a_reset_named_by_a_server_error_wins_over_the_backoff(
+    gh: FakeGitHub, make_client: MakeClient
+) -> None:
+    n = gh.add_issue(REPO, "x")
+    gh.exhaust_rate_limit(reset_in=120)
+    gh.fail_next(1, status=502)  # answered with the headers: nothing remains until the reset
+    async with make_client(retries=2) as client:
+        with pytest.raises(RateLimited, match="not sending") as caught:
+            await client.get_issue(REPO, n)
+    assert caught.value.reset_at > gh.now() + 100
+    assert [r.status for r in gh.requests()] == [502]  # no retry sent before the reset
+
+
 async def test_comment_is_not_retried_after_a_server_error(
     gh: FakeGitHub, make_client: MakeClient
 ) -> None:

@@ -1,4 +1,4 @@
-"""Several hosts through one database: nodes and their heartbeat, placement of new sessions, peers."""
+"""Several hosts through one database: nodes and their heartbeat, placement, peers."""
 
 from __future__ import annotations
 

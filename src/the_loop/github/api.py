@@ -27,9 +27,11 @@ Contracts:
   store's gates are honoured before each request, so a limit outlives the client and the
   process that met it.
 - **Transient failures** (5xx, timeouts, connection errors) are retried ``retries`` times
-  with exponential backoff, then raise ``GitHubUnavailable``. Reads and idempotent writes
-  (reactions) retry on all of them; creating a comment retries only when the request
-  provably never reached GitHub (connect failures), so a comment is never posted twice.
+  with exponential backoff (``the_loop.backoff``), then raise ``GitHubUnavailable``; when the
+  failed answer closed a rate-limit gate, its reset wins: ``RateLimited``, no retry sent
+  before it. Reads and idempotent writes (reactions) retry on all of them; creating a
+  comment retries only when the request provably never reached GitHub (connect failures), so
+  a comment is never posted twice.
 - **Permanent failures** (other 4xx) raise ``GitHubError`` with GitHub's status and message;
   404 raises ``GitHubNotFound`` (also a ``NotFound``); 401 raises ``GitHubAuthFailed``.
 
@@ -43,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import random
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -55,6 +56,7 @@ from urllib.parse import urlencode, urlsplit
 from pydantic import BaseModel
 
 from the_loop import __version__
+from the_loop.backoff import Backoff
 from the_loop.github.cache import CachedResponse, EtagStore, MemoryEtagStore
 from the_loop.github.errors import (
     GitHubAuthFailed,
@@ -204,8 +206,7 @@ class GitHubClient:
         self.etags: EtagStore = MemoryEtagStore() if etags is None else etags
         self.timeout = timeout
         self.retries = retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        self.backoff = Backoff(base=backoff, cap=max_backoff)
         self.max_pages = max_pages
         self.clock = clock
         self.token_source = token_source
@@ -449,8 +450,10 @@ class GitHubClient:
                 return outcome
             if attempt >= self.retries or not outcome.retryable:
                 raise outcome.error
-            await asyncio.sleep(self._delay(attempt))
+            if gate:  # a reset the failed answer named wins over the backoff
+                await self.gates.check(resource, self.clock())
             attempt += 1
+            await asyncio.sleep(self.backoff.delay(attempt))
 
     async def _attempt(
         self,
@@ -481,10 +484,6 @@ class GitHubClient:
             msg = f"GitHub answered {response.status_code} to {what}"
             return _transient(msg, idempotent)
         return response
-
-    def _delay(self, attempt: int) -> float:
-        base = min(self.max_backoff, self.backoff * 2.0**attempt)
-        return base * (0.5 + random.random() / 2)
 
     async def _client(self) -> httpx.AsyncClient:
         """The connection pool, built at first use (after the token is resolved)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from the_loop import engine
 from the_loop import events as ev
+from the_loop.backoff import Backoff
 from the_loop.context import Ctx
 from the_loop.github import poll_events
 from the_loop.github.api import (
@@ -305,8 +306,9 @@ MAX_BACKOFF_SECONDS = 300.0
 
 def next_wait(interval: float, failures: int) -> float:
     """Seconds until the next cycle: the interval, doubled per consecutive failed cycle (at
-    most ``MAX_BACKOFF_SECONDS``, never below the interval)."""
-    return float(max(interval, min(interval * 2.0**failures, MAX_BACKOFF_SECONDS)))
+    most ``MAX_BACKOFF_SECONDS``, never below the interval), without jitter."""
+    cycles = Backoff(base=interval, cap=max(interval, MAX_BACKOFF_SECONDS), jitter=0.0)
+    return cycles.delay(failures + 1)  # step 1 (the interval) follows a good cycle
 
 
 async def poll_loop(ctx: Ctx, stop: asyncio.Event) -> None:

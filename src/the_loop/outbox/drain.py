@@ -12,8 +12,8 @@ long-lived ``GitHubClient``:
 
 - posted → ``done`` and ``writeback.posted``;
 - a rate limit → due again at its reset (``Retry-After`` or ``X-RateLimit-Reset``), not before;
-- 5xx, timeouts, refused connections → due again after an exponential backoff (capped at
-  ``MAX_BACKOFF_SECONDS``), for ever: a write-back ends only posted or refused;
+- 5xx, timeouts, refused connections → due again after the backoff ``RETRY`` (1 s doubling,
+  at most 5 minutes), for ever: a write-back ends only posted or refused;
 - a refusal (a 4xx such as 422 or 404, no token) → ``failed``, one ``writeback.failed``, never
   retried (``the-loop outbox replay ID`` makes it due again on purpose).
 
@@ -30,7 +30,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import random
 import socket
 import threading
 import time
@@ -44,6 +43,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from the_loop import events as ev
+from the_loop.backoff import Backoff
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, LoopError, NotFound, Unavailable
 from the_loop.refs import WorkItemRef
@@ -67,8 +67,8 @@ if TYPE_CHECKING:
 SOURCE = "outbox"
 GITHUB = "github"
 LEASE_SECONDS = 60.0
-BACKOFF_BASE_SECONDS = 1.0
-MAX_BACKOFF_SECONDS = 300.0
+RETRY = Backoff(base=1.0, cap=300.0)
+"""When a write-back that met a transient failure is tried again: 1 s doubling to 5 minutes."""
 IDLE_POLL_SECONDS = 1.0
 RECOVER_EVERY_SECONDS = 30.0
 BATCH = 5
@@ -219,12 +219,6 @@ def lease_seconds(config: GitHubConfig, rows: int = 1) -> float:
     return LEASE_SECONDS + rows * config.timeout_seconds * (config.retries + 2)
 
 
-def backoff(attempts: int) -> float:
-    """Seconds before try ATTEMPTS + 1: doubling from ``BACKOFF_BASE_SECONDS``, capped, ±25%."""
-    base = min(MAX_BACKOFF_SECONDS, BACKOFF_BASE_SECONDS * 2.0 ** max(0, attempts - 1))
-    return base * (0.75 + random.random() / 2)
-
-
 async def drain_once(
     ctx: Ctx, client: GitHubClient, *, now: float | None = None, limit: int = BATCH
 ) -> DrainReport:
@@ -253,12 +247,12 @@ async def send(ctx: Ctx, client: GitHubClient, item: OutboxItem, owner: str) -> 
         return await _wait(ctx, item, owner, str(exc), wait_until, item.verify)
     except Unavailable as exc:
         comment = isinstance(item.payload, CommentPayload)
-        again = time.time() + backoff(item.attempts)
+        again = RETRY.next_at(item.attempts)
         return await _wait(ctx, item, owner, str(exc), again, item.verify or comment)
     except LoopError as exc:
         return await _refused(ctx, item, owner, exc.message)
     except Exception as exc:  # a bug must not wedge the outbox: keep the row, retry later
-        again = time.time() + backoff(item.attempts)
+        again = RETRY.next_at(item.attempts)
         return await _wait(ctx, item, owner, repr(exc), again, True)
     await asyncio.to_thread(store.mark_done, ctx.db, item.id, result)
     await _emit_item(ctx, "writeback.posted", item, result=result)
@@ -353,17 +347,13 @@ async def outbox_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     _LOOPS[ctx.outbox_wake] = asyncio.get_running_loop()
     drain = _Drainer(ctx)
     watch = monitor(ctx, "outbox")
-    failures = 0
     try:
         while not stop.is_set():
             try:
                 delay = await drain.step()
-                failures = 0
                 watch.progressed()
             except TRANSIENT as exc:
-                failures += 1
-                watch.failed(exc)
-                delay = min(MAX_BACKOFF_SECONDS, backoff(failures))
+                delay = watch.failed(exc)
             if delay > 0:
                 await _sleep(ctx, stop, delay)
     finally:

@@ -125,10 +125,10 @@ def _classify(exc: Exception, attempts: int) -> Exception:
             seconds = float(value) if str(value).replace(".", "", 1).isdigit() else 1.0
             return _Wait(f"rate limited (Retry-After {seconds:g} s)", time.time() + seconds, False)
         if status >= 500:
-            return _Wait(f"Slack answered {status}", time.time() + outbox.backoff(attempts), True)
+            return _Wait(f"Slack answered {status}", outbox.RETRY.next_at(attempts), True)
         return _Refused(f"Slack refused it: {error or status}")
     if isinstance(exc, urllib.error.URLError | OSError | TimeoutError):
-        return _Wait(f"Slack unreachable: {exc}", time.time() + outbox.backoff(attempts), True)
+        return _Wait(f"Slack unreachable: {exc}", outbox.RETRY.next_at(attempts), True)
     return exc
 
 
@@ -193,7 +193,7 @@ def send_item(ctx: Ctx, client: Any, item: OutboxItem, owner: str) -> str:
             _emit(ctx, "writeback.failed", item, error=str(refused))
         return "failed"
     except Exception as exc:  # a bug must not wedge the outbox: keep the row, check, retry
-        at = time.time() + outbox.backoff(item.attempts)
+        at = outbox.RETRY.next_at(item.attempts)
         outbox_store.mark_retry(ctx.db, item.id, owner, repr(exc), at, True)
         return "waiting"
     _record(ctx, payload, ts, channel)
@@ -251,19 +251,15 @@ async def slack_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     outbound.register_wake(ctx, asyncio.get_running_loop(), wake)
     sender = _Sender(ctx)
     watch = monitor(ctx, "slack")
-    failures = 0
     try:
         await asyncio.to_thread(outbox.recover_at_start, ctx)
         while not stop.is_set():
             wake.clear()
             try:
                 delay = await asyncio.to_thread(sender.step)
-                failures = 0
                 watch.progressed()
             except TRANSIENT as exc:
-                failures += 1
-                watch.failed(exc)
-                delay = min(outbox.MAX_BACKOFF_SECONDS, outbox.backoff(failures))
+                delay = watch.failed(exc)
             if delay > 0:
                 await _sleep(wake, stop, delay)
     finally:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+from the_loop.backoff import Backoff
 from the_loop.store import events
 from the_loop.store.conn import Connection
 from the_loop.store.db import Database
@@ -29,7 +30,8 @@ from the_loop.store.rows import inbox_counts
 from the_loop.wire import Timestamp, Wire
 
 MAX_ATTEMPTS = 5
-BACKOFF_SECONDS = (1.0, 5.0, 30.0, 120.0)
+RETRY = Backoff(base=1.0, factor=5.0, cap=120.0, jitter=0.0)
+"""When a delivery that failed transiently is processed again: 1 s, 5 s, 25 s, then 2 minutes."""
 
 
 class InboxStatus(StrEnum):
@@ -366,7 +368,7 @@ def fail(
     and EVENT in the same transaction."""
     guard, held = _held_by(node)
     now = time.time()
-    delay = BACKOFF_SECONDS[min(item.attempts - 1, len(BACKOFF_SECONDS) - 1)]
+    delay = RETRY.delay(item.attempts)
     status = failure_status(item, transient)
     with db.transaction() as tx:
         tx.execute(

@@ -1,4 +1,4 @@
-"""What the surfaces show: sessions, the dashboard, status, health, metrics, doctor, conversations."""
+"""What surfaces show: sessions, dashboard, status, health, metrics, doctor, conversations."""
 
 from __future__ import annotations
 
