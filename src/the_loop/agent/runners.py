@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
-from the_loop import nodes, transcripts
+from the_loop import nodes, transcripts, workspace
 from the_loop.agent import confine
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.attention_spawn import keep_previous_token, spawn_env
@@ -136,7 +136,7 @@ class TmuxAgents:
         spec = _spec(ctx, adapter, agent, session_id, None)
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
         launch = confine.prepare(ctx, agent, with_located_binary(launch))
-        adapter.prepare(launch)
+        adapter.prepare(launch, workspace.roots(ctx.config))
         if resume:
             transcripts.restore(ctx, agent, adapter, launch)
         tmux = ctx.runners.tmux
