@@ -30,6 +30,7 @@ import argparse
 import re
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ READY = re.compile(CLAUDE_READY_PATTERN)
 ALONE = 3
 PILE = 10
 FIRST_MEASURED = 5
+PROMPTS = 20
 WRAPPER = """#!/bin/bash
 t=$EPOCHREALTIME
 printf '%s\\n' "$t" >"$STAMP_DIR/${PWD##*/}"
@@ -103,6 +105,36 @@ def startup(install: Install, target: str, stamp_file: Path) -> tuple[float, flo
     return (ready - stamp) * 1000, cpu
 
 
+def typed_prompts(
+    install: Install, api: FakeAnthropic, targets: list[str], count: int
+) -> list[float]:
+    """Prompts typed into live idle agents (``send-keys``, the sessions in turn): ms from the
+    Enter key to the conversation request at the fake Messages API (a hook on
+    ``UserPromptSubmit`` runs in between and Claude Code waits for it)."""
+    out = []
+    for i in range(count):
+        target, marker = targets[i % len(targets)], f"typed-{uuid.uuid4().hex[:12]}"
+        install.tmux("send-keys", "-t", f"={target}:", "-l", f"say {marker}")
+        common.wait_until(lambda t=target, m=marker: m in screen(install, t), timeout=30)
+        t0 = time.time()
+        install.tmux("send-keys", "-t", f"={target}:", "Enter")
+        request = common.wait_until(
+            lambda m=marker: next(
+                (r for r in api.snapshot() if r.is_conversation and m in (r.prompt or "")), None
+            ),
+            timeout=60,
+            interval=0.002,
+            what="the typed prompt at the API",
+        )
+        out.append((time.time() - t0) * 1000)
+        common.wait_until(
+            lambda t=target, n=request.seq: f"FAKE-REPLY-{n}" in screen(install, t),
+            timeout=60,
+            what="the reply",
+        )
+    return out
+
+
 def answered(install: Install, target: str) -> None:
     common.wait_until(
         lambda: "FAKE-REPLY" in screen(install, target), timeout=90, what=f"a reply in {target}"
@@ -112,7 +144,9 @@ def answered(install: Install, target: str) -> None:
 # --- without the-loop ------------------------------------------------------------------------
 
 
-def plain_run(api: FakeAnthropic) -> tuple[list[float], list[float], list[float], list[float]]:
+def plain_run(
+    api: FakeAnthropic,
+) -> tuple[list[float], list[float], list[float], list[float], list[float]]:
     """(alone ms, alone CPU ms, 5th-10th ms, 5th-10th CPU ms) for tmux + claude."""
     with Install(f"{NAME}-plain") as install:
         binary = wrapper(install.root)
@@ -138,12 +172,16 @@ def plain_run(api: FakeAnthropic) -> tuple[list[float], list[float], list[float]
             alone.append(one(i))
             install.tmux("kill-session", "-t", f"=plain-{i}")
         piled = [one(ALONE + i) for i in range(PILE)]
+        names = [f"plain-{ALONE + i}" for i in range(PILE)]
+        with common.step(f"{PROMPTS} prompts typed, without the-loop"):
+            typed = typed_prompts(install, api, names, PROMPTS)
     loaded = piled[FIRST_MEASURED - 1 :]
     return (
         [a[0] for a in alone],
         [a[1] for a in alone],
         [p[0] for p in loaded],
         [p[1] for p in loaded],
+        typed,
     )
 
 
@@ -292,7 +330,7 @@ def per_rss(rss: dict[str, float]) -> float:
 
 def loop_run(
     api: FakeAnthropic, report: Report, cap: int
-) -> tuple[list[float], list[float], list[float], list[float]]:
+) -> tuple[list[float], list[float], list[float], list[float], list[float]]:
     sections: dict[str, Any] = {
         "attention": {"quietSeconds": 0.5, "pollSeconds": 0.25},
         "admission": {"maxAgentsMemoryMb": cap},
@@ -306,6 +344,8 @@ def loop_run(
             NAME, 50, harnesses={"claude": harness}, default_harness="claude", **sections
         ) as lv:
             alone, piled = loop_samples(lv, root / "stamps")
+            with common.step(f"{PROMPTS} prompts typed, under the-loop"):
+                typed = typed_prompts(lv.install, api, list(live_pids(lv)), PROMPTS)
             memory_figures(lv, report, cap)
     loaded = piled[FIRST_MEASURED - 1 :]
     return (
@@ -313,6 +353,7 @@ def loop_run(
         [a[1] for a in alone],
         [p[0] for p in loaded],
         [p[1] for p in loaded],
+        typed,
     )
 
 
@@ -344,12 +385,14 @@ def main() -> None:
         with common.step("without the-loop: tmux + claude"):
             plain = plain_run(api)
         loop = loop_run(api, report, cap)
-    labels = ("alone", "alone, CPU", "5th-10th live", "5th-10th live, CPU")
+    labels = ("alone", "alone, CPU", "5th-10th live", "5th-10th live, CPU", "typed prompt")
     medians: dict[str, float] = {}
     for who, runs in (("plain", plain), ("loop", loop)):
         for label, values in zip(labels, runs, strict=True):
             key = f"{who}_{label.replace(' ', '_').replace(',', '').replace('-', '_')}"
-            title = f"Claude start-up {'without' if who == 'plain' else 'under'} the-loop, {label}"
+            where = "without" if who == "plain" else "under"
+            what = "typed prompt → model request" if label == "typed prompt" else "start-up"
+            title = f"Claude {what} {where} the-loop, {label}"
             medians[key] = report.distribution(key, title, values).p50
     for who, word in (("plain", "without the-loop"), ("loop", "under the-loop")):
         alone, piled = medians[f"{who}_alone"], medians[f"{who}_5th_10th_live"]
@@ -366,6 +409,17 @@ def main() -> None:
                 f"{medians[f'{who}_alone_CPU']:.0f} → {medians[f'{who}_5th_10th_live_CPU']:.0f} ms",
             )
         )
+    plain_typed, loop_typed = medians["plain_typed_prompt"], medians["loop_typed_prompt"]
+    report.figure(
+        Figure(
+            "claude.prompt.hook",
+            "what the-loop's hook adds to a typed prompt, p50",
+            loop_typed - plain_typed,
+            "ms",
+            note=f"typed prompt → model request {plain_typed:.0f} ms without the-loop, "
+            f"{loop_typed:.0f} ms under it ({PILE} live)",
+        )
+    )
     report.finish()
 
 
