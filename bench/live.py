@@ -104,17 +104,25 @@ class Live:
     delivery_seq: int = 0
 
     @classmethod
-    def start(cls, name: str, max_sessions: int = 250, **sections: Any) -> Live:
-        """A running daemon; SECTIONS are more config sections (camelCase keys)."""
+    def start(
+        cls,
+        name: str,
+        max_sessions: int = 250,
+        harnesses: dict[str, Any] | None = None,
+        default_harness: str = "fake",
+        **sections: Any,
+    ) -> Live:
+        """A running daemon; HARNESSES are added beside the timed fake one (DEFAULT_HARNESS
+        names the one sessions start with); SECTIONS are more config sections (camelCase)."""
         install = Install(name)
         gh = common.fake_github().start()
         try:
             gh.create_repo(REPO)
             install.extra_env["FAKE_GH_TOKEN"] = gh.token
             install.write_config(
-                harnesses={"fake": timed_harness(install.agent_dir)},
+                harnesses={"fake": timed_harness(install.agent_dir), **(harnesses or {})},
                 routing={
-                    "defaultHarness": "fake",
+                    "defaultHarness": default_harness,
                     "authorizedUsers": ["alice"],
                     "maxConcurrentSessions": max_sessions,
                 },

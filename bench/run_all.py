@@ -34,6 +34,8 @@ SCRIPTS = [
     "terminal",
     "slack",
     "spend",
+    "claude_agents",
+    "scale",
     "cluster",
     "sandbox",
     "worktree",

@@ -67,6 +67,7 @@ _PERMISSION = b'"PermissionRequest"'
 
 def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
     """Report the hook whose JSON is on stdin; always returns 0 (the harness goes on)."""
+    started = time.time()
     env = os.environ if env is None else env
     if args[:1] == [CODEX_NOTIFY]:
         return codex_notify(args[1:], env)
@@ -75,7 +76,7 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
         return 0
     try:
         data = sys.stdin.buffer.read(MAX_STDIN).strip() or b"{}"
-        line = report_line(channel, KIND_HOOK, data)
+        line = report_line(channel, KIND_HOOK, data, started)
         if asks_permission(data):
             out = await_decision(channel[2], line)
             if out:
@@ -113,11 +114,14 @@ def _channel(env: Mapping[str, str]) -> tuple[bytes, bytes, str] | None:
     return agent.encode(), token.encode(), where
 
 
-def report_line(channel: tuple[bytes, bytes, str], kind: str, data: bytes) -> bytes:
+def report_line(
+    channel: tuple[bytes, bytes, str], kind: str, data: bytes, at: float | None = None
+) -> bytes:
     """One report line carrying DATA (the harness's JSON, passed on as it came: the daemon
     parses and checks it) under a random report id, which makes a resend (or a spooled copy)
-    idempotent. ``ValueError`` when the agent or token is not plain text, or DATA is not an
-    object."""
+    idempotent, and AT, when the hook started (the report of a hook the harness did not wait
+    for may arrive after a later hook's: the daemon orders them by it). ``ValueError`` when
+    the agent or token is not plain text, or DATA is not an object."""
     agent, token = channel[0], channel[1]
     if not _SAFE.issuperset(agent) or not _SAFE.issuperset(token):
         raise ValueError("THE_LOOP_AGENT or THE_LOOP_HOOK_TOKEN is not plain")
@@ -125,9 +129,10 @@ def report_line(channel: tuple[bytes, bytes, str], kind: str, data: bytes) -> by
         raise ValueError("the hook's input is not a JSON object")
     flat = data.replace(b"\r", b" ").replace(b"\n", b" ")  # only whitespace: strings escape them
     report = os.urandom(16).hex().encode()
+    stamp = b"" if at is None else b',"at":' + repr(at).encode()
     return (
         b'{"token":"' + token + b'","agent":"' + agent + b'","report":"' + report
-        + b'","kind":"' + kind.encode() + b'","data":' + flat + b"}\n"
+        + b'","kind":"' + kind.encode() + b'"' + stamp + b',"data":' + flat + b"}\n"
     )  # fmt: skip
 
 

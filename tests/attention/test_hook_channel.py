@@ -264,3 +264,27 @@ def test_a_report_sent_twice_is_applied_once(work: Work, daemon: Daemon) -> None
         "waiting",
         "working",
     ]
+
+
+def test_a_late_report_of_a_hook_nobody_waited_for_never_undoes_a_later_one(
+    work: Work, daemon: Daemon
+) -> None:
+    """Claude Code does not wait for the prompt hook: each report carries when its hook
+    started, and a prompt's report that arrives after its turn's Stop (which started later)
+    is dropped instead of leaving a finished agent ``working``; a later prompt's applies."""
+    env = work.env
+    token = issue(env)
+
+    def send(event: str, at: float) -> None:
+        report = {"token": token, "agent": AGENT, "report": os.urandom(8).hex(), "kind": "hook"}
+        line = {**report, "at": at, "data": {"hook_event_name": event}}
+        assert send_raw(env, line)[0] == "ok"
+
+    send("SessionStart", 1000.0)
+    send("UserPromptSubmit", 1001.0)
+    assert row(env).state == "working"  # type: ignore[union-attr]
+    send("Stop", 1003.0)
+    send("UserPromptSubmit", 1002.0)  # started before that Stop, arrived after it
+    assert row(env).state == "waiting"  # type: ignore[union-attr]
+    send("UserPromptSubmit", 1004.0)
+    assert row(env).state == "working"  # type: ignore[union-attr]

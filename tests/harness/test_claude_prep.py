@@ -110,3 +110,25 @@ def test_config_dir_resolution(tmp_path: Path) -> None:
     assert claude_config_dir({}, {"HOME": str(tmp_path / "home")}) == tmp_path / "home"
     assert claude_config_dir({"HOME": str(tmp_path / "h2")}, {}) == tmp_path / "h2"
     assert os.environ.get("HOME") != str(tmp_path / "home")
+
+
+def test_a_workspace_under_a_root_is_trusted_through_it_and_the_file_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    """Workspaces inside a root the-loop makes them in are trusted through the root (Claude
+    Code takes a parent's trust): the first spawn marks the root, later spawns in new
+    workspaces find everything settled and do not rewrite the file every live Claude Code
+    watches; a directory outside the roots is still trusted on its own."""
+    root, cfg = tmp_path / "workspaces", tmp_path / "cfg"
+    env = {"CLAUDE_CONFIG_DIR": str(cfg), "ANTHROPIC_API_KEY": KEY}
+    for name in ("a", "b"):
+        (root / name).mkdir(parents=True)
+    path = prepare_claude_config(root / "a", env, base_env={}, roots=[root])
+    assert load(path)["projects"] == {str(root): {"hasTrustDialogAccepted": True}}
+    written = path.stat().st_mtime_ns, path.stat().st_ino
+    prepare_claude_config(root / "b", env, base_env={}, roots=[root])
+    assert (path.stat().st_mtime_ns, path.stat().st_ino) == written, "rewritten at a spawn"
+    elsewhere = tmp_path / "repo"
+    elsewhere.mkdir()
+    prepare_claude_config(elsewhere, env, base_env={}, roots=[root])
+    assert set(load(path)["projects"]) == {str(root), str(elsewhere)}  # type: ignore[arg-type]

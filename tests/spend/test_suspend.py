@@ -176,3 +176,35 @@ async def test_mcp_get_session_shows_the_hold_and_usage_as_rest_does(spend_daemo
     assert mcp["usage"] == rest["usage"] and rest["usage"]["turns"] == 0
     listed = d.api("GET", "/sessions").json()
     assert listed[0]["usage"] == rest["usage"] and listed[0]["hold"] == "suspended"
+
+
+def test_a_start_waits_while_the_live_agents_measured_memory_is_above_the_cap(
+    work: Work,
+) -> None:
+    """One live fake agent holds a few MiB of its own (measured from /proc): with a 1 MiB cap
+    the first start goes (nothing live), the second waits queued, and it starts once the first
+    agent is gone (its memory no longer counted)."""
+    sections: dict[str, Any] = {"attention": ATTENTION, "github": {"enabled": True}}
+    work.configure(admission={"maxAgentsMemoryMb": 1}, **sections)
+    d = Daemon(work)
+    d.start()
+    try:
+        first = spawn(d, 31)
+        work.wait_prompts(first["harnessSessionId"], 1)
+        comment(d, 32, "the-loop start", "start-32")
+        wait_until(lambda: session(d, "github:octo/repo#32").get("status") == "queued", 30)
+        memory = d.api("GET", "/status").json()["memory"]
+        assert memory["liveAgents"] == 1 and memory["agentsAnonMb"] > 1, memory
+        queued = d.api("GET", "/events", params={"type": "dispatch.queued"}).json()
+        assert [e["payload"]["reason"] for e in queued] == ["memory"]
+        assert "maxAgentsMemoryMb" in queued[0]["payload"]["detail"]
+
+        closed = P.issues_event("closed", number=31, state="closed")
+        assert d.post("issues", closed, "close-31").status_code == 202
+        wait_until(
+            lambda: session(d, "github:octo/repo#32").get("startedAt"),
+            60,
+            what="the queued start once the first agent is gone",
+        )
+    finally:
+        d.stop()

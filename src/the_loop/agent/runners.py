@@ -137,7 +137,7 @@ class TmuxAgents:
         spec = _spec(ctx, adapter, agent, session_id, None)
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
         launch = confine.prepare(ctx, agent, with_located_binary(launch))
-        adapter.prepare(launch)
+        adapter.prepare(launch, ctx.config.workspace_roots)
         if resume:
             transcripts.restore(ctx, agent, adapter, launch)
         tmux = ctx.runners.tmux

@@ -242,7 +242,8 @@ def status_text(report: dict[str, Any]) -> str:
             label_line(
                 "memory",
                 f"{live} live {'agent holds' if live == 1 else 'agents hold'} "
-                f"{float(memory.get('agentsRssMb') or 0):.0f} MiB; "
+                f"{float(memory.get('agentsAnonMb') or 0):.0f} MiB "
+                f"({float(memory.get('agentsRssMb') or 0):.0f} MiB resident); "
                 f"{'?' if free is None else f'{free:.0f}'} MiB available"
                 + (f" (starts wait: {waiting})" if waiting else ""),
             )

@@ -413,6 +413,11 @@ class Config(Model):
         root = self.workspaces.root or (self.state_path / "workspaces")
         return root.expanduser().absolute()
 
+    @property
+    def workspace_roots(self) -> list[Path]:
+        """The directories the-loop makes workspaces in: worktrees, and scratch directories."""
+        return [self.workspace_root, self.state_path / "scratch"]
+
     def harness(self, name: str) -> HarnessConfig:
         """The configuration of harness NAME (defaults for a built-in not configured)."""
         return self.harnesses.get(name) or HarnessConfig()

@@ -120,7 +120,8 @@ class AdmissionConfig(_Model):
     max_agents_memory_mb: int | None = Field(
         None,
         ge=1,
-        description="Wait while the live agents' total RSS (their pane process trees) is above.",
+        description="Wait while the live agents' memory is above: the anonymous resident "
+        "memory of their pane process trees, what suspending them frees.",
     )
 
     @property

@@ -223,8 +223,10 @@ class HarnessAdapter:
         """True when a given prompt goes into the argv of KIND (else deliver it after spawn)."""
         return True
 
-    def prepare(self, launch: Launch) -> None:
-        """Prepare the harness's own settings before LAUNCH is spawned (default: nothing)."""
+    def prepare(self, launch: Launch, roots: Sequence[Path] = ()) -> None:
+        """Prepare the harness's own settings before LAUNCH is spawned (default: nothing).
+        ROOTS are the directories the-loop makes workspaces in: a harness that asks whether
+        to trust a directory may settle that once for a root instead of for every workspace."""
 
     def conversation_file(self, launch: Launch) -> Path | None:
         """The file a resume LAUNCH reads its conversation from on this host, when the harness

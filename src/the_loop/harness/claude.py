@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from the_loop.errors import BadInput
@@ -83,10 +84,12 @@ class ClaudeAdapter(HarnessAdapter):
             *prompt_tail(prompt),
         ]
 
-    def prepare(self, launch: Launch) -> None:
-        """Mark the workspace trusted and onboarding done (interactive launches only)."""
+    def prepare(self, launch: Launch, roots: Sequence[Path] = ()) -> None:
+        """Mark the workspace (or the root holding it) trusted and onboarding done
+        (interactive launches only)."""
         if launch.kind.is_interactive:
-            prepare_claude_config(launch.cwd, launch.env, options_before_separator(launch.argv))
+            options = options_before_separator(launch.argv)
+            prepare_claude_config(launch.cwd, launch.env, options, roots=roots)
 
     def conversation_file(self, launch: Launch) -> Path | None:
         """``<config dir>/projects/<slug of the cwd>/<id>.jsonl``, the transcript the CLI

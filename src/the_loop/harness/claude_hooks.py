@@ -40,13 +40,25 @@ def hook_command(python: str | None = None) -> str:
     return shlex.join(hook_argv(python))
 
 
+ASYNC_HOOK_EVENTS = ("SessionStart", "UserPromptSubmit")
+"""Run without Claude Code waiting for them (``"async": true``): a prompt goes to the model
+without waiting for the hook process (it waited for it on every prompt: bench/claude_agents.
+py), and the input box shows without waiting for it at start. The daemon orders their reports
+by when each hook started (``agent.attention.reports``). ``Stop`` (it carries the turn's last
+message), ``Notification``, ``SessionEnd`` (an asynchronous one is killed when the CLI exits)
+and the permission hook stay synchronous."""
+
+
 def hook_settings(command: str | None = None) -> dict[str, Any]:
-    """The ``hooks`` settings: every attention event, and the permission request with no time
-    limit of the CLI's own."""
+    """The ``hooks`` settings: every attention event (the ones in ``ASYNC_HOOK_EVENTS`` not
+    waited for), and the permission request with no time limit of the CLI's own."""
     run = command or hook_command()
-    hooks: dict[str, Any] = {
-        event: [{"hooks": [{"type": "command", "command": run}]}] for event in HOOK_EVENTS
-    }
+    hooks: dict[str, Any] = {}
+    for event in HOOK_EVENTS:
+        hook: dict[str, Any] = {"type": "command", "command": run}
+        if event in ASYNC_HOOK_EVENTS:
+            hook["async"] = True
+        hooks[event] = [{"hooks": [hook]}]
     hooks[PERMISSION_EVENT] = [
         {
             "matcher": "*",

@@ -6,6 +6,12 @@ settled beforehand in ``<config dir>/.claude.json``, the file the CLI reads. The
 never replaced: other keys are kept, the write is atomic (temporary file + rename) and done
 under a lock file so two spawns do not lose each other's entries. A permissions question is
 only ever pre-answered when the harness args themselves ask for a bypass mode.
+
+The CLI takes a directory as trusted when it or one of its parents is. A workspace inside one
+of the directories the-loop makes workspaces in (ROOTS) is trusted through that directory,
+marked once; the file is written only when something is missing, so a spawn usually leaves it
+alone. Every live Claude Code watches that file and reads it again when it changes, so a
+rewrite at every spawn cost every live agent a re-read (decision 0067).
 """
 
 from __future__ import annotations
@@ -53,12 +59,33 @@ def asks_for_bypass(options: Sequence[str]) -> bool:
     return False
 
 
-def trusted_paths(cwd: Path) -> list[str]:
-    """The project keys to mark trusted: CWD made absolute, and its real path when different
-    (the CLI keys projects by the directory it finds itself in)."""
+def trusted_paths(cwd: Path, roots: Sequence[Path] = ()) -> list[str]:
+    """The project keys to mark trusted: the first of ROOTS that holds CWD, else CWD itself;
+    made absolute, and its real path too when different (the CLI keys projects by the
+    directory it finds itself in)."""
     absolute = os.path.abspath(cwd)
     real = os.path.realpath(cwd)
+    for root in roots:
+        for top in {os.path.abspath(root), os.path.realpath(root)}:
+            if _inside(absolute, top) or _inside(real, top):
+                return trusted_paths(Path(top))
     return [absolute] if real == absolute else [absolute, real]
+
+
+def _inside(path: str, top: str) -> bool:
+    return path != top and path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _trusted(projects: dict[str, Any], path: str) -> bool:
+    """Whether PATH or one of its parents is marked trusted in PROJECTS."""
+    while True:
+        entry = projects.get(path)
+        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
 
 
 def merge_settings(
@@ -71,6 +98,8 @@ def merge_settings(
     if not isinstance(projects, dict):
         projects = data["projects"] = {}
     for path in paths:
+        if _trusted(projects, path):
+            continue
         entry = projects.get(path)
         if not isinstance(entry, dict):
             entry = projects[path] = {}
@@ -102,18 +131,20 @@ def prepare_claude_config(
     env: Mapping[str, str],
     options: Sequence[str] = (),
     base_env: Mapping[str, str] | None = None,
+    roots: Sequence[Path] = (),
 ) -> Path:
     """Settle Claude Code's first-run dialogs for CWD; return the ``.claude.json`` path.
 
     ENV is the harness's extra environment (``CLAUDE_CONFIG_DIR``, ``ANTHROPIC_API_KEY`` are
     looked up there first, then in BASE_ENV, default the process environment). OPTIONS is the
-    harness argv before ``--``. Raises ``SpawnFailed`` when the existing file cannot be read as
-    a JSON object or the directory cannot be written; the file is never clobbered.
+    harness argv before ``--``. A CWD inside one of ROOTS is trusted through that root. Raises
+    ``SpawnFailed`` when the existing file cannot be read as a JSON object or the directory
+    cannot be written; the file is never clobbered.
     """
     base = os.environ if base_env is None else base_env
     config_dir = claude_config_dir(env, base)
     api_key = env.get("ANTHROPIC_API_KEY") or base.get("ANTHROPIC_API_KEY")
-    paths, bypass = trusted_paths(cwd), asks_for_bypass(options)
+    paths, bypass = trusted_paths(cwd, roots), asks_for_bypass(options)
     suffix = api_key[-20:] if api_key else None
     path = config_dir / CONFIG_FILE
     try:

@@ -18,6 +18,9 @@ composer's footer (``? for shortcuts``) is ``ready_pattern``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
     HarnessAdapter,
@@ -74,7 +77,7 @@ class CodexAdapter(HarnessAdapter):
             return []
         return notify_args(self.env)
 
-    def prepare(self, launch: Launch) -> None:
+    def prepare(self, launch: Launch, roots: Sequence[Path] = ()) -> None:
         """Mark the workspace trusted for the TUI (interactive launches only)."""
         if launch.kind.is_interactive:
             prepare_codex_config(launch.cwd, launch.env)

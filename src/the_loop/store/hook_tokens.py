@@ -78,6 +78,14 @@ def applied(conn: Connection, report_id: str) -> tuple[str, str | None] | None:
     return None if row is None else (str(row[0]), row[1])
 
 
+def applied_since(conn: Connection, agent: str, at: float) -> bool:
+    """Whether a report of AGENT recorded at a time after AT was applied."""
+    row = conn.execute(
+        "SELECT 1 FROM hook_reports WHERE at > ? AND agent = ? LIMIT 1", (at, agent)
+    ).fetchone()
+    return row is not None
+
+
 def record(tx: Connection, report_id: str, agent: str, prompt_id: str | None, now: float) -> None:
     """Record report REPORT_ID of AGENT as applied (PROMPT_ID: the prompt it opened)."""
     tx.execute(

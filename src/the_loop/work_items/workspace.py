@@ -42,6 +42,8 @@ from the_loop.views.health import WorktreesDisk
 GIT_TIMEOUT = 300.0
 DISK_MAX_AGE_SECONDS = 60.0
 """How old a disk figure may be before ``disk_usage`` measures again (in a thread)."""
+SCRATCH = "scratch"
+"""Under the state directory: the empty directory an item without a worktree works in."""
 log = logging.getLogger(__name__)
 
 
@@ -149,7 +151,7 @@ def _plain(config: Config, ref: WorkItemRef) -> Workspace:
     configured = config.workspaces.repos.get(ref.full_name)
     if configured is not None:
         return Workspace(configured.expanduser().absolute(), None, False, False)
-    scratch = _inside(config.state_path, config.state_path / "scratch" / ref.slug)
+    scratch = _inside(config.state_path, config.state_path / SCRATCH / ref.slug)
     scratch.mkdir(parents=True, exist_ok=True)
     return Workspace(scratch, None, False, False)
 

@@ -13,8 +13,12 @@ Applied as the hook applied it before: ``UserPromptSubmit`` → working; ``Sessi
 ``Stop`` → waiting (with the last message); ``SessionEnd`` → exited; a ``Notification`` asking
 something → needs-input or needs-permission; ``PermissionRequest`` opens the permission prompt
 with its tool and input (once per report id: a resend finds the same prompt); Codex's
-``agent-turn-complete`` → waiting. On PostgreSQL the conversation's transcript is kept at the
-end of a turn. Blocking: the channel runs these in worker threads.
+``agent-turn-complete`` → waiting. A report carries when its hook started (``at``), and
+is recorded as applied at that time; the report of a hook the harness does not wait for
+(``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that started later was applied
+first (it arrived late: a prompt's report after its turn's ``Stop``). On PostgreSQL the
+conversation's transcript is kept at the end of a turn. Blocking: the channel runs these in
+worker threads.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from the_loop import events as ev
 from the_loop.agent.attention.spawn import token_hash
 from the_loop.agent.spend.transcripts import new_lines
+from the_loop.harness.claude_hooks import ASYNC_HOOK_EVENTS
 from the_loop.hook import CODEX_NOTIFY, CODEX_TURN, KIND_HOOK, PERMISSION
 from the_loop.store import attention as store
 from the_loop.store import hook_tokens
@@ -42,7 +47,10 @@ if TYPE_CHECKING:
 
 SOURCE = "hook"
 INPUT_LIMIT = 2000
-ENVELOPE = frozenset({"token", "agent", "report", "kind", "data"})
+ENVELOPE = frozenset({"token", "agent", "report", "kind", "data", "at"})
+ASYNC_EVENTS = frozenset(ASYNC_HOOK_EVENTS)
+"""Hooks the harness runs without waiting: their report may arrive after a later hook's, so
+it is dropped when a report of a hook that started after it was applied already."""
 CLAUDE_EVENTS = frozenset(
     {
         "SessionStart",
@@ -94,6 +102,8 @@ class Report:
     id: str
     kind: str
     data: dict[str, Any]
+    at: float | None = None
+    """When the hook started (this host's clock); None from a hook that does not say."""
 
     @property
     def permission(self) -> bool:
@@ -128,7 +138,10 @@ def check(db: Database, raw: object) -> Report:
         raise _refuse(db, who.agent, f"unknown notify type {data.get('type')!r}")
     if kind not in (KIND_HOOK, CODEX_NOTIFY):
         raise _refuse(db, who.agent, f"unknown report kind {kind!r}")
-    return Report(who, report_id, str(kind), data)
+    at = raw.get("at")
+    if at is not None and (isinstance(at, bool) or not isinstance(at, int | float)):
+        raise _refuse(db, who.agent, "a report's start time is not a number")
+    return Report(who, report_id, str(kind), data, None if at is None else float(at))
 
 
 def _refuse(db: Database, agent: str | None, reason: str) -> Refused:
@@ -164,12 +177,21 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
         done = hook_tokens.applied(tx, report.id)
         if done is not None:
             return done[1]
-        prompt_id = _write(tx, report, transcript, last)
-        hook_tokens.record(tx, report.id, report.who.agent, prompt_id, time.time())
+        prompt_id = None if _late(tx, report) else _write(tx, report, transcript, last)
+        at = time.time() if report.at is None else report.at
+        hook_tokens.record(tx, report.id, report.who.agent, prompt_id, at)
     event = report.data.get("hook_event_name")
     if shared and transcript and event in ("Stop", "SessionEnd"):
         keep_transcript(db, report, transcript)
     return prompt_id
+
+
+def _late(tx: Any, report: Report) -> bool:
+    """Whether REPORT is of a hook nobody waited for and a later-started hook of its agent
+    was applied already."""
+    if report.at is None or report.data.get("hook_event_name") not in ASYNC_EVENTS:
+        return False
+    return hook_tokens.applied_since(tx, report.who.agent, report.at)
 
 
 def _transcript(db: Database, report: Report) -> str | None:

@@ -1,9 +1,13 @@
-"""Host memory from ``/proc``: what is available, and the resident memory of process trees.
+"""Host memory from ``/proc``: what is available, and the memory of process trees.
 
-``available_mb`` reads ``MemAvailable`` from ``/proc/meminfo``; ``tree_rss_mb`` sums the
-resident set (``/proc/<pid>/statm``) of given root processes and all their descendants (parent
-links from ``/proc/<pid>/stat``), each process counted once. Without ``/proc`` (not Linux) the
-figures are None and nothing waits on them. Reads only; never raises.
+``available_mb`` reads ``MemAvailable`` from ``/proc/meminfo``; ``trees_memory_mb`` sums, over
+given root processes and all their descendants (parent links from ``/proc/<pid>/stat``, each
+process counted once), the resident set and its anonymous part (``/proc/<pid>/statm``:
+resident minus file-backed and shared pages). The anonymous part is what the host gets back
+when the processes exit: the file-backed pages (an agent's executable and libraries, shared by
+every agent running the same binary) stay in the page cache, which ``MemAvailable`` already
+counts as available. Without ``/proc`` (not Linux) the figures are None and nothing waits on
+them. Reads only; never raises.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ MB = 1024 * 1024
 
 
 class AgentMemory(Wire):
-    """One live agent's RSS (MiB): its pane's process tree."""
+    """One live agent's memory (MiB): its pane's process tree, resident and anonymous."""
 
     agent: str
     rss_mb: float
+    anon_mb: float = 0.0
 
 
 class MemoryReport(Wire):
@@ -31,6 +36,8 @@ class MemoryReport(Wire):
 
     available_mb: float | None
     agents_rss_mb: float
+    agents_anon_mb: float = 0.0
+    """What admission counts against ``admission.maxAgentsMemoryMb``."""
     live_agents: int
     agents: list[AgentMemory] = []
     min_free_memory_mb: int = 0
@@ -41,12 +48,21 @@ class MemoryReport(Wire):
 
 def available_mb(proc: Path = PROC) -> float | None:
     """The host's ``MemAvailable`` in MiB; None when it cannot be read."""
+    return _meminfo_mb(proc, "MemAvailable:")
+
+
+def total_mb(proc: Path = PROC) -> float | None:
+    """The host's ``MemTotal`` in MiB; None when it cannot be read."""
+    return _meminfo_mb(proc, "MemTotal:")
+
+
+def _meminfo_mb(proc: Path, field: str) -> float | None:
     try:
         text = (proc / "meminfo").read_text("ascii")
     except OSError:
         return None
     for line in text.splitlines():
-        if line.startswith("MemAvailable:"):
+        if line.startswith(field):
             return int(line.split()[1]) / 1024
     return None
 
@@ -71,28 +87,44 @@ def _parents(proc: Path) -> dict[int, list[int]]:
     return children
 
 
-def _rss_bytes(proc: Path, pid: int) -> int:
+def _statm_bytes(proc: Path, pid: int) -> tuple[int, int]:
+    """(resident, anonymous resident) bytes of PID; (0, 0) when it is gone."""
     try:
-        return int((proc / str(pid) / "statm").read_bytes().split()[1]) * PAGE_BYTES
+        fields = (proc / str(pid) / "statm").read_bytes().split()
+        resident, shared = int(fields[1]), int(fields[2])
     except (OSError, IndexError, ValueError):
-        return 0
+        return 0, 0
+    return resident * PAGE_BYTES, max(resident - shared, 0) * PAGE_BYTES
 
 
-def trees_rss_mb(roots: Mapping[str, Iterable[int]], proc: Path = PROC) -> dict[str, float]:
-    """Per name in ROOTS, the RSS in MiB of its root pids and their descendants (a process
-    reachable from two names counts for the first)."""
+def tree_pids(roots: Mapping[str, Iterable[int]], proc: Path = PROC) -> dict[str, list[int]]:
+    """Per name in ROOTS, its root pids and all their descendants (a process reachable from
+    two names belongs to the first)."""
     children = _parents(proc)
     seen: set[int] = set()
-    out: dict[str, float] = {}
+    out: dict[str, list[int]] = {}
     for name, pids in roots.items():
-        total = 0
+        members = out[name] = []
         stack = [p for p in pids if p > 1]
         while stack:
             pid = stack.pop()
             if pid in seen:
                 continue
             seen.add(pid)
-            total += _rss_bytes(proc, pid)
+            members.append(pid)
             stack.extend(children.get(pid, ()))
-        out[name] = round(total / MB, 1)
+    return out
+
+
+def trees_memory_mb(
+    roots: Mapping[str, Iterable[int]], proc: Path = PROC
+) -> dict[str, tuple[float, float]]:
+    """Per name in ROOTS, (resident, anonymous resident) MiB of its process tree."""
+    out: dict[str, tuple[float, float]] = {}
+    for name, pids in tree_pids(roots, proc).items():
+        sizes = [_statm_bytes(proc, pid) for pid in pids]
+        out[name] = (
+            round(sum(s[0] for s in sizes) / MB, 1),
+            round(sum(s[1] for s in sizes) / MB, 1),
+        )
     return out
