@@ -24,7 +24,7 @@ from the_loop.doctor import DoctorReport
 from the_loop.errors import BadInput, Unavailable
 from the_loop.health import Health, StatusReport
 from the_loop.inbox_ops import inbox_items
-from the_loop.local_client import CONFIG_HEADER
+from the_loop.instance import CONFIG_HEADER
 from the_loop.session_records import SessionSummary
 from the_loop.session_start import Started, start_session
 from the_loop.status import health_now, status_now
@@ -168,8 +168,8 @@ def _standing_routes(
     async def list_standing(response: Response) -> list[standing.StandingView]:
         """Declared and created standing sessions with their status. The
         ``X-The-Loop-Config`` header names the config they were read under (the digest of the
-        file's bytes, ``defaults`` without one): the CLI's fast path shows them only when that
-        is the file it would read itself."""
+        file's bytes, ``defaults`` without one): the CLI shows them only when that is the file it
+        would read itself."""
         ctx = get_ctx()
         response.headers[CONFIG_HEADER] = ctx.loaded.digest or "defaults"
         return await asyncio.to_thread(standing.list_standing, ctx)
