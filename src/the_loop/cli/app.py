@@ -52,9 +52,9 @@ def _completion(ctx: click.Context, param: click.Parameter, value: str | None) -
     from the_loop.cli import completion_cmd  # lazy: only these two options
 
     if param.name == "install_completion":
-        completion_cmd.install(value or None)
+        completion_cmd.install(ctx.command, value or None)
     else:
-        click.echo(completion_cmd.script(value or None), nl=False)
+        click.echo(completion_cmd.script(ctx.command, value or None), nl=False)
     ctx.exit(0)
 
 

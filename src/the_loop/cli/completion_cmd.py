@@ -33,25 +33,24 @@ def _shell(name: str | None) -> str:
     return shell
 
 
-def script(name: str | None) -> str:
-    """The completion script of shell NAME (default: $SHELL's)."""
-    from click.shell_completion import get_completion_class
-
-    from the_loop.cli.app import app
+def script(root: click.Command, name: str | None) -> str:
+    """The completion script of ROOT (the-loop's command tree) for shell NAME (default:
+    $SHELL's)."""
+    from click.shell_completion import get_completion_class  # lazy: only completion
 
     kind = get_completion_class(_shell(name))
     assert kind is not None  # every name of SHELLS is one of click's
-    return kind(app, {}, PROG, COMPLETE_VAR).source()
+    return kind(root, {}, PROG, COMPLETE_VAR).source()
 
 
-def install(name: str | None) -> None:
+def install(root: click.Command, name: str | None) -> None:
     """Make shell NAME (default: $SHELL's) load the completion script at start: fish reads
     its completions folder; bash and zsh get one line in their rc file (added once)."""
     shell = _shell(name)
     if shell == "fish":
         target = Path(FISH_FILE).expanduser()
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(script(shell), encoding="utf-8")
+        target.write_text(script(root, shell), encoding="utf-8")
         click.echo(f"wrote {target}; new fish shells complete the-loop")
         return
     rc = Path(RC_FILES[shell]).expanduser()
@@ -65,10 +64,11 @@ def install(name: str | None) -> None:
 
 @command("completion")
 @click.argument("shell", required=False, type=click.Choice(SHELLS), help="Default: $SHELL's.")
-def completion(shell: str | None) -> None:
+@click.pass_context
+def completion(ctx: click.Context, shell: str | None) -> None:
     """Print the shell completion script of bash, zsh or fish.
 
     Load it in the shell's start-up file, e.g. `eval "$(the-loop completion bash)"` in
     ~/.bashrc (or run `the-loop --install-completion`).
     """
-    click.echo(script(shell), nl=False)
+    click.echo(script(ctx.find_root().command, shell), nl=False)

@@ -162,8 +162,9 @@ def _status_report(ctx: Ctx) -> StatusReport:
     if info is None or not daemon_running(ctx.state_dir):
         return _local(ctx, running=False, problem="the-loop is not running")
     try:
+        # lazy: start-up (the token module of the web stack, only when a daemon runs)
         from the_loop.instance import ask
-        from the_loop.web.auth import client_token  # lazy: start-up
+        from the_loop.web.auth import client_token
 
         code, body, _ = ask(info.url, "/api/v1/status", client_token(ctx), 2.0)
         if code == 200:

@@ -30,6 +30,7 @@ def _dispatch(args: list[str]) -> int:
 
 def _click(args: list[str]) -> int:
     """Run ARGS through the click app; click's own errors become ``error: …``."""
+    # lazy: start-up (`--version` and `hook` answer before the CLI loads)
     import click
 
     from the_loop.cli import common
@@ -53,6 +54,7 @@ def _click(args: list[str]) -> int:
 
 def _guarded(run: Callable[[], int]) -> int:
     """RUN's exit code; every error it raises as ``error: …`` and an exit code."""
+    # lazy: start-up (`--version` and `hook` answer before the CLI loads)
     from the_loop.cli import common
     from the_loop.errors import LoopError, ValidationFailed
 
@@ -87,7 +89,7 @@ def _guarded(run: Callable[[], int]) -> int:
 def usage_message(exc: Exception) -> str:
     """A usage error in plain words: a value outside a fixed set says which values it may
     take (``--format must be table or json``); anything else keeps click's own message."""
-    import click
+    import click  # lazy: start-up (`--version` and `hook` answer before the CLI loads)
 
     param = exc.param if isinstance(exc, click.BadParameter) else None
     if param is not None and isinstance(param.type, click.Choice):
