@@ -1,7 +1,7 @@
 """Pricing usage, free of models: the built-in price estimates, the longest-prefix price lookup
-and the sum of what a list of per-model token sums costs. ``usage.priced`` (every surface) and
-the CLI's fast path (``cli.fast``) both look up through ``rates_of`` and add up through
-``tally``, so a cost reads the same everywhere.
+and the sum of what a list of per-model token sums costs. Every surface looks up through
+``rates_of`` and adds up through ``tally`` (``usage.priced``), and shows a cost through
+``cost_text``, so a cost reads the same everywhere.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ This module imports only pydantic: the CLI loads it at start-up.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import PurePath
@@ -26,8 +27,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, WithJsonSchema
 from pydantic.alias_generators import to_camel
-
-from the_loop.wire_text import iso, json_text
 
 __all__ = [
     "WIRE_CONFIG",
@@ -52,6 +51,23 @@ class Wire(BaseModel):
     dumps with ``by_alias=False``."""
 
     model_config = WIRE_CONFIG
+
+
+def iso(value: float | datetime) -> str:
+    """VALUE (epoch seconds, or a datetime; a naive one is taken as UTC) as ISO 8601 UTC with
+    milliseconds: ``2026-12-01T12:34:56.789Z``."""
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    else:
+        moment = datetime.fromtimestamp(value, UTC)
+    moment = moment.astimezone(UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def json_text(values: Any, indent: int | None = 2) -> str:
+    """Plain JSON VALUES as text (non-ASCII kept); compact when INDENT is None."""
+    separators = (",", ":") if indent is None else None
+    return json.dumps(values, indent=indent, separators=separators, ensure_ascii=False)
 
 
 def iso_now() -> str:

@@ -30,13 +30,12 @@ def test_decision_records_exist() -> None:
 
 
 def _group_verbs(group: str) -> list[str]:
-    import typer
-    from typer import _click as click
-    from typer.core import TyperGroup
+    import click
+    from click import Group as TyperGroup
 
     from the_loop.cli.app import app
 
-    root = typer.main.get_command(app)
+    root = app
     assert isinstance(root, TyperGroup)
     ctx = click.Context(root, info_name="the-loop")
     sub = root.get_command(ctx, group)

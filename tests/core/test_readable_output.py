@@ -11,10 +11,10 @@ import time
 
 import pytest
 
+from tests.core.test_cli_remote import _twin
 from tests.daemon import Daemon
 from tests.fakes import payloads as P
 from tests.work import Work
-from the_loop.cli.fast import DISABLE_ENV
 from the_loop.store import open_database
 from the_loop.store import usage as usage_store
 from the_loop.store.usage import Entry
@@ -56,8 +56,8 @@ def test_costs_read_unpriced_never_zero_and_defaults_price_the_builtin_models(
     env = work.env
     for fast in (True, False):
         process_env = env.process_env()
-        if not fast:
-            process_env[DISABLE_ENV] = "1"
+        if not fast:  # the store read directly (a config the daemon was not started on)
+            process_env["THE_LOOP_CONFIG"] = str(_twin(env))
         listed = env.run("sessions", "list", env=process_env)
         assert listed.exit_code == 0, listed.stderr
         assert f"{DEFAULT_COST:.4f}" in _row(listed.stdout, "github:octo/repo#15")

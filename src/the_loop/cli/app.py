@@ -1,100 +1,112 @@
-"""The Typer application: global options and the command groups."""
+"""The click application: global options and the command groups, each loaded only when invoked.
+
+A command's module is imported when the command runs (or its help is shown), so a command
+loads what it uses and nothing else (docs/decisions/0065).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-from typer import _click as click
-from typer.core import TyperGroup
+import click
 
-from the_loop import __version__
-from the_loop.cli import (
-    attention_cmd,
-    common,
-    config_cmd,
-    daemon_cmd,
-    doctor_cmd,
-    events_cmd,
-    inbox_cmd,
-    mcp_cmd,
-    outbox_cmd,
-    poll_cmd,
-    prune_cmd,
-    sessions_cmd,
-    spend_cmd,
-    standing_cmd,
-)
+from the_loop.cli import common
+from the_loop.cli.base import CONTEXT, Group
 
-CONTEXT = {"help_option_names": ["-h", "--help"]}
-"""Click context settings of every command (subcommands inherit them): ``-h`` is ``--help``."""
-
-
-class HelpGroup(TyperGroup):
-    """A command group that, given no arguments at all, prints its help and exits 0 (as
-    ``git``, ``gh`` and ``kubectl`` do) instead of a usage error."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args and not ctx.resilient_parsing:
-            typer.echo(ctx.get_help(), color=ctx.color)
-            ctx.exit(0)
-        return super().parse_args(ctx, args)
+COMMANDS = {
+    "init": "the_loop.cli.config_cmd:init",
+    "events": "the_loop.cli.events_cmd:events",
+    "doctor": "the_loop.cli.doctor_cmd:doctor",
+    "dispatch": "the_loop.cli.sessions_cmd:dispatch",
+    "poll": "the_loop.cli.poll_cmd:poll",
+    "prune": "the_loop.cli.prune_cmd:prune",
+    "serve": "the_loop.cli.daemon_cmd:serve",
+    "start": "the_loop.cli.daemon_cmd:start",
+    "stop": "the_loop.cli.daemon_cmd:stop",
+    "status": "the_loop.cli.daemon_cmd:status",
+    "mcp": "the_loop.cli.mcp_cmd:mcp",
+    "usage": "the_loop.cli.spend_cmd:usage",
+    "hook": "the_loop.cli.attention_cmd:hook",
+    "completion": "the_loop.cli.completion_cmd:completion",
+    "config": "the_loop.cli.config_cmd:app",
+    "sessions": "the_loop.cli.sessions_cmd:app",
+    "inbox": "the_loop.cli.inbox_cmd:app",
+    "outbox": "the_loop.cli.outbox_cmd:app",
+    "standing": "the_loop.cli.standing_cmd:app",
+    "attention": "the_loop.cli.attention_cmd:app",
+}
+"""Every top-level command: its name and where it is defined (``module:attribute``)."""
 
 
-app = typer.Typer(
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from the_loop import __version__  # lazy: only --version
+
+        click.echo(f"the-loop {__version__}")
+        ctx.exit(0)
+
+
+def _completion(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    from the_loop.cli import completion_cmd  # lazy: only these two options
+
+    if param.name == "install_completion":
+        completion_cmd.install(ctx.command, value or None)
+    else:
+        click.echo(completion_cmd.script(ctx.command, value or None), nl=False)
+    ctx.exit(0)
+
+
+@click.group(
+    cls=Group,
+    lazy=COMMANDS,
     name="the-loop",
     help="the-loop: a control plane for AI coding agents in tmux.",
-    cls=HelpGroup,
     context_settings=CONTEXT,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
 )
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"the-loop {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def main(
-    config: Path | None = typer.Option(
-        None,
-        "--config",
-        "-c",
-        help="Config file (else $THE_LOOP_CONFIG, ./the-loop.yaml, "
-        "~/.config/the-loop/config.yaml).",
-        envvar=None,
-    ),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of internal errors."),
-    version: bool = typer.Option(
-        False, "--version", "-V", callback=_version, is_eager=True, help="Print the version."
-    ),
-) -> None:
+@click.option(
+    "--config",
+    "-c",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Config file (else $THE_LOOP_CONFIG, ./the-loop.yaml, ~/.config/the-loop/config.yaml).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Print the version.",
+)
+@click.option(
+    "--install-completion",
+    "install_completion",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[SHELL]",
+    expose_value=False,
+    is_eager=True,
+    callback=_completion,
+    help="Install completion for this shell (bash, zsh or fish; default: $SHELL's).",
+)
+@click.option(
+    "--show-completion",
+    "show_completion",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[SHELL]",
+    expose_value=False,
+    is_eager=True,
+    callback=_completion,
+    help="Print the completion script of this shell (see `the-loop completion`).",
+)
+def app(config: Path | None, debug: bool) -> None:
     """the-loop: GitHub and Slack activity in, AI coding agents in tmux out."""
     common.STATE.config_path = config
     common.STATE.debug = debug
-
-
-app.add_typer(config_cmd.app, name="config", cls=HelpGroup)
-app.command("init")(config_cmd.init)
-app.command("events")(events_cmd.events)
-app.command("doctor")(doctor_cmd.doctor)
-app.add_typer(sessions_cmd.app, name="sessions", cls=HelpGroup)
-app.command("dispatch")(sessions_cmd.dispatch)
-app.add_typer(inbox_cmd.app, name="inbox", cls=HelpGroup)
-app.add_typer(outbox_cmd.app, name="outbox", cls=HelpGroup)
-app.command("poll")(poll_cmd.poll)
-app.command("prune")(prune_cmd.prune)
-app.add_typer(standing_cmd.app, name="standing", cls=HelpGroup)
-daemon_cmd.register(app)
-app.command("mcp")(mcp_cmd.mcp)
-app.add_typer(attention_cmd.app, name="attention")
-sessions_cmd.app.command("allow")(attention_cmd.allow)
-sessions_cmd.app.command("deny")(attention_cmd.deny)
-sessions_cmd.app.command("answer")(attention_cmd.answer)
-sessions_cmd.app.command("extend")(spend_cmd.extend)
-app.command("usage")(spend_cmd.usage)
-app.command("hook")(attention_cmd.hook)

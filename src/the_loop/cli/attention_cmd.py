@@ -5,28 +5,30 @@ from __future__ import annotations
 import getpass
 import sys
 
-import typer
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import command, format_option, group
 
-app = typer.Typer(
+REF_HELP = "github:OWNER/REPO#N, a session id or standing:NAME"
+
+
+@group(
+    "attention",
     help="Which agents wait for a person: list them, and explain a state.",
     invoke_without_command=True,
+    bare_help=False,
 )
-
-
-@app.callback()
-def attention(
-    typer_ctx: typer.Context,
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@format_option()
+@click.pass_context
+def app(click_ctx: click.Context, fmt: str) -> None:
     """List every live session waiting on a person, oldest first, with its question."""
-    if typer_ctx.invoked_subcommand is not None:
+    if click_ctx.invoked_subcommand is not None:
         return
     from the_loop.agent.attention.service import list_attention  # lazy: start-up
 
     views = list_attention(common.ctx())
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(views)
         return
     common.print_table(
@@ -51,15 +53,14 @@ def _question(text: str, last: str) -> str:
 
 
 @app.command("explain")
-def explain(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.argument("ref", help=REF_HELP)
+@format_option()
+def explain(ref: str, fmt: str) -> None:
     """Show a session's attention state and what decided it."""
     from the_loop.agent.attention.service import explain as explain_state  # lazy: start-up
 
     view = explain_state(common.ctx(), ref)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(view)
         return
     print(f"{view.work_item or view.agent}: {view.state} since {view.since.isoformat()}")
@@ -72,16 +73,15 @@ def explain(
 
 
 @app.command("history")
-def history(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
-    limit: int = typer.Option(100, "--limit", min=1, max=10_000),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.argument("ref", help=REF_HELP)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=100)
+@format_option()
+def history(ref: str, limit: int, fmt: str) -> None:
     """List a session's prompts and who answered each, newest first."""
     from the_loop.agent.attention.service import history as prompt_history  # lazy: start-up
 
     views = prompt_history(common.ctx(), ref, limit)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(views)
         return
     common.print_table(
@@ -102,7 +102,7 @@ def history(
     )
 
 
-def _answer(ref: str, decision: str, prompt: str | None, fmt: common.Format) -> None:
+def _answer(ref: str, decision: str, prompt: str | None, fmt: str) -> None:
     from the_loop.agent.attention.service import (  # lazy: start-up
         answer_permission,
         parse_prompt_id,
@@ -116,41 +116,43 @@ def _answer(ref: str, decision: str, prompt: str | None, fmt: common.Format) -> 
         "cli",
         parse_prompt_id(prompt),
     )
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(done)
         return
     print(f"{decision} {done.prompt_id} ({done.tool or 'prompt'}) for {ref}")
 
 
-def allow(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
-    prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@command("allow")
+@click.argument("ref", help=REF_HELP)
+@click.option("--prompt", default=None, help="The prompt id it must be.")
+@format_option()
+def allow(ref: str, prompt: str | None, fmt: str) -> None:
     """Allow the tool a session's agent waits to run.
 
     Only while that prompt is pending."""
     _answer(ref, "allow", prompt, fmt)
 
 
-def deny(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
-    prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@command("deny")
+@click.argument("ref", help=REF_HELP)
+@click.option("--prompt", default=None, help="The prompt id it must be.")
+@format_option()
+def deny(ref: str, prompt: str | None, fmt: str) -> None:
     """Refuse the tool a session's agent waits to run.
 
     Only while that prompt is pending."""
     _answer(ref, "deny", prompt, fmt)
 
 
-def answer(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N, a session id or standing:NAME"),
-    choice: int | None = typer.Argument(None, min=1, help="The number of a choice shown."),
-    text: str | None = typer.Option(None, "--text", help="Type this answer instead."),
-    prompt: str | None = typer.Option(None, "--prompt", help="The prompt id it must be."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@command("answer")
+@click.argument("ref", help=REF_HELP)
+@click.argument(
+    "choice", required=False, type=click.IntRange(min=1), help="The number of a choice shown."
+)
+@click.option("--text", default=None, help="Type this answer instead.")
+@click.option("--prompt", default=None, help="The prompt id it must be.")
+@format_option()
+def answer(ref: str, choice: int | None, text: str | None, prompt: str | None, fmt: str) -> None:
     """Answer the question a session's agent asks: a choice or --text.
 
     Only while that question is shown; typed with the keys its dialog needs."""
@@ -165,12 +167,13 @@ def answer(
         text=text,
         prompt_id=parse_prompt_id(prompt),
     )
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(done)
         return
     print(f"answered {done.prompt_id} with {done.answer!r} for {ref}")
 
 
+@command("hook")
 def hook() -> None:
     """Record a Claude Code hook's signal (JSON on stdin).
 

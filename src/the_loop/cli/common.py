@@ -8,7 +8,6 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,18 +21,15 @@ from the_loop.cli.plain import (
     print_table,
     status_word,
 )
-from the_loop.cli_facts import resolve_config_path
-from the_loop.config import LoadedConfig, load_config, load_recorded
-from the_loop.config.errors import problems_word
-from the_loop.context import Ctx, open_ctx
 from the_loop.errors import BadInput, ConfigInvalid
-from the_loop.wire import dumps
 
 if TYPE_CHECKING:
+    from the_loop.config import LoadedConfig
+    from the_loop.context import Ctx
     from the_loop.runner import AttachCommand
 
 
-__all__ = [  # what the commands print through (defined in cli.plain, shared with the fast path)
+__all__ = [  # what the commands print through (defined in cli.plain)
     "STATUS_COLOURS",
     "ago",
     "colour_enabled",
@@ -43,11 +39,6 @@ __all__ = [  # what the commands print through (defined in cli.plain, shared wit
     "print_table",
     "status_word",
 ]
-
-
-class Format(StrEnum):
-    table = "table"
-    json = "json"
 
 
 @dataclass
@@ -69,6 +60,10 @@ def loaded_config() -> LoadedConfig:
     config is used and a warning names the file's problems: reading state and reaching the
     daemon keep working (docs/decisions/0017). What needs the file itself refuses it still:
     ``start``/``serve`` (``LoadedConfig.require_valid_file``), ``config validate|show``."""
+    # lazy: the config models load only for a command that reads the config
+    from the_loop.config import load_config, load_recorded
+    from the_loop.instance import resolve_config_path
+
     if STATE.loaded is None:
         try:
             STATE.loaded = load_config(STATE.config_path)
@@ -83,7 +78,9 @@ def loaded_config() -> LoadedConfig:
 
 
 def _warn_recorded(loaded: LoadedConfig, exc: ConfigInvalid) -> None:
-    from the_loop.instance import daemon_running  # lazy: only when the file is invalid
+    # lazy: only when the file is invalid
+    from the_loop.config.errors import problems_word
+    from the_loop.instance import daemon_running
 
     problems = exc.problems or [exc.message]
     more = f" (and {problems_word(len(problems) - 1)} more)" if len(problems) > 1 else ""
@@ -103,6 +100,8 @@ def _warn_recorded(loaded: LoadedConfig, exc: ConfigInvalid) -> None:
 def ctx() -> Ctx:
     """The service context for this invocation (config + database), opened once."""
     if STATE.ctx is None:
+        from the_loop.context import open_ctx  # lazy: the store and runners load here
+
         STATE.ctx = open_ctx(loaded=loaded_config())
     return STATE.ctx
 
@@ -139,6 +138,8 @@ def waiting(message: str) -> Iterator[None]:
 def print_json(data: Any) -> None:
     """DATA (a model, a list of them, a dataclass, plain values) in the output contract: the
     same JSON the API answers for the same object (``the_loop.wire``)."""
+    from the_loop.wire import dumps  # lazy: pydantic
+
     sys.stdout.write(dumps(data) + "\n")
 
 

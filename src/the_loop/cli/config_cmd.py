@@ -6,29 +6,41 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from the_loop.cli import common
-from the_loop.config import SECRETISH, Config, config_schema, load_config
+from the_loop.cli.base import command, group
 from the_loop.errors import Conflict, StateError
+
+if TYPE_CHECKING:
+    from the_loop.config import Config
 
 REDACTED: dict[str, Any] = {"redacted": True}
 """What a secret value is shown as (a structure, never a string that looks like a value)."""
 _ENV_LINE = re.compile(r"^(\s*-?\s*)([A-Za-z]+Env): ([A-Za-z_][A-Za-z0-9_]*)$")
 
-app = typer.Typer(help="Validate, inspect and explain the configuration.", no_args_is_help=True)
+
+@group("config", help="Validate, inspect and explain the configuration.")
+def app() -> None:
+    pass
 
 
 @app.command("validate")
-def validate(
-    path: Path | None = typer.Argument(None, help="File to check (default: the resolved one)."),
-) -> None:
+@click.argument(
+    "path",
+    required=False,
+    type=click.Path(path_type=Path),
+    help="File to check (default: the resolved one).",
+)
+def validate(path: Path | None) -> None:
     """Check a config file and list every problem.
 
     Exits 2 listing each problem as `key.path: message`.
     """
+    from the_loop.config import load_config  # lazy: start-up
+
     loaded = load_config(path or common.STATE.config_path)
     where = str(loaded.path) if loaded.path else "no config file (all defaults)"
     print(f"ok: {where} is valid")
@@ -47,13 +59,20 @@ def schema() -> None:
 
     It is generated from the config model.
     """
+    from the_loop.config import config_schema  # lazy: start-up
+
     common.print_json(config_schema())
 
 
 @app.command("show")
-def show(
-    fmt: common.Format = typer.Option(common.Format.table, "--format", help="table (YAML) or json"),
-) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    help="table (YAML) or json",
+)
+def show(fmt: str) -> None:
     """Print the effective configuration, secrets redacted.
 
     JSON has camelCase keys and real values. `*Env` keys name environment variables: the YAML
@@ -61,9 +80,11 @@ def show(
     # lazy: start-up
     import yaml
 
+    from the_loop.config import load_config
+
     loaded = load_config(common.STATE.config_path)
     data = redacted_dump(loaded.config)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(data)
         return
     source = str(loaded.path) if loaded.path else "defaults (no config file found)"
@@ -75,24 +96,26 @@ def redacted_dump(config: Config) -> dict[str, Any]:
     """CONFIG as plain data with camelCase keys and its real values, except that a harness
     ``env`` value whose name looks like a secret becomes ``{"redacted": true}``. ``*Env`` keys
     keep their value: the name of a variable, never its content."""
+    from the_loop.config import SECRETISH  # lazy: start-up
+
     data = config.model_dump(mode="json", by_alias=True)
     data["stateDir"] = str(config.state_path)
-    _redact(data)
+    _redact(data, SECRETISH)
     return data
 
 
-def _redact(node: Any) -> None:
+def _redact(node: Any, secretish: re.Pattern[str]) -> None:
     if isinstance(node, dict):
         for key, value in list(node.items()):
             if key == "env" and isinstance(value, dict):
                 node[key] = {
-                    k: (dict(REDACTED) if SECRETISH.search(k) else v) for k, v in value.items()
+                    k: (dict(REDACTED) if secretish.search(k) else v) for k, v in value.items()
                 }
             else:
-                _redact(value)
+                _redact(value, secretish)
     elif isinstance(node, list):
         for item in node:
-            _redact(item)
+            _redact(item, secretish)
 
 
 def _note_env(text: str) -> str:
@@ -111,9 +134,15 @@ def starter_config() -> str:
     return resources.files("the_loop.data").joinpath("starter-config.yaml").read_text("utf-8")
 
 
-def init(
-    path: Path = typer.Argument(Path("the-loop.yaml"), help="Where to write the starter config."),
-) -> None:
+@command("init")
+@click.argument(
+    "path",
+    required=False,
+    type=click.Path(path_type=Path),
+    default=Path("the-loop.yaml"),
+    help="Where to write the starter config.",
+)
+def init(path: Path) -> None:
     """Write a commented starter config.
 
     Refuses to overwrite an existing file.

@@ -6,34 +6,32 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-import typer
+import click
 
-from the_loop.cli import common, serve_cmd
+from the_loop.cli import common
+from the_loop.cli.base import command
 from the_loop.cli.plain import config_label, detail_lines, label_line, status_text
 from the_loop.errors import Unavailable
 
 if TYPE_CHECKING:
     from the_loop.context import Ctx
+    from the_loop.views.health import StatusReport
 
 
-def register(app: typer.Typer) -> None:
-    app.command("serve")(serve)
-    app.command("start")(start)
-    app.command("stop")(stop)
-    app.command("status")(status)
-
-
+@command("serve")
 def serve() -> None:
     """Run the daemon in the foreground.
 
     For systemd, containers and `make run`; Ctrl-C or SIGTERM stops it.
     """
+    from the_loop.cli import serve_cmd  # lazy: start-up
+
     serve_cmd.serve()
 
 
-def start(
-    timeout: float = typer.Option(30.0, "--timeout", help="Seconds to wait for health."),
-) -> None:
+@command("start")
+@click.option("--timeout", type=float, default=30.0, help="Seconds to wait for health.")
+def start(timeout: float) -> None:
     """Start the daemon in the background; wait until it is healthy.
 
     Exits 0 with "already running" when the daemon of this state dir runs.
@@ -66,14 +64,15 @@ def start(
         common.print_warning(problem, sys.stdout)
 
 
-def stop(
-    keep_standing: bool = typer.Option(
-        False, "--keep-standing", help="Leave the standing sessions running."
-    ),
-    timeout: float = typer.Option(
-        10.0, "--timeout", help="Seconds to wait for a graceful exit before SIGKILL."
-    ),
-) -> None:
+@command("stop")
+@click.option("--keep-standing", is_flag=True, help="Leave the standing sessions running.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=10.0,
+    help="Seconds to wait for a graceful exit before SIGKILL.",
+)
+def stop(keep_standing: bool, timeout: float) -> None:
     """Stop the daemon and the standing sessions.
 
     Standing sessions are stopped first (also when no daemon runs), unless --keep-standing;
@@ -103,7 +102,7 @@ def stop(
         common.print_warning(
             f"the daemon (pid {result.pid}) did not stop within {timeout:g}s; killed it"
         )
-        raise typer.Exit(1)
+        sys.exit(1)
     still = " (another daemon has taken the state dir)" if daemon_running(ctx.state_dir) else ""
     print(f"the-loop stopped (pid {result.pid}, {result.seconds:.1f}s){still}")
 
@@ -119,27 +118,86 @@ def _stop_standing(ctx: Ctx) -> None:
         print(f"standing {outcome.name}: {word}" + (f" ({outcome.error})" if outcome.error else ""))
 
 
-def status(
-    fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
-) -> None:
+@command("status")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", help="table or json"
+)
+def status(fmt: str) -> None:
     """Report whether the daemon runs and is healthy.
 
     Exits 0 when healthy, 1 otherwise.
     """
-    from the_loop.status_client import status_report  # lazy: start-up
+    from the_loop.cli import remote  # lazy: start-up
 
-    ctx = common.ctx()
-    report = status_report(ctx)
-    if fmt is common.Format.json:
-        common.print_json(report)
+    answer = remote.status()
+    if answer is not None:  # the running daemon's own report (docs/decisions/0065)
+        report, mine = answer, remote.config_file()
     else:
-        print(status_text(report.model_dump(mode="json")))
+        ctx = common.ctx()
+        report = _status_report(ctx).model_dump(mode="json", by_alias=True)
         mine = str(ctx.loaded.path.absolute()) if ctx.loaded.path else None
-        if report.running and report.config_path != mine:
+    if fmt == "json":
+        remote.print_json(report)
+    else:
+        print(status_text(report))
+        theirs = report.get("configPath")
+        if report.get("running") and theirs != mine:
             common.print_warning(
                 f"this command reads {config_label(mine)}, but the daemon runs on "
-                f"{config_label(report.config_path)}; restart it to use the same file: "
+                f"{config_label(theirs)}; restart it to use the same file: "
                 "the-loop stop && the-loop start",
                 sys.stdout,
             )
-    raise typer.Exit(0 if report.healthy else 1)
+    sys.exit(0 if report.get("healthy") else 1)
+
+
+def _status_report(ctx: Ctx) -> StatusReport:
+    """The status of CTX's installation when its daemon does not answer (or does not run): the
+    sessions and inbox counts read from the state database; never raises."""
+    # lazy: start-up
+    from the_loop.instance import daemon_running, read_info
+    from the_loop.views.health import StatusReport
+
+    info = read_info(ctx.state_dir)
+    if info is None or not daemon_running(ctx.state_dir):
+        return _local(ctx, running=False, problem="the-loop is not running")
+    try:
+        # lazy: start-up (the token module of the web stack, only when a daemon runs)
+        from the_loop.instance import ask
+        from the_loop.web.auth import client_token
+
+        code, body, _ = ask(info.url, "/api/v1/status", client_token(ctx), 2.0)
+        if code == 200:
+            return StatusReport.model_validate_json(body)
+        problem = f"the daemon's status endpoint answered HTTP {code}"
+    except (OSError, ValueError) as exc:
+        problem = f"the daemon does not answer at {info.url}: {exc}"
+    report = _local(ctx, running=True, problem=problem)
+    report.pid, report.url, report.version = info.pid, info.url, info.version
+    report.started_at = info.started_at
+    return report
+
+
+def _local(ctx: Ctx, *, running: bool, problem: str) -> StatusReport:
+    # lazy: start-up
+    import sqlite3
+
+    from the_loop import __version__
+    from the_loop.errors import StateError
+    from the_loop.store import inbox
+    from the_loop.store.sessions import counts_by_status
+    from the_loop.views.health import Health, StatusReport
+
+    problems = [problem]
+    try:
+        sessions, in_inbox = counts_by_status(ctx.db.connect()), inbox.counts(ctx.db)
+    except (StateError, sqlite3.Error) as exc:
+        sessions, in_inbox = {}, {}
+        problems.append(f"the state database fails: {exc}")
+    return StatusReport(
+        running=running,
+        healthy=False,
+        health=Health(status="unhealthy", version=__version__, problems=problems),
+        sessions=sessions,
+        inbox=in_inbox,
+    )

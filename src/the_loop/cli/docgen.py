@@ -13,11 +13,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from typer import _click as click
-from typer.core import TyperGroup
 
 from the_loop.cli.app import app
 from the_loop.config import Config, LoadedConfig, config_schema
@@ -112,10 +110,10 @@ CONFIG_NOTES = [
     "`serve`, `config validate` and `config show` refuse the file with exit 2 "
     "([decision 0017](decisions/0017-bad-config-fallback.md)).",
     "",
-    "**Start-up.** A file that validated is kept, validated, in `$XDG_CACHE_HOME/the-loop/config` "
-    "(else `~/.cache/the-loop/config`), keyed by its bytes, the-loop's version and the models' "
-    "source: the next command with the same file skips parsing and validation; one changed "
-    "byte validates again, and an invalid file is never kept.",
+    "**Start-up.** Every command that reads the config validates the file again (nothing is "
+    "cached). `sessions list`, `events`, `status` and `standing list` skip it while a daemon "
+    "runs on exactly this file's bytes: they ask that daemon, which holds the validated config "
+    "([decision 0065](decisions/0065-one-cli-on-click.md)).",
 ]
 
 
@@ -146,7 +144,7 @@ def configuration_md() -> str:
 
 
 def cli_md() -> str:
-    root = typer.main.get_command(app)
+    root = app
     lines = [
         "# CLI reference",
         "",
@@ -157,13 +155,11 @@ def cli_md() -> str:
         "UTC times (`2026-12-01T12:34:56.789Z`); see",
         "[the output contract](api.md#the-output-contract).",
         "",
-        "`sessions list`, `events`, and `status` and `standing list` with the daemon running,",
-        "usually answer on a fast path that loads neither typer nor the config models: it",
-        "prints exactly what the full CLI prints, and hands over to it for any form it does not",
-        "know, a config whose bytes have not been validated yet (or that the daemon does not",
-        "run on, for `standing list`), a PostgreSQL store or a pending migration",
-        "([decision 0033](decisions/0033-cli-fast-path.md)). `THE_LOOP_NO_FAST_PATH=1` turns",
-        "it off.",
+        "`sessions list`, `events`, `status` and `standing list` ask the running daemon (which",
+        "holds the validated config) when it runs on exactly the config file the command reads,",
+        "and read the state database themselves otherwise; they print the same either way",
+        "([decision 0065](decisions/0065-one-cli-on-click.md)). Shell completion: see",
+        "`the-loop completion`.",
         "",
     ]
 
@@ -187,7 +183,7 @@ def cli_md() -> str:
                 "",
             ]
         )
-        if isinstance(cmd, TyperGroup):
+        if isinstance(cmd, click.Group):
             for name in sorted(cmd.list_commands(ctx)):
                 sub = cmd.get_command(ctx, name)
                 if sub is not None and not sub.hidden:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-import typer
+import sys
+
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import command
 
 _MARK = {"ok": "ok", "warning": "warn", "missing": "MISSING", "failed": "FAILED"}
 """How each ``CheckStatus`` is shown in the table."""
 
 
-def doctor(
-    fmt: common.Format = typer.Option(common.Format.table, "--format", help="table or json"),
-) -> None:
+@command("doctor")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", help="table or json"
+)
+def doctor(fmt: str) -> None:
     """Check that everything the-loop needs is here.
 
     tmux, git, the harness binaries, the state dir and the port; exits 1 when a
@@ -21,7 +26,7 @@ def doctor(
     from the_loop.views.doctor import is_install_hint, run_doctor  # lazy: start-up
 
     report = run_doctor(common.loaded_config().config)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(report)
     else:
         for check in report.checks:
@@ -32,4 +37,4 @@ def doctor(
                 label = "install:" if is_install_hint(check.hint) else "fix:"
                 print(f"{'':<8} {'':<18} {label} {check.hint}")
         print("all good" if report.ok else "some required pieces are missing")
-    raise typer.Exit(0 if report.ok else 1)
+    sys.exit(0 if report.ok else 1)

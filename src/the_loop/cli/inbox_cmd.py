@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
-import typer
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import format_option, group
 from the_loop.errors import BadInput
 
-app = typer.Typer(
-    help="The durable inbox: pending, failed, dead-lettered deliveries.", no_args_is_help=True
-)
+
+@group("inbox", help="The durable inbox: pending, failed, dead-lettered deliveries.")
+def app() -> None:
+    pass
 
 
 @app.command("list")
-def list_(
-    status: str | None = typer.Option(
-        None, "--status", help="pending|processing|succeeded|failed|dead"
-    ),
-    limit: int = typer.Option(100, "--limit", min=1),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.option("--status", default=None, help="pending|processing|succeeded|failed|dead")
+@click.option("--limit", type=click.IntRange(min=1), default=100)
+@format_option()
+def list_(status: str | None, limit: int, fmt: str) -> None:
     """List inbox items, newest first."""
     # lazy: start-up
     from the_loop.intake.ops import inbox_items
@@ -34,7 +34,7 @@ def list_(
             f"invalid --status {status!r}: {', '.join(s.value for s in InboxStatus)}"
         ) from None
     items = inbox_items(common.ctx(), wanted, limit)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(items)
         return
     if not items:
@@ -61,9 +61,8 @@ def list_(
 
 
 @app.command("replay")
-def replay(
-    delivery_id: str = typer.Argument(..., help="The delivery id to process again."),
-) -> None:
+@click.argument("delivery_id", help="The delivery id to process again.")
+def replay(delivery_id: str) -> None:
     """Process a delivery again.
 
     A failed or dead-lettered one, or any other on purpose.
@@ -79,4 +78,4 @@ def replay(
         return
     common.drain_outbox()
     print(f"{delivery_id}: {result.status} {result.summary or result.error or ''}".rstrip())
-    raise typer.Exit(0 if result.error is None else 1)
+    sys.exit(0 if result.error is None else 1)

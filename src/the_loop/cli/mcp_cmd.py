@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from the_loop.cli import common
+from the_loop.cli.base import command
 
 
+@command("mcp")
 def mcp() -> None:
     """Serve MCP over stdio, for agent CLIs that launch it.
 

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
-import typer
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import format_option, group
 from the_loop.errors import BadInput
 
-app = typer.Typer(
+
+@group(
+    "outbox",
     help="The outbox: write-backs to GitHub and their state.\n\n"
     "Reactions and comments the-loop posts, queued durably until GitHub takes them.",
-    no_args_is_help=True,
 )
+def app() -> None:
+    pass
 
 
 @app.command("list")
-def list_(
-    status: str | None = typer.Option(None, "--status", help="pending|sending|done|failed"),
-    limit: int = typer.Option(100, "--limit", min=1),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.option("--status", default=None, help="pending|sending|done|failed")
+@click.option("--limit", type=click.IntRange(min=1), default=100)
+@format_option()
+def list_(status: str | None, limit: int, fmt: str) -> None:
     """List outbox rows, newest first."""
     from the_loop.outbox import drain as outbox  # lazy: start-up
     from the_loop.store.outbox import OutboxStatus
@@ -33,7 +37,7 @@ def list_(
             f"invalid --status {status!r}: {', '.join(s.value for s in OutboxStatus)}"
         ) from None
     items = outbox.list_items(common.ctx(), wanted, limit)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(items)
         return
     if not items:
@@ -62,7 +66,8 @@ def list_(
 
 
 @app.command("replay")
-def replay(item_id: int = typer.Argument(..., help="The outbox id to post again.")) -> None:
+@click.argument("item_id", type=int, help="The outbox id to post again.")
+def replay(item_id: int) -> None:
     """Make a failed (or waiting) write-back due now.
 
     Without a daemon, it is posted at once.
@@ -81,4 +86,4 @@ def replay(item_id: int = typer.Argument(..., help="The outbox id to post again.
         return
     detail = after.result if after.status.value == "done" else after.last_error
     print(f"outbox item {item_id}: {after.status.value} {detail or ''}".rstrip())
-    raise typer.Exit(0 if after.status.value == "done" else 1)
+    sys.exit(0 if after.status.value == "done" else 1)

@@ -1,6 +1,6 @@
-"""Output for people that needs neither typer nor pydantic: errors, colour, status words,
-ages and tables. The full CLI (``cli.common`` re-exports these) and the fast path of the
-read-only commands (``cli.fast``) print through the same functions, so they print alike.
+"""Output for people that needs no pydantic: errors, colour, status words, ages and tables.
+The commands print through these (``cli.common`` re-exports them) both what they read from the
+store and what the running daemon answered (``cli.remote``), so the two print alike.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: st
     Console(soft_wrap=True).print(table)
 
 
-# --- the read-only commands' output (both the full CLI and ``cli.fast`` print through these) --
+# --- the read-only commands' output (from the store or from the daemon's JSON) ---------------
 
 SessionLine = tuple[str, str, str, str, str, str | None, int, str, float, float]
 """One ``sessions list`` row: work item, status, attention state (``-`` when none), harness,
@@ -371,5 +371,5 @@ def _nested(value: object) -> str:
 
 
 def _parse_iso(text: str) -> datetime:
-    # the output contract's times (``wire_text.iso``): UTC with a ``Z``
+    # the output contract's times (``wire.iso``): UTC with a ``Z``
     return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import typer
+import sys
+
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import command, format_option
 from the_loop.errors import BadInput
 
 
-def poll(
-    once: bool = typer.Option(True, "--once", help="Run one cycle and exit (the only mode)."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@command("poll")
+@click.option("--once", is_flag=True, default=True, help="Run one cycle and exit (the only mode).")
+@format_option()
+def poll(once: bool, fmt: str) -> None:
     """Poll GitHub once.
 
     Looks for new labelled items, comments, reviews and closures.
@@ -38,7 +41,7 @@ def poll(
         result = asyncio.run(one())
     common.drain_outbox()
     repos = result.repos
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(repos)
     else:
         common.print_table(
@@ -48,4 +51,4 @@ def poll(
                 for r in repos
             ],
         )
-    raise typer.Exit(0 if result.ok else 1)
+    sys.exit(0 if result.ok else 1)

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import typer
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import command, format_option
 
 
-def prune(
-    older_than: str = typer.Option(
-        "7d", "--older-than", help="Sessions closed longer ago than this: 30m, 12h, 7d or ISO."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only say what would go."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@command("prune")
+@click.option(
+    "--older-than",
+    default="7d",
+    help="Sessions closed longer ago than this: 30m, 12h, 7d or ISO.",
+)
+@click.option("--dry-run", "-n", is_flag=True, help="Only say what would go.")
+@format_option()
+def prune(older_than: str, dry_run: bool, fmt: str) -> None:
     """Remove closed sessions' dead panes and worktrees, by age.
 
     A closed session's tmux session (its screen, kept read-only) is killed only when its
@@ -25,7 +28,7 @@ def prune(
     from the_loop.work_items.prune import prune as run_prune
 
     done = run_prune(common.ctx(), cutoff_of(older_than), dry_run)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(done)
         return
     verb = "would remove" if dry_run else "removed"

@@ -1,10 +1,6 @@
-"""``the-loop serve`` without the CLI's parser: the daemon in the foreground.
-
-``cli.main`` runs ``[--config X] [--debug] serve`` here directly, so the daemon's process never
-loads typer (nor Rich, which typer loads): about 10 MB less resident for as long as it runs.
-Any other form (``serve --help``, an unknown option) goes through typer as every command does,
-which ends here too.
-"""
+"""``the-loop serve``: the daemon in the foreground, with the invocation's config. The daemon's
+process loads click and the daemon, nothing else of the CLI (no Rich: a table or spinner is
+never shown here)."""
 
 from __future__ import annotations
 

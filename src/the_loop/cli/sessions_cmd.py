@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import command, format_option, group
 from the_loop.cli.plain import print_sessions, readable, usage_text
 from the_loop.errors import BadInput
 from the_loop.pricing import cost_text
@@ -16,22 +17,42 @@ from the_loop.pricing import cost_text
 if TYPE_CHECKING:
     from the_loop.intake.dispatch import DispatchResult
 
-app = typer.Typer(help="Work-item agent sessions: list, watch, steer, close.", no_args_is_help=True)
+REF_HELP = "github:OWNER/REPO#N or a session id"
+REF_OR_STANDING_HELP = "github:OWNER/REPO#N, a session id or standing:NAME"
+
+
+@group(
+    "sessions",
+    help="Work-item agent sessions: list, watch, steer, close.",
+    lazy={
+        "allow": "the_loop.cli.attention_cmd:allow",
+        "deny": "the_loop.cli.attention_cmd:deny",
+        "answer": "the_loop.cli.attention_cmd:answer",
+        "extend": "the_loop.cli.spend_cmd:extend",
+    },
+)
+def app() -> None:
+    pass
 
 
 @app.command("list")
-def list_(
-    status: str | None = typer.Option(
-        None, "--status", help="queued|active|paused|orphaned|closed"
-    ),
-    limit: int = typer.Option(100, "--limit", min=1, help="At most this many, newest first."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.option("--status", default=None, help="queued|active|paused|orphaned|closed")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=100, help="At most this many, newest first."
+)
+@format_option()
+def list_(status: str | None, limit: int, fmt: str) -> None:
     """List sessions, newest first.
 
     Shows work item, status, harness, runner, tmux target and age; on a database several
     nodes share, also the node each session runs on.
     """
+    from the_loop.cli import remote  # lazy: start-up
+
+    answer = remote.sessions(status, limit)
+    if answer is not None:  # the running daemon's (docs/decisions/0065)
+        remote.print_sessions(answer, status, fmt)
+        return
     from the_loop.store.sessions import SessionStatus  # lazy: start-up
     from the_loop.work_items.records import list_sessions  # lazy: start-up
 
@@ -42,7 +63,7 @@ def list_(
             f"invalid --status {status!r}: queued, active, paused, orphaned or closed"
         ) from None
     rows = list_sessions(common.ctx(), wanted, limit)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(rows)
         return
     print_sessions(
@@ -68,17 +89,16 @@ def list_(
 
 
 @app.command("start")
-def start(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or local:NAME"),
-    prompt: str = typer.Option(..., "--prompt", "-p", help="What the agent should do."),
-    harness: str | None = typer.Option(
-        None, "--harness", help="The agent CLI of a new session (default: routing.defaultHarness)."
-    ),
-    actor: str | None = typer.Option(
-        None, "--as", help="On whose behalf (a login; default: $USER)."
-    ),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.argument("ref", help="github:OWNER/REPO#N or local:NAME")
+@click.option("--prompt", "-p", required=True, help="What the agent should do.")
+@click.option(
+    "--harness",
+    default=None,
+    help="The agent CLI of a new session (default: routing.defaultHarness).",
+)
+@click.option("--as", "actor", default=None, help="On whose behalf (a login; default: $USER).")
+@format_option()
+def start(ref: str, prompt: str, harness: str | None, actor: str | None, fmt: str) -> None:
     """Start the session of a work item, or deliver to its live one.
 
     Any work item: a GitHub issue or pull request, or a local one with no tracker
@@ -90,7 +110,7 @@ def start(
     with common.waiting(f"starting {ref}…"):
         started = start_session(common.ctx(), ref, prompt, harness, actor)
     common.drain_outbox()
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(started)
         return
     print(f"{started.action} {started.work_item} (session {started.session_id}, {started.harness})")
@@ -100,15 +120,14 @@ def start(
 
 
 @app.command("show")
-def show(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.argument("ref", help=REF_HELP)
+@format_option()
+def show(ref: str, fmt: str) -> None:
     """Show one session (the live one of a work item, else its latest)."""
     from the_loop.views.sessions import session_view  # lazy: start-up
 
     view = session_view(common.ctx(), ref)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(view)
         return
     shown = view.model_dump(mode="json")
@@ -122,10 +141,9 @@ def show(
 
 
 @app.command("attach")
-def attach(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
-    read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
-) -> None:
+@click.argument("ref", help=REF_HELP)
+@click.option("--read-only", "-r", is_flag=True, help="Watch without typing.")
+def attach(ref: str, read_only: bool) -> None:
     """Attach this terminal to the session's tmux pane.
 
     A closed session is attached read-only. Detach with the tmux prefix, then d
@@ -141,11 +159,10 @@ def attach(
 
 
 @app.command("say")
-def say(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
-    text: str = typer.Option(..., "--text", "-t", help="The message."),
-    actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
-) -> None:
+@click.argument("ref", help=REF_HELP)
+@click.option("--text", "-t", required=True, help="The message.")
+@click.option("--actor", default=None, help="Who is speaking (default: $USER).")
+def say(ref: str, text: str, actor: str | None) -> None:
     """Send a message into a live session.
 
     A paused session gets it too: pausing holds back GitHub events, not the operator.
@@ -164,11 +181,10 @@ def say(
 
 
 @app.command("close")
-def close(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
-    keep_tmux: bool = typer.Option(False, "--keep-tmux", help="Keep the dead pane as a record."),
-    kill_tmux: bool = typer.Option(False, "--kill-tmux", help="Kill the tmux session too."),
-) -> None:
+@click.argument("ref", help=REF_HELP)
+@click.option("--keep-tmux", is_flag=True, help="Keep the dead pane as a record.")
+@click.option("--kill-tmux", is_flag=True, help="Kill the tmux session too.")
+def close(ref: str, keep_tmux: bool, kill_tmux: bool) -> None:
     """Close a session: stop its agent.
 
     The screen is kept unless --kill-tmux.
@@ -185,7 +201,8 @@ def close(
 
 
 @app.command("pause")
-def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
+@click.argument("ref", help=REF_HELP)
+def pause(ref: str) -> None:
     """Stop delivering GitHub events to a session.
 
     Events that arrive meanwhile are dropped, not queued. Operator messages
@@ -199,7 +216,8 @@ def pause(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session 
 
 
 @app.command("resume")
-def resume(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id")) -> None:
+@click.argument("ref", help=REF_HELP)
+def resume(ref: str) -> None:
     """Deliver events to a paused session again (nothing is replayed)."""
     # lazy: start-up
     from the_loop.work_items import service as sessions
@@ -209,13 +227,12 @@ def resume(ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session
 
 
 @app.command("logs")
-def logs(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
-    lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
-    follow: bool = typer.Option(
-        False, "--follow", "-f", help="Keep printing new lines until the session closes."
-    ),
-) -> None:
+@click.argument("ref", help=REF_HELP)
+@click.option("--lines", "-n", type=click.IntRange(1, 100_000), default=200)
+@click.option(
+    "--follow", "-f", is_flag=True, help="Keep printing new lines until the session closes."
+)
+def logs(ref: str, lines: int, follow: bool) -> None:
     """Print the last lines of the session's screen.
 
     A headless session's transcript instead. With --follow, new lines as they appear (like
@@ -224,30 +241,42 @@ def logs(
     if follow:
         from the_loop.cli.logs_follow import follow as run_follow  # lazy: start-up
 
-        raise typer.Exit(run_follow(common.ctx(), ref, lines))
+        sys.exit(run_follow(common.ctx(), ref, lines))
     from the_loop.views.sessions import session_screen  # lazy: start-up
 
     sys.stdout.write(session_screen(common.ctx(), ref, lines).text.rstrip("\n") + "\n")
 
 
+@command("dispatch")
+@click.argument(
+    "payload",
+    required=False,
+    type=click.Path(path_type=Path),
+    help="A GitHub webhook payload (JSON file, - for stdin); or give --comment.",
+)
+@click.option("--event", "-e", default=None, help="The X-GitHub-Event name (with a payload file).")
+@click.option(
+    "--comment", "-c", default=None, help="Dispatch this comment instead of a payload file."
+)
+@click.option(
+    "--item", default=None, help="With --comment: the issue or PR commented on, OWNER/REPO#N."
+)
+@click.option(
+    "--as",
+    "login",
+    default=None,
+    help="With --comment: the GitHub login commenting (default: $USER).",
+)
+@click.option("--delivery", "-d", default=None, help="X-GitHub-Delivery id.")
+@format_option()
 def dispatch(
-    payload: Path | None = typer.Argument(
-        None, help="A GitHub webhook payload (JSON file, - for stdin); or give --comment."
-    ),
-    event: str | None = typer.Option(
-        None, "--event", "-e", help="The X-GitHub-Event name (with a payload file)."
-    ),
-    comment: str | None = typer.Option(
-        None, "--comment", "-c", help="Dispatch this comment instead of a payload file."
-    ),
-    item: str | None = typer.Option(
-        None, "--item", help="With --comment: the issue or PR commented on, OWNER/REPO#N."
-    ),
-    login: str | None = typer.Option(
-        None, "--as", help="With --comment: the GitHub login commenting (default: $USER)."
-    ),
-    delivery: str | None = typer.Option(None, "--delivery", "-d", help="X-GitHub-Delivery id."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
+    payload: Path | None,
+    event: str | None,
+    comment: str | None,
+    item: str | None,
+    login: str | None,
+    delivery: str | None,
+    fmt: str,
 ) -> None:
     """Run a payload or a comment through the-loop (unsigned).
 
@@ -258,9 +287,9 @@ def dispatch(
     """
     result = _dispatch_result(payload, event, comment, item, login, delivery)
     common.drain_outbox()
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(result)
-        raise typer.Exit(result.exit_code)
+        sys.exit(result.exit_code)
     print(f"delivery {result.delivery_id} ({result.event}): {result.status}")
     for reason in result.reasons:
         print(f"  - {reason}")
@@ -268,7 +297,7 @@ def dispatch(
         print(f"  => {result.summary}")
     if result.error:
         print(f"  error: {result.error}")
-    raise typer.Exit(result.exit_code)
+    sys.exit(result.exit_code)
 
 
 def _dispatch_result(

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import typer
+import click
 
 from the_loop.cli import common
+from the_loop.cli.base import command, format_option
 from the_loop.pricing import cost_text
 
 
-def extend(
-    ref: str = typer.Argument(..., help="github:OWNER/REPO#N or a session id"),
-    usd: float = typer.Option(0.0, "--usd", min=0, help="Dollars added to its budgets."),
-    turns: int = typer.Option(0, "--turns", min=0, help="Turns added to budgets.maxTurns."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@command("extend")
+@click.argument("ref", help="github:OWNER/REPO#N or a session id")
+@click.option(
+    "--usd", type=click.FloatRange(min=0), default=0.0, help="Dollars added to its budgets."
+)
+@click.option(
+    "--turns", type=click.IntRange(min=0), default=0, help="Turns added to budgets.maxTurns."
+)
+@format_option()
+def extend(ref: str, usd: float, turns: int, fmt: str) -> None:
     """Raise a session's budget; a stopped one resumes.
 
     What was kept for it meanwhile is delivered, in order.
@@ -21,7 +26,7 @@ def extend(
     from the_loop.agent.spend.service import extend as run  # lazy: start-up (loads the agent layer)
 
     done = run(common.ctx(), ref, usd, turns)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(done)
         return
     print(
@@ -35,16 +40,18 @@ def extend(
         print(f"resumed: {done.resumed}")
 
 
-def usage(
-    work_item: str | None = typer.Option(None, "--work-item", "-w", help="github:OWNER/REPO#N"),
-    days: int = typer.Option(7, "--days", min=1, max=3660, help="The newest N days with usage."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@command("usage")
+@click.option("--work-item", "-w", default=None, help="github:OWNER/REPO#N")
+@click.option(
+    "--days", type=click.IntRange(1, 3660), default=7, help="The newest N days with usage."
+)
+@format_option()
+def usage(work_item: str | None, days: int, fmt: str) -> None:
     """Tokens, turns and estimated cost per day and work item."""
     from the_loop.agent.spend.usage import report  # lazy: start-up
 
     found = report(common.ctx(), work_item, days)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(found)
         return
     columns = ["", "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "TURNS", "COST USD"]

@@ -7,32 +7,43 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from the_loop.cli import common, plain
+from the_loop.cli.base import format_option, group
 from the_loop.errors import BadInput
 from the_loop.pricing import cost_text
-from the_loop.wire import to_wire
 
 if TYPE_CHECKING:
     from the_loop.standing.service import StartOutcome, StopOutcome
 
-app = typer.Typer(
-    help="Standing sessions: named agents that own no ticket.\n\n"
-    "Declared in the config (standing.sessions) or created at runtime.",
-    no_args_is_help=True,
-)
-
 NAME_HELP = "Standing session name (lowercase letters, digits and '-')."
 
 
+@group(
+    "standing",
+    help="Standing sessions: named agents that own no ticket.\n\n"
+    "Declared in the config (standing.sessions) or created at runtime.",
+)
+def app() -> None:
+    pass
+
+
 @app.command("list")
-def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) -> None:
+@format_option()
+def list_(fmt: str) -> None:
     """List declared and created standing sessions with their status."""
+    from the_loop.cli import remote  # lazy: start-up
+
+    answer = remote.standing()
+    if answer is not None:  # the running daemon's (docs/decisions/0065)
+        remote.print_standing(answer, fmt)
+        return
     from the_loop.standing.views import list_standing  # lazy: start-up
+    from the_loop.wire import to_wire
 
     views = list_standing(common.ctx())
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(views)
         return
     # several nodes on one database: which one runs each
@@ -40,19 +51,36 @@ def list_(fmt: common.Format = typer.Option(common.Format.table, "--format")) ->
 
 
 @app.command("create")
+@click.argument("name", help=NAME_HELP)
+@click.option("--harness", default=None, help="Default: routing.defaultHarness.")
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Default: <stateDir>/standing/NAME.",
+)
+@click.option("--prompt", default=None, help="The brief, after the directive.")
+@click.option(
+    "--prompt-file", type=click.Path(path_type=Path), default=None, help="Read the brief here."
+)
+@click.option("--description", default="", help="One line for people.")
+@click.option(
+    "--arg", multiple=True, help="Extra harness argv (repeat); default: the harness's args."
+)
+@click.option("--no-args", is_flag=True, help="No extra harness argv at all.")
+@click.option("--no-auto-start", is_flag=True, help="Not started by the daemon.")
+@click.option("--no-start", is_flag=True, help="Store it without starting it.")
 def create(
-    name: str = typer.Argument(..., help=NAME_HELP),
-    harness: str | None = typer.Option(None, "--harness", help="Default: routing.defaultHarness."),
-    cwd: Path | None = typer.Option(None, "--cwd", help="Default: <stateDir>/standing/NAME."),
-    prompt: str | None = typer.Option(None, "--prompt", help="The brief, after the directive."),
-    prompt_file: Path | None = typer.Option(None, "--prompt-file", help="Read the brief here."),
-    description: str = typer.Option("", "--description", help="One line for people."),
-    arg: list[str] | None = typer.Option(
-        None, "--arg", help="Extra harness argv (repeat); default: the harness's args."
-    ),
-    no_args: bool = typer.Option(False, "--no-args", help="No extra harness argv at all."),
-    no_auto_start: bool = typer.Option(False, "--no-auto-start", help="Not started by the daemon."),
-    no_start: bool = typer.Option(False, "--no-start", help="Store it without starting it."),
+    name: str,
+    harness: str | None,
+    cwd: Path | None,
+    prompt: str | None,
+    prompt_file: Path | None,
+    description: str,
+    arg: tuple[str, ...],
+    no_args: bool,
+    no_auto_start: bool,
+    no_start: bool,
 ) -> None:
     """Create a standing session and start it."""
     # lazy: start-up
@@ -79,7 +107,8 @@ def create(
 
 
 @app.command("delete")
-def delete(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
+@click.argument("name", help=NAME_HELP)
+def delete(name: str) -> None:
     """Stop and remove a created standing session.
 
     Declared ones live in the config: remove them there.
@@ -93,10 +122,9 @@ def delete(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
 
 
 @app.command("start")
-def start(
-    name: str | None = typer.Argument(None, help="Default: every declared and created one."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.argument("name", required=False, help="Default: every declared and created one.")
+@format_option()
+def start(name: str | None, fmt: str) -> None:
     """Start (or resume) a standing session.
 
     A running one is left alone.
@@ -106,12 +134,12 @@ def start(
 
     with common.waiting(f"starting {name or 'the standing sessions'}…"):
         outcomes = standing.start(common.ctx(), name)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(outcomes)
     else:
         _print_starts(outcomes)
     if any(o.error for o in outcomes):
-        raise typer.Exit(1)
+        sys.exit(1)
 
 
 def _print_starts(outcomes: Sequence[StartOutcome]) -> None:
@@ -126,22 +154,21 @@ def _print_starts(outcomes: Sequence[StartOutcome]) -> None:
 
 
 @app.command("stop")
-def stop(
-    name: str | None = typer.Argument(None, help="Default: every recorded one."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.argument("name", required=False, help="Default: every recorded one.")
+@format_option()
+def stop(name: str | None, fmt: str) -> None:
     """Stop a standing session: the agent first, then its tmux session."""
     # lazy: start-up
     from the_loop.standing import service as standing
 
     with common.waiting(f"stopping {name or 'the standing sessions'}…"):
         outcomes = standing.stop(common.ctx(), name)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(outcomes)
     else:
         _print_stops(outcomes)
     if any(o.error for o in outcomes):
-        raise typer.Exit(1)
+        sys.exit(1)
 
 
 def _print_stops(outcomes: Sequence[StopOutcome]) -> None:
@@ -153,7 +180,8 @@ def _print_stops(outcomes: Sequence[StopOutcome]) -> None:
 
 
 @app.command("restart")
-def restart(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
+@click.argument("name", help=NAME_HELP)
+def restart(name: str) -> None:
     """Stop, then start a standing session again.
 
     It resumes its conversation.
@@ -167,11 +195,10 @@ def restart(name: str = typer.Argument(..., help=NAME_HELP)) -> None:
 
 
 @app.command("say")
-def say(
-    name: str = typer.Argument(..., help=NAME_HELP),
-    text: str = typer.Option(..., "--text", "-t", help="The message."),
-    actor: str | None = typer.Option(None, "--actor", help="Who is speaking (default: $USER)."),
-) -> None:
+@click.argument("name", help=NAME_HELP)
+@click.option("--text", "-t", required=True, help="The message.")
+@click.option("--actor", default=None, help="Who is speaking (default: $USER).")
+def say(name: str, text: str, actor: str | None) -> None:
     """Send a message into a running standing session.
 
     Never starts one.
@@ -187,12 +214,15 @@ def say(
 
 
 @app.command("extend")
-def extend(
-    name: str = typer.Argument(..., help=NAME_HELP),
-    usd: float = typer.Option(0.0, "--usd", min=0, help="Dollars added to its budgets."),
-    turns: int = typer.Option(0, "--turns", min=0, help="Turns added to budgets.maxTurns."),
-    fmt: common.Format = typer.Option(common.Format.table, "--format"),
-) -> None:
+@click.argument("name", help=NAME_HELP)
+@click.option(
+    "--usd", type=click.FloatRange(min=0), default=0.0, help="Dollars added to its budgets."
+)
+@click.option(
+    "--turns", type=click.IntRange(min=0), default=0, help="Turns added to budgets.maxTurns."
+)
+@format_option()
+def extend(name: str, usd: float, turns: int, fmt: str) -> None:
     """Raise a standing session's budget (and resume it).
 
     One stopped over budget resumes its conversation; messages can be sent again.
@@ -202,7 +232,7 @@ def extend(
 
     with common.waiting(f"extending {name}…"):
         done = standing.extend(common.ctx(), name, usd, turns)
-    if fmt is common.Format.json:
+    if fmt == "json":
         common.print_json(done)
         return
     print(
@@ -216,10 +246,9 @@ def extend(
 
 
 @app.command("attach")
-def attach(
-    name: str = typer.Argument(..., help=NAME_HELP),
-    read_only: bool = typer.Option(False, "--read-only", "-r", help="Watch without typing."),
-) -> None:
+@click.argument("name", help=NAME_HELP)
+@click.option("--read-only", "-r", is_flag=True, help="Watch without typing.")
+def attach(name: str, read_only: bool) -> None:
     """Attach this terminal to a running standing session's tmux pane.
 
     Detach with the tmux prefix, then d (C-b d unless the prefix was changed); the agent keeps
@@ -233,10 +262,9 @@ def attach(
 
 
 @app.command("logs")
-def logs(
-    name: str = typer.Argument(..., help=NAME_HELP),
-    lines: int = typer.Option(200, "--lines", "-n", min=1, max=100_000),
-) -> None:
+@click.argument("name", help=NAME_HELP)
+@click.option("--lines", "-n", type=click.IntRange(1, 100_000), default=200)
+def logs(name: str, lines: int) -> None:
     """Print the last lines of a running standing session's screen."""
     from the_loop.standing.terminal import screen  # lazy: start-up
 

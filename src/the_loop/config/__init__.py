@@ -7,14 +7,11 @@ environment variables that hold secrets; secrets never live in the file.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import pydantic
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -26,8 +23,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from the_loop import __version__, config_cache, private_cache
-from the_loop.cli_facts import facts_key, resolve_config_path, write_facts
+from the_loop import instance
 from the_loop.config import warnings as config_warnings
 from the_loop.config.attention import AttentionConfig
 from the_loop.config.database import DatabaseConfig
@@ -449,47 +445,19 @@ class LoadedConfig:
             raise self.invalid
 
 
-VALIDATION_ENV: tuple[str, ...] = ()
-"""Environment variables validation reads (none: ``*Env`` keys only name variables, read when
-used). Their values are part of the validated-config cache's key."""
-
-
 def load_config(explicit: Path | None = None) -> LoadedConfig:
-    """Resolve, read and validate the config; raise ``ConfigInvalid`` listing every error.
-
-    A file whose exact bytes validated before (same the-loop, same models) is served from the
-    validated-config cache (``the_loop.config_cache``) instead of being validated again."""
-    path = resolve_config_path(explicit)
+    """Resolve, read and validate the config; raise ``ConfigInvalid`` listing every error."""
+    path = instance.resolve_config_path(explicit)
     return config_from_bytes(path, b"" if path is None else read_config_bytes(path))
 
 
 def config_from_bytes(path: Path | None, raw: bytes) -> LoadedConfig:
-    """Validate RAW, the bytes of the config file PATH (None: all defaults), or take the
-    validated config from the cache; raise ``ConfigInvalid`` listing every error."""
-    key = _cache_key(raw, path is None)
-    config = config_cache.load_validated(key, Config)
-    if config is None:
-        if path is None:
-            config = Config()
-        else:
-            config = parse_config_text(_decode(raw, path), source=str(path))
-        config_cache.store_validated(key, config)
-    write_facts(facts_key(path, raw), fast_facts(config))
-    return LoadedConfig(config, path, None if path is None else private_cache.digest(raw))
-
-
-def fast_facts(config: Config) -> dict[str, Any]:
-    """What the CLI's fast path needs of CONFIG (``the_loop.cli_facts``)."""
-    prices = config.budgets.prices
-    return {
-        "stateDir": str(config.state_dir),
-        "databaseUrl": config.database.url,
-        "tokenEnv": config.server.token_env,
-        "prices": {
-            name: [p.input, p.output, p.cache_creation, p.cache_read] for name, p in prices.items()
-        },
-        "defaultPrices": config.budgets.default_prices,
-    }
+    """Validate RAW, the bytes of the config file PATH (None: all defaults); raise
+    ``ConfigInvalid`` listing every error."""
+    if path is None:
+        return LoadedConfig(Config(), None)
+    config = parse_config_text(_decode(raw, path), source=str(path))
+    return LoadedConfig(config, path, instance.config_digest(raw))
 
 
 def read_config_bytes(path: Path) -> bytes:
@@ -516,22 +484,9 @@ def _decode(raw: bytes, path: Path) -> str:
         ) from None
 
 
-def _cache_key(raw: bytes, defaults: bool) -> str:
-    """Everything a validated config depends on: see ``the_loop.config_cache``."""
-    sources = b"".join(config_cache.model_sources(Config))
-    env = "\0".join(f"{k}={os.environ.get(k, '')}" for k in VALIDATION_ENV)
-    return private_cache.digest(
-        f"the-loop {__version__}; python {sys.version}; pydantic {pydantic.VERSION}".encode(),
-        sources,
-        env.encode(),
-        b"defaults" if defaults else b"file",
-        raw,
-    )
-
-
 def load_recorded(path: Path, invalid: ConfigInvalid) -> LoadedConfig | None:
     """The config a daemon recorded for the config file PATH (now INVALID), or None."""
-    found = config_cache.recorded(path)
+    found = instance.recorded(path)
     if found is None:
         return None
     state_dir, body = found
@@ -551,12 +506,12 @@ def record_running(state_dir: Path, loaded: LoadedConfig, pid: int) -> None:
     """Record LOADED as what the daemon PID serving STATE_DIR runs on (see ``load_recorded``)."""
     data = loaded.config.model_dump(mode="json", by_alias=True)
     data["stateDir"] = str(state_dir)
-    config_cache.record_running(state_dir, loaded.path, data, pid)
+    instance.record_running(state_dir, loaded.path, loaded.digest, data, pid)
 
 
 def parse_config_text(text: str, source: str = "<config>") -> Config:
     """Validate YAML TEXT into a ``Config``; raise ``ConfigInvalid`` listing every error."""
-    import yaml  # lazy: start-up (a config served from the cache is never parsed)
+    import yaml  # lazy: start-up (all defaults need no parser)
 
     try:
         data = yaml.safe_load(text)

@@ -12,7 +12,7 @@ import os
 import time
 
 from the_loop import events as ev
-from the_loop import private_cache
+from the_loop import instance
 from the_loop.cluster import nodes
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
@@ -127,7 +127,7 @@ def reload_config(ctx: Ctx) -> bool:
         raw = read_config_bytes(path)
     except ConfigInvalid as exc:
         return _refused(ctx, None, exc)
-    digest = private_cache.digest(raw)
+    digest = instance.config_digest(raw)
     if digest in (ctx.loaded.digest, ctx.config_rejected):
         return False
     try:

@@ -27,10 +27,9 @@ from the_loop.cluster import nodes
 from the_loop.config import record_running
 from the_loop.context import Ctx
 from the_loop.errors import AlreadyRunning, Unavailable
-from the_loop.instance import INFO_NAME, DaemonInfo, acquire_lock, write_info
+from the_loop.instance import INFO_NAME, DaemonInfo, acquire_lock, ask, write_info
 from the_loop.instance import daemon_running as daemon_running
 from the_loop.instance import read_info as read_info
-from the_loop.status_client import ask_daemon
 from the_loop.views.health import Health
 
 if TYPE_CHECKING:
@@ -221,8 +220,10 @@ def probe_health(ctx: Ctx, timeout: float = 2.0) -> DaemonStatus:
     if not daemon_running(state_dir) or info is None:
         return DaemonStatus(healthy=False, running=False, problems=["the-loop is not running"])
     found = DaemonStatus(healthy=False, running=True, pid=info.pid, url=info.url)
+    from the_loop.web.auth import client_token  # lazy: start-up (the web stack's token module)
+
     try:
-        status, body = ask_daemon(ctx, info, "/api/v1/health", timeout)
+        status, body, _ = ask(info.url, "/api/v1/health", client_token(ctx), timeout)
         health = Health.model_validate_json(body) if status == 200 else None
     except (OSError, ValueError) as exc:
         found.problems = [f"the daemon does not answer at {info.url}: {exc}"]

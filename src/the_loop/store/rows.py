@@ -1,11 +1,6 @@
-"""The reads the CLI's fast path shares with the model-returning store modules, as plain rows.
-
-``sessions list``, ``events`` and ``status`` answer without pydantic (``the_loop.cli.fast``),
-so the SQL they need lives here, free of models: ``store.sessions``, ``store.events``,
-``store.usage`` and ``store.inbox`` build their models from these same rows, and the fast
-path renders them directly. One query, two consumers. Records are named tuples, not
-dataclasses: ``dataclasses`` (and the ``inspect`` it loads) would be most of the fast path's
-imports.
+"""Reads shared by the model-returning store modules, as plain rows: ``store.sessions``,
+``store.events``, ``store.usage`` and ``store.inbox`` build their models from these rows, and
+``pricing`` adds up ``ModelSum`` rows without loading the models.
 """
 
 from __future__ import annotations

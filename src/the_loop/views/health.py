@@ -2,7 +2,7 @@
 
 ``Health`` is what ``GET /api/v1/health`` answers; ``StatusReport`` is what both
 ``GET /api/v1/status`` and ``the-loop status --format json`` answer (the CLI asks the daemon for
-it, see ``status_client``). ``views.status`` computes them; this module stays light
+it, see ``the_loop.cli.remote``). ``the_loop.views.status`` computes them; this module stays light
 so that clients can parse them without loading the services."""
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from pydantic import Field
 from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Unavailable
+from the_loop.instance import CONFIG_HEADER
 from the_loop.intake.ops import inbox_items
-from the_loop.local_client import CONFIG_HEADER
 from the_loop.standing import service as standing
 from the_loop.store.inbox import InboxItem, InboxStatus
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -171,8 +171,8 @@ def _standing_routes(
     async def list_standing(response: Response) -> list[standing.StandingView]:
         """Declared and created standing sessions with their status. The
         ``X-The-Loop-Config`` header names the config they were read under (the digest of the
-        file's bytes, ``defaults`` without one): the CLI's fast path shows them only when that
-        is the file it would read itself."""
+        file's bytes, ``defaults`` without one): the CLI shows them only when that is the file it
+        would read itself."""
         ctx = get_ctx()
         response.headers[CONFIG_HEADER] = ctx.loaded.digest or "defaults"
         return await asyncio.to_thread(standing.list_standing, ctx)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Forbidden, Unauthorized
-from the_loop.local_client import TOKEN_FILE, local_token
+from the_loop.instance import TOKEN_FILE, local_token
 
 if TYPE_CHECKING:
     from fastapi import Request  # the CLI asks for its token without loading the web stack
