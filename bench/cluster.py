@@ -24,8 +24,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import common
+from ack_client import one_shot_requests, sequential_new
 from common import Daemon, Figure, Install, Report
-from webhook_ack import concurrent_new, one_shot_requests, sequential_new
+from webhook_ack import concurrent_new
 
 from tests.pg import PgServer, start_server
 from the_loop.store import Database, inbox, open_database

@@ -477,8 +477,11 @@ def _kill_stray_agents(root: Path) -> None:
 class Daemon:
     """A real ``the-loop serve`` process on the installation's state dir."""
 
-    def __init__(self, install: Install) -> None:
+    def __init__(self, install: Install, python_args: Sequence[str] = ()) -> None:
+        """PYTHON_ARGS go before ``-m the_loop serve`` (``-m cProfile -o FILE`` profiles the
+        daemon's main thread, written when it stops)."""
         self.install = install
+        self.python_args = list(python_args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.host = "127.0.0.1"
@@ -496,7 +499,7 @@ class Daemon:
 
         log = (self.install.root / "daemon.log").open("ab")
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "the_loop", "serve"],
+            [PYTHON, *self.python_args, "-m", "the_loop", "serve"],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

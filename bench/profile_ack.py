@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import common
-from webhook_ack import push_body
+from ack_client import push_body
 
 from the_loop import events as ev
 from the_loop.context import open_ctx

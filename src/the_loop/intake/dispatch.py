@@ -20,7 +20,6 @@ the body: ``stored_intake`` derives their intake from it when they are claimed.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import uuid
@@ -178,8 +177,7 @@ async def accept_durably(ctx: Ctx, delivery: Intake, body: bytes, source: str) -
     stable storage (a fully-synced commit shared with every acceptance queued meanwhile, see
     ``store.intake_writer``); never blocks the event loop. Raises ``StateError`` (or the
     ``sqlite3.Error``) the commit raised."""
-    future = writer_for(ctx.db).submit(acceptance(delivery, body, source))
-    return await asyncio.wrap_future(future)
+    return await writer_for(ctx.db).accept(acceptance(delivery, body, source))
 
 
 def acceptance(delivery: Intake, body: bytes, source: str) -> inbox.Acceptance:

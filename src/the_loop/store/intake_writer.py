@@ -1,6 +1,6 @@
 """Group commit of inbox acceptances on a fully-synced connection, off the event loop.
 
-The contract: the future ``submit`` returns resolves only after the acceptance (and the event
+The contract: ``accept`` returns only after the acceptance (and the event
 that records it) is committed with ``synchronous = FULL`` in WAL mode, i.e. after SQLite's
 ``fdatasync`` of the WAL returned — the delivery then survives a process crash, an OS crash and
 a power loss. One writer thread per database takes every acceptance queued while its previous
@@ -9,15 +9,21 @@ commit ran and commits them all in one transaction, so concurrent acceptances sh
 Events handed to ``record`` (rejections, sampled) ride along with the next commit; nobody waits
 for them. The thread starts on first use and ends after ``IDLE_SECONDS`` without work (its
 connection closes with it); ``close`` drains what is queued and stops it.
+
+Waking the waiters costs one ``call_soon_threadsafe`` per event loop per commit (one write to
+the loop's self-pipe), not one per acceptance: under 32 connections a commit carries several
+acceptances, and each wake is a system call and a turn of the loop (decision 0068).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 import weakref
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from the_loop.store import events, inbox
 from the_loop.store.db import Database
@@ -43,7 +49,8 @@ class CommitFigures:
 @dataclass
 class _Job:
     acceptance: Acceptance
-    future: Future[Accepted] = field(default_factory=Future)
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Accepted]
 
 
 class IntakeWriter:
@@ -59,14 +66,15 @@ class IntakeWriter:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, acceptance: Acceptance) -> Future[Accepted]:
-        """Queue ACCEPTANCE; the future gets its ``Accepted`` after the synced commit, or the
-        ``StateError`` that commit raised."""
-        job = _Job(acceptance)
+    async def accept(self, acceptance: Acceptance) -> Accepted:
+        """ACCEPTANCE's ``Accepted`` once the synced commit that carried it returned; raises
+        the ``StateError`` (or ``sqlite3.Error``) that commit raised."""
+        loop = asyncio.get_running_loop()
+        job = _Job(acceptance, loop, loop.create_future())
         with self._cond:
             self._jobs.append(job)
             self._wake()
-        return job.future
+        return await job.future
 
     def record(self, event: NewEvent) -> None:
         """Write EVENT with the next commit (or alone); never waits."""
@@ -105,32 +113,57 @@ class IntakeWriter:
         return jobs, queued
 
     def _run(self) -> None:
+        synced = False  # this thread's connection is fully synced (set once: each statement
+        # the thread runs costs a GIL hand-off with the event loop)
         try:
             while (batch := self._take()) is not None:
-                self._commit(*batch)
+                synced = self._commit(*batch, synced=synced)
         finally:
             self.db.close()
 
-    def _commit(self, jobs: list[_Job], queued: list[NewEvent]) -> None:
+    def _commit(self, jobs: list[_Job], queued: list[NewEvent], synced: bool) -> bool:
+        """Commit JOBS and QUEUED; returns whether the connection is fully synced now."""
         started = time.perf_counter()
         try:
-            self.db.sync_commits()
+            if not synced:
+                self.db.sync_commits()
+                synced = True
             with self.db.transaction() as tx:
                 results = inbox.accept_batch(tx, [job.acceptance for job in jobs])
                 events.insert_many(tx, queued)
         except Exception as exc:  # the writer thread's edge: every waiter gets the failure
             self.figures.failed_commits += 1
-            for job in jobs:
-                job.future.set_exception(exc)
-            return
+            _settle(jobs, [exc] * len(jobs))
+            return synced
         figures = self.figures
         figures.commit_seconds += time.perf_counter() - started
         figures.commits += 1
         figures.acceptances += len(jobs)
         figures.events += len(queued)
         figures.largest_batch = max(figures.largest_batch, len(jobs))
-        for job, accepted in zip(jobs, results, strict=True):
-            job.future.set_result(accepted)
+        _settle(jobs, results)
+        return synced
+
+
+def _settle(jobs: list[_Job], outcomes: Sequence[Accepted | Exception]) -> None:
+    """Hand each job its outcome on its own loop: one wake per loop for the whole batch."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Accepted | Exception]]] = {}
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        by_loop.setdefault(job.loop, []).append((job, outcome))
+    for loop, settled in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_resolve, settled)
+
+
+def _resolve(settled: list[tuple[_Job, Accepted | Exception]]) -> None:
+    """On the waiters' loop: resolve each future (one whose waiter went away is skipped)."""
+    for job, outcome in settled:
+        if job.future.done():
+            continue
+        if isinstance(outcome, Exception):
+            job.future.set_exception(outcome)
+        else:
+            job.future.set_result(outcome)
 
 
 _WRITERS: weakref.WeakKeyDictionary[Database, IntakeWriter] = weakref.WeakKeyDictionary()

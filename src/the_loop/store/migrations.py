@@ -460,3 +460,14 @@ MIGRATIONS += [
         """,
     ),
 ]
+
+MIGRATIONS += [
+    (
+        # every inbox write (acceptance, claim, outcome) updated three indexes; the claim walks
+        # inbox_order since 0022, so inbox_ready only cost a WAL page per write (decision 0068)
+        "0025_inbox_one_status_index",
+        """
+        DROP INDEX inbox_ready
+        """,
+    ),
+]

@@ -115,8 +115,7 @@ def slack_router(ctx: Ctx) -> APIRouter:
         if retry is not None:
             reason = request.headers.get("x-slack-retry-reason", "")
             retry_note = f"{retry[:8]} {reason[:40]}".strip()
-        future = writer_for(ctx.db).submit(_acceptance(intake, body, retry_note))
-        accepted = await asyncio.wrap_future(future)
+        accepted = await writer_for(ctx.db).accept(_acceptance(intake, body, retry_note))
         ctx.inbox_wake.set()
         return JSONResponse(
             {"accepted": True, "deliveryId": intake.delivery_id, "duplicate": accepted.duplicate}
