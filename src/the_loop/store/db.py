@@ -2,7 +2,8 @@
 
 ``Database`` is what the store modules and services use; ``SqliteDatabase`` below is the
 SQLite one (WAL, busy timeout, named migrations applied at open) and ``store.pg`` holds the
-PostgreSQL one. Both apply the same migrations, recorded in ``schema_migrations``.
+PostgreSQL one. Both apply the same named migrations (``store.migrations``), recorded in
+``schema_migrations``.
 
 Every read-modify-write that decides something runs in ``Database.transaction()``, which takes
 SQLite's write lock up front (``BEGIN IMMEDIATE``), so two processes can never both win.
@@ -19,15 +20,14 @@ import contextlib
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from the_loop.errors import StateError
 from the_loop.store.base import Database
-from the_loop.store.dialect import statements
-from the_loop.store.migrations import MIGRATIONS
+from the_loop.store.migrations import MIGRATIONS, apply_pending
+from the_loop.store.schema import Schema
 
 __all__ = ["Database", "SqliteDatabase", "open_database"]
 
@@ -117,7 +117,9 @@ class SqliteDatabase(Database):
             self._local.conn = None
 
     def applied_migrations(self) -> list[str]:
-        rows = self.connect().execute("SELECT name FROM schema_migrations ORDER BY rowid")
+        rows = self.connect().execute(
+            "SELECT name FROM schema_migrations ORDER BY applied_at, name"
+        )
         return [str(r[0]) for r in rows]
 
 
@@ -229,12 +231,10 @@ def _migrate(db: SqliteDatabase) -> None:
         return
     with db.transaction() as tx:
         done = {str(r[0]) for r in tx.execute("SELECT name FROM schema_migrations")}
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
-            for statement in statements(sql):
-                tx.execute(statement)
-            tx.execute(
-                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                (name, time.time()),
-            )
+        apply_pending(
+            Schema("sqlite", tx.execute),
+            done,
+            lambda name, at: tx.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, at)
+            ),
+        )
