@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import BACKENDS
 from tests.pg import PgServer
+from the_loop.errors import StateError
 from the_loop.store import events, inbox, open_database, prompts, sessions
 from the_loop.store.base import Database
 from the_loop.store.db import DB_NAME
@@ -119,3 +120,15 @@ def test_an_old_database_upgrades_with_its_rows_intact_and_in_order(
     db.close()
     again = open_database(state_dir, url)  # nothing left to apply
     assert again.applied_migrations() == [name for name, _ in MIGRATIONS]
+
+
+def test_an_sqlite_too_old_for_the_store_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(StateError) as info:
+        open_database(tmp_path)
+    assert str(info.value) == (
+        "the state database needs SQLite 3.35 or newer; this Python has 3.31.1"
+    )

@@ -33,6 +33,8 @@ __all__ = ["Database", "SqliteDatabase", "open_database"]
 
 DB_NAME = "the-loop.db"
 BUSY_TIMEOUT_MS = 30_000
+MIN_SQLITE = (3, 35)
+"""``RETURNING`` (the store's inserts read the number the database gave)."""
 
 
 class SqliteDatabase(Database):
@@ -212,6 +214,11 @@ def open_database(state_dir: Path, url: str | None = None, pool_size: int = 16) 
         from the_loop.store.pg import open_postgres
 
         return open_postgres(url, pool_size)
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        raise StateError(
+            f"the state database needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer; this"
+            f" Python has {sqlite3.sqlite_version}"
+        )
     db = SqliteDatabase(state_dir / DB_NAME)
     try:
         _migrate(db)
