@@ -15,6 +15,7 @@ from the_loop.store import inbox
 from the_loop.store.db import DB_NAME
 from the_loop.store.inbox import InboxStatus
 from the_loop.store.migrations import MIGRATIONS
+from the_loop.store.schema import Schema
 
 
 def _ctx(work: Work) -> Ctx:
@@ -71,10 +72,10 @@ def _old_database(work: Work) -> None:
     work.env.state_dir.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(work.env.state_dir / DB_NAME)
     conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL)")
-    for name, sql in MIGRATIONS:
+    for name, apply in MIGRATIONS:
         if name == "0011_inbox_work":
-            continue
-        conn.executescript(sql)
+            break
+        apply(Schema("sqlite", conn.execute))
         conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, time.time()))
     rows = [
         ("old-unauth", "issue_comment", P.issue_comment_event("the-loop start", sender="eve")),

@@ -17,7 +17,7 @@ from the_loop.config import parse_config_text
 from the_loop.errors import ConfigInvalid, Conflict, StateError
 from the_loop.store import inbox, open_database, prompts, sessions
 from the_loop.store.migrations import MIGRATIONS
-from the_loop.store.pg import PgDatabase, open_postgres, redact
+from the_loop.store.pg import PgDatabase, open_postgres, placeholders, redact
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 
@@ -210,3 +210,10 @@ def test_database_url_must_be_a_postgresql_url() -> None:
     assert "database.url" in info.value.problems[0]
     assert "postgresql://" in info.value.problems[0]
     assert parse_config_text("database:\n  url: ''\n").database.url is None
+
+
+def test_placeholders_become_psycopgs_outside_literals() -> None:
+    sql = "SELECT a FROM t WHERE b = ? AND c LIKE '50%?' AND d = ? AND e = 'it''s ?'"
+    assert placeholders(sql) == (
+        "SELECT a FROM t WHERE b = %s AND c LIKE '50%%?' AND d = %s AND e = 'it''s ?'"
+    )

@@ -335,15 +335,13 @@ def _same_dialog(open_prompt: Prompt, new: NewPrompt) -> bool:
 def _open_prompt(tx: Connection, agent: str, prompt: NewPrompt, now: float) -> str:
     for _ in range(8):
         prompt_id = "p" + os.urandom(3).hex()[:5]
-        try:
-            tx.execute(
-                "INSERT INTO attention_prompts (id, agent, kind, tool, input, text, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (prompt_id, agent, prompt.kind, prompt.tool, prompt.input, prompt.text, now),
-            )
-        except tx.IntegrityError:
-            continue
-        return prompt_id
+        cur = tx.execute(
+            "INSERT INTO attention_prompts (id, agent, kind, tool, input, text, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            (prompt_id, agent, prompt.kind, prompt.tool, prompt.input, prompt.text, now),
+        )
+        if cur.rowcount:
+            return prompt_id
     raise RuntimeError("could not mint a prompt id")
 
 

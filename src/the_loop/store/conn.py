@@ -2,8 +2,9 @@
 
 Both backends satisfy it: ``sqlite3.Connection`` as it is, and the PostgreSQL adapter in
 ``store.pg``. A store function takes a ``Connection`` (an autocommit one from
-``Database.connect()`` for reads, the one ``Database.transaction()`` yields for writes) and
-catches ``conn.IntegrityError`` for a constraint it relies on.
+``Database.connect()`` for reads, the one ``Database.transaction()`` yields for writes). A
+statement that may meet a taken unique key says ``ON CONFLICT DO NOTHING`` and looks at what it
+changed, the same on both backends (a PostgreSQL transaction cannot go on after an error).
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
-    @property
-    def lastrowid(self) -> int | None: ...
-
     def fetchone(self) -> Any: ...
 
     def fetchall(self) -> list[Any]: ...
@@ -30,9 +28,6 @@ class Cursor(Protocol):
 
 class Connection(Protocol):
     """A connection as the store modules use it."""
-
-    @property
-    def IntegrityError(self) -> type[Exception]: ...
 
     def execute(self, sql: str, parameters: Any = ..., /) -> Cursor: ...
 

@@ -2,7 +2,8 @@
 
 ``Database`` is what the store modules and services use; ``SqliteDatabase`` below is the
 SQLite one (WAL, busy timeout, named migrations applied at open) and ``store.pg`` holds the
-PostgreSQL one. Both apply the same migrations, recorded in ``schema_migrations``.
+PostgreSQL one. Both apply the same named migrations (``store.migrations``), recorded in
+``schema_migrations``.
 
 Every read-modify-write that decides something runs in ``Database.transaction()``, which takes
 SQLite's write lock up front (``BEGIN IMMEDIATE``), so two processes can never both win.
@@ -19,20 +20,21 @@ import contextlib
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from the_loop.errors import StateError
 from the_loop.store.base import Database
-from the_loop.store.dialect import statements
-from the_loop.store.migrations import MIGRATIONS
+from the_loop.store.migrations import MIGRATIONS, apply_pending
+from the_loop.store.schema import Schema
 
 __all__ = ["Database", "SqliteDatabase", "open_database"]
 
 DB_NAME = "the-loop.db"
 BUSY_TIMEOUT_MS = 30_000
+MIN_SQLITE = (3, 35)
+"""``RETURNING`` (the store's inserts read the number the database gave)."""
 
 
 class SqliteDatabase(Database):
@@ -117,7 +119,9 @@ class SqliteDatabase(Database):
             self._local.conn = None
 
     def applied_migrations(self) -> list[str]:
-        rows = self.connect().execute("SELECT name FROM schema_migrations ORDER BY rowid")
+        rows = self.connect().execute(
+            "SELECT name FROM schema_migrations ORDER BY applied_at, name"
+        )
         return [str(r[0]) for r in rows]
 
 
@@ -210,6 +214,11 @@ def open_database(state_dir: Path, url: str | None = None, pool_size: int = 16) 
         from the_loop.store.pg import open_postgres
 
         return open_postgres(url, pool_size)
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        raise StateError(
+            f"the state database needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer; this"
+            f" Python has {sqlite3.sqlite_version}"
+        )
     db = SqliteDatabase(state_dir / DB_NAME)
     try:
         _migrate(db)
@@ -229,12 +238,10 @@ def _migrate(db: SqliteDatabase) -> None:
         return
     with db.transaction() as tx:
         done = {str(r[0]) for r in tx.execute("SELECT name FROM schema_migrations")}
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
-            for statement in statements(sql):
-                tx.execute(statement)
-            tx.execute(
-                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                (name, time.time()),
-            )
+        apply_pending(
+            Schema("sqlite", tx.execute),
+            done,
+            lambda name, at: tx.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, at)
+            ),
+        )

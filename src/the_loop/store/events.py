@@ -87,8 +87,7 @@ def _values(event: NewEvent) -> tuple[Any, ...]:
 
 def insert(tx: Connection, event: NewEvent) -> int:
     """Append EVENT within the caller's open transaction TX; returns its id."""
-    cur = tx.execute(_INSERT + _MARKS, _values(event))
-    return int(cur.lastrowid or 0)
+    return int(tx.execute(_INSERT + _MARKS + " RETURNING id", _values(event)).fetchone()[0])
 
 
 def insert_many(tx: Connection, new: list[NewEvent]) -> None:

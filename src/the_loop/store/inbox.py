@@ -223,10 +223,11 @@ def claim_next(db: Database, now: float | None = None, node: str | None = None) 
     NODE (several nodes share the database), one meant for any node or forwarded to NODE,
     recorded as NODE's claim.
 
-    One look-up per status, each walking ``inbox_order`` (status, received_at) from its
-    oldest row (``+next_attempt_at`` keeps SQLite from using an index on that column to sort
-    every ready row instead: 2 to 6 ms per claim, under the write lock, with a backlog of
-    15,000); the older of the two is taken."""
+    Of deliveries received in the same instant (one group commit), the one accepted first
+    (``seq``) is taken first. One look-up per status, each walking ``inbox_order`` (status,
+    received_at, seq) from its oldest row (``+next_attempt_at`` keeps SQLite from
+    walking an index on that column and sorting every ready row: 2 to 6 ms per claim, under the
+    write lock, with a backlog of 15,000); the older of the two is taken."""
     now = time.time() if now is None else now
     mine = "" if node is None else " AND (node IS NULL OR node = ?)"
     args = (now,) if node is None else (now, node)
@@ -235,7 +236,7 @@ def claim_next(db: Database, now: float | None = None, node: str | None = None) 
         [
             (
                 f"status = '{status}' AND +next_attempt_at <= ?{mine}"
-                " ORDER BY received_at, rowid LIMIT 1",
+                " ORDER BY received_at, seq LIMIT 1",
                 args,
             )
             for status in (InboxStatus.pending.value, InboxStatus.failed.value)
@@ -268,7 +269,8 @@ def _claim(
             for where, args in choices
             if (
                 row := tx.execute(
-                    f"SELECT {_COLUMNS}, payload, work, lane FROM inbox WHERE {where}{skip_locked}",
+                    f"SELECT {_COLUMNS}, payload, work, lane, seq FROM inbox"
+                    f" WHERE {where}{skip_locked}",
                     args,
                 ).fetchone()
             )
@@ -276,8 +278,8 @@ def _claim(
         ]
         if not found:
             return None
-        row = min(found, key=lambda r: float(r[_NAMES.index("received_at")]))
-        item = _item(row[:-3])
+        row = min(found, key=lambda r: (float(r[_NAMES.index("received_at")]), int(r[-1])))
+        item = _item(row[:-4])
         tx.execute(
             "UPDATE inbox SET status = 'processing', attempts = attempts + 1, updated_at = ?,"
             " claimed_by = ? WHERE delivery_id = ?",
@@ -285,7 +287,7 @@ def _claim(
         )
     item.status = InboxStatus.processing
     item.attempts += 1
-    payload, work, lane = row[-3:]
+    payload, work, lane = row[-4:-1]
     return Claimed(item, bytes(payload), work, lane)
 
 

@@ -138,14 +138,15 @@ def insert(tx: Connection, new: NewWrite, now: float | None = None) -> Enqueued:
     """Store NEW inside the caller's transaction TX, unless a row with its key exists."""
     now = time.time() if now is None else now
     payload = json.dumps(new.payload.model_dump(mode="json"), separators=(",", ":"))
-    cur = tx.execute(
+    created = tx.execute(
         "INSERT INTO outbox (key, target, kind, what, work_item, payload, status, attempts,"
         " verify, next_attempt_at, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+        " VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
+        " RETURNING id",
         (new.key, new.target, new.payload.kind, new.what, new.work_item, payload, now, now, now),
-    )
-    if cur.rowcount:
-        return Enqueued(id=int(cur.lastrowid or 0), created=True)
+    ).fetchone()
+    if created is not None:
+        return Enqueued(id=int(created[0]), created=True)
     row = tx.execute("SELECT id FROM outbox WHERE key = ?", (new.key,)).fetchone()
     return Enqueued(id=int(row[0]), created=False)
 

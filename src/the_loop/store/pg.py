@@ -1,7 +1,9 @@
 """The PostgreSQL backend (``database.url: postgresql://...``): psycopg 3 with a connection pool.
 
-The store's statements and migrations are SQLite's; ``store.dialect`` translates them. The
-semantics are kept as they are on SQLite:
+The store's statements are written once, in SQL both backends run, with SQLite's ``?``
+placeholders (``placeholders`` makes them psycopg's ``%s``, the one translation); where the
+backends differ, the migrations (``store.migrations``) write each one's DDL. The semantics are
+kept as they are on SQLite:
 
 - Every write transaction first takes one cluster-wide advisory lock (``WRITE_LOCK``, held to
   its commit): write transactions run one at a time, as under SQLite's ``BEGIN IMMEDIATE``, so
@@ -9,9 +11,6 @@ semantics are kept as they are on SQLite:
   delivery) cannot be won twice, whichever node runs it. Reads never wait for it.
 - The inbox claim does not take it: it selects ``FOR UPDATE SKIP LOCKED`` (``claim_transaction``),
   so claims on several nodes never wait for each other nor take one item twice.
-- An ``INSERT`` in a transaction that may violate a unique constraint runs under a savepoint
-  (``dialect.may_conflict``), so a caller that catches ``conn.IntegrityError`` (a unique index
-  it relies on) can go on with the transaction, as it can on SQLite.
 - Commits are durable (``synchronous_commit = on`` on every connection): the daemon
   acknowledges a delivery only after its commit returned; concurrent commits share WAL
   flushes (PostgreSQL's own group commit).
@@ -22,17 +21,20 @@ semantics are kept as they are on SQLite:
   ``node.deadAfterSeconds`` is ended by the server, so a paused node cannot hold the write
   lock or an item lock for ever; while the process runs, item-lock transactions are touched.
 
-Database errors leave the backend as ``StateError`` with the URL's password removed, except
-integrity errors, which a caller may catch as ``conn.IntegrityError``.
+Database errors leave the backend as ``StateError`` with the URL's password removed (a store
+function that expects a unique key to be taken says ``ON CONFLICT DO NOTHING`` and looks at
+what it changed).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -43,10 +45,10 @@ import psycopg_pool
 from psycopg.pq import Format
 
 from the_loop.errors import AlreadyRunning, StateError
-from the_loop.store import dialect
 from the_loop.store.base import Database
 from the_loop.store.conn import Connection
-from the_loop.store.migrations import MIGRATIONS
+from the_loop.store.migrations import MIGRATIONS, apply_pending
+from the_loop.store.schema import Schema
 
 WRITE_LOCK = "SELECT pg_advisory_xact_lock(32272, 1)"
 """Take the two-key advisory lock every write transaction holds (the one-key space, used by
@@ -115,14 +117,13 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 
 
 class Result:
-    """A statement's rows (fetched at once), ``rowcount`` and ``lastrowid``."""
+    """A statement's rows (fetched at once) and ``rowcount``."""
 
-    __slots__ = ("_rows", "lastrowid", "rowcount")
+    __slots__ = ("_rows", "rowcount")
 
-    def __init__(self, rows: list[Any], rowcount: int, lastrowid: int | None) -> None:
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
         self._rows = rows
         self.rowcount = rowcount
-        self.lastrowid = lastrowid
 
     def fetchone(self) -> Any:
         return self._rows.pop(0) if self._rows else None
@@ -135,30 +136,35 @@ class Result:
         return iter(self.fetchall())
 
 
+_LITERALS = re.compile(r"('(?:[^']|'')*')")
+
+
+@cache
+def placeholders(sql: str) -> str:
+    """SQL with SQLite's ``?`` placeholders as psycopg's ``%s`` (and a literal ``%`` as
+    ``%%``), outside quoted literals."""
+    pieces = _LITERALS.split(sql)
+    for i, piece in enumerate(pieces):
+        piece = piece.replace("%", "%%")
+        pieces[i] = piece if i % 2 else piece.replace("?", "%s")
+    return "".join(pieces)
+
+
 def _run(conn: psycopg.Connection[Any], sql: str, parameters: Any) -> Result:
-    translated, returns_id = dialect.query(sql)
     args: Sequence[Any] = () if parameters is None else parameters
-    cur = conn.execute(translated, args)
-    rows = cur.fetchall() if cur.description is not None else []
-    lastrowid = int(rows[0][0]) if returns_id and rows else None
-    return Result([] if returns_id else rows, cur.rowcount, lastrowid)
+    cur = conn.execute(placeholders(sql), args)
+    return Result(cur.fetchall() if cur.description is not None else [], cur.rowcount)
 
 
 class _InTransaction:
     """The connection ``transaction()`` yields (a ``store.conn.Connection``)."""
 
-    __slots__ = ("_conn", "_location")
+    __slots__ = ("_conn",)
 
-    IntegrityError = psycopg.errors.IntegrityError
-
-    def __init__(self, conn: psycopg.Connection[Any], location: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
-        self._location = location
 
     def execute(self, sql: str, parameters: Any = None, /) -> Result:
-        if dialect.may_conflict(sql):
-            with self._conn.transaction():  # a savepoint: a caught IntegrityError keeps the tx
-                return _run(self._conn, sql, parameters)
         return _run(self._conn, sql, parameters)
 
 
@@ -167,8 +173,6 @@ class _Autocommit:
 
     __slots__ = ("_db",)
 
-    IntegrityError = psycopg.errors.IntegrityError
-
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
 
@@ -176,8 +180,6 @@ class _Autocommit:
         try:
             with self._db.pool.connection() as conn:
                 return _run(conn, sql, parameters)
-        except psycopg.errors.IntegrityError:
-            raise
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise state_error(self._db.location, exc) from None
 
@@ -245,9 +247,7 @@ class PgDatabase(Database):
             with self.pool.connection() as conn, conn.transaction():
                 if lock is not None:
                     conn.execute(lock)
-                yield _InTransaction(conn, self.location)
-        except psycopg.errors.IntegrityError as exc:
-            raise state_error(self.location, exc) from None
+                yield _InTransaction(conn)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise state_error(self.location, exc) from None
 
@@ -362,7 +362,9 @@ class PgDatabase(Database):
             pool.close()
 
     def applied_migrations(self) -> list[str]:
-        rows = self.connect().execute("SELECT name FROM schema_migrations ORDER BY applied_at")
+        rows = self.connect().execute(
+            "SELECT name FROM schema_migrations ORDER BY applied_at, name"
+        )
         return [str(r[0]) for r in rows]
 
 
@@ -401,13 +403,10 @@ def open_postgres(
 
 
 def _up_to_date(conn: psycopg.Connection[Any]) -> bool:
-    """Whether every migration (and the ``the_loop_glob`` function) is there already: then
-    opening only reads (a read-only replica or role can open the database)."""
-    found = conn.execute(
-        "SELECT to_regclass('schema_migrations') IS NOT NULL,"
-        " to_regproc('the_loop_glob') IS NOT NULL"
-    ).fetchone()
-    if found is None or not (found[0] and found[1]):
+    """Whether every migration is applied already: then opening only reads (a read-only
+    replica or role can open the database)."""
+    found = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+    if found is None or not found[0]:
         return False
     done = {str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")}
     return all(name in done for name, _ in MIGRATIONS)
@@ -422,15 +421,11 @@ def _migrate(conn: psycopg.Connection[Any]) -> None:
             "CREATE TABLE IF NOT EXISTS schema_migrations "
             "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
         )
-        conn.execute(dialect.GLOB_FUNCTION)
         done = {str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")}
-        stamp = time.time()
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
-            for statement in dialect.statements(sql):
-                conn.execute(dialect.ddl(statement).encode())
-            stamp = max(stamp + 1e-6, time.time())  # the order they were applied in
-            conn.execute(
-                "INSERT INTO schema_migrations (name, applied_at) VALUES (%s, %s)", (name, stamp)
-            )
+        apply_pending(
+            Schema("postgresql", lambda sql: conn.execute(sql.encode())),
+            done,
+            lambda name, at: conn.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (%s, %s)", (name, at)
+            ),
+        )

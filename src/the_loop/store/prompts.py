@@ -35,15 +35,12 @@ class QueuedPrompt:
 def add(tx: Connection, agent: str, prompt: str, delivery_id: str | None) -> int | None:
     """Queue PROMPT for AGENT; its sequence number, or None when DELIVERY_ID was already queued
     for AGENT."""
-    try:
-        cur = tx.execute(
-            "INSERT INTO agent_prompts (agent, delivery_id, prompt, status, created_at)"
-            " VALUES (?, ?, ?, 'pending', ?)",
-            (agent, delivery_id, prompt, time.time()),
-        )
-    except tx.IntegrityError:
-        return None
-    return int(cur.lastrowid or 0)
+    row = tx.execute(
+        "INSERT INTO agent_prompts (agent, delivery_id, prompt, status, created_at)"
+        " VALUES (?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING RETURNING seq",
+        (agent, delivery_id, prompt, time.time()),
+    ).fetchone()
+    return None if row is None else int(row[0])
 
 
 def pending(conn: Connection, agent: str) -> list[QueuedPrompt]:

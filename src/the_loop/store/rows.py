@@ -138,7 +138,7 @@ def event_where(f: EventFilter) -> tuple[str, list[Any]]:
     clauses = ["id > ?"]
     args: list[Any] = [f.after_id]
     if f.types:
-        clauses.append("(" + " OR ".join("type GLOB ?" for _ in f.types) + ")")
+        clauses.append("(" + " OR ".join("glob(?, type)" for _ in f.types) + ")")
         args.extend(f.types)
     if f.work_item is not None:
         clauses.append("work_item = ?")

@@ -67,13 +67,13 @@ def insert(tx: Connection, rec: SessionRecord) -> None:
     """Insert REC; raise ``Conflict`` when the work item already has a live session."""
     values = rec.model_dump(by_alias=False)
     names = [c.strip() for c in _COLUMNS.split(",")]
-    try:
-        tx.execute(
-            f"INSERT INTO sessions ({_COLUMNS}) VALUES ({', '.join('?' * len(names))})",
-            [values[n] for n in names],
-        )
-    except tx.IntegrityError:
-        raise Conflict(f"{rec.work_item} already has a live session") from None
+    cur = tx.execute(
+        f"INSERT INTO sessions ({_COLUMNS}) VALUES ({', '.join('?' * len(names))})"
+        " ON CONFLICT DO NOTHING",
+        [values[n] for n in names],
+    )
+    if cur.rowcount == 0:
+        raise Conflict(f"{rec.work_item} already has a live session")
 
 
 def live_for(conn: Connection, work_item: str) -> SessionRecord | None:
@@ -118,11 +118,12 @@ def count_running(conn: Connection, node: str | None = None) -> int:
 
 
 def oldest_queued(conn: Connection) -> SessionRecord | None:
-    """The queued session to start next; one held over budget waits for ``extend``."""
+    """The queued session to start next (created first; of those created in the same instant,
+    the one inserted first); one held over budget waits for ``extend``."""
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE status = 'queued' AND id NOT IN"
         " (SELECT agent FROM spend WHERE hold = 'over-budget')"
-        " ORDER BY created_at, rowid LIMIT 1"
+        " ORDER BY created_at, seq LIMIT 1"
     ).fetchone()
     return _record(row) if row else None
 

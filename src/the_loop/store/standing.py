@@ -105,13 +105,13 @@ def list_records(conn: Connection) -> list[StandingRecord]:
 def insert(tx: Connection, rec: StandingRecord) -> None:
     """Insert REC; raise ``Conflict`` when a record of that name exists."""
     values = rec.model_dump()
-    try:
-        tx.execute(
-            f"INSERT INTO standing ({_COLUMNS}) VALUES ({', '.join('?' * len(_NAMES))})",
-            [_column_value(n, values[n]) for n in _NAMES],
-        )
-    except tx.IntegrityError:
-        raise Conflict(f"a standing session named {rec.name} is already recorded") from None
+    cur = tx.execute(
+        f"INSERT INTO standing ({_COLUMNS}) VALUES ({', '.join('?' * len(_NAMES))})"
+        " ON CONFLICT (name) DO NOTHING",
+        [_column_value(n, values[n]) for n in _NAMES],
+    )
+    if cur.rowcount == 0:
+        raise Conflict(f"a standing session named {rec.name} is already recorded")
 
 
 def update(tx: Connection, name: str, **fields: Any) -> None:
