@@ -86,9 +86,9 @@ def test_fetch_needs_read_and_push_needs_write() -> None:
         "/octo/app.git/info/refs?service=git-upload-pack"
     )
     assert check_git(grant("read"), Request("POST", "/octo/App/git-upload-pack", "", [], b""))
-    with pytest.raises(Refused, match="sandbox.github is read"):
+    with pytest.raises(Refused, match=r"sandbox\.github is read"):
         check_git(grant("read"), get("/octo/app.git/info/refs", "service=git-receive-pack"))
-    with pytest.raises(Refused, match="sandbox.github is read"):
+    with pytest.raises(Refused, match=r"sandbox\.github is read"):
         check_git(grant("read"), push(f"refs/heads/{BRANCH}"))
 
 
@@ -136,7 +136,7 @@ def test_grants_need_a_github_work_item_and_a_policy() -> None:
         with pytest.raises(Refused, match="repository"):
             grant_of(config, HookToken("s1", work_item, None))
     none = Config.model_validate({"sandbox": {"github": "none"}})
-    with pytest.raises(Refused, match="sandbox.github is none"):
+    with pytest.raises(Refused, match=r"sandbox\.github is none"):
         grant_of(none, HookToken("s1", "github:octo/app#7", None))
 
 
