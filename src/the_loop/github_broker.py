@@ -286,22 +286,28 @@ async def serve(
         await asyncio.to_thread(refused, ctx, who, mode, "?", str(exc))
         await _answer(writer, exc.status, str(exc))
         return
-    shown = f"{request.method} {request.path}"
     try:
-        grant = grant_of(ctx.config, who)
-        if mode == GIT:
-            url, body = check_git(grant, request), request.body
-            auth = "Basic " + base64.b64encode(b"x-access-token:" + _token(ctx).encode()).decode()
-        else:
-            url, body = check_api(grant, request)
-            auth = f"Bearer {_token(ctx)}"
+        url, body, auth = await asyncio.to_thread(_decide, ctx, who, mode, request)
     except Refused as exc:
+        shown = f"{request.method} {request.path}"
         await asyncio.to_thread(refused, ctx, who, mode, shown, str(exc))
         await _answer(writer, exc.status, str(exc))
         return
     headers = [(k, v) for k, v in request.headers if k.lower() not in HOP]
     headers.append(("Authorization", auth))
     await _send_on(request.method, url, headers, body, writer)
+
+
+def _decide(ctx: Ctx, who: HookToken, mode: str, request: Request) -> tuple[str, bytes, str]:
+    """The upstream URL, body and ``Authorization`` of WHO's REQUEST; ``Refused`` when it is
+    not to be sent on (blocking: a clone's origin and ``gh auth token`` may be asked)."""
+    grant = grant_of(ctx.config, who)
+    if mode == GIT:
+        url, body = check_git(grant, request), request.body
+        secret = base64.b64encode(b"x-access-token:" + _token(ctx).encode()).decode()
+        return url, body, f"Basic {secret}"
+    url, body = check_api(grant, request)
+    return url, body, f"Bearer {_token(ctx)}"
 
 
 def _token(ctx: Ctx) -> str:

@@ -197,7 +197,7 @@ def test_a_confined_agent_pushes_its_branch_and_comments_through_the_broker(
     assert results["comment-direct"] == "DENIED", results  # no token: 401
     assert results["comments"][-1] == f"the-loop stop\n\n{SELF_MARKER}", results["comments"]
     assert results["other-comments"] == []
-    wait_until(lambda: ignored_as_marked(daemon), 30, what="the marked comment ignored")
+    wait_until(lambda: ignored_as_marked(daemon), 60, what="the marked comment ignored")
     assert not events(daemon, "session.autoclosed"), "the agent's comment stopped its session"
 
     refused = events(daemon, "sandbox.credential_refused")
@@ -229,5 +229,5 @@ def test_unconfined_the_agent_holds_the_token_and_posts_as_the_operator(
     assert results["comment-direct"] == "OPEN", results
     assert "the-loop stop" in results["comments"], results["comments"]  # no marker
     assert results["token-files"] == "OPEN", results
-    stopped = wait_until(lambda: events(daemon, "session.autoclosed"), 30, what="a stop")
+    stopped = wait_until(lambda: events(daemon, "session.autoclosed"), 60, what="a stop")
     assert stopped[0]["payload"]["reason"] == "stopped"  # the agent's words, as alice's command
