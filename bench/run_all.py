@@ -36,6 +36,7 @@ SCRIPTS = [
     "spend",
     "cluster",
     "sandbox",
+    "github_broker",
     "worktree",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.

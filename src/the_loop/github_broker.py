@@ -30,6 +30,7 @@ import json
 import os
 import re
 import subprocess
+import weakref
 import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -328,12 +329,8 @@ async def _send_on(
     body: bytes,
     writer: asyncio.StreamWriter,
 ) -> None:
-    timeout = httpx.Timeout(UPSTREAM_SECONDS, connect=10.0)
     try:
-        async with (
-            httpx.AsyncClient(timeout=timeout, trust_env=False) as client,
-            client.stream(method, url, headers=headers, content=body) as answer,
-        ):
+        async with _client().stream(method, url, headers=headers, content=body) as answer:
             head = [f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}"]
             head += [f"{k}: {v}" for k, v in answer.headers.multi_items() if k.lower() not in HOP]
             head.append("Connection: close")
@@ -343,6 +340,21 @@ async def _send_on(
                 await writer.drain()
     except httpx.HTTPError as exc:
         await _answer(writer, 502, f"the upstream did not answer: {type(exc).__name__}")
+
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _client() -> httpx.AsyncClient:
+    """The running loop's one client (made once: a client's TLS set-up costs milliseconds)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        timeout = httpx.Timeout(UPSTREAM_SECONDS, connect=10.0)
+        client = _clients[loop] = httpx.AsyncClient(timeout=timeout, trust_env=False)
+    return client
 
 
 async def _answer(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
