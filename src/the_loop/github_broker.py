@@ -224,6 +224,8 @@ def check_api(grant: Grant, request: Request) -> tuple[str, bytes]:
     """The upstream URL and body of REQUEST (a REST call under the item's repository), the
     body of a post carrying the self-marker; ``Refused`` unless GRANT allows it."""
     found = _REPO_PATH.match(request.path)
+    if not _plain_path(request.path):
+        raise Refused("a path with dot segments or escapes is not brokered")
     if found is None or not _same_repo(grant, found["owner"], found["repo"]):
         raise Refused(f"only the item's repository ({grant.ref.full_name}) is brokered")
     rest = found["rest"] or ""
@@ -246,6 +248,12 @@ def check_api(grant: Grant, request: Request) -> tuple[str, bytes]:
         raise Refused(f"POST {rest or '/'} is not brokered (only a comment on the item)")
     upstream = grant.api_url.rstrip("/") + request.path
     return upstream + (f"?{request.query}" if request.query else ""), body
+
+
+def _plain_path(path: str) -> bool:
+    """True when PATH has no ``.``/``..`` segment and no escape or backslash that could become
+    one on the way (``/repos/OWNER/REPO/../../user`` would leave the item's repository)."""
+    return "%" not in path and "\\" not in path and not {".", ".."} & set(path.split("/"))
 
 
 def _json(body: bytes) -> dict[str, object]:

@@ -106,6 +106,9 @@ def test_api_reads_the_items_repository_only() -> None:
     for path in ("/repos/octo/other/issues", "/user", "/graphql", "/repos/octo/app-x"):
         with pytest.raises(Refused, match="only the item's repository"):
             check_api(grant(), get(path))
+    for path in ("/repos/octo/app/../../user", "/repos/octo/app/%2e%2e/x", "/repos/octo/app/.\\x"):
+        with pytest.raises(Refused, match="dot segments"):
+            check_api(grant(), get(path))
 
 
 def test_a_comment_on_the_item_is_marked_and_nothing_else_is_posted() -> None:
