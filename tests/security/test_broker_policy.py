@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
 from the_loop.config import Config
 from the_loop.github_broker import (
+    GIT_CONFIG,
     Grant,
     Refused,
     Request,
@@ -20,6 +22,7 @@ from the_loop.github_broker import (
     check_git,
     grant_of,
     pushed_refs,
+    write_in_home,
 )
 from the_loop.refs import WorkItemRef
 from the_loop.store.hook_tokens import HookToken
@@ -149,3 +152,20 @@ def test_the_agents_git_config_leads_its_repository_to_the_broker() -> None:
     for url in ("https://github.com/octo/app", "git@github.com:octo/app"):
         assert f"insteadOf = {url}\n" in text
     assert "[url" not in agent_git_config(Config(), None, 3130)
+
+
+def test_the_git_config_is_written_in_the_home_never_through_a_symlink(tmp_path: Path) -> None:
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    for path in (home, outside / "git"):
+        path.mkdir(parents=True)
+    (outside / "git" / "config").write_text("the daemon's own file\n")
+    (home / ".config").symlink_to(outside)  # left by the agent
+    write_in_home(home, GIT_CONFIG, "one\n")
+    assert (outside / "git" / "config").read_text() == "the daemon's own file\n"
+    assert (home / GIT_CONFIG).read_text() == "one\n"
+    (home / GIT_CONFIG).unlink()
+    (home / GIT_CONFIG).symlink_to(outside / "git" / "config")
+    write_in_home(home, GIT_CONFIG, "two\n")
+    assert (outside / "git" / "config").read_text() == "the daemon's own file\n"
+    assert not (home / GIT_CONFIG).is_symlink()
+    assert (home / GIT_CONFIG).read_text() == "two\n"

@@ -163,7 +163,5 @@ def brokered(
     layout.set_env[github_broker.GIT_ENV] = f"http://127.0.0.1:{git_port}"
     layout.set_env[github_broker.API_ENV] = f"http://127.0.0.1:{api_port}"
     text = github_broker.agent_git_config(ctx.config, work_item_of(agent), git_port)
-    target = layout.home / github_broker.GIT_CONFIG
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    target.write_text(text, encoding="utf-8")
+    github_broker.write_in_home(layout.home, github_broker.GIT_CONFIG, text)
     return {git_port: github_broker.GIT, api_port: github_broker.API}
