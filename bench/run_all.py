@@ -38,6 +38,7 @@ SCRIPTS = [
     "scale",
     "cluster",
     "sandbox",
+    "github_broker",
     "worktree",
 ]
 # SPEC §13 order for the summary table; figures not listed follow in script order.

@@ -100,6 +100,13 @@ class EgressRefused(Payload):
     reason: str
 
 
+class CredentialRefused(Payload):
+    agent: str
+    broker: str
+    request: str
+    reason: str
+
+
 class TaskFault(Payload):
     task: str
     error: str
@@ -196,6 +203,12 @@ CATALOGUE: dict[str, EventSpec] = {
             _W,
             "A confined agent tried to reach a host outside sandbox.allowHosts (SPEC §18).",
             EgressRefused,
+        ),
+        _spec(
+            "sandbox.credential_refused",
+            _W,
+            "The GitHub broker refused a confined agent's git or API call (SPEC §18).",
+            CredentialRefused,
         ),
         _spec("session.vanished", _W, "A live session's agent is gone; the next event respawns."),
         _spec(

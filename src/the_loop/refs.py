@@ -174,3 +174,8 @@ def safe_session_id(value: object) -> str:
 
 def new_session_id() -> str:
     return str(uuid.uuid4())
+
+
+def branch_name(ref: WorkItemRef) -> str:
+    """The git branch a work item's worktree and its agent's pushes use."""
+    return f"the-loop/{ref.slug}"

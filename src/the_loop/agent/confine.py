@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from the_loop.agent import egress
+from the_loop.agent import egress, github_broker
 from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.errors import SpawnFailed
 from the_loop.hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
@@ -130,17 +130,38 @@ def argv(
     inner = list(launch.argv)
     if layout.network == "allowlist":
         if TOKEN_ENV not in out_env:
-            token = issue_token(ctx.db, agent.key, work_item=None, transcript_root=None)
+            token = issue_token(
+                ctx.db, agent.key, work_item=work_item_of(agent), transcript_root=None
+            )
             out_env.update({AGENT_ENV: agent.key, TOKEN_ENV: token})
         where = egress.egress_dir(ctx.state_dir)
         where.mkdir(parents=True, exist_ok=True, mode=0o700)
         layout.channels.append(where)
         mirrored = egress.mirrored_ports(egress.allow_hosts(ctx.config))
-        proxy_port = next(p for p in range(egress.PROXY_PORT, 65535) if p not in mirrored)
+        free = (p for p in range(egress.PROXY_PORT, 65535) if p not in mirrored)
+        proxy_port = next(free)
         ports = {proxy_port: "proxy", **{p: f"port:{p}" for p in mirrored}}
+        ports.update(brokered(ctx, agent, layout, next(free), next(free)))
         inner = sandbox.forwarded(inner, where / egress.SOCKET, ports)
         proxy = f"http://127.0.0.1:{proxy_port}"
         for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
             layout.set_env[name] = proxy
         layout.set_env["NO_PROXY"] = layout.set_env["no_proxy"] = "127.0.0.1,localhost"
     return sandbox.wrap(layout, inner), out_env
+
+
+def work_item_of(agent: Agent) -> str | None:
+    """The work item AGENT works on (None for a standing session)."""
+    return agent.label if agent.label and not agent.key.startswith("standing:") else None
+
+
+def brokered(
+    ctx: Ctx, agent: Agent, layout: sandbox.Layout, git_port: int, api_port: int
+) -> dict[int, str]:
+    """The GitHub broker's two loopback ports for AGENT (``the_loop.agent.github_broker``): named in
+    LAYOUT's environment, and git led to them by the agent's own git configuration."""
+    layout.set_env[github_broker.GIT_ENV] = f"http://127.0.0.1:{git_port}"
+    layout.set_env[github_broker.API_ENV] = f"http://127.0.0.1:{api_port}"
+    text = github_broker.agent_git_config(ctx.config, work_item_of(agent), git_port)
+    github_broker.write_in_home(layout.home, github_broker.GIT_CONFIG, text)
+    return {git_port: github_broker.GIT, api_port: github_broker.API}

@@ -5,7 +5,8 @@ The daemon listens on ``<stateDir>/egress/proxy.sock``; the forwarder inside eac
 after one line ``AGENT TOKEN MODE``. The token is the agent's hook token (its hash is
 checked like the hook channel's: a connection speaks only for its own session). MODE
 ``proxy``: an HTTP proxy request follows (``CONNECT host:port``, or a plain ``http://``
-request, sent on in origin form); ``port:N``: straight to the host's ``127.0.0.1:N``. A
+request, sent on in origin form); ``port:N``: straight to the host's ``127.0.0.1:N``;
+``git`` / ``api``: the GitHub broker (``the_loop.agent.github_broker``). A
 destination outside ``sandbox.allowHosts`` gets ``403`` (or the connection closed) and a
 ``sandbox.egress_refused`` event naming the host and the session.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from the_loop import events as ev
+from the_loop.agent import github_broker
 from the_loop.agent.attention.spawn import token_hash
 from the_loop.store import hook_tokens
 
@@ -130,6 +132,9 @@ async def _handle(ctx: Ctx, reader: asyncio.StreamReader, writer: asyncio.Stream
     agent, token, mode = words
     who = await asyncio.to_thread(hook_tokens.lookup, ctx.db.connect(), token_hash(token))
     if who is None or who.agent != agent:
+        return
+    if mode in github_broker.MODES:
+        await github_broker.serve(ctx, who, mode, reader, writer)
         return
     head = b""
     if mode.startswith("port:"):

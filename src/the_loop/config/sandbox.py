@@ -48,8 +48,11 @@ class SandboxConfig(BaseModel):
     github: Literal["write", "read", "none"] = Field(
         "write",
         description=(
-            "What GitHub access confined agents get. The GitHub token is never in a confined "
-            "agent's environment or files, whatever this says."
+            "What a confined agent may do on GitHub through the daemon's broker, which adds "
+            "the token on the way out (network `allowlist` only): `write` fetches and pushes "
+            "the item's own branch of the item's repository, reads its API and posts comments "
+            "on the item (marked as the-loop's); `read` fetches and reads only; `none` nothing. "
+            "The GitHub token is never in a confined agent's environment or files."
         ),
     )
     read_only_paths: list[Path] = Field(

@@ -20,7 +20,8 @@ layout, in order (bubblewrap applies its options in order, later mounts over ear
    with its pane.
 
 Secrets never travel in argv (it is world-readable): the environment reaches the sandbox
-through tmux as before; ``--unsetenv`` drops what a confined agent must not hold.
+through tmux as before; ``env -u`` drops what a confined agent must not hold before bwrap
+starts (its pid 1 inside keeps the environment it was started with).
 """
 
 from __future__ import annotations
@@ -193,13 +194,21 @@ def wrap(layout: Layout, argv: Sequence[str], binary: str = BWRAP) -> list[str]:
             out += ["--bind", str(path), str(path)]
     if layout.spool is not None:
         out += ["--bind", str(layout.spool), str(layout.spool)]
-    for name in layout.unset_env:
-        out += ["--unsetenv", name]
     settings = {**layout.set_env, "HOME": str(layout.home), "TMPDIR": "/tmp"}
     for name, value in settings.items():
         out += ["--setenv", name, value]
     out += ["--chdir", str(layout.tree), "--", *argv]
-    return out
+    return without_env(layout.unset_env, out)
+
+
+def without_env(names: Iterable[str], argv: Sequence[str]) -> list[str]:
+    """ARGV run by ``env -u NAME…``: the variables are gone before bwrap starts. (bwrap's own
+    ``--unsetenv`` is not enough: its init process, pid 1 inside the sandbox, keeps the
+    environment it was started with, readable at ``/proc/1/environ``.) Names only in argv."""
+    out = [shutil.which("env") or "/usr/bin/env"]
+    for name in sorted(set(names)):
+        out += ["-u", name]
+    return [*out, *argv]
 
 
 def forwarded(argv: Sequence[str], socket: Path, ports: dict[int, str]) -> list[str]:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from the_loop.config import Config
 from the_loop.errors import BadInput, LoopError
-from the_loop.refs import WorkItemRef
+from the_loop.refs import WorkItemRef, branch_name
 from the_loop.views.health import WorktreesDisk
 
 GIT_TIMEOUT = 300.0
@@ -89,10 +89,6 @@ def _inside(root: Path, path: Path) -> Path:
     if not resolved.is_relative_to(root.resolve()):
         raise BadInput(f"workspace path {path} escapes the workspace root {root}")
     return resolved
-
-
-def branch_name(ref: WorkItemRef) -> str:
-    return f"the-loop/{ref.slug}"
 
 
 def clone_for(config: Config, ref: WorkItemRef) -> Path:
