@@ -82,6 +82,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     # lazy: start-up (commands that only talk to the daemon do not load the web stack)
     import uvicorn
 
+    from the_loop.runner import limits as agent_limits
     from the_loop.store.intake_writer import writer_for
     from the_loop.web import limits
     from the_loop.web.app import create_app
@@ -155,6 +156,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         writer_for(ctx.db).close()  # the sampled rejections still queued
         ev.emit(ctx.db, "daemon.stopped", source=SOURCE, pid=info.pid)
         (ctx.state_dir / INFO_NAME).unlink(missing_ok=True)
+        agent_limits.sweep(ctx.state_dir)  # the cgroups of agents that are gone
         lock.release()
 
 

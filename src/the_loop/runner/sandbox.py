@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from the_loop.runner import limits
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
@@ -314,8 +316,9 @@ def describe(config: Config) -> tuple[bool, str]:
         extra += [f"rw {p}" for p in settings.writable_paths]
         if extra:
             detail += "; extra paths: " + ", ".join(extra)
-        for name, value in (("memoryMb", settings.memory_mb), ("pids", settings.pids)):
-            if value is not None:
-                detail += f"; {name} {value} not enforced yet"
+        for said in limits.describe(settings.memory_mb, settings.pids):
+            detail += f"; {said}"
+    elif settings.memory_mb is not None or settings.pids is not None:
+        detail += "; memoryMb/pids not enforced: they apply to confined agents only"
     ok = mode.warning is None and (mode.mode == "none" or bwrap_works()[0])
     return ok, detail if mode.warning is None else f"{detail}: {mode.warning}"
