@@ -21,11 +21,10 @@ import http.client
 import http.server
 import os
 import socket
-import subprocess
-import sys
-import threading
 import statistics
+import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -68,7 +67,7 @@ def _spawn_ms(runner: TmuxRunner, root: Path, confined: bool) -> float:
 class _Hello(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")  # one segment
 
     def log_message(self, *_: object) -> None:
@@ -112,7 +111,7 @@ def proxy_figures(root: Path, runs: int) -> tuple[list[float], ...]:
     token = issue_token(ctx.db, "bench:agent", work_item=None, transcript_root=None)
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
-    loop.create_task(egress.egress_loop(ctx, stop))
+    serving = loop.create_task(egress.egress_loop(ctx, stop))
     threading.Thread(target=loop.run_forever, daemon=True).start()
     socket_path = egress.egress_dir(state) / egress.SOCKET
     proxy = _free_port()
@@ -142,7 +141,8 @@ def proxy_figures(root: Path, runs: int) -> tuple[list[float], ...]:
     finally:
         child.kill()
         child.wait()
-        loop.call_soon_threadsafe(stop.set)  # the proxy's loop thread ends with the process
+        loop.call_soon_threadsafe(stop.set)  # the proxy ends; its loop thread with the process
+        assert not serving.cancelled()
         server.shutdown()
     return out
 
