@@ -145,8 +145,10 @@ def layout_for(
     if tmux_dir:
         hidden.append(Path(tmux_dir))
     hidden += [state_dir, config.workspace_root]
+    git_read_only, git_writable = git_dirs(tree)
     read_only = [*program_paths(argv, env), *interpreter_paths(), *settings.read_only_paths]
-    writable = [*git_dirs(tree), *settings.writable_paths]
+    read_only += git_read_only
+    writable = [*git_writable, *settings.writable_paths]
     unset = [*HIDDEN_ENV, config.github.token_env, *withheld]
     return Layout(
         tree=tree,
@@ -240,23 +242,39 @@ def interpreter_paths() -> list[Path]:
     return [Path(sys.prefix), base, package_root, Path(sys.executable).parent]
 
 
-def git_dirs(tree: Path) -> list[Path]:
-    """The git directory a worktree at TREE keeps its objects and refs in (its ``.git`` file
-    names it), when that is outside TREE."""
+def git_dirs(tree: Path) -> tuple[list[Path], list[Path]]:
+    """What a worktree at TREE needs of the git directory its ``.git`` file names, when that
+    is outside TREE (docs/decisions/0062): ``(read-only, writable)``. The clone's common git
+    dir is read-only (its ``config`` and ``hooks`` run as the daemon's user in other git
+    commands, its other refs and worktrees are other sessions'); writable are the objects
+    (content-addressed: new ones are added), the worktree's own admin dir (``HEAD``, index,
+    its reflog) and the directories of refs and reflogs that hold its branch."""
     marker = tree / ".git"
     if not marker.is_file():
-        return []
+        return [], []
     try:
         text = marker.read_text(encoding="utf-8").strip()
     except OSError:
-        return []
+        return [], []
     if not text.startswith("gitdir:"):
-        return []
+        return [], []
     admin = Path(text.removeprefix("gitdir:").strip())
     if not admin.is_absolute():
         admin = (tree / admin).resolve()
-    common = admin.parent.parent if admin.parent.name == "worktrees" else admin
-    return [] if common.is_relative_to(tree) else [common]
+    if admin.parent.name != "worktrees":
+        return ([], []) if admin.is_relative_to(tree) else ([], [admin])
+    common = admin.parent.parent
+    if common.is_relative_to(tree):
+        return [], []
+    writable = [common / "objects", admin]
+    try:
+        head = (admin / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        head = ""
+    if head.startswith("ref: refs/heads/"):
+        folder = Path(head.removeprefix("ref: ")).parent
+        writable += [common / folder, common / "logs" / folder]
+    return [common], [path for path in writable if path.is_dir()]
 
 
 def _package_of(path: Path) -> Path:
