@@ -126,3 +126,11 @@ def test_without_limits_the_same_agent_forks_and_allocates_all(work: Work) -> No
     finally:
         work.env.run("standing", "stop", "hog")
         daemon.stop()
+
+
+def test_doctor_says_limits_do_not_hold_unconfined_agents(work: Work) -> None:
+    work.env.write_config(sandbox={"mode": "none", "memoryMb": 512, "pids": 64})
+    doctor = work.env.run("doctor")
+    assert "memoryMb/pids not enforced: they apply to confined agents only" in doctor.stdout, (
+        doctor.stdout
+    )
