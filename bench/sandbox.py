@@ -35,11 +35,11 @@ from the_loop import egress
 from the_loop.attention_spawn import issue_token
 from the_loop.config import Config
 from the_loop.context import open_ctx
-from the_loop.runner import sandbox
+from the_loop.runner import limits, sandbox
 from the_loop.runner.tmux import TmuxRunner
 
 
-def _spawn_ms(runner: TmuxRunner, root: Path, confined: bool) -> float:
+def _spawn_ms(runner: TmuxRunner, root: Path, confined: bool, limited: bool = False) -> float:
     tree = root / f"tree-{uuid.uuid4().hex[:8]}"
     tree.mkdir()
     marker = tree / "ran"
@@ -53,7 +53,10 @@ def _spawn_ms(runner: TmuxRunner, root: Path, confined: bool) -> float:
             argv=argv, env={},
         )  # fmt: skip
         layout.network = "none"
-        argv = sandbox.wrap(layout, argv)
+        held = limits.plan(limits.group_name(root / "state", tree.name), 512, 256)
+        if not limited:
+            held = limits.Plan()
+        argv = limits.joined(sandbox.wrap(layout, limits.inside(argv, held)), held)
     target = f"loop-bench-{tree.name}"
     start = time.perf_counter()
     runner.spawn(target, argv, cwd=tree).unwrap()
@@ -167,13 +170,17 @@ def main() -> None:
         runner = TmuxRunner(f"bench-sbx-{os.getpid()}", work_dir=root / "run")
         plain: list[float] = []
         boxed: list[float] = []
+        held: list[float] = []
+        enforced = limits.describe(512, 256)
         try:
             _spawn_ms(runner, root, False)  # the server's start is not a spawn
             for _ in range(args.runs):
                 plain.append(_spawn_ms(runner, root, False))
                 boxed.append(_spawn_ms(runner, root, True))
+                held.append(_spawn_ms(runner, root, True, limited=True))
         finally:
             runner.kill_server()
+            limits.sweep(root / "state")
     p50_plain, p50_boxed = statistics.median(plain), statistics.median(boxed)
     report.figure(Figure("sandbox.spawn.none.p50", "spawn, no sandbox, p50", p50_plain, "ms"))
     report.figure(Figure("sandbox.spawn.bwrap.p50", "spawn, bwrap, p50", p50_boxed, "ms"))
@@ -190,6 +197,11 @@ def main() -> None:
         f"spawn p50: none {p50_plain:.1f} ms, bwrap {p50_boxed:.1f} ms, "
         f"added {p50_boxed - p50_plain:.1f} ms (target <= 30 ms)"
     )
+    p50_held = statistics.median(held)
+    report.figure(
+        Figure("sandbox.spawn.limits.p50", "spawn, bwrap + memoryMb/pids, p50", p50_held, "ms")
+    )
+    print(f"spawn p50 with memoryMb 512, pids 256 ({'; '.join(enforced)}): {p50_held:.1f} ms")
     with tempfile.TemporaryDirectory() as tmp:
         fresh, fresh_proxied, kept, kept_proxied = proxy_figures(Path(tmp), args.runs * 5)
     for name, label, base, via in (
