@@ -14,7 +14,7 @@ import pytest
 from tests.daemon import Daemon
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.runner.sandbox import bwrap_works
+from the_loop.runner.sandbox import bwrap_works, git_dirs
 
 pytestmark = pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1])
 
@@ -91,3 +91,22 @@ def test_a_confined_agent_commits_on_its_branch_and_alters_nothing_else(work: Wo
 def test_unconfined_the_same_git_writes_succeed(work: Work) -> None:
     results, _ = probe(work, "none")
     assert {k for k, v in results.items() if v == "OPEN"} >= CLOSED | {"own-commit"}, results
+
+
+def test_a_rewritten_git_file_binds_nothing(work: Work) -> None:
+    """The ``.git`` file is in the agent's tree: pointed at a directory of the operator's
+    (or at another session's admin dir), it does not make that directory writable."""
+    root = work.env.root
+    repo, tree, private = root / "repo", root / "mine", root / "operator-private"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("-c", "user.email=t@e", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x",
+        cwd=repo)  # fmt: skip
+    for name in ("mine", "other"):
+        git("worktree", "add", "-q", "-b", f"the-loop/{name}", str(root / name), cwd=repo)
+    read_only, writable = git_dirs(tree)
+    assert read_only == [repo / ".git"] and repo / ".git" / "worktrees" / "mine" in writable
+    private.mkdir()
+    for target in (private, repo / ".git" / "worktrees" / "other"):
+        (tree / ".git").write_text(f"gitdir: {target}\n")
+        assert git_dirs(tree) == ([], []), target

@@ -248,7 +248,8 @@ def git_dirs(tree: Path) -> tuple[list[Path], list[Path]]:
     dir is read-only (its ``config`` and ``hooks`` run as the daemon's user in other git
     commands, its other refs and worktrees are other sessions'); writable are the objects
     (content-addressed: new ones are added), the worktree's own admin dir (``HEAD``, index,
-    its reflog) and the directories of refs and reflogs that hold its branch."""
+    its reflog) and the directories of refs and reflogs that hold its branch. Nothing unless
+    the admin dir names TREE back (the ``.git`` file is the agent's to rewrite)."""
     marker = tree / ".git"
     if not marker.is_file():
         return [], []
@@ -261,8 +262,12 @@ def git_dirs(tree: Path) -> tuple[list[Path], list[Path]]:
     admin = Path(text.removeprefix("gitdir:").strip())
     if not admin.is_absolute():
         admin = (tree / admin).resolve()
-    if admin.parent.name != "worktrees":
-        return ([], []) if admin.is_relative_to(tree) else ([], [admin])
+    try:  # git's admin dir names its worktree back; a .git file the agent rewrote does not
+        back = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
+    except OSError:
+        return [], []
+    if admin.parent.name != "worktrees" or back.resolve() != (tree / ".git").resolve():
+        return [], []
     common = admin.parent.parent
     if common.is_relative_to(tree):
         return [], []
