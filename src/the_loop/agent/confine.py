@@ -21,7 +21,7 @@ from the_loop.agent import egress, github_broker
 from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.errors import SpawnFailed
 from the_loop.hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
-from the_loop.runner import sandbox
+from the_loop.runner import limits, sandbox
 from the_loop.runner.tmux_core import secret_env_names
 
 if TYPE_CHECKING:
@@ -147,7 +147,17 @@ def argv(
         for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
             layout.set_env[name] = proxy
         layout.set_env["NO_PROXY"] = layout.set_env["no_proxy"] = "127.0.0.1,localhost"
-    return sandbox.wrap(layout, inner), out_env
+    held = limited(ctx, agent)
+    return limits.joined(sandbox.wrap(layout, limits.inside(inner, held)), held), out_env
+
+
+def limited(ctx: Ctx, agent: Agent) -> limits.Plan:
+    """AGENT's memory and process limits (``sandbox.memoryMb``, ``sandbox.pids``), made."""
+    settings = ctx.config.sandbox
+    if settings.memory_mb is None and settings.pids is None:
+        return limits.Plan()
+    group = limits.group_name(ctx.state_dir, agent_hash(agent.key))
+    return limits.plan(group, settings.memory_mb, settings.pids)
 
 
 def work_item_of(agent: Agent) -> str | None:

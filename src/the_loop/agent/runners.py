@@ -310,15 +310,16 @@ class ProcessAgents:
         adapter = adapter_for(ctx, agent.harness, agent.args)
         spec = _spec(ctx, adapter, agent, session_id, prompt)
         launch = adapter.headless_resume(spec) if resume else adapter.headless(spec)
-        launch = with_located_binary(launch)
+        launch = confine.prepare(ctx, agent, with_located_binary(launch))
         if resume:
             transcripts.restore(ctx, agent, adapter, launch)
+        argv, env = confine.argv(ctx, agent, launch, dict(launch.env))
         try:
             result = ctx.runners.process.run(
                 agent.key,
-                launch.argv,
+                argv,
                 cwd=agent.cwd,
-                env=dict(launch.env),
+                env=env,
                 transcript=transcript_path(ctx, agent),
                 stdin=None if launch.prompt_in_argv else prompt.encode("utf-8"),
             )

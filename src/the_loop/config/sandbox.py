@@ -63,10 +63,23 @@ class SandboxConfig(BaseModel):
         default_factory=list, description="More paths bound read-write into every sandbox."
     )
     memory_mb: int | None = Field(
-        None, ge=64, description="Reserved: a per-agent memory limit (reported by doctor)."
+        None,
+        ge=64,
+        description=(
+            "Memory (MiB, swap included) each confined agent may use in all, by a cgroup of "
+            "its own where the kernel delegates one to the daemon; an agent past it is killed "
+            "by the kernel's OOM killer. `the-loop doctor` says how it is enforced, or why not."
+        ),
     )
     pids: int | None = Field(
-        None, ge=8, description="Reserved: a per-agent process limit (reported by doctor)."
+        None,
+        ge=8,
+        description=(
+            "Processes and threads each confined agent may have at once (the sandbox's own "
+            "included), by a pids cgroup of its own, else by RLIMIT_NPROC in its user "
+            "namespace (a daemon not running as root); a fork past it fails. `the-loop doctor` "
+            "says how it is enforced, or why not."
+        ),
     )
 
     @field_validator("allow_hosts")

@@ -82,6 +82,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     # lazy: start-up (commands that only talk to the daemon do not load the web stack)
     import uvicorn
 
+    from the_loop.runner import limits as agent_limits
     from the_loop.store.intake_writer import writer_for
     from the_loop.web import limits
     from the_loop.web.app import create_app
@@ -142,6 +143,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     # under 32 connections the writer's group commit took 14 to 20 ms at CPython's 5 ms and
     # 11 to 13 ms at 0.5 ms (bench/analysis.md)
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    agent_limits.sweep(ctx.state_dir)  # empty cgroups a crashed daemon left (a live agent's stay)
     write_info(ctx.state_dir, info)
     record_running(ctx.state_dir, ctx.loaded, info.pid)
     ev.emit(ctx.db, "daemon.started", source=SOURCE, pid=info.pid, url=url, version=__version__)
@@ -155,6 +157,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
         writer_for(ctx.db).close()  # the sampled rejections still queued
         ev.emit(ctx.db, "daemon.stopped", source=SOURCE, pid=info.pid)
         (ctx.state_dir / INFO_NAME).unlink(missing_ok=True)
+        agent_limits.sweep(ctx.state_dir)  # the cgroups of agents that are gone
         lock.release()
 
 

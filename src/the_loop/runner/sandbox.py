@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from the_loop.runner import limits
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
@@ -144,8 +146,10 @@ def layout_for(
     if tmux_dir:
         hidden.append(Path(tmux_dir))
     hidden += [state_dir, config.workspace_root]
+    git_read_only, git_writable = git_dirs(tree)
     read_only = [*program_paths(argv, env), *interpreter_paths(), *settings.read_only_paths]
-    writable = [*git_dirs(tree), *settings.writable_paths]
+    read_only += git_read_only
+    writable = [*git_writable, *settings.writable_paths]
     unset = [*HIDDEN_ENV, config.github.token_env, *withheld]
     return Layout(
         tree=tree,
@@ -247,23 +251,44 @@ def interpreter_paths() -> list[Path]:
     return [Path(sys.prefix), base, package_root, Path(sys.executable).parent]
 
 
-def git_dirs(tree: Path) -> list[Path]:
-    """The git directory a worktree at TREE keeps its objects and refs in (its ``.git`` file
-    names it), when that is outside TREE."""
+def git_dirs(tree: Path) -> tuple[list[Path], list[Path]]:
+    """What a worktree at TREE needs of the git directory its ``.git`` file names, when that
+    is outside TREE (docs/decisions/0062): ``(read-only, writable)``. The clone's common git
+    dir is read-only (its ``config`` and ``hooks`` run as the daemon's user in other git
+    commands, its other refs and worktrees are other sessions'); writable are the objects
+    (content-addressed: new ones are added), the worktree's own admin dir (``HEAD``, index,
+    its reflog) and the directories of refs and reflogs that hold its branch. Nothing unless
+    the admin dir names TREE back (the ``.git`` file is the agent's to rewrite)."""
     marker = tree / ".git"
     if not marker.is_file():
-        return []
+        return [], []
     try:
         text = marker.read_text(encoding="utf-8").strip()
     except OSError:
-        return []
+        return [], []
     if not text.startswith("gitdir:"):
-        return []
+        return [], []
     admin = Path(text.removeprefix("gitdir:").strip())
     if not admin.is_absolute():
         admin = (tree / admin).resolve()
-    common = admin.parent.parent if admin.parent.name == "worktrees" else admin
-    return [] if common.is_relative_to(tree) else [common]
+    try:  # git's admin dir names its worktree back; a .git file the agent rewrote does not
+        back = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
+    except OSError:
+        return [], []
+    if admin.parent.name != "worktrees" or back.resolve() != (tree / ".git").resolve():
+        return [], []
+    common = admin.parent.parent
+    if common.is_relative_to(tree):
+        return [], []
+    writable = [common / "objects", admin]
+    try:
+        head = (admin / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        head = ""
+    if head.startswith("ref: refs/heads/"):
+        folder = Path(head.removeprefix("ref: ")).parent
+        writable += [common / folder, common / "logs" / folder]
+    return [common], [path for path in writable if path.is_dir()]
 
 
 def _package_of(path: Path) -> Path:
@@ -323,8 +348,9 @@ def describe(config: Config) -> tuple[bool, str]:
         extra += [f"rw {p}" for p in settings.writable_paths]
         if extra:
             detail += "; extra paths: " + ", ".join(extra)
-        for name, value in (("memoryMb", settings.memory_mb), ("pids", settings.pids)):
-            if value is not None:
-                detail += f"; {name} {value} not enforced yet"
+        for said in limits.describe(settings.memory_mb, settings.pids):
+            detail += f"; {said}"
+    elif settings.memory_mb is not None or settings.pids is not None:
+        detail += "; memoryMb/pids not enforced: they apply to confined agents only"
     ok = mode.warning is None and (mode.mode == "none" or bwrap_works()[0])
     return ok, detail if mode.warning is None else f"{detail}: {mode.warning}"
