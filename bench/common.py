@@ -477,8 +477,10 @@ def _kill_stray_agents(root: Path) -> None:
 class Daemon:
     """A real ``the-loop serve`` process on the installation's state dir."""
 
-    def __init__(self, install: Install) -> None:
+    def __init__(self, install: Install, launcher: list[str] | None = None) -> None:
         self.install = install
+        self.launcher = launcher or [PYTHON]
+        """What runs ``-m the_loop serve`` (``bench/profiled.py`` wraps it in a profiler)."""
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.host = "127.0.0.1"
@@ -496,7 +498,7 @@ class Daemon:
 
         log = (self.install.root / "daemon.log").open("ab")
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "the_loop", "serve"],
+            [*self.launcher, "-m", "the_loop", "serve"],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -104,8 +104,15 @@ class Live:
     delivery_seq: int = 0
 
     @classmethod
-    def start(cls, name: str, max_sessions: int = 250, **sections: Any) -> Live:
-        """A running daemon; SECTIONS are more config sections (camelCase keys)."""
+    def start(
+        cls,
+        name: str,
+        max_sessions: int = 250,
+        launcher: list[str] | None = None,
+        **sections: Any,
+    ) -> Live:
+        """A running daemon (run by LAUNCHER, ``common.Daemon``); SECTIONS are more config
+        sections (camelCase keys)."""
         install = Install(name)
         gh = common.fake_github().start()
         try:
@@ -127,7 +134,7 @@ class Live:
                 },
                 **sections,
             )
-            daemon = Daemon(install).start()
+            daemon = Daemon(install, launcher).start()
             conn = HttpConn(daemon.host, daemon.port)
         except BaseException:
             gh.stop()

@@ -1,8 +1,9 @@
-"""Push, not poll (decision 0059): under the real daemon, with the fake agent in real tmux, an
-idle agent's pane is not captured while nothing changes in it (the daemon's own count of
-captured panes, ``/metrics``, over 5 s), and output on it is seen — the
-permission prompt it shows is ``needs-permission`` — within 100 ms of the agent printing, though
-passes run only every 0.5 s unless tmux says a pane printed."""
+"""Push, not poll (decisions 0059, 0066): under the real daemon, with the fake agent in real
+tmux, an idle agent's pane is not captured while nothing changes in it — the daemon's own
+counts (``/metrics``) over 5 s: no pane captured, no tmux command run, and at most one pass of
+the attention and spend tasks (a fixed beat of 0.5 s would make ten) — and output on it is
+seen — the permission prompt it shows is ``needs-permission`` — within 100 ms of the agent
+printing, though passes run at most every 0.5 s unless tmux says a pane printed."""
 
 from __future__ import annotations
 
@@ -30,11 +31,22 @@ def push_daemon(work: Work) -> Any:
     d.stop()
 
 
-def captures(d: Daemon) -> int:
+def counted(d: Daemon, metric: str) -> int:
     got = httpx.get(f"{d.url}/metrics", headers={"Authorization": f"Bearer {d.token}"})
     assert got.status_code == 200, got.text
-    (line,) = [x for x in got.text.splitlines() if x.startswith("the_loop_tmux_pane_captures")]
-    return int(line.split()[1])
+    (line,) = [x for x in got.text.splitlines() if x.startswith(metric + " ")]
+    return int(line.rsplit(" ", 1)[1])
+
+
+def captures(d: Daemon) -> int:
+    return counted(d, "the_loop_tmux_pane_captures_total")
+
+
+IDLE = {
+    "tmux commands": "the_loop_tmux_commands_total",
+    "attention passes": 'the_loop_task_passes_total{task="attention"}',
+    "spend passes": 'the_loop_task_passes_total{task="spend"}',
+}
 
 
 def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> None:
@@ -44,10 +56,14 @@ def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> Non
     sid = work.session_json(ref)["id"]
 
     before = captures(push_daemon)
+    counts = {name: counted(push_daemon, metric) for name, metric in IDLE.items()}
     t0 = time.monotonic()
     wait_until(lambda: time.monotonic() - t0 >= 5.0, 10, interval=0.5, what="5 s")
     idle = captures(push_daemon) - before
     assert idle == 0, f"{idle} panes captured in 5 s with nothing changing"
+    spent = {name: counted(push_daemon, m) - counts[name] for name, m in IDLE.items()}
+    assert spent["tmux commands"] == 0, spent
+    assert spent["attention passes"] <= 1 and spent["spend passes"] <= 1, spent
     assert state(work, ref) == "waiting"
 
     db = sqlite3.connect(f"file:{work.env.state_dir / 'the-loop.db'}?mode=ro", uri=True)
