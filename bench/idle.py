@@ -3,7 +3,8 @@
 N authorized starts are posted back to back to a daemon running the fake agent (read from its
 screen: the ``command`` harness has no hooks, so it is the screen detector's costliest case),
 and the benchmark waits until every agent took its first prompt, the inbox and outbox are
-empty and the screens have gone quiet (``attention.quietSeconds`` and more). It then reads
+empty and every agent is ``waiting`` (its screen quiet for ``attention.quietSeconds``), then
+2 s more. It then reads
 ``utime + stime`` of the daemon's process and of the tmux server's process from
 ``/proc/<pid>/stat`` at the start and the end of a window (``--seconds``, 60 by default) and
 prints each one's share of one core over that window: CPU time consumed, not a wall-clock
@@ -24,6 +25,7 @@ import io
 import os
 import pstats
 import signal
+import sqlite3
 import time
 from pathlib import Path
 
@@ -107,6 +109,21 @@ def counters(lv: live.Live) -> dict[str, int]:
     return {name: int(float(values.get(metric, "-1"))) for name, metric in COUNTERS.items()}
 
 
+def wait_quiet(lv: live.Live, count: int) -> None:
+    """Until every agent is ``waiting`` (its screen quiet for ``attention.quietSeconds``), then
+    2 s more for the passes that follow the last change."""
+    db = sqlite3.connect(f"file:{lv.install.state_dir / 'the-loop.db'}?mode=ro", uri=True)
+    sql = "SELECT COUNT(*) FROM attention WHERE state = 'waiting'"
+    try:
+        common.wait_until(
+            lambda: db.execute(sql).fetchone()[0] >= count, timeout=600, what="every agent waiting"
+        )
+    finally:
+        db.close()
+    t0 = time.monotonic()
+    common.wait_until(lambda: time.monotonic() - t0 >= 2, timeout=10, interval=0.2)
+
+
 def measure(count: int, seconds: float, profile: Path | None = None) -> dict[str, float]:
     launcher = None
     out = None
@@ -123,7 +140,7 @@ def measure(count: int, seconds: float, profile: Path | None = None) -> dict[str
             lv.burst_spawn(count)
             lv.wait_idle(timeout=600)
         server = int(lv.install.tmux("display-message", "-p", "#{pid}").stdout.strip())
-        time.sleep(5)  # the screens go quiet (quietSeconds) and the detector settles
+        wait_quiet(lv, count)
         before = counters(lv)
         if out is not None:
             os.kill(lv.daemon.pid, signal.SIGUSR2)  # the profile's window starts

@@ -83,3 +83,34 @@ def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> Non
     assert seen - printed <= 0.100, f"the change was seen {1000 * (seen - printed):.0f} ms late"
     assert captures(push_daemon) > before, "the changed pane was read"
     assert explain(work, ref)["rule"].startswith("permissionPatterns[0]")  # read on the screen
+
+
+@pytest.fixture
+def crashing_daemon(work: Work) -> Any:
+    work.configure(
+        harness_env={"FAKE_AGENT_CRASH_AFTER": "2"},
+        attention={**ATTENTION, "pollSeconds": 0.5},
+        github={"enabled": True},
+    )
+    d = Daemon(work)
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_an_agent_that_exits_is_reported_when_tmux_says_so(crashing_daemon: Daemon) -> None:
+    """The reconciler's own beat is 60 s: the `pane-died` hook armed with the pane's watch
+    is what tells it within moments that the agent exited (the pane kept by remain-on-exit)."""
+    work = crashing_daemon.work
+    ref = spawn(crashing_daemon, 33)
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting after the quiet time")
+    say(crashing_daemon, ref, "this one makes it exit")
+    target = "loop-github-octo-repo-33"
+    wait_until(lambda: work.pane_dead(target) == "1", 20, what="the agent to exit")
+    exited = time.monotonic()
+    # told at once (blocked, then the agent is started again for the message it lost)
+    vanished = wait_until(lambda: work.events("session.vanished"), 20, what="session.vanished")
+    assert time.monotonic() - exited < 20  # not the reconciler's 60 s beat
+    assert vanished[-1]["workItem"] == ref and vanished[-1]["payload"]["pane"] == "dead"
+    changed = [e["payload"] for e in work.events("session.attention_changed")]
+    assert any(c["to"] == "blocked" and c["rule"] == "the harness exited" for c in changed)
