@@ -477,11 +477,15 @@ def _kill_stray_agents(root: Path) -> None:
 class Daemon:
     """A real ``the-loop serve`` process on the installation's state dir."""
 
-    def __init__(self, install: Install, python_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, install: Install, python_args: Sequence[str] = (), launcher: list[str] | None = None
+    ) -> None:
         """PYTHON_ARGS go before ``-m the_loop serve`` (``-m cProfile -o FILE`` profiles the
-        daemon's main thread, written when it stops)."""
+        daemon's main thread, written when it stops); LAUNCHER runs it (``bench/profiled.py``
+        wraps it in a profiler of every thread)."""
         self.install = install
         self.python_args = list(python_args)
+        self.launcher = launcher or [PYTHON]
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.host = "127.0.0.1"
@@ -499,7 +503,7 @@ class Daemon:
 
         log = (self.install.root / "daemon.log").open("ab")
         self.proc = subprocess.Popen(
-            [PYTHON, *self.python_args, "-m", "the_loop", "serve"],
+            [*self.launcher, *self.python_args, "-m", "the_loop", "serve"],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -110,10 +110,12 @@ class Live:
         max_sessions: int = 250,
         harnesses: dict[str, Any] | None = None,
         default_harness: str = "fake",
+        launcher: list[str] | None = None,
         **sections: Any,
     ) -> Live:
-        """A running daemon; HARNESSES are added beside the timed fake one (DEFAULT_HARNESS
-        names the one sessions start with); SECTIONS are more config sections (camelCase)."""
+        """A running daemon (run by LAUNCHER, ``common.Daemon``); HARNESSES are added beside the
+        timed fake one (DEFAULT_HARNESS names the one sessions start with); SECTIONS are more
+        config sections (camelCase)."""
         install = Install(name)
         gh = common.fake_github().start()
         try:
@@ -135,7 +137,7 @@ class Live:
                 },
                 **sections,
             )
-            daemon = Daemon(install).start()
+            daemon = Daemon(install, launcher).start()
             conn = HttpConn(daemon.host, daemon.port)
         except BaseException:
             gh.stop()

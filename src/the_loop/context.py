@@ -52,6 +52,12 @@ class Ctx:
         return _event()
 
     @cached_property
+    def panes_died(self) -> asyncio.Event:
+        """Set when tmux said a watched pane's program exited or its pipe closed (the
+        reconciler looks then; built on first use)."""
+        return _event()
+
+    @cached_property
     def runners(self) -> Runners:
         """The tmux and process runners and the per-item locks (built on first use)."""
         # lazy: commands that never run an agent do not pay for the runners.

@@ -65,6 +65,8 @@ class TaskState(Wire):
     error: str | None = None
     failures: int = 0
     restarts: int = 0
+    passes: int = 0
+    """Steps (passes) completed since the process started: what idle costs, counted."""
 
 
 class TaskMonitor:
@@ -102,6 +104,7 @@ class TaskMonitor:
             self.board.emit("task.recovered", task=self.name, failures=state.failures)
             state.since = time.time()
         state.state, state.error, state.failures = "running", None, 0
+        state.passes += 1
 
     def finished(self) -> None:
         self.state.state, self.state.since = "finished", time.time()
@@ -217,6 +220,8 @@ def task_metric_lines(states: list[TaskState]) -> list[str]:
     ]
     lines += ["# TYPE the_loop_task_failures gauge"]
     lines += [f'the_loop_task_failures{{task="{s.name}"}} {s.failures}' for s in states]
+    lines += ["# TYPE the_loop_task_passes_total counter"]
+    lines += [f'the_loop_task_passes_total{{task="{s.name}"}} {s.passes}' for s in states]
     return lines
 
 

@@ -119,14 +119,14 @@ async def test_messages_wait_behind_the_prompt_then_arrive_once_in_order(
 def test_on_timeout_deny_answers_the_screen_prompt(timeout_daemon: Daemon) -> None:
     work = timeout_daemon.work
     ref = spawn(timeout_daemon, 32)
-    prompt = _asking(timeout_daemon, ref, "rm -rf build")
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting")
+    # the prompt is up for about 1.2 s: told by its history, not by polling the CLI (on a
+    # loaded host one `attention explain` can take longer than the prompt lasts)
+    say(timeout_daemon, ref, "ASK-PERMISSION: rm -rf build")
     wait_until(lambda: _records(work, ref, "answer"), 30, what="the timeout's deny")
     assert [(a["command"], a["answer"]) for a in _records(work, ref, "answer")] == [
         ("rm -rf build", "n")
     ]
     history = json.loads(work.env.run("attention", "history", ref, "--format", "json").stdout)
-    assert (history[0]["id"], history[0]["decision"], history[0]["answeredVia"]) == (
-        prompt["id"],
-        "deny",
-        "timeout",
-    )
+    assert len(history) == 1 and "rm -rf build" in history[0]["text"], history
+    assert (history[0]["decision"], history[0]["answeredVia"]) == ("deny", "timeout")

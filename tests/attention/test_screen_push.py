@@ -1,8 +1,9 @@
-"""Push, not poll (decision 0059): under the real daemon, with the fake agent in real tmux, an
-idle agent's pane is not captured while nothing changes in it (the daemon's own count of
-captured panes, ``/metrics``, over 5 s), and output on it is seen — the
-permission prompt it shows is ``needs-permission`` — within 100 ms of the agent printing, though
-passes run only every 0.5 s unless tmux says a pane printed."""
+"""Push, not poll (decisions 0059, 0066): under the real daemon, with the fake agent in real
+tmux, an idle agent's pane is not captured while nothing changes in it — the daemon's own
+counts (``/metrics``) over 5 s: no pane captured, no tmux command run, and at most one pass of
+the attention and spend tasks (a fixed beat of 0.5 s would make ten) — and output on it is
+seen — the permission prompt it shows is ``needs-permission`` — within 100 ms of the agent
+printing, though passes run at most every 0.5 s unless tmux says a pane printed."""
 
 from __future__ import annotations
 
@@ -30,11 +31,22 @@ def push_daemon(work: Work) -> Any:
     d.stop()
 
 
-def captures(d: Daemon) -> int:
+def counted(d: Daemon, metric: str) -> int:
     got = httpx.get(f"{d.url}/metrics", headers={"Authorization": f"Bearer {d.token}"})
     assert got.status_code == 200, got.text
-    (line,) = [x for x in got.text.splitlines() if x.startswith("the_loop_tmux_pane_captures")]
-    return int(line.split()[1])
+    (line,) = [x for x in got.text.splitlines() if x.startswith(metric + " ")]
+    return int(line.rsplit(" ", 1)[1])
+
+
+def captures(d: Daemon) -> int:
+    return counted(d, "the_loop_tmux_pane_captures_total")
+
+
+IDLE = {
+    "tmux commands": "the_loop_tmux_commands_total",
+    "attention passes": 'the_loop_task_passes_total{task="attention"}',
+    "spend passes": 'the_loop_task_passes_total{task="spend"}',
+}
 
 
 def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> None:
@@ -44,10 +56,14 @@ def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> Non
     sid = work.session_json(ref)["id"]
 
     before = captures(push_daemon)
+    counts = {name: counted(push_daemon, metric) for name, metric in IDLE.items()}
     t0 = time.monotonic()
     wait_until(lambda: time.monotonic() - t0 >= 5.0, 10, interval=0.5, what="5 s")
     idle = captures(push_daemon) - before
     assert idle == 0, f"{idle} panes captured in 5 s with nothing changing"
+    spent = {name: counted(push_daemon, m) - counts[name] for name, m in IDLE.items()}
+    assert spent["tmux commands"] == 0, spent
+    assert spent["attention passes"] <= 1 and spent["spend passes"] <= 1, spent
     assert state(work, ref) == "waiting"
 
     db = sqlite3.connect(f"file:{work.env.state_dir / 'the-loop.db'}?mode=ro", uri=True)
@@ -67,3 +83,34 @@ def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> Non
     assert seen - printed <= 0.100, f"the change was seen {1000 * (seen - printed):.0f} ms late"
     assert captures(push_daemon) > before, "the changed pane was read"
     assert explain(work, ref)["rule"].startswith("permissionPatterns[0]")  # read on the screen
+
+
+@pytest.fixture
+def crashing_daemon(work: Work) -> Any:
+    work.configure(
+        harness_env={"FAKE_AGENT_CRASH_AFTER": "2"},
+        attention={**ATTENTION, "pollSeconds": 0.5},
+        github={"enabled": True},
+    )
+    d = Daemon(work)
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_an_agent_that_exits_is_reported_when_tmux_says_so(crashing_daemon: Daemon) -> None:
+    """The reconciler's own beat is 60 s: the `pane-died` hook armed with the pane's watch
+    is what tells it within moments that the agent exited (the pane kept by remain-on-exit)."""
+    work = crashing_daemon.work
+    ref = spawn(crashing_daemon, 33)
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting after the quiet time")
+    say(crashing_daemon, ref, "this one makes it exit")
+    target = "loop-github-octo-repo-33"
+    wait_until(lambda: work.pane_dead(target) == "1", 20, what="the agent to exit")
+    exited = time.monotonic()
+    # told at once (blocked, then the agent is started again for the message it lost)
+    vanished = wait_until(lambda: work.events("session.vanished"), 20, what="session.vanished")
+    assert time.monotonic() - exited < 20  # not the reconciler's 60 s beat
+    assert vanished[-1]["workItem"] == ref and vanished[-1]["payload"]["pane"] == "dead"
+    changed = [e["payload"] for e in work.events("session.attention_changed")]
+    assert any(c["to"] == "blocked" and c["rule"] == "the harness exited" for c in changed)

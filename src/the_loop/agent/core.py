@@ -230,10 +230,10 @@ def on_release(kind: AgentKind, deliver: Release) -> None:
 
 def release_held(ctx: Ctx) -> int:
     """Deliver the prompts held behind dialogs that are gone now (a pass of the daemon); how
-    many agents were handed to their policy. An agent still showing a dialog, or held by its
-    spend policy, is left alone; a failure is left for the next pass."""
+    many agents' delivery failed (left queued for the next pass to try again). An agent still
+    showing a dialog, or held by its spend policy, is left alone."""
     conn = ctx.db.connect()
-    handed = 0
+    failed = 0
     for key in queue.agents_with_pending(conn):
         row = attention_store.get(conn, key)
         if row is None or row.state in (*attention_store.HELD, *attention_store.NEEDS_PERSON):
@@ -246,8 +246,8 @@ def release_held(ctx: Ctx) -> int:
             deliver(ctx, key)
         except LoopError as exc:  # left queued: the next pass tries again
             log.debug("held prompts of %s not delivered yet: %s", key, exc.message)
-        handed += 1
-    return handed
+            failed += 1
+    return failed
 
 
 def drop_pending(ctx: Ctx, agent: Agent) -> int:

@@ -162,7 +162,7 @@ def heartbeat(ctx: Ctx) -> list[Declared]:
     shared database, declare silent peers dead; returns the peers declared dead."""
     name, began, now = node_name(ctx), time.monotonic(), time.time()
     capacity = ctx.config.routing.max_concurrent_sessions
-    with ctx.db.transaction() as tx:
+    with ctx.db.unnoticed(), ctx.db.transaction() as tx:  # the passes need not wake
         beating = store.beat(tx, name, now, capacity)
         if not beating:
             store.rejoin(tx, name, now)

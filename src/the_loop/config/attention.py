@@ -124,7 +124,12 @@ class AttentionConfig(_Model):
         20.0, gt=0, description="Screen detector: a pane unchanged this long is waiting."
     )
     poll_seconds: float = Field(
-        0.25, gt=0, le=10, description="How often the screen detector and notices run."
+        0.25,
+        gt=0,
+        le=10,
+        description="The least time between two passes of the screen detector, timeouts, "
+        "notices and spend policy while something changes or waits (they run when something "
+        "happens, not on a beat; a pane that printed is read at once).",
     )
     harnesses: dict[str, HarnessAttention] = Field(
         default_factory=_default_harnesses,

@@ -51,5 +51,6 @@ layer.on_release(AgentKind.STANDING, _standing)
 
 
 def release(ctx: Ctx) -> int:
-    """Deliver what waited behind dialogs that are gone now; how many agents were served."""
+    """Deliver what waited behind dialogs that are gone now; how many agents' delivery failed
+    (the next pass tries again)."""
     return layer.release_held(ctx)

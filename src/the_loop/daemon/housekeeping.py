@@ -17,6 +17,7 @@ from the_loop.cluster import nodes
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
+from the_loop.pulse import first
 from the_loop.runner.tmux_watch import probe_many
 from the_loop.standing import service as standing
 from the_loop.store import attention as attention_store
@@ -56,12 +57,17 @@ CHECKPOINT_SECONDS = 0.25
 
 
 async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """Checkpoint the database's WAL every ``CHECKPOINT_SECONDS`` in a worker thread, so that
-    no commit on the daemon's request path waits for a checkpoint's copy and fsync."""
+    """Checkpoint the database's WAL in a worker thread, at most every
+    ``CHECKPOINT_SECONDS`` and only when it changed since the last checkpoint (a ``stat``), so
+    that no commit on the daemon's request path waits for a checkpoint's copy and fsync."""
     ctx.db.defer_checkpoints()
     watch = monitor(ctx, "checkpoint")
+    done: tuple[int, int] | None = None
     while not await wait_or_stop(stop, CHECKPOINT_SECONDS):
-        await asyncio.to_thread(ctx.db.checkpoint)
+        stamp = ctx.db.wal_stamp()
+        if stamp is not None and stamp != done:
+            await asyncio.to_thread(ctx.db.checkpoint)
+            done = stamp  # taken before: a commit during the checkpoint is seen next time
         watch.progressed()
     await asyncio.to_thread(ctx.db.checkpoint)
 
@@ -162,14 +168,21 @@ async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:
     await asyncio.to_thread(standing.autostart, ctx, stop.is_set)
 
 
-RECONCILE_SECONDS = 10.0
+RECONCILE_SECONDS = 60.0
+"""The reconciler's safety beat; it looks at once when tmux says a watched pane's program
+exited or its pipe closed (``runner.tmux_watch``, decision 0066)."""
 
 
 async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Report live sessions whose tmux target vanished or whose agent exited (once each)."""
     reported: set[str] = set()
     watch = monitor(ctx, "reconciler")
-    while not await wait_or_stop(stop, RECONCILE_SECONDS):
+    died = ctx.panes_died
+    while True:
+        await first(RECONCILE_SECONDS, stop, died)
+        if stop.is_set():
+            return
+        died.clear()
         await asyncio.to_thread(reconcile_once, ctx, reported)
         watch.progressed()
 

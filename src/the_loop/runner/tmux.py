@@ -142,8 +142,8 @@ class TmuxRunner:
         return argv
 
     def run(self, *args: str, timeout: float | None = None) -> TmuxResult:
-        """Run one tmux command line on the private server; never raises."""
-        argv = [*self.base_argv(), *args]
+        """Run one tmux command line on the private server (counted); never raises."""
+        argv, screens.Tally.commands = [*self.base_argv(), *args], screens.Tally.commands + 1
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -25,9 +25,11 @@ MARK = "::the-loop-screen-"
 
 
 class Tally:
-    """How many panes this process captured (``/metrics``: the screen detector's cost)."""
+    """How many panes this process captured and how many tmux commands it ran (``/metrics``:
+    the screen detector's cost)."""
 
     panes = 0
+    commands = 0
 
 
 def counted(panes: int) -> None:

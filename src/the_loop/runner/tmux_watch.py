@@ -12,6 +12,12 @@ is reported as printed and forgotten, so the next ``watch`` arms it again. Armin
 pipe the pane had (a previous daemon's), and many panes are armed in one tmux invocation.
 Never raises: a pane that could not be armed is simply not reported as armed, and the caller
 reads it as before.
+
+A pane whose program exits is kept by ``remain-on-exit`` and its pipe stays open, so arming
+also sets the window's ``pane-died`` hook: a shell, run only then, writes the session's name
+into this process's ``died`` FIFO (held open read-write, so it never reads as closed), and
+``on_died`` is called (the daemon's reconciler looks at once instead of on its slow beat);
+so it is when a pipe closes.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ class PaneWatch:
     ask: Callable[..., TmuxResult]
     directory: Path
     on_change: Callable[[], None] = lambda: None
+    on_died: Callable[[], None] = lambda: None
     _pipes: dict[str, _Pipe] = field(default_factory=dict)
     _by_fd: dict[int, str] = field(default_factory=dict)
     _printed: dict[str, float] = field(default_factory=dict)
@@ -68,6 +75,7 @@ class PaneWatch:
     _poll: select.epoll | None = None
     _thread: threading.Thread | None = None
     _closed: bool = False
+    _died: int | None = None
 
     def watch(self, targets: Sequence[str]) -> set[str]:
         """Watch exactly TARGETS: arm those not armed yet, forget the others. Returns the
@@ -112,8 +120,11 @@ class PaneWatch:
             for target in list(self._pipes):
                 self._drop(target)
             poll, self._poll = self._poll, None
+            died, self._died = self._died, None
         if poll is not None:
             poll.close()
+        if died is not None:
+            _close(_Pipe(died, self.directory / DIED))
 
     # -- inside ----------------------------------------------------------------------------
 
@@ -127,6 +138,9 @@ class PaneWatch:
                     self._poll = select.epoll()
                 except OSError:
                     return False
+                self._died = _open_died(self.directory / DIED)
+                if self._died is not None:
+                    self._poll.register(self._died, select.EPOLLIN)
                 self._thread = threading.Thread(
                     target=self._run, args=(self._poll,), name="tmux-watch", daemon=True
                 )
@@ -156,7 +170,7 @@ class PaneWatch:
             args: list[str] = []
             batch: list[str] = []
             for target in pending:
-                part = _pipe_args(target, pipes[target].path)
+                part = self._arm_args(target, pipes[target].path)
                 if batch and command_size(args) + command_size(part) + 2 > COMMAND_BUDGET:
                     break
                 args += [";", *part] if args else part
@@ -168,11 +182,17 @@ class PaneWatch:
                 continue
             # tmux stops at the first failing command: arm each of this batch alone
             for target in batch:
-                part = _pipe_args(target, pipes[target].path)
+                part = self._arm_args(target, pipes[target].path)
                 if self.ask(*part).ok:
                     armed.add(target)
             pending = pending[len(batch) :]
         return armed
+
+    def _arm_args(self, target: str, fifo: Path) -> list[str]:
+        args = _pipe_args(target, fifo)
+        if self._died is not None:
+            args += [";", *_died_hook(target, self.directory / DIED)]
+        return args
 
     def _drop(self, target: str) -> None:
         """Forget TARGET (the lock is held)."""
@@ -194,20 +214,60 @@ class PaneWatch:
             if not events:
                 continue
             now = time.time()
+            died = False
             with self._lock:
                 for fd, _mask in events:
+                    if fd == self._died:
+                        _drain(fd)  # which session does not matter: the reconciler looks
+                        died = True
+                        continue
                     target = self._by_fd.get(fd)
                     if target is None:
                         continue
                     if not _drain(fd):
                         self._drop(target)  # the pipe closed: armed again by the next watch
+                        died = True  # the pane may be gone
                     self._printed[target] = now
-            self.on_change()
+            if died:
+                self.on_died()
+            if len(events) > int(died):
+                self.on_change()
 
 
 def _pipe_args(target: str, fifo: Path) -> list[str]:
     """``pipe-pane -O`` of TARGET's output into FIFO (replacing any pipe the pane had)."""
     return ["pipe-pane", "-O", "-t", f"={target}:", f"exec cat >{shlex.quote(str(fifo))}"]
+
+
+DIED = "died"
+"""The FIFO the panes' ``pane-died`` hooks write to."""
+
+
+def _open_died(path: Path) -> int | None:
+    """The ``died`` FIFO, open read-write (it never reads as closed while we hold it)."""
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        os.mkfifo(path, 0o600)
+        return os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _died_hook(target: str, fifo: Path) -> list[str]:
+    """The ``pane-died`` hook of TARGET's window: one line into FIFO, if it is still there
+    (opened read-write: never blocks, whoever reads it or not)."""
+    quoted = shlex.quote(str(fifo))
+    shell = f"test -p {quoted} && echo {shlex.quote(target)} 1<>{quoted}"
+    command = f"run-shell -b {_tmux_quote(shell)}"
+    return ["set-hook", "-w", "-t", f"={target}:", "pane-died", command]
+
+
+def _tmux_quote(text: str) -> str:
+    """TEXT as one double-quoted argument of a tmux command line (a hook's command is parsed
+    again when it runs; ``run-shell`` expands formats, so ``#`` is doubled)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return '"' + escaped.replace("#", "##") + '"'
 
 
 def _drain(fd: int) -> bool:
@@ -232,9 +292,11 @@ def _close(pipe: _Pipe) -> None:
         pipe.path.unlink()
 
 
-def pane_watch(runner: TmuxRunner, on_change: Callable[[], None]) -> PaneWatch:
+def pane_watch(
+    runner: TmuxRunner, on_change: Callable[[], None], on_died: Callable[[], None] = lambda: None
+) -> PaneWatch:
     """A watch of RUNNER's server, its FIFOs under RUNNER's work dir (one dir per process)."""
-    return PaneWatch(runner.run, runner.work_dir / f"watch-{os.getpid()}", on_change)
+    return PaneWatch(runner.run, runner.work_dir / f"watch-{os.getpid()}", on_change, on_died)
 
 
 def probe_many(runner: TmuxRunner, targets: Sequence[str]) -> dict[str, Probe] | None:

@@ -572,3 +572,22 @@ def answer_question(
         (actor, via, now, now, f"answered: {answer}"[:500], prompt_id),
     )
     return cur.rowcount == 1
+
+
+def oldest_open(
+    conn: Connection, *, permissions: bool = False, unnoticed: bool = False
+) -> float | None:
+    """When the oldest pending prompt was opened (only permissions: PERMISSIONS; only work
+    items' prompts with no notice yet: UNNOTICED); None when there is none. The passes wait
+    until it falls due instead of asking every beat."""
+    sql = (
+        "SELECT MIN(p.created_at) FROM attention_prompts p"
+        " LEFT JOIN attention a ON a.agent = p.agent"
+        " WHERE p.decision IS NULL AND p.closed_at IS NULL"
+    )
+    if permissions:
+        sql += " AND p.kind = 'permission'"
+    if unnoticed:
+        sql += " AND p.notice_at IS NULL AND a.work_item IS NOT NULL"
+    row = conn.execute(sql).fetchone()
+    return None if row is None or row[0] is None else float(row[0])

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from the_loop.store.conn import Connection
 
@@ -18,6 +20,34 @@ class Database(ABC):
     """Where it is, for messages: the file, or the URL without its password."""
     shared = False
     """True when several daemons (nodes) may share it."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[], None]] = []
+        self._unnoticed = threading.local()
+
+    def on_commit(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call LISTENER (in the committing thread, after the commit) whenever a transaction of
+        this process changed rows; returns what unregisters it. The daemon's passes wake on
+        it (``the_loop.pulse``); a listener must be quick and never raise."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    @contextmanager
+    def unnoticed(self) -> Iterator[None]:
+        """This thread's commits in the block wake no listener (bookkeeping that no pass
+        reacts to: a node's heartbeat)."""
+        self._unnoticed.on = True
+        try:
+            yield
+        finally:
+            self._unnoticed.on = False
+
+    def committed(self) -> None:
+        """Tell the listeners that a transaction changed rows (called by the backends)."""
+        if getattr(self._unnoticed, "on", False):
+            return
+        for listener in list(self._listeners):
+            listener()
 
     @abstractmethod
     def connect(self) -> Connection:
@@ -42,6 +72,11 @@ class Database(ABC):
 
     def checkpoint(self) -> None:
         """SQLite: copy committed WAL frames into the database file."""
+        return None
+
+    def wal_stamp(self) -> tuple[int, int] | None:
+        """SQLite: the WAL file's size and modification time (they change with every commit,
+        of any process); None when there is nothing to checkpoint, ever."""
         return None
 
     def sync_commits(self) -> None:

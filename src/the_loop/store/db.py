@@ -43,6 +43,7 @@ class SqliteDatabase(Database):
     kind = "sqlite"
 
     def __init__(self, path: Path) -> None:
+        super().__init__()
         self.path = path
         self.location = str(path)
         self._local = threading.local()
@@ -75,6 +76,13 @@ class SqliteDatabase(Database):
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from None
 
+    def wal_stamp(self) -> tuple[int, int] | None:
+        try:
+            info = os.stat(self.path.with_name(self.path.name + "-wal"))
+        except OSError:
+            return (0, 0)  # no WAL (yet): checkpointed when one appears
+        return (info.st_size, info.st_mtime_ns)
+
     def sync_commits(self) -> None:
         # this thread's connection only: every other connection keeps NORMAL
         self.connect().execute("PRAGMA synchronous = FULL")
@@ -96,6 +104,7 @@ class SqliteDatabase(Database):
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from None
+        changes = conn.total_changes
         try:
             yield conn
         except sqlite3.Error as exc:
@@ -110,6 +119,8 @@ class SqliteDatabase(Database):
             except sqlite3.Error as exc:
                 _rollback(conn)
                 raise _state_error(self.path, exc) from None
+            if conn.total_changes != changes:
+                self.committed()
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""

@@ -159,13 +159,18 @@ def _run(conn: psycopg.Connection[Any], sql: str, parameters: Any) -> Result:
 class _InTransaction:
     """The connection ``transaction()`` yields (a ``store.conn.Connection``)."""
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "wrote")
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
+        self.wrote = False
+        """Whether a statement changed rows (``Database.committed`` after the commit)."""
 
     def execute(self, sql: str, parameters: Any = None, /) -> Result:
-        return _run(self._conn, sql, parameters)
+        result = _run(self._conn, sql, parameters)
+        if result.rowcount > 0 and not sql.lstrip()[:6].upper().startswith("SELECT"):
+            self.wrote = True
+        return result
 
 
 class _Autocommit:
@@ -193,6 +198,7 @@ class PgDatabase(Database):
     def __init__(
         self, url: str, pool_size: int = POOL_SIZE, lock_timeout_ms: int = LOCK_TIMEOUT_MS
     ) -> None:
+        super().__init__()
         self.url = url
         self.location = redact(url)
         self._pool: psycopg_pool.ConnectionPool[Any] | None = None
@@ -243,13 +249,17 @@ class PgDatabase(Database):
 
     @contextmanager
     def _transaction(self, lock: str | None) -> Iterator[Connection]:
+        tx: _InTransaction | None = None
         try:
             with self.pool.connection() as conn, conn.transaction():
                 if lock is not None:
                     conn.execute(lock)
-                yield _InTransaction(conn)
+                tx = _InTransaction(conn)
+                yield tx
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise state_error(self.location, exc) from None
+        if tx is not None and tx.wrote:
+            self.committed()
 
     def _configure_statements(self, conn: psycopg.Connection[Any]) -> None:
         """Statement connections wait at most ``lock_timeout_ms`` for a lock (the write lock

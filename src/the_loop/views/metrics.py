@@ -167,6 +167,9 @@ def prometheus_text(ctx: Ctx) -> str:
         "# HELP the_loop_tmux_pane_captures_total Panes this process read (capture-pane).",
         "# TYPE the_loop_tmux_pane_captures_total counter",
         f"the_loop_tmux_pane_captures_total {Tally.panes}",
+        "# HELP the_loop_tmux_commands_total tmux commands this process ran.",
+        "# TYPE the_loop_tmux_commands_total counter",
+        f"the_loop_tmux_commands_total {Tally.commands}",
     ]
     commits = writer_for(ctx.db).figures
     lines += [

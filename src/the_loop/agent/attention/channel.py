@@ -42,7 +42,10 @@ NAME = "hook-channel"
 MAX_LINE = 1 << 20
 MAX_CONNECTIONS = 256
 POLL_SECONDS = 0.1
-SPOOL_SECONDS = 0.25
+SPOOL_SECONDS = 5.0
+"""How often the spool is looked at while the daemon listens (a hook spools only when it could
+not reach the socket; each report the socket takes applies the spool first, and the daemon
+applies it when it starts)."""
 ACK_SECONDS = 5.0
 PRUNE_SECONDS = 3600.0
 STALE_TMP_SECONDS = 60.0

@@ -5,7 +5,7 @@ comment is queued in the outbox: it quotes the question (or the tool and its inp
 mentions the requester. The notice is recorded on the wait's prompt in the same transaction,
 so there is never more than one per wait. When the wait ends (answered, moved on, timed out) a
 short follow-up says how. The daemon runs ``attention_loop``: the screen detector, then the
-notices, every ``attention.pollSeconds``.
+notices, when something changed or a deadline falls due (``the_loop.pulse``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 from the_loop.agent.attention.screen import ScreenDetector, detect_once
 from the_loop.context import Ctx
 from the_loop.outbox import drain as outbox
+from the_loop.pulse import Pulse, soonest
 from the_loop.refs import WorkItemRef
 from the_loop.runner.tmux_watch import pane_watch
 from the_loop.store import attention as store
@@ -116,17 +117,30 @@ def notify_once(ctx: Ctx, now: float | None = None) -> int:
     return queued
 
 
-def attention_pass(ctx: Ctx, detector: ScreenDetector) -> None:
+def next_notice(ctx: Ctx) -> float | None:
+    """When ``notify_once`` has a notice to queue next (``time.time()``); None: not until a
+    prompt opens (a follow-up is queued by the pass after its prompt closed)."""
+    if not ctx.config.github.enabled:
+        return None
+    opened = store.oldest_open(ctx.db.connect(), unnoticed=True)
+    return None if opened is None else opened + ctx.config.attention.notify_after_seconds
+
+
+def attention_pass(ctx: Ctx, detector: ScreenDetector) -> float:
     """One pass: read the screens, apply answer timeouts, queue the notices that are due, and
-    deliver what waited behind dialogs that are gone."""
+    deliver what waited behind dialogs that are gone. Returns when the next pass is due with
+    nothing happening (``time.time()``; ``the_loop.pulse``)."""
     # lazy: the release loads both session policies; the read-only surfaces use this module
-    from the_loop.agent.attention.service import apply_timeouts
+    from the_loop.agent.attention.service import apply_timeouts, next_timeout
     from the_loop.daemon import held_release
 
-    detect_once(ctx, detector)
+    now = time.time()
+    detect_once(ctx, detector, now)
     apply_timeouts(ctx)
     notify_once(ctx)
-    held_release.release(ctx)
+    failed = held_release.release(ctx)
+    retry = now if failed else None  # a delivery that failed is tried again soon
+    return soonest(detector.due, next_timeout(ctx), next_notice(ctx), retry)
 
 
 WAKE_GAP = 0.02
@@ -135,35 +149,28 @@ pass at most this often)."""
 
 
 async def attention_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """The daemon's attention task: a pass every ``attention.pollSeconds``, and one as soon as
-    tmux says a watched pane printed (decision 0059), until STOP."""
+    """The daemon's attention task: a pass as soon as tmux says a watched pane printed
+    (decision 0059), after a change of this process (at most every ``attention.pollSeconds``)
+    and when the last pass said (decision 0066), until STOP."""
+    pulse = Pulse(ctx.db)
     loop = asyncio.get_running_loop()
-    printed = asyncio.Event()
 
-    def wake() -> None:  # from the watch thread
+    def died() -> None:  # from the watch thread: the reconciler looks now
         with contextlib.suppress(RuntimeError):  # the loop closed
-            loop.call_soon_threadsafe(printed.set)
+            loop.call_soon_threadsafe(ctx.panes_died.set)
 
-    watch = pane_watch(ctx.runners.tmux, wake)
+    watch = pane_watch(ctx.runners.tmux, pulse.poke, died)
     detector = ScreenDetector(watch=watch)
     progress = monitor(ctx, "attention")
     try:
         while not stop.is_set():
-            printed.clear()
-            await asyncio.to_thread(attention_pass, ctx, detector)
+            began = pulse.begin()
+            due = await asyncio.to_thread(attention_pass, ctx, detector)
             progress.progressed()
             if await wait_or_stop(stop, WAKE_GAP):
                 return
-            await _first(stop, printed, ctx.config.attention.poll_seconds - WAKE_GAP)
+            if await pulse.wait(stop, began, due, ctx.config.attention.poll_seconds):
+                return
     finally:
         watch.close()
-
-
-async def _first(stop: asyncio.Event, printed: asyncio.Event, seconds: float) -> None:
-    """Wait SECONDS, or until STOP or PRINTED is set."""
-    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(printed.wait())]
-    try:
-        await asyncio.wait(waits, timeout=max(seconds, 0.0), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiting in waits:
-            waiting.cancel()
+        pulse.close()

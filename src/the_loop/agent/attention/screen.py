@@ -8,8 +8,10 @@ rule that matched is recorded, so ``the-loop attention explain`` names it.
 
 Panes are read when tmux says they printed (``runner.tmux_watch``, decision 0059), when first
 watched, and once every ``REREAD_SECONDS`` whatever happened (a lost notification is caught
-there); a pane that printed nothing keeps its last screen, and the quiet rule counts from the
-time of its last output. A pane tmux cannot watch is read on every pass.
+there; re-reads due about the same time are done in one pass); a pane that printed nothing
+keeps its last screen, and the quiet rule counts from the time of its last output. A pane tmux
+cannot watch is read on every pass. Passes run when a pane printed, something changed, or the
+last pass's ``next_due`` falls due (decision 0066).
 
 A harness that reports its finished turns itself (``signals: notify``, Codex) is read for its
 prompts only: no quiet rule (the notify program says ``waiting``), and a changed pane means
@@ -42,8 +44,12 @@ prompt answered and scrolled up no longer counts)."""
 SIGNAL = "screen"
 READ = ("screen", "notify")
 """The ``signals`` modes the detector reads the screen for."""
-REREAD_SECONDS = 60.0
+REREAD_SECONDS = 300.0
 """A watched pane that printed nothing is read again after this long (the safety re-read)."""
+REREAD_EARLY = 0.5
+"""When one pane's re-read is due, the panes whose re-read falls within this share of
+``REREAD_SECONDS`` are read in the same pass: re-reads gather into a few passes instead of
+one pass per pane (panes first read over a minute of spawns would each wake one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,8 @@ class _Seen:
     screen: str = ""
     read_at: float = 0.0
     state: str | None = None
+    quiet_at: float | None = None
+    """When the quiet rule turns this ``working`` pane ``waiting`` if it prints nothing."""
 
 
 @dataclass
@@ -83,6 +91,8 @@ class ScreenDetector:
     seen: dict[str, _Seen] = field(default_factory=dict)
     leaving: dict[str, str] = field(default_factory=dict)
     watch: PaneWatch | None = None
+    due: float = float("inf")
+    """When the last pass said to look again with nothing printed (``next_due``)."""
 
     def settled(self, key: str, before: str | None, after: str) -> bool:
         """Whether a change of KEY from BEFORE to AFTER may be recorded now: a prompt leaves
@@ -119,6 +129,8 @@ class ScreenDetector:
         keys = {a.key for a in agents}
         for key in [k for k in self.seen if k not in keys]:
             del self.seen[key]
+        overdue = any(now - s.read_at >= REREAD_SECONDS for s in self.seen.values())
+        reread = REREAD_SECONDS * (1 - REREAD_EARLY) if overdue else REREAD_SECONDS
 
         def due(a: Watched) -> bool:
             seen = self.seen.get(a.key)
@@ -126,7 +138,7 @@ class ScreenDetector:
                 seen is None
                 or a.target in fresh
                 or a.target in printed
-                or now - seen.read_at >= REREAD_SECONDS
+                or now - seen.read_at >= reread
                 or not self.watch_armed(a.target)
             )
 
@@ -134,6 +146,19 @@ class ScreenDetector:
 
     def watch_armed(self, target: str) -> bool:
         return self.watch is not None and self.watch.armed(target)
+
+    def next_due(self, agents: list[Watched], now: float, failed: bool) -> float:
+        """When to look again if no watched pane prints: at once while a prompt is leaving
+        (``settled`` wants a second look), a read FAILED or a pane is not watched; else when a
+        working pane's quiet time ends, or at its safety re-read."""
+        if self.leaving or failed or not all(self.watch_armed(a.target) for a in agents):
+            return now
+        due = float("inf")
+        for seen in self.seen.values():
+            due = min(due, seen.read_at + REREAD_SECONDS)
+            if seen.quiet_at is not None:
+                due = min(due, seen.quiet_at)
+        return due
 
 
 def classify(
@@ -223,6 +248,7 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
     agents = watched(ctx)
     reading, printed = detector.to_read(agents, now)
     captures = ctx.runners.tmux.capture_many([a.target for a in reading], SCREEN_LINES)
+    failed = False
     for agent in agents:
         settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
         capture = captures.get(agent.target)
@@ -230,6 +256,7 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
             changed += _still(ctx, detector, agent, settings, now)
             continue
         if not capture.ok:
+            failed = True
             continue
         screen = capture.text.rstrip()
         if settings.signals == "hooks":
@@ -241,6 +268,7 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
             continue
         quiet = detector.look(agent.key, screen, now, printed.get(agent.target))
         changed += _judge(ctx, detector, agent, settings, screen, quiet, now)
+    detector.due = detector.next_due(agents, now, failed)
     return changed
 
 
@@ -260,6 +288,8 @@ def _judge(
     seen = detector.seen.get(agent.key)
     if seen is not None:
         seen.state = verdict.state
+        working = verdict.state == store.WORKING and quiet_seconds < float("inf")
+        seen.quiet_at = seen.changed_at + quiet_seconds if working else None
     return 1 if recorded else 0
 
 

@@ -429,6 +429,17 @@ def apply_timeouts(ctx: Ctx, now: float | None = None) -> int:
     return handled
 
 
+def next_timeout(ctx: Ctx) -> float | None:
+    """When ``apply_timeouts`` has something to do next (``time.time()``); None: never, until
+    a prompt opens."""
+    settings = ctx.config.attention
+    if settings.answer_timeout_minutes <= 0 or settings.on_timeout == "wait":
+        return None
+    deny = settings.on_timeout == "deny"
+    opened = store.oldest_open(ctx.db.connect(), permissions=deny)
+    return None if opened is None else opened + settings.answer_timeout_minutes * 60
+
+
 def _after_keys(
     tx: Connection,
     key: str,

@@ -33,6 +33,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotRunning
 from the_loop.outbox import drain as outbox
 from the_loop.outbox import slack as slack_outbound
+from the_loop.pulse import Pulse, soonest
 from the_loop.refs import WorkItemRef
 from the_loop.standing import spend as standing_spend
 from the_loop.store import attention as attention_store
@@ -40,7 +41,7 @@ from the_loop.store import prompts as queue
 from the_loop.store import sessions as session_store
 from the_loop.store import usage as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
-from the_loop.supervise import periodic
+from the_loop.supervise import monitor
 from the_loop.wire import Wire
 from the_loop.work_items import service as sessions
 from the_loop.work_items.records import resolve
@@ -246,25 +247,32 @@ def resume_waiting(ctx: Ctx) -> list[str]:
     return done
 
 
-def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
-    """One pass: meter, budgets and idle suspend at turn ends, then what waits for memory."""
+def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> float:
+    """One pass: meter, budgets and idle suspend at turn ends, then what waits for memory.
+    Returns when the next pass is due with nothing happening (``time.time()``): soon while an
+    agent works (its meters), a headless run is live, or a resume or spawn waits for room;
+    else when the first waiting agent's idle time ends (``the_loop.pulse``)."""
     now = time.time() if now is None else now
     agents = meter.live_agents(ctx)
     changed = set(meter.meter_agents(ctx, agents))
     meter.follow_codex_threads(ctx, agents)
     suspend_after = ctx.config.sessions.suspend_after_seconds
     conn = ctx.db.connect()
+    rows = attention_store.rows(conn)
     waiting = {
         row.agent: row
-        for row in attention_store.rows(conn)
+        for row in rows
         if row.state == attention_store.WAITING and row.work_item is not None
     }
+    live = set(agents)
+    busy = any(row.state == attention_store.WORKING and row.agent in live for row in rows)
     here = nodes.shared_name(ctx)
     for status in (SessionStatus.active, SessionStatus.paused):
         for rec in session_store.list_sessions(conn, status):
             if nodes.elsewhere(here, rec.node):
                 continue  # another node's agent: its own spend pass stops or suspends it
             if rec.runner == "process":  # a headless run is a whole turn: check what it spent
+                busy = busy or rec.id in live
                 if rec.id in changed:
                     stop_over_budget(ctx, rec)
                 continue
@@ -280,15 +288,28 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> None:
     standing_spend.standing_pass(ctx, watch.checked, changed, now)
     resume_waiting(ctx)
     sessions.start_queued(ctx)
+    busy = busy or bool(store.waiting_resumes(conn))
+    busy = busy or session_store.oldest_queued(conn) is not None
+    idle_ends = [
+        row.since + suspend_after
+        for row in rows
+        if row.state == attention_store.WAITING and row.agent in live and suspend_after > 0
+    ]
+    return now if busy else soonest(*(t for t in idle_ends if t > now))
 
 
 async def spend_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """The daemon's spend task: a pass every ``attention.pollSeconds`` until STOP."""
+    """The daemon's spend task: a pass after a change of this process (at most every
+    ``attention.pollSeconds``) and when the last pass said (decision 0066), until STOP."""
     watch = SpendWatch()
-    await periodic(
-        ctx,
-        stop,
-        "spend",
-        lambda: spend_pass(ctx, watch),
-        lambda: ctx.config.attention.poll_seconds,
-    )
+    pulse = Pulse(ctx.db)
+    progress = monitor(ctx, "spend")
+    try:
+        while True:
+            began = pulse.begin()
+            due = await asyncio.to_thread(spend_pass, ctx, watch)
+            progress.progressed()
+            if await pulse.wait(stop, began, due, ctx.config.attention.poll_seconds):
+                return
+    finally:
+        pulse.close()
