@@ -68,7 +68,12 @@ class WorkEvent:
     - ``source_id`` names the object a comment, review or review comment event authored, by
       the provider's id (``comment-<id>``, ``review-<id>``, ``review-comment-<id>``); ``None``
       for every other event. The same object under two delivery ids (a replayed delivery, a
-      webhook and a poll) has the same ``source_id``.
+      webhook and a poll) has the same ``source_id``. A Slack thread reply names its message
+      (``slack-<channel>-<ts>``).
+    - ``source`` is where the event came from: ``github`` (webhook or poller) or ``slack`` (a
+      reply in a thread bound to a work item; ``actor`` is then ``slack:<user id>``). The
+      engine's per-source rules (who is authorized, which event types are configured) key on
+      it.
     """
 
     kind: WorkKind
@@ -94,6 +99,7 @@ class WorkEvent:
     conclusion: str | None = None
     excerpt: Mapping[str, ExcerptValue] = field(default_factory=dict)
     source_id: str | None = None
+    source: str = "github"
 
     def __post_init__(self) -> None:
         if self.own is not None and self.own not in self.items:
@@ -130,6 +136,7 @@ class WorkEvent:
             "labels": list(self.labels),
             "excerpt": dict(self.excerpt),
             "source_id": self.source_id,
+            "source": self.source,
         }
         return json.dumps(data, ensure_ascii=True, separators=(",", ":"))
 
@@ -175,6 +182,7 @@ class WorkEvent:
             excerpt=_excerpt_of(f.get("excerpt")),
             # absent from events stored before it existed
             source_id=f.optional_text("source_id") if "source_id" in data else None,
+            source=f.text("source") if "source" in data else "github",
         )
 
 

@@ -16,7 +16,15 @@ from tests.fakes.fake_github import FakeGitHub
 from tests.fakes.fake_slack import FakeSlack
 from tests.helpers import wait_until
 from tests.outbox.conftest import HOST, REPO, asked, start_payload
-from tests.slack.conftest import ALICE, CHANNEL, Slack, github_for_slack, slack_section, start
+from tests.slack.conftest import (
+    ALICE,
+    CHANNEL,
+    MALLORY,
+    Slack,
+    github_for_slack,
+    slack_section,
+    start,
+)
 from tests.work import Work
 
 ATTENTION = {"quietSeconds": 1, "pollSeconds": 0.1, "notifyAfterSeconds": 0}
@@ -109,3 +117,63 @@ def test_mirroring_can_be_switched_off(work: Work, fake_slack: FakeSlack, gh: Fa
         assert not [c for c in gh.comments(REPO, number) if "not on the ticket" in c["body"]]
     finally:
         daemon.stop()
+
+
+def test_pause_from_slack_then_a_reply_is_refused_in_the_thread(
+    items_slack: Slack, gh: FakeGitHub
+) -> None:
+    """``the-loop pause`` in the item's thread pauses it like the same comment on GitHub; a
+    reply to the paused session is not delivered, and its author is told why in the thread;
+    ``the-loop resume`` lifts the pause and the next reply is delivered."""
+    slack = items_slack
+    ref, _, sid = spawn(slack, gh)
+    thread = slack.announcement(ref).ts
+    slack.work.wait_prompts(sid, 1)
+
+    assert slack.reply("the-loop pause", thread).status_code == 200
+    wait_until(lambda: slack.work.session_json(ref)["status"] == "paused", 30, what="paused")
+    assert slack.reply("are you still there?", thread).status_code == 200
+
+    def told() -> list[Any]:
+        return [m for m in slack.fake.thread(CHANNEL, thread) if "paused" in m.text]
+
+    notice = wait_until(told, 30, what="the paused notice in the thread")[0]  # type: ignore[index]
+    assert f"<@{ALICE}>" in notice.text and "the-loop resume" in notice.text
+    assert slack.dropped("session-paused")["payload"]["user"] == ALICE
+    assert len(slack.work.prompts(sid)) == 1  # neither the keyword nor the reply was delivered
+
+    assert slack.reply("the-loop resume", thread).status_code == 200
+    wait_until(lambda: slack.work.session_json(ref)["status"] == "active", 30, what="resumed")
+    assert slack.reply("now carry on", thread).status_code == 200
+    prompts = slack.work.wait_prompts(sid, 2)
+    assert "now carry on" in prompts[-1] and "are you still there" not in "".join(prompts)
+
+
+def test_a_stranger_is_refused_and_a_stale_allow_is_explained_in_the_thread(
+    items_slack: Slack, gh: FakeGitHub
+) -> None:
+    """In a work item's thread the engine decides who may talk (``slack.authorizedUsers``) and
+    reads ``the-loop allow`` as the same comment on GitHub would be read: with nothing pending
+    it changes nothing, and the refusal is told in the thread, not on the issue."""
+    slack = items_slack
+    ref, number, sid = spawn(slack, gh)
+    thread = slack.announcement(ref).ts
+    slack.work.wait_prompts(sid, 1)
+
+    assert slack.reply("let me in", thread, user=MALLORY).status_code == 200
+    assert slack.dropped("unauthorized")["payload"]["user"] == MALLORY
+    assert any(e["payload"]["actor"] == f"slack:{MALLORY}" for e in work_events(slack))
+
+    assert slack.reply("the-loop allow", thread).status_code == 200
+
+    def refused() -> list[Any]:
+        return [m for m in slack.fake.thread(CHANNEL, thread) if "pending" in m.text]
+
+    notice = wait_until(refused, 30, what="the refusal in the thread")[0]  # type: ignore[index]
+    assert notice.text.startswith(f"<@{ALICE}> ")
+    assert len(slack.work.prompts(sid)) == 1
+    assert not [c for c in gh.comments(REPO, number) if "pending" in c["body"]]
+
+
+def work_events(slack: Slack) -> list[dict[str, Any]]:
+    return slack.work.events("route.unauthorized")

@@ -16,8 +16,9 @@ decides ends the evaluation:
 3. A close, from any actor: the live session of the closed item is closed (``issue-closed``,
    ``pr-merged``, ``pr-closed``); live sessions reached only through a link are kept open. A
    close never spawns or delivers.
-4. With ``routing.enabled`` false nothing else happens. Any other actor not in
-   ``routing.authorizedUsers`` (case-insensitive; empty means nobody) is unauthorized. CI
+4. With ``routing.enabled`` false nothing else happens. Any other actor not in the list of
+   its source (``SOURCES``: GitHub logins in ``routing.authorizedUsers``, case-insensitive;
+   Slack user ids in ``slack.authorizedUsers``; empty means nobody) is unauthorized. CI
    events are exempt: their sender authors nothing (GitHub may even name ``ghost``); they
    never spawn, arm or close, and reach only a session an authorized person started.
 5. Keywords (whole words, case-insensitive, outside quotes and code) in the text an event
@@ -28,6 +29,13 @@ decides ends the evaluation:
    session receives the delivery, dropped while it is paused; a CI event only for a conclusion
    in ``routing.ciConclusions``. With no live session an armed event spawns a session for the
    item it was written on (docs/decisions/0005-pr-linked-issues.md); CI never spawns.
+
+A source differs only where ``SOURCES`` says (docs/decisions/0070-slack-through-the-engine.md):
+a Slack thread reply is not filtered by ``github.webhook.events``, never arms (start on the
+item), and a refusal for a paused or missing session is explained in the thread (a ``Reply``).
+
+Long because the rules, their vocabulary and the actions they return are read in order in one
+place; the keyword scanner and the source table are modules of their own.
 """
 
 from __future__ import annotations
@@ -44,6 +52,10 @@ from the_loop.engine.keywords import (
     permission_prompt_id,
     phrase_re,
 )
+from the_loop.engine.sources import SOURCES as SOURCES
+from the_loop.engine.sources import Source as Source
+from the_loop.engine.sources import is_authorized as is_authorized
+from the_loop.engine.sources import source_of
 from the_loop.refs import WorkItemRef
 from the_loop.work import WorkEvent, WorkKind
 
@@ -165,10 +177,14 @@ class Unauthorized:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """Post TEXT on ITEM (the poster appends the self-marker, ``the_loop.work.mark``)."""
+    """Tell TO (the event's actor; empty for nobody in particular) TEXT about ITEM, where the
+    event was written: a comment on ITEM for GitHub (the poster appends the self-marker,
+    ``the_loop.work.mark``), a reply in ITEM's bound thread for Slack. TEXT is neutral; the
+    outbox renders the mention and escapes for the place it is posted."""
 
     item: WorkItemRef
     text: str
+    to: str = ""
     event_type: ClassVar[str | None] = None
 
 
@@ -325,13 +341,6 @@ def repository_allowed(full_name: str, repos: Sequence[str]) -> bool:
     return not repos or any(entry.lower() == wanted for entry in repos)
 
 
-def is_authorized(actor: str, config: Config) -> bool:
-    """Rule 4: ACTOR may drive agents: listed in ``routing.authorizedUsers`` (any case; an
-    empty list authorizes nobody)."""
-    wanted = actor.lower()
-    return any(login.lower() == wanted for login in config.routing.authorized_users)
-
-
 def arming_keyword(scan: CommandScan) -> Keyword | None:
     """Rule 5: the keyword that arms an item (``start`` or ``do``) when SCAN found exactly
     one keyword and it is one of those; None otherwise (no keyword, a control keyword, or a
@@ -370,7 +379,7 @@ def decide(event: WorkEvent, state: RouteState, config: Config) -> Decision:
 
 def _intake(event: WorkEvent, state: RouteState, config: Config) -> Decision | None:
     """Rule 1: the configured event types, dedupe, and what cannot be routed at all."""
-    if event.event_name not in config.github.webhook.events:
+    if source_of(event.source).typed and event.event_name not in config.github.webhook.events:
         return _ignore(
             IgnoreReason.EVENT_NOT_CONFIGURED,
             f"event type {event.event_name!r} is not in github.webhook.events",
@@ -444,10 +453,11 @@ def _authorized(event: WorkEvent, state: RouteState, config: Config) -> Decision
         return _ignore(IgnoreReason.ROUTING_DISABLED, "routing.enabled is false")
     if event.kind is WorkKind.CI:
         return None
-    if not is_authorized(event.actor, config):
+    if not is_authorized(event.actor, config, event.source):
+        allowed = source_of(event.source).allowed
         return Decision(
             (Unauthorized(event.actor),),
-            (f"{event.actor or 'an unknown actor'} is not in routing.authorizedUsers",),
+            (f"{event.actor or 'an unknown actor'} is not in {allowed}",),
         )
     return None
 
@@ -474,7 +484,7 @@ def _route(event: WorkEvent, state: RouteState, config: Config) -> Decision:
         return _control(event, state, config, keyword)
     if keyword in (Keyword.ALLOW, Keyword.DENY, Keyword.ANSWER):
         return _permission(event, state, config, keyword)
-    armed = arming_keyword(scan)
+    armed = arming_keyword(scan) if source_of(event.source).arms else None
     spawn = None
     if event.own is not None and (armed is not None or _label_arms(event, config)):
         spawn = Spawn(event.own, armed, scan.instruction)
@@ -493,7 +503,8 @@ def _deliver_or(
     if live:
         item, session = live[0]
         if session.status is LiveStatus.PAUSED:
-            return _ignore(IgnoreReason.SESSION_PAUSED, f"the session of {item} is paused")
+            why = f"the session of {item} is paused"
+            return _refuse(event, IgnoreReason.SESSION_PAUSED, why, _PAUSED_HINT)
         if event.kind is WorkKind.CI and not is_authorized(session.requester, config):
             return _ignore(
                 IgnoreReason.NOT_STARTED_BY_AUTHORIZED,
@@ -503,7 +514,8 @@ def _deliver_or(
     if spawn is None:
         ci = event.kind is WorkKind.CI
         reason = IgnoreReason.NO_LIVE_SESSION if ci else IgnoreReason.NOT_ARMED
-        return _ignore(reason, "no live session, and the event does not arm its item")
+        why = "no live session, and the event does not arm its item"
+        return _refuse(event, reason, why, _NO_SESSION_HINT)
     if event.item_closed:
         return _ignore(IgnoreReason.ITEM_CLOSED, f"{spawn.item} is closed; reopen it first")
     how = f"keyword {spawn.keyword.value!r}" if spawn.keyword else "label"
@@ -514,7 +526,8 @@ def _control(event: WorkEvent, state: RouteState, config: Config, keyword: Keywo
     """stop / pause / resume, applied to the session that receives this event's deliveries."""
     live = _live_items(event, state, config)
     if not live:
-        return _ignore(IgnoreReason.NO_LIVE_SESSION, f"{keyword.value}: no live session")
+        why = f"{keyword.value}: no live session"
+        return _refuse(event, IgnoreReason.NO_LIVE_SESSION, why, _NO_SESSION_HINT)
     item, session = live[0]
     paused = session.status is LiveStatus.PAUSED
     if keyword is Keyword.STOP:
@@ -534,7 +547,8 @@ def _permission(event: WorkEvent, state: RouteState, config: Config, keyword: Ke
     """allow / deny: answer the permission prompt of the session that receives this event."""
     live = _live_items(event, state, config)
     if not live:
-        return _ignore(IgnoreReason.NO_LIVE_SESSION, f"{keyword.value}: no live session")
+        why = f"{keyword.value}: no live session"
+        return _refuse(event, IgnoreReason.NO_LIVE_SESSION, why, _NO_SESSION_HINT)
     item, session = live[0]
     phrase = getattr(config.routing.keywords, keyword.value)
     prompt_id = permission_prompt_id(event.body, phrase)
@@ -547,12 +561,12 @@ def _permission(event: WorkEvent, state: RouteState, config: Config, keyword: Ke
 def _conflict(event: WorkEvent, scan: CommandScan, config: Config) -> Decision:
     phrases = ", ".join(f"`{getattr(config.routing.keywords, k.value)}`" for k in scan.keywords)
     text = (
-        f"@{event.actor} this comment contains more than one the-loop command ({phrases}), "
+        f"this comment contains more than one the-loop command ({phrases}), "
         "so nothing was done. Please post one command per comment."
     )
     actions: tuple[Action, ...] = (Ignore(IgnoreReason.CONFLICTING_KEYWORDS),)
     if event.own is not None:
-        actions += (Reply(event.own, text),)
+        actions += (Reply(event.own, text, event.actor),)
     return Decision(actions, (f"conflicting keywords: {phrases}",))
 
 
@@ -582,6 +596,18 @@ def _live_items(
         for item in event.items
         if item in state.live and repo_allowed(item, config.github.repos)
     ]
+
+
+_PAUSED_HINT = "nothing was delivered: the session is paused (`the-loop resume` lifts it)"
+_NO_SESSION_HINT = "nothing was delivered: the work item has no live session"
+
+
+def _refuse(event: WorkEvent, reason: IgnoreReason, why: str, hint: str) -> Decision:
+    """Ignore for REASON; a source that ``explains`` also tells the author HINT."""
+    if not source_of(event.source).explains or event.own is None:
+        return _ignore(reason, why)
+    reply = Reply(event.own, hint, event.actor)
+    return Decision((Ignore(reason), reply), (why,))
 
 
 def _ignore(reason: IgnoreReason, why: str) -> Decision:

@@ -10,9 +10,10 @@ The path of one delivery:
 2. **Accept** (``accept``): the raw body (empty for the poller), the serialized typed event (or
    the refusal) and the lane key are committed to the inbox before the delivery is
    acknowledged.
-3. **Process** (``process``): a claimed item's stored event is deserialized (no webhook JSON
-   decoding, no parsing) and handed to ``sessions.handle_event``; a refusal is recorded dead at
-   once (permanent, never retried), exactly as a parse failure always was.
+3. **Process** (``process``): the handler of the item's source (``HANDLERS``) takes it: a
+   stored work event is deserialized (no webhook JSON decoding, no parsing) and handed to
+   ``sessions.handle_event``; a Slack thread reply becomes a work event there too. A refusal
+   is recorded dead at once (permanent, never retried), exactly as a parse failure always was.
 
 Rows accepted before the inbox kept the typed form (migration ``0011_inbox_work``) carry only
 the body: ``stored_intake`` derives their intake from it when they are claimed.
@@ -23,8 +24,9 @@ from __future__ import annotations
 import functools
 import json
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import urlparse
 
 from the_loop import engine
@@ -45,6 +47,7 @@ from the_loop.work import WorkEvent, WorkKind
 from the_loop.work_items import service as sessions
 
 SOURCE = "dispatch"
+Reasons: TypeAlias = tuple[str, ...]
 _REFUSED = "refused: "
 """Prefix of a stored intake that names no work event (the rest is the reason)."""
 
@@ -207,20 +210,13 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     """Decide and act on one claimed inbox item; record its outcome. Never raises."""
     item = claimed.item
     prior = engine.PriorDelivery.FAILED if item.attempts > 1 else engine.PriorDelivery.NONE
-    reasons: tuple[str, ...] = ()
     if ctx.db.shared and not inbox.holds_claim(ctx.db, item.delivery_id, nodes.node_name(ctx)):
         # declared dead meanwhile: the claim was released and is another node's now
         return DispatchResult(item.delivery_id, item.event, False, "released", "claim released")
     nodes.begin_work(ctx)
     try:
-        if item.source == slack_intake.SOURCE:
-            summary = slack_inbound.process(ctx, claimed.work or "", item.delivery_id)
-        else:
-            delivery = stored_intake(ctx, claimed)
-            if delivery.work is None:
-                raise BadInput(delivery.refusal or "the delivery names no work event")
-            outcome = sessions.handle_event(ctx, delivery.work, prior)
-            summary, reasons = outcome.summary, tuple(outcome.reasons)
+        handler = HANDLERS.get(item.source, _work_event)
+        summary, reasons = handler(ctx, claimed, prior)
     except (placement.Elsewhere, placement.RunsElsewhere) as exc:  # e.g. a Slack reply
         return _forward(ctx, claimed, exc.node)
     except LoopError as exc:
@@ -235,6 +231,29 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     return DispatchResult(
         item.delivery_id, item.event, False, InboxStatus.succeeded.value, summary, reasons
     )
+
+
+Handler: TypeAlias = Callable[[Ctx, Claimed, engine.PriorDelivery], tuple[str, tuple[str, ...]]]
+"""Processes a claimed inbox item of one source: its summary and the engine's reasons."""
+
+
+def _work_event(ctx: Ctx, claimed: Claimed, prior: engine.PriorDelivery) -> tuple[str, Reasons]:
+    """A stored ``WorkEvent`` (GitHub's webhook, poller and ``the-loop dispatch``)."""
+    delivery = stored_intake(ctx, claimed)
+    if delivery.work is None:
+        raise BadInput(delivery.refusal or "the delivery names no work event")
+    outcome = sessions.handle_event(ctx, delivery.work, prior)
+    return outcome.summary, tuple(outcome.reasons)
+
+
+def _slack(ctx: Ctx, claimed: Claimed, prior: engine.PriorDelivery) -> tuple[str, Reasons]:
+    """A stored Slack request: a thread reply (made a ``WorkEvent``) or a button press."""
+    return slack_inbound.process(ctx, claimed.work or "", claimed.item.delivery_id, prior)
+
+
+HANDLERS: Mapping[str, Handler] = {slack_intake.SOURCE: _slack}
+"""The inbox's sources whose stored form is not a ``WorkEvent``, by ``inbox.source``; every
+other source (``webhook``, ``poller``, ``dispatch``, …) is handled by ``_work_event``."""
 
 
 def _claimer(ctx: Ctx) -> str | None:

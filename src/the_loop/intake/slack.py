@@ -1,14 +1,18 @@
-"""Processing a Slack request from the inbox: deliver a thread reply, or answer a permission
-from a button press, or drop it with ``slack.dropped`` and a reason.
+"""Processing a Slack request from the inbox: a thread reply goes through the engine like a
+GitHub comment, a button press answers a permission, anything else is dropped with
+``slack.dropped`` and a reason.
 
-A message is dropped when a bot sent it (the-loop's own posts included), when it is an edit
-or a deletion (``message_changed`` / ``message_deleted``) or carries another subtype, when its
-author is not in ``slack.authorizedUsers``, when it is not in a thread or its thread is bound
-to nothing, and when the standing session of its thread is stopped (a short reply in the
-thread says how to start it). Otherwise it is delivered with the core's own verbs, actor
-``slack:<user id>``: ``standing.say`` for a standing session's thread, ``sessions.say`` for a
-work item's (then, with ``slack.mirrorToGitHub``, mirrored as a marked comment on the item,
-which routing never delivers back: it carries the self-marker).
+A message that cannot be a thread reply is dropped here: a bot's (the-loop's own posts
+included), an edit or deletion (``message_changed`` / ``message_deleted``) or another subtype,
+one not in a thread, in a thread bound to nothing, or empty. A reply in a work item's thread
+becomes a neutral ``WorkEvent`` (a comment on the item, ``source`` ``slack``, actor
+``slack:<user id>``) and goes to ``work_items.handle_event``: the engine decides authorization
+(``slack.authorizedUsers``), keywords, paused sessions and replays exactly once, and the
+work-item policy carries the decision out; a delivered reply is mirrored, with
+``slack.mirrorToGitHub``, as a marked comment on the item (never delivered back: it carries
+the self-marker). A refusal is also recorded as ``slack.dropped``. A reply in a standing
+session's thread is authorized by the engine's rule for Slack and delivered by
+``standing.say``; a stopped standing session is answered in the thread with how to start it.
 
 A press is taken only from an authorized user, for a prompt posted in that same channel, and
 answered with ``attention.answer_permission`` (the rules of ``the-loop allow``: still pending,
@@ -20,8 +24,9 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Any
+from typing import Any, TypeAlias
 
+from the_loop import engine
 from the_loop import events as ev
 from the_loop.agent.attention import service as attention
 from the_loop.context import Ctx
@@ -36,6 +41,7 @@ from the_loop.refs import WorkItemRef
 from the_loop.slack.intake import (
     ALLOW_ACTION,
     DENY_ACTION,
+    EVENT,
     SOURCE,
     SlackMessage,
     SlackPress,
@@ -45,18 +51,25 @@ from the_loop.standing import service as standing
 from the_loop.store import attention as attention_store
 from the_loop.store import slack as store
 from the_loop.text_safety import github_quote, slack_text
+from the_loop.work import WorkEvent, WorkKind
 from the_loop.work_items import service as sessions
 
 MIRROR_LIMIT = 4000
 
 
-def process(ctx: Ctx, work: str, delivery_id: str) -> str:
-    """Act on one stored Slack request; a one-line summary of what happened."""
+Done: TypeAlias = tuple[str, tuple[str, ...]]
+"""A one-line summary of what happened, and the engine's reasons (none when it was not asked)."""
+
+
+def process(
+    ctx: Ctx, work: str, delivery_id: str, prior: engine.PriorDelivery = engine.PriorDelivery.NONE
+) -> Done:
+    """Act on one stored Slack request (PRIOR: what became of earlier processing of it)."""
     crash_point("slack-before-process")
     found = stored_work(work)
     if isinstance(found, SlackPress):
-        return _press(ctx, found, delivery_id)
-    return _message(ctx, found, delivery_id)
+        return _press(ctx, found, delivery_id), ()
+    return _message(ctx, found, delivery_id, prior)
 
 
 _CHATTER = ("bot-message", "not-in-a-thread", "subtype-", "event-type-")
@@ -77,7 +90,8 @@ def _drop(ctx: Ctx, delivery_id: str, reason: str, **detail: Any) -> str:
     return f"dropped ({reason})"
 
 
-def _why_dropped(ctx: Ctx, m: SlackMessage) -> str | None:
+def _why_dropped(m: SlackMessage) -> str | None:
+    """Why M cannot be a thread reply at all (before its thread is looked up)."""
     if m.event_type != "message":
         return f"event-type-{m.event_type}"
     if m.bot:
@@ -88,50 +102,91 @@ def _why_dropped(ctx: Ctx, m: SlackMessage) -> str | None:
         return "deleted"
     if m.subtype:
         return f"subtype-{m.subtype}"
-    if not m.user or m.user not in ctx.config.slack.authorized_users:
+    if not m.user:
         return "unauthorized"
     if not m.thread_ts or m.thread_ts == m.ts:
         return "not-in-a-thread"
     return None
 
 
-def _message(ctx: Ctx, m: SlackMessage, delivery_id: str) -> str:
-    reason = _why_dropped(ctx, m)
+def _message(ctx: Ctx, m: SlackMessage, delivery_id: str, prior: engine.PriorDelivery) -> Done:
+    reason = _why_dropped(m)
     if reason is not None:
-        return _drop(ctx, delivery_id, reason, user=m.user, channel=m.channel)
+        return _drop(ctx, delivery_id, reason, user=m.user, channel=m.channel), ()
     assert m.user is not None and m.thread_ts is not None
     key = store.key_of(ctx.db.connect(), m.channel, m.thread_ts)
     if key is None:
-        return _drop(ctx, delivery_id, "unbound-thread", user=m.user, channel=m.channel)
+        return _drop(ctx, delivery_id, "unbound-thread", user=m.user, channel=m.channel), ()
     text = sanitize(html.unescape(m.text)).strip()
     if not text:
-        return _drop(ctx, delivery_id, "empty", user=m.user, channel=m.channel)
-    actor = f"slack:{m.user}"
+        return _drop(ctx, delivery_id, "empty", user=m.user, channel=m.channel), ()
     if key.startswith(outbound.STANDING_PREFIX):
-        name = key.removeprefix(outbound.STANDING_PREFIX)
-        try:
-            standing.say(ctx, name, text, actor=actor)
-        except NotRunning:
-            _reply(
-                ctx,
-                key,
-                m.channel,
-                f"<@{m.user}> standing session *{slack_text(name)}* is not running; start it "
-                f"with `the-loop standing start {slack_text(name)}`",
-                delivery_id,
-            )
-            return _drop(ctx, delivery_id, "standing-stopped", user=m.user, standing=name)
-        except Conflict as exc:  # over budget (or a foreign pane): the reply says why
-            _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
-            return _drop(ctx, delivery_id, "standing-refused", user=m.user, standing=name)
-        return f"said to standing session {name}"
+        return _standing(ctx, m, key, text, delivery_id), ()
+    ref = WorkItemRef.parse(key)
+    outcome = sessions.handle_event(ctx, work_event(m, ref, text, delivery_id), prior)
+    if any(isinstance(a, engine.Deliver) for a in outcome.actions):
+        _mirror(ctx, ref, m.user, text, delivery_id)
+    else:
+        _record_refusal(ctx, outcome.actions, delivery_id, m.user, key)
+    return outcome.summary, tuple(outcome.reasons)
+
+
+def work_event(m: SlackMessage, ref: WorkItemRef, text: str, delivery_id: str) -> WorkEvent:
+    """M, a reply in REF's bound thread, as the neutral work event: a comment on REF by
+    ``slack:<user>``, naming its message so that a replay of it is recognised."""
+    return WorkEvent(
+        kind=WorkKind.COMMENT,
+        event_name=EVENT,
+        action=None,
+        delivery_id=delivery_id,
+        actor=f"slack:{m.user}",
+        actor_is_bot=False,
+        host=ref.host,
+        repository=ref.full_name,
+        items=(ref,),
+        own=ref,
+        body=text,
+        source_id=f"slack-{m.channel}-{m.ts}",
+        source=SOURCE,
+    )
+
+
+def _record_refusal(
+    ctx: Ctx, actions: tuple[engine.Action, ...], delivery_id: str, user: str, key: str
+) -> None:
+    """``slack.dropped`` for a reply the engine refused (unauthorized, paused, …), so that
+    Slack's own record shows it beside the engine's ``route.*`` event."""
+    for action in actions:
+        if isinstance(action, engine.Unauthorized):
+            _drop(ctx, delivery_id, "unauthorized", user=user, workItem=key)
+        elif isinstance(action, engine.Ignore):
+            _drop(ctx, delivery_id, action.reason.value, user=user, workItem=key)
+
+
+def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) -> str:
+    """A reply in a standing session's thread: authorized by the engine's rule for Slack,
+    delivered by the standing policy."""
+    assert m.user is not None
+    actor = f"slack:{m.user}"
+    if not engine.is_authorized(actor, ctx.config, SOURCE):
+        return _drop(ctx, delivery_id, "unauthorized", user=m.user, channel=m.channel)
+    name = key.removeprefix(outbound.STANDING_PREFIX)
     try:
-        sessions.say(ctx, key, text, actor=actor)
-    except (NotRunning, NotFound) as exc:
+        standing.say(ctx, name, text, actor=actor)
+    except NotRunning:
+        _reply(
+            ctx,
+            key,
+            m.channel,
+            f"<@{m.user}> standing session *{slack_text(name)}* is not running; start it "
+            f"with `the-loop standing start {slack_text(name)}`",
+            delivery_id,
+        )
+        return _drop(ctx, delivery_id, "standing-stopped", user=m.user, standing=name)
+    except Conflict as exc:  # over budget (or a foreign pane): the reply says why
         _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
-        return _drop(ctx, delivery_id, "no-live-session", user=m.user, workItem=key)
-    _mirror(ctx, WorkItemRef.parse(key), m.user, text, delivery_id)
-    return f"delivered to {key}"
+        return _drop(ctx, delivery_id, "standing-refused", user=m.user, standing=name)
+    return f"said to standing session {name}"
 
 
 def _reply(ctx: Ctx, key: str, channel: str, text: str, delivery_id: str) -> None:
@@ -169,7 +224,7 @@ def _ephemeral(ctx: Ctx, p: SlackPress, text: str, delivery_id: str) -> None:
 def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
     if p.action not in (ALLOW_ACTION, DENY_ACTION):
         return _drop(ctx, delivery_id, f"action-{p.action}", user=p.user)
-    if p.user not in ctx.config.slack.authorized_users:
+    if not engine.is_authorized(f"slack:{p.user}", ctx.config, SOURCE):
         _ephemeral(
             ctx,
             p,

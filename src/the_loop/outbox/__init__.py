@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__ = [
     "drain",
     "github",
+    "notices",
     "slack",
     "slack_notices",
     "slack_sender",

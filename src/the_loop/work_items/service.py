@@ -29,6 +29,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, LoopError, NotRunning
 from the_loop.outbox import drain as outbox
 from the_loop.outbox import github as writebacks
+from the_loop.outbox import notices
 from the_loop.outbox import slack as slack_out
 from the_loop.prompts import event_context, fresh_note, render_event, render_spawn, spawn_context
 from the_loop.refs import WorkItemRef, new_session_id
@@ -53,6 +54,7 @@ class Outcome:
 
     reasons: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
+    actions: tuple[engine.Action, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -72,7 +74,7 @@ def handle_event(
         placement.settle(ctx, event.items)  # another node's session: handed over to it
         state = _route_state(ctx, event, prior)
         decision = engine.decide(event, state, ctx.config)
-        outcome = Outcome(reasons=list(decision.reasons))
+        outcome = Outcome(reasons=list(decision.reasons), actions=decision.actions)
         for action in decision.actions:
             outcome.done.append(_execute(ctx, event, action))
         if state.seen_by is None and event.replay_key and not decision.queues_prompt:
@@ -124,7 +126,7 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         return f"unauthorized ({action.actor})"
     if isinstance(action, engine.Reply):
         _emit(ctx, "route.replied", event, work_item=str(action.item), text=action.text)
-        writebacks.reply(ctx, action.item, action.text)  # when write-backs are available
+        notices.tell(ctx, event.source, action.item, action.to, action.text, event.delivery_id)
         return f"replied on {action.item}"
     if isinstance(action, engine.Spawn):
         rec = spawn(ctx, action.item, event, action.instruction)
@@ -140,7 +142,11 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         _emit(ctx, "session.kept_open", event, **kw)
         return f"kept {action.item} open"
     if isinstance(action, engine.AnswerPermission):
-        return attention.answer_from_comment(ctx, action, event.delivery_id)
+        via = "slack" if event.source == "slack" else "github-comment"
+        done, refused = attention.answer_from_comment(ctx, action, via)
+        if refused is not None:  # told where the command was written
+            notices.tell(ctx, event.source, action.item, action.actor, refused, event.delivery_id)
+        return done
     if isinstance(action, engine.Pause):
         set_paused(ctx, action.session_id, True, event)
         return f"paused {action.item}"
@@ -381,7 +387,10 @@ def start_queued(ctx: Ctx) -> list[SessionRecord]:
 def deliver_event(ctx: Ctx, session_id: str, event: WorkEvent) -> str:
     """Render EVENT's prompt and deliver it into session SESSION_ID."""
     rec = _get(ctx, session_id)
-    prompt = render_event(event_context(event, rec.work_item), ctx.config.routing.prompts.event)
+    if event.source == "github":
+        prompt = render_event(event_context(event, rec.work_item), ctx.config.routing.prompts.event)
+    else:  # a reply in the item's bound Slack thread reads as an operator's message
+        prompt = _message(event.actor, rec.work_item, event.body or "")
     return deliver(ctx, rec, prompt, event.delivery_id, event)
 
 
@@ -575,11 +584,14 @@ def say(ctx: Ctx, ref_or_id: str, text: str, actor: str | None = None) -> str:
     rec = resolve(ctx, ref_or_id)
     if not rec.live:
         raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
-    who = actor or getpass.getuser()
-    prompt = f"Message from {who} (operator) about {rec.work_item}:\n\n{text}"
+    prompt = _message(actor or getpass.getuser(), rec.work_item, text)
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         placement.operate_here(ctx, rec, placement.command("say", rec.work_item, "--text", text))
         return deliver(ctx, _get(ctx, rec.id), prompt, None)
+
+
+def _message(who: str, work_item: str, text: str) -> str:
+    return f"Message from {who} (operator) about {work_item}:\n\n{text}"
 
 
 def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -> SessionRecord:

@@ -467,34 +467,23 @@ def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision:
     answer_with_keys(ctx, key, harness, target, decision)
 
 
-def answer_from_comment(ctx: Ctx, action: AnswerPermission, delivery_id: str) -> str:
-    """Carry out an ``allow``/``deny``/``answer`` comment: answer the prompt, or reply on the
-    item why the answer was refused (stale, nothing pending, the other kind of prompt)."""
-    # lazy: start-up (the read-only surfaces use this module without the outbox)
-    from the_loop.outbox import drain as outbox
-    from the_loop.outbox import github as writebacks
-
+def answer_from_comment(
+    ctx: Ctx, action: AnswerPermission, via: str = "github-comment"
+) -> tuple[str, str | None]:
+    """Carry out an ``allow``/``deny``/``answer`` command written on the item (or in its Slack
+    thread, VIA ``slack``): a summary, and why the answer was refused (stale, nothing pending,
+    the other kind of prompt) — the policy tells the author — or None when it was taken."""
     verb = "answer" if action.answer is not None else ("allow" if action.allow else "deny")
     try:
-        done = _comment_answer(ctx, action)
+        done = _comment_answer(ctx, action, via)
     except (BadInput, Conflict, NotFound, Unavailable) as exc:
-        with ctx.db.transaction() as tx:
-            ids = writebacks.queue_reply(
-                tx,
-                ctx.config,
-                action.item,
-                f"@{action.actor} {exc.message}",
-                delivery_id=delivery_id,
-            )
-        if ids:
-            outbox.wake(ctx)
-        return f"refused {verb} ({exc.message})"
-    return f"{verb} {done}"
+        return f"refused {verb} ({exc.message})", exc.message
+    return f"{verb} {done}", None
 
 
-def _comment_answer(ctx: Ctx, action: AnswerPermission) -> str:
+def _comment_answer(ctx: Ctx, action: AnswerPermission, via: str) -> str:
     """Answer as ACTION says; what was answered."""
-    via, ref = "github-comment", action.session_id
+    ref = action.session_id
     if action.answer is not None:
         given = action.answer
         choice = int(given) if given.isdigit() and len(given) <= 2 else None
