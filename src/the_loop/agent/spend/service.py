@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from the_loop import agent as layer
 from the_loop import events as ev
+from the_loop.agent import node as nodes
 from the_loop.agent.spend import budgets, holds, meter, usage
-from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotRunning
 from the_loop.outbox import drain as outbox
