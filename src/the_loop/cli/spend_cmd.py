@@ -18,7 +18,7 @@ def extend(
 
     What was kept for it meanwhile is delivered, in order.
     """
-    from the_loop.agent.spend.service import extend as run  # lazy: start-up (loads the agent layer)
+    from the_loop.work_items.spend import extend as run  # lazy: start-up (loads the agent layer)
 
     done = run(common.ctx(), ref, usd, turns)
     if fmt is common.Format.json:

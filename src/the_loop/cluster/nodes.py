@@ -22,9 +22,12 @@ from the_loop import events as ev
 from the_loop.agent.node import NodeState as NodeState
 from the_loop.agent.node import begin_work as begin_work
 from the_loop.agent.node import check_fence as check_fence
-from the_loop.agent.node import dead_after, may_claim, node_name, state_for
+from the_loop.agent.node import dead_after as dead_after
 from the_loop.agent.node import elsewhere as elsewhere
+from the_loop.agent.node import may_claim as may_claim
+from the_loop.agent.node import node_name as node_name
 from the_loop.agent.node import shared_name as shared_name
+from the_loop.agent.node import state_for as state_for
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
 from the_loop.store import nodes as store

@@ -1,5 +1,5 @@
-"""Budgets and idle suspend of standing sessions: the spend policy of ``agent.spend.service`` for
-agents that own no work item.
+"""Budgets and idle suspend of standing sessions: the spend policy of ``work_items.spend``
+for agents that own no work item (registered with the agent layer by ``standing.kind``).
 
 A standing session's hold (``over-budget`` or ``suspended``) is kept in the ``spend`` table under
 its agent key ``standing:NAME``; its record stays ``running`` (the-loop started the tmux session

@@ -5,9 +5,11 @@ items; their records, workspaces, start and prune.
 from __future__ import annotations
 
 __all__ = [
+    "kind",
     "prune",
     "records",
     "service",
+    "spend",
     "start",
     "workspace",
 ]

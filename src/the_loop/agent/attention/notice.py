@@ -121,12 +121,12 @@ def attention_pass(ctx: Ctx, detector: ScreenDetector) -> None:
     deliver what waited behind dialogs that are gone."""
     # lazy: the release loads both session policies; the read-only surfaces use this module
     from the_loop.agent.attention.service import apply_timeouts
-    from the_loop.daemon import held_release
+    from the_loop.agent.core import release_held
 
     detect_once(ctx, detector)
     apply_timeouts(ctx)
     notify_once(ctx)
-    held_release.release(ctx)
+    release_held(ctx)
 
 
 WAKE_GAP = 0.02

@@ -1,0 +1,33 @@
+"""What work-item sessions register with the agent layer (``agent.kinds``): how their held
+prompts are delivered once a dialog is gone, their spend policy (``work_items.spend``) and
+whom a wait is told (``work_items.notice``)."""
+
+from __future__ import annotations
+
+from the_loop import agent as layer
+from the_loop.agent import AgentKind
+from the_loop.agent import node as nodes
+from the_loop.agent.spend import holds
+from the_loop.context import Ctx
+from the_loop.refs import WorkItemRef
+from the_loop.store import sessions as session_store
+from the_loop.store.sessions import SessionStatus
+from the_loop.work_items import service as sessions
+from the_loop.work_items import spend as spend
+
+
+def release(ctx: Ctx, key: str) -> None:
+    """A started, active session of this node, under its item's processing lock."""
+    rec = session_store.get(ctx.db.connect(), key)
+    if rec is None or rec.status is not SessionStatus.active or rec.started_at is None:
+        return
+    if nodes.elsewhere(nodes.shared_name(ctx), rec.node):
+        return  # its node's own pass delivers it
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        fresh = session_store.get(ctx.db.connect(), key)
+        active = fresh is not None and fresh.status is SessionStatus.active
+        if fresh is not None and active and holds.gate(ctx, fresh, None) is None:
+            sessions.wake(ctx, fresh)
+
+
+layer.on_release(AgentKind.WORK_ITEM, release)
