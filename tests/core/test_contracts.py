@@ -25,7 +25,6 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 RUNNERS_TMUX_DEBTS = frozenset(
     {
         "cli/common.py",
-        "cluster/loop.py",
         "daemon/housekeeping.py",
         "standing/service.py",
         "standing/terminal.py",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 __all__ = [
     "kind",
+    "moves",
+    "notice",
     "prune",
     "records",
     "service",

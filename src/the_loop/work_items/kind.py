@@ -1,17 +1,23 @@
 """What work-item sessions register with the agent layer (``agent.kinds``): how their held
-prompts are delivered once a dialog is gone, their spend policy (``work_items.spend``) and
-whom a wait is told (``work_items.notice``)."""
+prompts are delivered once a dialog is gone, their spend policy (``work_items.spend``), whom a
+wait is told (``work_items.notice``); and with the cluster wing: what placement asks of them
+(a workspace, a reply) and what the node task does for them (``work_items.moves``)."""
 
 from __future__ import annotations
 
 from the_loop import agent as layer
 from the_loop.agent import AgentKind
 from the_loop.agent import node as nodes
+from the_loop.agent.attention import notice as attention_notice
 from the_loop.agent.spend import holds
+from the_loop.cluster import loop as node_task
+from the_loop.cluster import placement
 from the_loop.context import Ctx
+from the_loop.outbox import github as writebacks
 from the_loop.refs import WorkItemRef
 from the_loop.store import sessions as session_store
 from the_loop.store.sessions import SessionStatus
+from the_loop.work_items import moves, notice, workspace
 from the_loop.work_items import service as sessions
 from the_loop.work_items import spend as spend
 
@@ -31,3 +37,11 @@ def release(ctx: Ctx, key: str) -> None:
 
 
 layer.on_release(AgentKind.WORK_ITEM, release)
+attention_notice.on_notice(AgentKind.WORK_ITEM, notice.notify_once)
+placement.hand_in(
+    placement.HandIns(
+        workspace=lambda ctx, ref: workspace.prepare(ctx.config, ref).path,
+        reply=writebacks.reply,
+    )
+)
+node_task.on_node(beat=moves.start_queued, rejoin=moves.end_left_behind)

@@ -22,7 +22,6 @@ from the_loop import agent as layer
 from the_loop import engine
 from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
-from the_loop.agent.attention import service as attention
 from the_loop.agent.spend import admission, holds
 from the_loop.cluster import placement
 from the_loop.context import Ctx
@@ -39,7 +38,7 @@ from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.work import WorkEvent
-from the_loop.work_items import workspace
+from the_loop.work_items import notice, workspace
 from the_loop.work_items.records import get as _get
 from the_loop.work_items.records import list_sessions as list_sessions
 from the_loop.work_items.records import resolve as resolve
@@ -140,7 +139,7 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         _emit(ctx, "session.kept_open", event, **kw)
         return f"kept {action.item} open"
     if isinstance(action, engine.AnswerPermission):
-        return attention.answer_from_comment(ctx, action, event.delivery_id)
+        return notice.answer_from_comment(ctx, action, event.delivery_id)
     if isinstance(action, engine.Pause):
         set_paused(ctx, action.session_id, True, event)
         return f"paused {action.item}"
