@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from the_loop.agent import panes
 from the_loop.agent.attention.service import of_sessions
 from the_loop.agent.spend import usage
 from the_loop.cluster import nodes
@@ -26,7 +27,7 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
     conn = ctx.db.connect()
     records = {rec.name: rec for rec in store.list_records(conn)}
     held = {s.agent: s for s in usage_store.held(conn)}
-    targets = ctx.runners.tmux.list_targets()
+    targets = panes.targets(ctx)
     pairs = [
         (from_declared(ctx, index, entry), records.pop(entry.name, None))
         for index, entry in enumerate(ctx.config.standing.sessions)
@@ -103,7 +104,7 @@ def _status(
         return resting, "tmux did not answer; status unknown"
     if target not in targets:
         return resting, None
-    if ctx.runners.tmux.probe(target) is not Probe.LIVE:
+    if panes.probe(ctx, target) is not Probe.LIVE:
         return resting, None
     if rec is None or rec.status is StandingStatus.stopped:
         return resting, f"a live tmux session {target} that the-loop did not start"

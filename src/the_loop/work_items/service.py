@@ -21,7 +21,7 @@ from typing import Any
 from the_loop import agent as layer
 from the_loop import engine
 from the_loop import events as ev
-from the_loop.agent import Agent, AgentKind
+from the_loop.agent import Agent, AgentKind, panes
 from the_loop.agent.spend import admission, holds
 from the_loop.cluster import placement
 from the_loop.context import Ctx
@@ -278,8 +278,8 @@ def _adopt(ctx: Ctx, rec: SessionRecord) -> bool:
     """True when REC's live target carries REC as its owner (a spawn that a crash hid)."""
     if rec.runner != "tmux" or rec.tmux_target is None:
         return False
-    tmux = ctx.runners.tmux
-    if tmux.probe(rec.tmux_target) is not Probe.LIVE or tmux.owner_of(rec.tmux_target) != rec.id:
+    target = rec.tmux_target
+    if panes.probe(ctx, target) is not Probe.LIVE or panes.owner_of(ctx, target) != rec.id:
         return False
     rec.harness_session_id = rec.harness_session_id or rec.id
     rec.cwd = rec.cwd or str(workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path)
