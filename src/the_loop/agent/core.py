@@ -240,7 +240,7 @@ def release_held(ctx: Ctx) -> int:
         row = attention_store.get(conn, key)
         if row is None or row.state in (*attention_store.HELD, *attention_store.NEEDS_PERSON):
             continue
-        deliver = _RELEASE.get(kinds.kind_of(key))
+        deliver = _RELEASE.get(AgentKind.of(key))
         if deliver is None:
             continue
         try:

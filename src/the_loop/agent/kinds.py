@@ -16,8 +16,6 @@ from __future__ import annotations
 import importlib
 import threading
 
-from the_loop.agent.model import AgentKind
-
 BUILTIN = ("the_loop.work_items.kind", "the_loop.standing.kind")
 """The modules that register the built-in kinds, in the order their hooks run."""
 
@@ -35,8 +33,3 @@ def load() -> None:
             for name in BUILTIN:
                 importlib.import_module(name)
             _LOADED = True
-
-
-def kind_of(key: str) -> AgentKind:
-    """The kind of the agent whose key is KEY (a standing session's is ``standing:NAME``)."""
-    return AgentKind.STANDING if key.startswith("standing:") else AgentKind.WORK_ITEM

@@ -8,6 +8,7 @@ from the_loop.agent import AgentKind
 from the_loop.agent import node as nodes
 from the_loop.agent.spend import service as layer_spend
 from the_loop.context import Ctx
+from the_loop.refs import standing_of
 from the_loop.standing import service as standing
 from the_loop.standing import spend
 from the_loop.store import standing as standing_store
@@ -16,7 +17,7 @@ from the_loop.store.standing import StandingStatus
 
 def release(ctx: Ctx, key: str) -> None:
     """A running standing session of this node."""
-    name = key.removeprefix("standing:")
+    name = standing_of(key) or key
     rec = standing_store.get(ctx.db.connect(), name)
     if rec is None or rec.status is not StandingStatus.running:
         return

@@ -10,12 +10,12 @@ from the_loop.agent.attention.service import of_sessions
 from the_loop.agent.spend import usage
 from the_loop.cluster import nodes
 from the_loop.context import Ctx
+from the_loop.refs import standing_key
 from the_loop.runner.outcomes import Probe
 from the_loop.standing.defs import Definition, StandingView, ViewStatus, from_declared, from_record
 from the_loop.standing.node import elsewhere, owner
 from the_loop.store import standing as store
 from the_loop.store import usage as usage_store
-from the_loop.store.attention import STANDING_PREFIX
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 from the_loop.store.usage import Spend
 
@@ -34,18 +34,17 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
     ]
     pairs += [(from_record(ctx, rec), rec) for rec in records.values()]
     views = [
-        _view(ctx, defn, rec, targets, held.get(f"{STANDING_PREFIX}{defn.name}"))
-        for defn, rec in pairs
+        _view(ctx, defn, rec, targets, held.get(standing_key(defn.name))) for defn, rec in pairs
     ]
-    keys = [f"{STANDING_PREFIX}{v.name}" for v in views]
+    keys = [standing_key(v.name) for v in views]
     used = usage.of_agents(ctx, keys)
     live = (ViewStatus.running, ViewStatus.suspended, ViewStatus.over_budget)
-    found = of_sessions(ctx, [(f"{STANDING_PREFIX}{v.name}", v.status in live) for v in views])
+    found = of_sessions(ctx, [(standing_key(v.name), v.status in live) for v in views])
     return [
         v.model_copy(
             update={
-                "usage": used[f"{STANDING_PREFIX}{v.name}"],
-                "attention": found[f"{STANDING_PREFIX}{v.name}"],
+                "usage": used[standing_key(v.name)],
+                "attention": found[standing_key(v.name)],
             }
         )
         for v in views
