@@ -156,6 +156,21 @@ def standing_target(name: str) -> str:
     return tmux_safe(f"loop-standing-{validate_standing_name(name)}")
 
 
+STANDING_KEY = "standing:"
+"""The prefix of a standing session's agent key (and of its Slack thread key): ``standing:NAME``;
+a work-item session's agent key is its session id."""
+
+
+def standing_key(name: str) -> str:
+    """The agent key of standing session NAME (its prompt queue, mark, usage, hold, thread)."""
+    return f"{STANDING_KEY}{name}"
+
+
+def standing_of(key: str) -> str | None:
+    """The standing session's name whose agent (or thread) key is KEY; None for any other key."""
+    return key[len(STANDING_KEY) :] if key.startswith(STANDING_KEY) else None
+
+
 def is_loop_target(target: str) -> bool:
     """True when TARGET is a name the-loop could own (``^loop-[A-Za-z0-9._-]+$``)."""
     return bool(TARGET_RE.match(target))

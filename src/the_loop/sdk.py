@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from the_loop import events as ev
-from the_loop.agent.spend import service as spend
 from the_loop.agent.spend import usage
 from the_loop.config import Config, LoadedConfig, load_config
 from the_loop.config.errors import problems_word, validation_problems
@@ -32,6 +31,7 @@ from the_loop.views import doctor
 from the_loop.views import sessions as views
 from the_loop.views.doctor import DoctorReport
 from the_loop.work_items import service as sessions_service
+from the_loop.work_items import spend
 from the_loop.work_items.records import SessionSummary
 
 if TYPE_CHECKING:

@@ -20,21 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
-# Debts of the structure issue: modules outside agent/ and runner/ that still reach the tmux
-# runner through ``ctx.runners.tmux``. The list may only shrink.
-RUNNERS_TMUX_DEBTS = frozenset(
-    {
-        "cli/common.py",
-        "cluster/loop.py",
-        "daemon/housekeeping.py",
-        "standing/service.py",
-        "standing/terminal.py",
-        "standing/views.py",
-        "views/sessions.py",
-        "web/terminal_bridge.py",
-        "work_items/service.py",
-    }
-)
+# Modules outside agent/ and runner/ that still reach the tmux runner through
+# ``ctx.runners.tmux`` (none now: they ask ``agent.panes``). The list may only shrink.
+RUNNERS_TMUX_DEBTS: frozenset[str] = frozenset()
 
 
 def lint_imports(src: Path) -> subprocess.CompletedProcess[str]:

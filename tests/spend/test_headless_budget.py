@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tests.fakes import payloads as P
 from tests.work import Work
-from the_loop.agent.spend import service as spend
 from the_loop.context import open_ctx
+from the_loop.work_items import spend
 
 REF = "github:octo/repo#15"
 SCRIPT = r"""

@@ -132,9 +132,9 @@ def test_prices_by_longest_prefix() -> None:
 
 
 def test_budgets_turns_dollars_and_extensions(loop_env: Env, tmp_path: Path) -> None:
-    from the_loop.agent.spend import service as spend  # the policy, on a real record
     from the_loop.store import sessions as session_store
     from the_loop.store.sessions import SessionRecord, SessionStatus
+    from the_loop.work_items import spend  # the policy, on a real record
 
     loop_env.write_config(
         budgets={

@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from the_loop import events as ev
+from the_loop.agent import kinds
 from the_loop.agent.attention.spawn import note_delivered
 from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started
 from the_loop.agent.runners import foreign_occupant, runner_for
@@ -232,14 +233,14 @@ def release_held(ctx: Ctx) -> int:
     """Deliver the prompts held behind dialogs that are gone now (a pass of the daemon); how
     many agents' delivery failed (left queued for the next pass to try again). An agent still
     showing a dialog, or held by its spend policy, is left alone."""
+    kinds.load()
     conn = ctx.db.connect()
     failed = 0
     for key in queue.agents_with_pending(conn):
         row = attention_store.get(conn, key)
         if row is None or row.state in (*attention_store.HELD, *attention_store.NEEDS_PERSON):
             continue
-        kind = AgentKind.STANDING if key.startswith("standing:") else AgentKind.WORK_ITEM
-        deliver = _RELEASE.get(kind)
+        deliver = _RELEASE.get(AgentKind.of(key))
         if deliver is None:
             continue
         try:

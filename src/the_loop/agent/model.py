@@ -13,11 +13,17 @@ from enum import StrEnum
 from pathlib import Path
 
 from the_loop.harness import RunnerKind
+from the_loop.refs import standing_of
 
 
 class AgentKind(StrEnum):
     WORK_ITEM = "work-item"
     STANDING = "standing"
+
+    @classmethod
+    def of(cls, key: str) -> AgentKind:
+        """The kind of the agent whose key is KEY (``refs.standing_key`` for a standing one)."""
+        return cls.STANDING if standing_of(key) is not None else cls.WORK_ITEM
 
 
 @dataclass

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
 from the_loop.agent import confine
+from the_loop.agent import node as nodes
 from the_loop.agent.attention.spawn import keep_previous_token, spawn_env
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.agent.spend import transcripts
-from the_loop.cluster import nodes
 from the_loop.errors import NotRunning, Refused, Unavailable
 from the_loop.faults import crash_point
 from the_loop.harness import (

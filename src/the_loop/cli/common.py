@@ -152,9 +152,9 @@ def require_terminal(what: str, instead: str) -> None:
 
 def tmux_prefix(context: Ctx) -> str:
     """The prefix key of the-loop's tmux server (``C-b`` when it does not say)."""
-    answer = context.runners.tmux.ask("show-options", "-gv", "prefix")
-    prefix = answer.stdout.strip() if answer.ok else ""
-    return prefix if prefix and len(prefix.split()) == 1 else "C-b"
+    from the_loop.agent import panes  # lazy: start-up (only attach asks)
+
+    return panes.prefix_key(context)
 
 
 def exec_attach(command: AttachCommand, prefix: str, read_only: bool) -> None:

@@ -23,7 +23,7 @@ def extend(ref: str, usd: float, turns: int, fmt: str) -> None:
 
     What was kept for it meanwhile is delivered, in order.
     """
-    from the_loop.agent.spend.service import extend as run  # lazy: start-up (loads the agent layer)
+    from the_loop.work_items.spend import extend as run  # lazy: start-up (loads the agent layer)
 
     done = run(common.ctx(), ref, usd, turns)
     if fmt == "json":

@@ -15,16 +15,21 @@ learns it from its next heartbeat and rejoins; and every claim it took before is
 from __future__ import annotations
 
 import os
-import threading
 import time
-import weakref
-from dataclasses import dataclass
 from typing import Any
 
 from the_loop import events as ev
+from the_loop.agent.node import NodeState as NodeState
+from the_loop.agent.node import begin_work as begin_work
+from the_loop.agent.node import check_fence as check_fence
+from the_loop.agent.node import dead_after as dead_after
+from the_loop.agent.node import elsewhere as elsewhere
+from the_loop.agent.node import may_claim as may_claim
+from the_loop.agent.node import node_name as node_name
+from the_loop.agent.node import shared_name as shared_name
+from the_loop.agent.node import state_for as state_for
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Unavailable
-from the_loop.store import Database
+from the_loop.errors import BadInput
 from the_loop.store import nodes as store
 from the_loop.store.events import NewEvent
 from the_loop.store.events import insert as insert_event
@@ -32,48 +37,6 @@ from the_loop.store.nodes import Declared, NodeRecord
 
 SOURCE = "nodes"
 MIN_CLUSTER_TOKEN = 32
-
-
-@dataclass
-class NodeState:
-    """What this process knows of its own node."""
-
-    beat_at: float | None = None
-    """``time.monotonic()`` when the last successful heartbeat started."""
-    rejoined: int = 0
-    """How often it found itself declared dead and rejoined."""
-
-
-_STATES: weakref.WeakKeyDictionary[Database, NodeState] = weakref.WeakKeyDictionary()
-_STATES_LOCK = threading.Lock()
-
-
-def state_for(db: Database) -> NodeState:
-    with _STATES_LOCK:
-        found = _STATES.get(db)
-        if found is None:
-            found = _STATES[db] = NodeState()
-        return found
-
-
-def node_name(ctx: Ctx) -> str:
-    """This node's name (a daemon keeps the one it started with)."""
-    return (ctx.started_with or ctx.loaded).config.node.resolved_name
-
-
-def shared_name(ctx: Ctx) -> str | None:
-    """This node's name on a database several nodes may share; None on one only it uses."""
-    return node_name(ctx) if ctx.db.shared else None
-
-
-def elsewhere(here: str | None, node: str | None) -> bool:
-    """Whether a session recorded on NODE runs on another node than HERE (``shared_name``):
-    never on an unshared database, nor for a session older than nodes."""
-    return here is not None and node not in (None, here)
-
-
-def dead_after(ctx: Ctx) -> float:
-    return (ctx.started_with or ctx.loaded).config.node.dead_after_seconds
 
 
 def claim(ctx: Ctx) -> None:
@@ -114,37 +77,6 @@ def cluster_token(ctx: Ctx) -> str | None:
             f"must be at least {MIN_CLUSTER_TOKEN}"
         )
     return token
-
-
-def may_claim(ctx: Ctx) -> bool:
-    """Whether this node may claim work: always with SQLite; on a shared database only while
-    its own heartbeat is fresh (written less than half of ``deadAfterSeconds`` ago)."""
-    if not ctx.db.shared:
-        return True
-    beat_at = state_for(ctx.db).beat_at
-    return beat_at is not None and time.monotonic() - beat_at < dead_after(ctx) / 2
-
-
-_WORK = threading.local()
-
-
-def begin_work(ctx: Ctx) -> None:
-    """This thread starts processing a claim: ``check_fence`` refuses from now on if this node
-    rejoins meanwhile (it was declared dead: its claims are another node's)."""
-    _WORK.epoch = state_for(ctx.db).rejoined
-
-
-def check_fence(ctx: Ctx) -> None:
-    """Raise ``Unavailable`` unless this node may act on an agent now: its heartbeat fresh, and
-    not rejoined since this thread's ``begin_work`` (a paste right after a long pause, or after
-    being declared dead, could double a prompt another node delivered)."""
-    if not ctx.db.shared or state_for(ctx.db).beat_at is None:
-        return  # one node, or not a daemon (an operator's command acts on its own host)
-    if not may_claim(ctx):
-        raise Unavailable(f"node {node_name(ctx)}: its own heartbeat is stale; not delivering")
-    epoch = getattr(_WORK, "epoch", None)
-    if epoch is not None and epoch != state_for(ctx.db).rejoined:
-        raise Unavailable(f"node {node_name(ctx)} was declared dead meanwhile; not delivering")
 
 
 def alive(ctx: Ctx, name: str) -> bool:

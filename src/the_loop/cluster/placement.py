@@ -12,18 +12,19 @@ one (``Elsewhere`` again), else it is queued (FIFO, started by the first node wi
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from the_loop import events as ev
+from the_loop.agent import kinds
 from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.errors import Conflict
-from the_loop.outbox import github as writebacks
 from the_loop.refs import WorkItemRef
 from the_loop.store import prompts
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
-from the_loop.work_items import workspace
 
 SOURCE = "placement"
 REPEAT_NOTE = (
@@ -48,6 +49,28 @@ class RunsElsewhere(Conflict):
     def __init__(self, message: str, node: str) -> None:
         super().__init__(message)
         self.node = node
+
+
+@dataclass(frozen=True, slots=True)
+class HandIns:
+    """What placement asks of the work-item policy (registered with ``hand_in`` by
+    ``work_items.kind``): a workspace on this node for an item, a reply on an item."""
+
+    workspace: Callable[[Ctx, WorkItemRef], Path]
+    reply: Callable[[Ctx, WorkItemRef, str], object]
+
+
+_HANDS: list[HandIns] = []
+
+
+def hand_in(hands: HandIns) -> None:
+    """Register what placement asks of the work-item policy."""
+    _HANDS[:] = [hands]
+
+
+def _hands() -> HandIns:
+    kinds.load()
+    return _HANDS[0]
 
 
 def this_node(ctx: Ctx) -> str:
@@ -85,7 +108,7 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
     again here, marked to the agent as a possible repeat (``REPEAT_NOTE``; at least once;
     ``inFlight`` in ``session.moved`` counts them), since a prompt lost for good is worse than
     one read twice (SPEC §17)."""
-    path = workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path
+    path = _hands().workspace(ctx, WorkItemRef.parse(rec.work_item))
     with ctx.db.transaction() as tx:
         store.update(tx, rec.id, node=me, status=SessionStatus.active, cwd=str(path))
         in_flight = prompts.requeue_staged(tx, rec.id, REPEAT_NOTE)
@@ -116,7 +139,7 @@ def report_move(ctx: Ctx, rec: SessionRecord, resumed: bool, detail: str) -> Non
         return
     old = str(last[-1].payload.get("fromNode") or "another node")
     text = move_notice(rec.id, old, nodes.node_name(ctx), (resumed, restored), detail)
-    writebacks.reply(ctx, WorkItemRef.parse(rec.work_item), text)
+    _hands().reply(ctx, WorkItemRef.parse(rec.work_item), text)
 
 
 def move_notice(

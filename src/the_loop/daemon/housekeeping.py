@@ -13,12 +13,12 @@ import time
 
 from the_loop import events as ev
 from the_loop import instance
+from the_loop.agent import panes
 from the_loop.cluster import nodes
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
 from the_loop.pulse import first
-from the_loop.runner.tmux_watch import probe_many
 from the_loop.standing import service as standing
 from the_loop.store import attention as attention_store
 from the_loop.store import sessions as session_store
@@ -197,7 +197,7 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
         for status in (SessionStatus.active, SessionStatus.paused)
     }
     targets = [r.tmux_target for rs in by_status.values() for r in rs if r.tmux_target]
-    known = probe_many(ctx.runners.tmux, targets) if targets else {}  # one tmux client
+    known = panes.probe_many(ctx, targets) if targets else {}  # one tmux client
     for records in by_status.values():
         held = usage_store.holds_of(conn, [r.id for r in records])
         for rec in records:

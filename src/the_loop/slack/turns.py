@@ -25,6 +25,7 @@ import re
 from the_loop.config import Config
 from the_loop.context import Ctx
 from the_loop.outbox import slack as outbound
+from the_loop.refs import standing_of
 from the_loop.store import slack as store
 from the_loop.store.conn import Connection
 from the_loop.text_safety import safe_link, slack_text
@@ -126,15 +127,15 @@ def _part(lines: list[str], opened_in_code: bool, in_code: bool) -> str:
 def told_in_slack(config: Config, thread_key: str) -> bool:
     """Whether THREAD_KEY's thread still hears its agent: Slack on, and on for that standing
     session (``standing:NAME``) or for work items."""
-    if thread_key.startswith(outbound.STANDING_PREFIX):
-        name = thread_key.removeprefix(outbound.STANDING_PREFIX)
+    name = standing_of(thread_key)
+    if name is not None:
         return outbound.standing_channel(config, name) is not None
     return config.slack.enabled and config.slack.work_items
 
 
 def queue_turn(tx: Connection, turn: store.Turn, channel: str) -> int:
     """Queue TURN's message as posts in its thread, in order; how many parts."""
-    work_item = None if turn.thread_key.startswith(outbound.STANDING_PREFIX) else turn.thread_key
+    work_item = None if standing_of(turn.thread_key) is not None else turn.thread_key
     previous: int | None = None
     parts = split(mrkdwn(turn.message))
     for index, part in enumerate(parts):

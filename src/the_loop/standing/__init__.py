@@ -6,6 +6,7 @@ from __future__ import annotations
 
 __all__ = [
     "defs",
+    "kind",
     "node",
     "service",
     "spend",

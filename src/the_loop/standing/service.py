@@ -26,7 +26,7 @@ from typing import Any
 
 from the_loop import agent as layer
 from the_loop import events as ev
-from the_loop.agent import Agent, Flushed
+from the_loop.agent import Agent, Flushed, panes
 from the_loop.agent.spend import usage
 from the_loop.context import Ctx
 from the_loop.errors import (
@@ -239,7 +239,7 @@ def _start_locked(ctx: Ctx, defn: Definition) -> StartOutcome:
     standing_spend.refuse_over_budget(ctx, defn.name)
     standing_spend.lift_suspended(ctx, defn.name, "started")
     rec = store.get(ctx.db.connect(), defn.name)
-    probe = ctx.runners.tmux.probe(defn.target)
+    probe = panes.probe(ctx, defn.target)
     if probe is Probe.UNKNOWN:
         error = Unavailable(f"tmux did not answer about {defn.target}; nothing spawned")
         _emit(ctx, "standing.spawn_failed", defn.name, error=error.message)
@@ -262,7 +262,7 @@ def _start_locked(ctx: Ctx, defn: Definition) -> StartOutcome:
 
 
 def _foreign(ctx: Ctx, target: str) -> Refused:
-    inspect = ctx.runners.tmux.inspect_command(target)
+    inspect = panes.inspect_command(ctx, target)
     return Refused(
         f"a live tmux session {target} exists that the-loop did not start (no running record); "
         f"it will not adopt, signal or kill it. Look at it with `{inspect}`"
@@ -419,7 +419,7 @@ def _stop_locked(ctx: Ctx, name: str) -> StopOutcome:
     if rec is None and declared_entry(ctx, name) is None:
         raise NotFound(f"no standing session {name}")
     if rec is None or rec.status is StandingStatus.stopped:
-        if ctx.runners.tmux.probe(target) is Probe.LIVE:
+        if panes.probe(ctx, target) is Probe.LIVE:
             raise _foreign(ctx, target)
         return StopOutcome(name=name, outcome=StopKind.already_stopped, target=target)
     return _terminate(ctx, rec, target)
@@ -552,7 +552,7 @@ def _flush(ctx: Ctx, defn: Definition, agent: Agent) -> Flushed:
 
 def _running_record(ctx: Ctx, defn: Definition) -> StandingRecord:
     rec = store.get(ctx.db.connect(), defn.name)
-    probe = ctx.runners.tmux.probe(defn.target)
+    probe = panes.probe(ctx, defn.target)
     if probe is Probe.UNKNOWN:
         raise Unavailable(f"tmux did not answer about {defn.target}")
     if probe is not Probe.LIVE:

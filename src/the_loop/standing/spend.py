@@ -1,5 +1,5 @@
-"""Budgets and idle suspend of standing sessions: the spend policy of ``agent.spend.service`` for
-agents that own no work item.
+"""Budgets and idle suspend of standing sessions: the spend policy of ``work_items.spend``
+for agents that own no work item (registered with the agent layer by ``standing.kind``).
 
 A standing session's hold (``over-budget`` or ``suspended``) is kept in the ``spend`` table under
 its agent key ``standing:NAME``; its record stays ``running`` (the-loop started the tmux session
@@ -35,7 +35,7 @@ from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict
 from the_loop.outbox import slack as slack_outbound
-from the_loop.refs import standing_target, validate_standing_name
+from the_loop.refs import standing_key, standing_target, validate_standing_name
 from the_loop.standing.defs import Definition, StartKind, StartOutcome
 from the_loop.store import attention as attention_store
 from the_loop.store import prompts as queue
@@ -48,7 +48,7 @@ SOURCE = "spend"
 
 def key_of(name: str) -> str:
     """The agent key of standing session NAME (its prompt queue, mark, usage and hold)."""
-    return f"{attention_store.STANDING_PREFIX}{name}"
+    return standing_key(name)
 
 
 def locked(ctx: Ctx, name: str) -> ExitStack:

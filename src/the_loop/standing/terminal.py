@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from the_loop.agent import panes
 from the_loop.context import Ctx
 from the_loop.errors import NotFound, NotRunning
 from the_loop.refs import validate_standing_name
@@ -52,7 +53,7 @@ def attach_plan(ctx: Ctx, name: str, read_only: bool = False) -> StandingAttach:
     view = running_view(ctx, name)
     flags = ["--read-only"] if read_only else []
     _here(ctx, view, standing_node.command("attach", name, *flags))
-    command = ctx.runners.tmux.attach_command(view.target, read_only=read_only).unwrap()
+    command = panes.attach_command(ctx, view.target, read_only=read_only).unwrap()
     return StandingAttach(name, command, read_only)
 
 
@@ -60,4 +61,4 @@ def screen(ctx: Ctx, name: str, lines: int = 200) -> str:
     """The last LINES lines of running standing session NAME's screen."""
     view = running_view(ctx, name)
     _here(ctx, view, standing_node.command("logs", name, "-n", str(lines)))
-    return ctx.runners.tmux.capture(view.target, lines).unwrap().text
+    return panes.capture(ctx, view.target, lines).unwrap().text

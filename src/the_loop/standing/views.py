@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from the_loop.agent import panes
 from the_loop.agent.attention.service import of_sessions
 from the_loop.agent.spend import usage
 from the_loop.cluster import nodes
 from the_loop.context import Ctx
+from the_loop.refs import standing_key
 from the_loop.runner.outcomes import Probe
 from the_loop.standing.defs import Definition, StandingView, ViewStatus, from_declared, from_record
 from the_loop.standing.node import elsewhere, owner
 from the_loop.store import standing as store
 from the_loop.store import usage as usage_store
-from the_loop.store.attention import STANDING_PREFIX
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 from the_loop.store.usage import Spend
 
@@ -26,25 +27,24 @@ def list_standing(ctx: Ctx) -> list[StandingView]:
     conn = ctx.db.connect()
     records = {rec.name: rec for rec in store.list_records(conn)}
     held = {s.agent: s for s in usage_store.held(conn)}
-    targets = ctx.runners.tmux.list_targets()
+    targets = panes.targets(ctx)
     pairs = [
         (from_declared(ctx, index, entry), records.pop(entry.name, None))
         for index, entry in enumerate(ctx.config.standing.sessions)
     ]
     pairs += [(from_record(ctx, rec), rec) for rec in records.values()]
     views = [
-        _view(ctx, defn, rec, targets, held.get(f"{STANDING_PREFIX}{defn.name}"))
-        for defn, rec in pairs
+        _view(ctx, defn, rec, targets, held.get(standing_key(defn.name))) for defn, rec in pairs
     ]
-    keys = [f"{STANDING_PREFIX}{v.name}" for v in views]
+    keys = [standing_key(v.name) for v in views]
     used = usage.of_agents(ctx, keys)
     live = (ViewStatus.running, ViewStatus.suspended, ViewStatus.over_budget)
-    found = of_sessions(ctx, [(f"{STANDING_PREFIX}{v.name}", v.status in live) for v in views])
+    found = of_sessions(ctx, [(standing_key(v.name), v.status in live) for v in views])
     return [
         v.model_copy(
             update={
-                "usage": used[f"{STANDING_PREFIX}{v.name}"],
-                "attention": found[f"{STANDING_PREFIX}{v.name}"],
+                "usage": used[standing_key(v.name)],
+                "attention": found[standing_key(v.name)],
             }
         )
         for v in views
@@ -103,7 +103,7 @@ def _status(
         return resting, "tmux did not answer; status unknown"
     if target not in targets:
         return resting, None
-    if ctx.runners.tmux.probe(target) is not Probe.LIVE:
+    if panes.probe(ctx, target) is not Probe.LIVE:
         return resting, None
     if rec is None or rec.status is StandingStatus.stopped:
         return resting, f"a live tmux session {target} that the-loop did not start"

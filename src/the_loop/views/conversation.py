@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from the_loop.agent.spend import meter
 from the_loop.context import Ctx
+from the_loop.refs import standing_key
 from the_loop.views import sessions as views
 from the_loop.wire import Wire
 from the_loop.work_items.records import resolve
@@ -387,5 +388,5 @@ def standing_conversation(ctx: Ctx, name: str) -> Conversation:
     """The conversation of standing session NAME (``NotFound`` when there is none)."""
     view = views.standing_view(ctx, name)
     env = ctx.config.harness(view.harness).env
-    files = AgentFiles(f"standing:{name}", view.harness, Path(view.cwd), view.conversation_id, env)
+    files = AgentFiles(standing_key(name), view.harness, Path(view.cwd), view.conversation_id, env)
     return conversation(ctx, files)

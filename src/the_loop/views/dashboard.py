@@ -19,6 +19,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput
 from the_loop.intake.ops import inbox_items
 from the_loop.outbox import drain as outbox
+from the_loop.refs import standing_key
 from the_loop.standing.service import StandingView
 from the_loop.store import attention as attention_store
 from the_loop.store import sessions as session_store
@@ -125,7 +126,7 @@ def standing_page(ctx: Ctx, name: str) -> tuple[StandingView, AttentionView | No
     """Standing session NAME as its page shows it, with its attention (None when nothing was
     recorded or it is not running); ``NotFound``/``BadInput`` as ``views.standing_view``."""
     view = views.standing_view(ctx, name)
-    row = attention_store.get(ctx.db.connect(), f"{attention_store.STANDING_PREFIX}{name}")
+    row = attention_store.get(ctx.db.connect(), standing_key(name))
     running = view.status.value == "running"
     return view, attention.view_of(row) if row is not None and running else None
 

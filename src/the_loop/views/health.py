@@ -11,6 +11,7 @@ from typing import Any
 
 from the_loop.agent.spend.memory import MemoryReport
 from the_loop.wire import Timestamp, Wire
+from the_loop.work_items.workspace import WorktreesDisk as WorktreesDisk
 
 
 class Health(Wire):
@@ -24,18 +25,6 @@ class Health(Wire):
     @property
     def ok(self) -> bool:
         return self.status == "ok" and not self.problems
-
-
-class WorktreesDisk(Wire):
-    """The disk the work items' worktrees use (``the_loop.work_items.workspace.disk_usage``)."""
-
-    worktrees: int
-    """Work items' worktrees under the workspace root."""
-    spares: int = 0
-    """Ready spare worktrees (``workspaces.spare``), counted in ``bytes`` too."""
-    bytes: int
-    """Allocated bytes of the worktrees and spares (the shared clones not counted)."""
-    measured_at: Timestamp
 
 
 class StatusReport(Wire):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from the_loop.agent import panes
 from the_loop.cluster import peers as cluster
 from the_loop.cluster import placement
 from the_loop.context import Ctx
@@ -107,5 +108,5 @@ def attach_plan(ctx: Ctx, ref_or_id: str, read_only: bool = False) -> AttachPlan
     if not rec.live and not read_only:
         note = f"session {rec.id} of {rec.work_item} is closed; attaching read-only"
         read_only = True
-    command = ctx.runners.tmux.attach_command(rec.tmux_target, read_only=read_only).unwrap()
+    command = panes.attach_command(ctx, rec.tmux_target, read_only=read_only).unwrap()
     return AttachPlan(command, read_only, note)

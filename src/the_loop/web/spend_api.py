@@ -11,13 +11,13 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from the_loop.agent.spend import service as spend
 from the_loop.agent.spend import usage
-from the_loop.agent.spend.service import Extended
 from the_loop.agent.spend.usage import UsageReport
 from the_loop.context import Ctx
 from the_loop.standing import service as standing
 from the_loop.standing.service import StandingExtended
+from the_loop.work_items import spend
+from the_loop.work_items.spend import Extended
 
 
 class ExtendIn(BaseModel):

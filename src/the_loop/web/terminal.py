@@ -30,6 +30,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from the_loop.context import Ctx
 from the_loop.errors import LoopError, StateError, Unavailable
+from the_loop.refs import standing_key
 from the_loop.web import auth, dashboard_auth
 from the_loop.web.slots import Holder, Slots
 from the_loop.web.terminal_bridge import (
@@ -78,7 +79,7 @@ def terminal_router(
             public_url,
             lambda read_only: standing_plan(get_ctx(), name, read_only),
             caps,
-            f"standing:{name}",
+            standing_key(name),
         )
 
     return router

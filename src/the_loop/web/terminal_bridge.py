@@ -31,12 +31,10 @@ import tty
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from the_loop.agent import Agent, owned
-from the_loop.agent.runners import foreign_occupant
+from the_loop.agent import Agent, panes
 from the_loop.cluster import placement
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, NotFound, Unavailable
-from the_loop.runner.outcomes import Probe
+from the_loop.errors import BadInput
 from the_loop.standing import defs as standing_defs
 from the_loop.standing import node as standing_node
 from the_loop.standing.defs import ViewStatus
@@ -88,25 +86,12 @@ def standing_plan(ctx: Ctx, name: str, viewer_read_only: bool) -> Plan:
 
 
 def _plan(ctx: Ctx, agent: Agent, read_only: bool) -> Plan:
-    tmux = ctx.runners.tmux
-    target = agent.tmux_target
-    probe = tmux.probe(target)
-    if probe is Probe.ABSENT:
-        raise NotFound(f"{agent.label or target} has no pane any more (tmux session {target})")
-    if probe is Probe.UNKNOWN:
-        raise Unavailable(f"tmux did not answer about {target}")
-    mine = owned(ctx, agent)
-    if mine is None:
-        raise Unavailable(f"tmux did not answer about {target}")
-    if not mine:
-        raise foreign_occupant(ctx, agent)
-    read_only = read_only or probe is Probe.DEAD
-    command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
-    env = dict(command.env)
+    term = panes.terminal(ctx, agent, read_only)
+    env = dict(term.command.env)
     env["TERM"] = TERM
     if not any("UTF-8" in env.get(k, "").upper() for k in ("LC_ALL", "LC_CTYPE", "LANG")):
         env["LC_CTYPE"] = "C.UTF-8"
-    return Plan(target, read_only, command.argv, env, lambda: tmux.viewer_size(target))
+    return Plan(term.target, term.read_only, term.command.argv, env, term.window_view)
 
 
 def clamp_size(cols: object, rows: object) -> tuple[int, int] | None:

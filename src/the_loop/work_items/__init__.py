@@ -5,9 +5,13 @@ items; their records, workspaces, start and prune.
 from __future__ import annotations
 
 __all__ = [
+    "kind",
+    "moves",
+    "notice",
     "prune",
     "records",
     "service",
+    "spend",
     "start",
     "workspace",
 ]

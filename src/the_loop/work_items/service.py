@@ -21,8 +21,7 @@ from typing import Any
 from the_loop import agent as layer
 from the_loop import engine
 from the_loop import events as ev
-from the_loop.agent import Agent, AgentKind
-from the_loop.agent.attention import service as attention
+from the_loop.agent import Agent, AgentKind, panes
 from the_loop.agent.spend import admission, holds
 from the_loop.cluster import placement
 from the_loop.context import Ctx
@@ -40,7 +39,7 @@ from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.work import WorkEvent
-from the_loop.work_items import workspace
+from the_loop.work_items import notice, workspace
 from the_loop.work_items.records import get as _get
 from the_loop.work_items.records import list_sessions as list_sessions
 from the_loop.work_items.records import resolve as resolve
@@ -143,7 +142,7 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
         return f"kept {action.item} open"
     if isinstance(action, engine.AnswerPermission):
         via = "slack" if event.source == "slack" else "github-comment"
-        done, refused = attention.answer_from_comment(ctx, action, via)
+        done, refused = notice.answer_from_comment(ctx, action, via)
         if refused is not None:  # told where the command was written
             notices.tell(ctx, event.source, action.item, action.actor, refused, event.delivery_id)
         return done
@@ -285,8 +284,8 @@ def _adopt(ctx: Ctx, rec: SessionRecord) -> bool:
     """True when REC's live target carries REC as its owner (a spawn that a crash hid)."""
     if rec.runner != "tmux" or rec.tmux_target is None:
         return False
-    tmux = ctx.runners.tmux
-    if tmux.probe(rec.tmux_target) is not Probe.LIVE or tmux.owner_of(rec.tmux_target) != rec.id:
+    target = rec.tmux_target
+    if panes.probe(ctx, target) is not Probe.LIVE or panes.owner_of(ctx, target) != rec.id:
         return False
     rec.harness_session_id = rec.harness_session_id or rec.id
     rec.cwd = rec.cwd or str(workspace.prepare(ctx.config, WorkItemRef.parse(rec.work_item)).path)

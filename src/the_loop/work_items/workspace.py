@@ -37,7 +37,7 @@ from pathlib import Path
 from the_loop.config import Config
 from the_loop.errors import BadInput, LoopError
 from the_loop.refs import WorkItemRef, branch_name
-from the_loop.views.health import WorktreesDisk
+from the_loop.wire import Timestamp, Wire
 
 GIT_TIMEOUT = 300.0
 DISK_MAX_AGE_SECONDS = 60.0
@@ -324,6 +324,18 @@ def remove(config: Config, ref: WorkItemRef) -> bool:
         shutil.rmtree(path)
     _setup_marker(config, ref).unlink(missing_ok=True)
     return True
+
+
+class WorktreesDisk(Wire):
+    """The disk the work items' worktrees use (``the_loop.work_items.workspace.disk_usage``)."""
+
+    worktrees: int
+    """Work items' worktrees under the workspace root."""
+    spares: int = 0
+    """Ready spare worktrees (``workspaces.spare``), counted in ``bytes`` too."""
+    bytes: int
+    """Allocated bytes of the worktrees and spares (the shared clones not counted)."""
+    measured_at: Timestamp
 
 
 _disk: dict[Path, WorktreesDisk] = {}

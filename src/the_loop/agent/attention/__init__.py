@@ -1,6 +1,6 @@
 """Attention over the agent layer: the states a session is in, the screen detector, prompts and
-answers, the hook channel's receiving side, and the notices that tell a person (rendered by the
-outbox).
+answers, the hook channel's receiving side, and the pass that tells a person (each kind of session
+registers whom and where, ``notice.on_notice``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
-"""Notices: tell the person who started a session, on its work item, that its agent waits.
+"""The attention pass: read the screens, apply answer timeouts, tell each session's requester
+that its agent waits, and deliver what waited behind dialogs that are gone.
 
-After ``attention.notifyAfterSeconds`` in a wait (a question or a permission), one marked
-comment is queued in the outbox: it quotes the question (or the tool and its input) and
-mentions the requester. The notice is recorded on the wait's prompt in the same transaction,
-so there is never more than one per wait. When the wait ends (answered, moved on, timed out) a
-short follow-up says how. The daemon runs ``attention_loop``: the screen detector, then the
-notices, when something changed or a deadline falls due (``the_loop.pulse``).
+Whom a wait is told, and where, differs per kind of session: each registers it with
+``on_notice`` (work-item sessions: a comment on the item, ``the_loop.work_items.notice``).
+The daemon runs ``attention_loop``: the screen detector, then the notices, when something
+changed or a deadline falls due (``the_loop.pulse``).
 """
 
 from __future__ import annotations
@@ -13,112 +12,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 
+from the_loop.agent import kinds
 from the_loop.agent.attention.screen import ScreenDetector, detect_once
+from the_loop.agent.model import AgentKind
 from the_loop.context import Ctx
-from the_loop.outbox import drain as outbox
 from the_loop.pulse import Pulse, soonest
-from the_loop.refs import WorkItemRef
 from the_loop.runner.tmux_watch import pane_watch
 from the_loop.store import attention as store
 from the_loop.supervise import monitor, wait_or_stop
-from the_loop.text_safety import github_quote
 
-QUOTE_LIMIT = 600
+Notify = Callable[[Ctx], int]
+"""A kind's notices: queue those that are due (where it tells its requester); how many."""
 
-
-def _quote(text: str) -> str:
-    """TEXT (what an agent shows: it may carry a stranger's words) as a quote that pings no
-    one."""
-    text = github_quote(text)
-    clipped = text if len(text) <= QUOTE_LIMIT else text[:QUOTE_LIMIT] + " …"
-    return "\n".join(f"> {line}" if line else ">" for line in clipped.splitlines() or [""])
+_NOTIFY: dict[AgentKind, Notify] = {}
 
 
-def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str, str]) -> str:
-    """The notice of PROMPT on ROW's work item (KEYWORDS: the allow, deny and answer
-    phrases)."""
-    who = f"@{row.requester} " if row.requester else ""
-    if prompt.kind == "permission":
-        what = prompt.tool or "a tool"
-        detail = prompt.text or prompt.input
-        return (
-            f"{who}the agent of this item is waiting for your permission to run **{what}** "
-            f"(prompt `{prompt.id}`):\n\n{_quote(detail)}\n\n"
-            f"Reply `{keywords[0]} {prompt.id}` to let it run, or `{keywords[1]} {prompt.id}` "
-            "to refuse."
-        )
-    if prompt.kind == "blocked":
-        return (
-            f"{who}the agent of this item cannot work (prompt `{prompt.id}`):\n\n"
-            f"{_quote(prompt.text or 'blocked')}\n\n"
-            + (
-                ""
-                if row.signal == store.CRASH_SIGNAL
-                else "It needs a login or a key on the host that runs it (`the-loop doctor` "
-                "checks each harness). Messages wait until it can work again."
-            )
-        )
-    question = prompt.text or row.last_message or "(no text)"
-    return (
-        f"{who}the agent of this item is waiting for your answer (prompt `{prompt.id}`):\n\n"
-        f"{_quote(question)}\n\nReply `{keywords[2]} {prompt.id} <the number of a choice, or "
-        "your answer>`. Other comments wait until the question is answered."
-    )
+def on_notice(kind: AgentKind, notify: Notify) -> None:
+    """Register how sessions of KIND tell their requester that their agent waits."""
+    _NOTIFY[kind] = notify
 
 
-def followup_text(prompt: store.Prompt) -> str:
-    """The follow-up of a noticed prompt that is no longer pending."""
-    if prompt.decision is not None:
-        done = "allowed" if prompt.decision == "allow" else "denied"
-        return f"Prompt `{prompt.id}` was {done} by {prompt.actor} (via {prompt.via})."
-    if prompt.actor is not None:
-        return f"Prompt `{prompt.id}` was answered by {prompt.actor} (via {prompt.via})."
-    outcome = {
-        "timed-out": "timed out without an answer through the-loop; it waits at the agent",
-        "moved-on": "is no longer pending: the agent moved on",
-        "superseded": "is no longer pending: the agent asked something else",
-    }.get(prompt.outcome or "", "is no longer pending")
-    return f"Prompt `{prompt.id}` {outcome}."
-
-
-def notify_once(ctx: Ctx, now: float | None = None) -> int:
-    """Queue the notices and follow-ups that are due; returns how many were queued."""
-    if not ctx.config.github.enabled:
-        return 0
-    now = time.time() if now is None else now
-    conn = ctx.db.connect()
-    said = ctx.config.routing.keywords
-    keywords = (said.allow, said.deny, said.answer)
-    queued = 0
-    for prompt in store.due_notices(conn, now - ctx.config.attention.notify_after_seconds):
-        row = store.get(conn, prompt.agent)
-        if row is None or row.work_item is None:
-            continue
-        ref = WorkItemRef.parse(row.work_item)
-        with ctx.db.transaction() as tx:
-            if store.mark_notice(tx, prompt.id, now):
-                key = outbox.text_key("github", str(ref), "attention", prompt.id)
-                text = notice_text(row, prompt, keywords)
-                outbox.enqueue_comment(tx, ref, text, what="attention", key=key)
-                queued += 1
-    for prompt in store.due_followups(conn):
-        row = store.get(conn, prompt.agent)
-        if row is None or row.work_item is None:
-            continue
-        ref = WorkItemRef.parse(row.work_item)
-        with ctx.db.transaction() as tx:
-            if store.mark_followup(tx, prompt.id, now):
-                key = outbox.text_key("github", str(ref), "attention-answered", prompt.id)
-                outbox.enqueue_comment(tx, ref, followup_text(prompt), what="attention", key=key)
-                queued += 1
-    if queued:
-        outbox.wake(ctx)
-    return queued
+def notify_due(ctx: Ctx) -> int:
+    """Queue every kind's notices that are due; how many."""
+    kinds.load()
+    return sum(notify(ctx) for notify in list(_NOTIFY.values()))
 
 
 def next_notice(ctx: Ctx) -> float | None:
-    """When ``notify_once`` has a notice to queue next (``time.time()``); None: not until a
+    """When ``notify_due`` has a notice to queue next (``time.time()``); None: not until a
     prompt opens (a follow-up is queued by the pass after its prompt closed)."""
     if not ctx.config.github.enabled:
         return None
@@ -132,13 +55,13 @@ def attention_pass(ctx: Ctx, detector: ScreenDetector) -> float:
     nothing happening (``time.time()``; ``the_loop.pulse``)."""
     # lazy: the release loads both session policies; the read-only surfaces use this module
     from the_loop.agent.attention.service import apply_timeouts, next_timeout
-    from the_loop.daemon import held_release
+    from the_loop.agent.core import release_held
 
     now = time.time()
     detect_once(ctx, detector, now)
     apply_timeouts(ctx)
-    notify_once(ctx)
-    failed = held_release.release(ctx)
+    notify_due(ctx)
+    failed = release_held(ctx)
     retry = now if failed else None  # a delivery that failed is tried again soon
     return soonest(detector.due, next_timeout(ctx), next_notice(ctx), retry)
 

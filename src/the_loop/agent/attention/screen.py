@@ -25,7 +25,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from the_loop.cluster import nodes
+from the_loop.agent import node as nodes
 from the_loop.config.attention import HarnessAttention
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, Unavailable

@@ -19,7 +19,7 @@ import logging
 import re
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotFound, Unavailable
@@ -30,9 +30,6 @@ from the_loop.store import standing as standing_store
 from the_loop.store.conn import Connection
 from the_loop.store.sessions import SessionRecord
 from the_loop.wire import UtcDatetime, Wire
-
-if TYPE_CHECKING:
-    from the_loop.engine import AnswerPermission
 
 log = logging.getLogger(__name__)
 Decision = Literal["allow", "deny"]
@@ -465,33 +462,3 @@ def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision:
     from the_loop.agent.attention.screen import answer_with_keys
 
     answer_with_keys(ctx, key, harness, target, decision)
-
-
-def answer_from_comment(
-    ctx: Ctx, action: AnswerPermission, via: str = "github-comment"
-) -> tuple[str, str | None]:
-    """Carry out an ``allow``/``deny``/``answer`` command written on the item (or in its Slack
-    thread, VIA ``slack``): a summary, and why the answer was refused (stale, nothing pending,
-    the other kind of prompt) — the policy tells the author — or None when it was taken."""
-    verb = "answer" if action.answer is not None else ("allow" if action.allow else "deny")
-    try:
-        done = _comment_answer(ctx, action, via)
-    except (BadInput, Conflict, NotFound, Unavailable) as exc:
-        return f"refused {verb} ({exc.message})", exc.message
-    return f"{verb} {done}", None
-
-
-def _comment_answer(ctx: Ctx, action: AnswerPermission, via: str) -> str:
-    """Answer as ACTION says; what was answered."""
-    ref = action.session_id
-    if action.answer is not None:
-        given = action.answer
-        choice = int(given) if given.isdigit() and len(given) <= 2 else None
-        text = None if choice is not None else given
-        answered = answer_question(
-            ctx, ref, action.actor, via, choice=choice, text=text, prompt_id=action.prompt_id
-        )
-        return f"{answered.prompt_id} ({answered.answer})"
-    decision: Decision = "allow" if action.allow else "deny"
-    done = answer_permission(ctx, ref, decision, action.actor, via, action.prompt_id)
-    return f"{done.prompt_id} ({done.tool or 'prompt'})"

@@ -1,0 +1,103 @@
+"""What the policies and surfaces ask of an agent's tmux pane, without reaching the runner:
+the targets the-loop named and who owns each, a probe, a capture, and the commands a person
+runs to attach to or inspect it (``ctx.runners.tmux`` stays inside the agent layer and the
+runner)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from the_loop.agent.core import owned
+from the_loop.agent.model import Agent
+from the_loop.agent.runners import foreign_occupant
+from the_loop.errors import NotFound, Unavailable
+from the_loop.refs import is_loop_target
+from the_loop.runner import tmux_watch
+from the_loop.runner.outcomes import AttachCommand, Capture, Probe
+
+if TYPE_CHECKING:
+    from the_loop.context import Ctx
+
+
+def loop_targets(ctx: Ctx) -> list[tuple[str, str | None]]:
+    """The tmux targets the-loop named, each with the ownership mark set at its spawn (None
+    when unset); empty when tmux did not answer."""
+    tmux = ctx.runners.tmux
+    return [(t, tmux.owner_of(t)) for t in tmux.list_targets() or [] if is_loop_target(t)]
+
+
+def targets(ctx: Ctx) -> list[str] | None:
+    """The names of the sessions on the private tmux server; None when tmux did not answer."""
+    return ctx.runners.tmux.list_targets()
+
+
+def probe(ctx: Ctx, target: str) -> Probe:
+    """``live``, ``dead``, ``absent`` or ``unknown`` for TARGET; never raises."""
+    return ctx.runners.tmux.probe(target)
+
+
+def capture(ctx: Ctx, target: str, lines: int | None = 200) -> Capture:
+    """The last LINES lines of TARGET's pane (None: the whole history)."""
+    return ctx.runners.tmux.capture(target, lines)
+
+
+def attach_command(ctx: Ctx, target: str, *, read_only: bool = True) -> AttachCommand:
+    """The argv a person runs to attach to TARGET (read-only unless READ_ONLY is False)."""
+    return ctx.runners.tmux.attach_command(target, read_only=read_only)
+
+
+def inspect_command(ctx: Ctx, target: str) -> str:
+    """A shell command a person can run to look at TARGET read-only."""
+    return ctx.runners.tmux.inspect_command(target)
+
+
+def probe_many(ctx: Ctx, targets: Sequence[str]) -> dict[str, Probe] | None:
+    """``probe`` for many TARGETS with one tmux client; None when tmux did not answer."""
+    return tmux_watch.probe_many(ctx.runners.tmux, targets)
+
+
+def owner_of(ctx: Ctx, target: str) -> str | None:
+    """The ownership mark set on TARGET at its spawn; None when absent, unset or no answer."""
+    return ctx.runners.tmux.owner_of(target)
+
+
+def prefix_key(ctx: Ctx) -> str:
+    """The prefix key of the-loop's tmux server (``C-b`` when it does not say)."""
+    answer = ctx.runners.tmux.ask("show-options", "-gv", "prefix")
+    prefix = answer.stdout.strip() if answer.ok else ""
+    return prefix if prefix and len(prefix.split()) == 1 else "C-b"
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """How a viewer attaches to an agent's pane: its target, whether read-only (a dead pane
+    always is), the client to run, and how to ask the size of a client showing the target's
+    whole window (None when tmux cannot say)."""
+
+    target: str
+    read_only: bool
+    command: AttachCommand
+    window_view: Callable[[], tuple[int, int] | None]
+
+
+def terminal(ctx: Ctx, agent: Agent, read_only: bool) -> Terminal:
+    """How a viewer attaches to AGENT's pane (the same for every kind of session):
+    ``NotFound`` when the pane is gone, ``Unavailable`` when tmux does not answer, ``Refused``
+    when a foreign occupant holds the target."""
+    tmux = ctx.runners.tmux
+    target = agent.tmux_target
+    found = tmux.probe(target)
+    if found is Probe.ABSENT:
+        raise NotFound(f"{agent.label or target} has no pane any more (tmux session {target})")
+    if found is Probe.UNKNOWN:
+        raise Unavailable(f"tmux did not answer about {target}")
+    mine = owned(ctx, agent)
+    if mine is None:
+        raise Unavailable(f"tmux did not answer about {target}")
+    if not mine:
+        raise foreign_occupant(ctx, agent)
+    read_only = read_only or found is Probe.DEAD
+    command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
+    return Terminal(target, read_only, command, lambda: tmux.viewer_size(target))
