@@ -100,7 +100,9 @@ class Site:
 def site(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Site]:
-    """The module's daemon; a module's ``SITE_TMUX`` dict adds to the ``tmux`` config."""
+    """The module's daemon; a module's ``SITE_TMUX`` dict adds to the ``tmux`` config, and its
+    ``SITE_SANDBOX = True`` confines the agents (bubblewrap, no network; the fake agent's
+    records folder writable)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"{CHROMIUM} is missing: `make setup` installs chromium (tests/browser_required)"
@@ -115,7 +117,10 @@ def site(
         socket=f"the-loop-test-{uuid.uuid4().hex[:10]}",
     )
     work = Work(env, root / "agents", cli=None)
+    confined = getattr(request.module, "SITE_SANDBOX", False)
+    sandbox = {"mode": "bwrap", "network": "none", "writablePaths": [str(root / "agents")]}
     work.configure(
+        sandbox=sandbox if confined else {"mode": "none"},
         github={"enabled": True},
         attention=ATTENTION,
         tmux={"resumeProbeSeconds": 0.5, **getattr(request.module, "SITE_TMUX", {})},

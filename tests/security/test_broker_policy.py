@@ -21,8 +21,8 @@ from the_loop.agent.github_broker import (
     check_git,
     grant_of,
     pushed_refs,
-    write_in_home,
 )
+from the_loop.agent.home import write_in_home
 from the_loop.config import Config
 from the_loop.refs import WorkItemRef
 from the_loop.store.hook_tokens import HookToken

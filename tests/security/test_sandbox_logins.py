@@ -33,3 +33,31 @@ def test_the_operators_logins_reach_the_agents_home(tmp_path: Path) -> None:
     os.utime(refreshed, (later, later))
     assert carry_logins(env, home) == []
     assert "refreshed" in refreshed.read_text()
+
+
+def test_a_link_the_agent_planted_in_its_home_is_never_written_through(tmp_path: Path) -> None:
+    """The agent can write its home: a symlink it leaves where the copy's staging file or its
+    folder goes must not make the daemon write the operator's login over a file it names."""
+    operator, home = tmp_path / "op", tmp_path / "agent"
+    (operator / ".codex").mkdir(parents=True)
+    (operator / ".codex" / "auth.json").write_text('{"tokens": "op"}')
+    (operator / ".gemini").mkdir()
+    (operator / ".gemini" / "oauth_creds.json").write_text('{"token": "op"}')
+    victim, elsewhere = tmp_path / "the-loop.db", tmp_path / "elsewhere"
+    victim.write_text("the state database")
+    elsewhere.mkdir()
+    (home / ".codex").mkdir(parents=True)
+    for pid_name in (".auth.json.the-loop", f".auth.json.{os.getpid()}.the-loop"):
+        (home / ".codex" / pid_name).symlink_to(victim)
+    (home / ".gemini").symlink_to(elsewhere)
+
+    copied = carry_logins({"HOME": str(operator)}, home)
+
+    assert victim.read_text() == "the state database"
+    assert list(elsewhere.iterdir()) == []
+    assert sorted(p.relative_to(home).as_posix() for p in copied) == [
+        ".codex/auth.json",
+        ".gemini/oauth_creds.json",
+    ]
+    assert (home / ".codex" / "auth.json").read_text() == '{"tokens": "op"}'
+    assert not (home / ".gemini").is_symlink()

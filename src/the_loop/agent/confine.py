@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from the_loop.agent import egress, github_broker
 from the_loop.agent.attention.spawn import hook_dir, issue_token
+from the_loop.agent.home import write_in_home
 from the_loop.errors import SpawnFailed
 from the_loop.hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
 from the_loop.runner import limits, sandbox
@@ -88,11 +89,7 @@ def carry_logins(env: Mapping[str, str], home: Path) -> list[Path]:
                 continue
             if target.exists() and target.stat().st_mtime >= source.stat().st_mtime:
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            staged = target.with_name(f".{name}.the-loop")
-            staged.write_bytes(source.read_bytes())
-            staged.chmod(0o600)
-            staged.replace(target)
+            write_in_home(home, f"{folder}/{name}", source.read_bytes())
         except OSError:
             continue
         copied.append(target)
@@ -173,5 +170,5 @@ def brokered(
     layout.set_env[github_broker.GIT_ENV] = f"http://127.0.0.1:{git_port}"
     layout.set_env[github_broker.API_ENV] = f"http://127.0.0.1:{api_port}"
     text = github_broker.agent_git_config(ctx.config, work_item_of(agent), git_port)
-    github_broker.write_in_home(layout.home, github_broker.GIT_CONFIG, text)
+    write_in_home(layout.home, github_broker.GIT_CONFIG, text)
     return {git_port: github_broker.GIT, api_port: github_broker.API}

@@ -33,7 +33,6 @@ import subprocess
 import weakref
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -472,23 +471,6 @@ def agent_git_config(config: Config, work_item: str | None, git_port: int) -> st
         lines.append("[user]")
         lines += [f"\t{key} = {value}" for key, value in identity.items()]
     return "\n".join(lines) + "\n"
-
-
-def write_in_home(home: Path, relative: str, text: str) -> None:
-    """Write TEXT to HOME/RELATIVE, a file in a home the agent can write to: a symlink the
-    agent left on the way is removed, not followed (the daemon never writes through one)."""
-    at = home
-    for part in Path(relative).parent.parts:
-        at = at / part
-        if at.is_symlink() or (at.exists() and not at.is_dir()):
-            at.unlink()
-        at.mkdir(exist_ok=True, mode=0o700)
-    staged = at / f".{Path(relative).name}.{os.getpid()}.the-loop"
-    staged.unlink(missing_ok=True)
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(staged, at / Path(relative).name)
 
 
 def _operator_identity() -> dict[str, str]:

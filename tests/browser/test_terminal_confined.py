@@ -1,0 +1,43 @@
+"""The browser terminal with a confined agent (SPEC §18, "attach and observe as before"): the
+Session page shows the pane of an agent that runs inside bubblewrap, keys typed in the browser
+reach it, and a phone sees it too."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import Login, Site, screen_text, shot
+from tests.browser.test_terminal import PHONE, open_terminal
+from tests.helpers import wait_until
+from the_loop.runner.sandbox import bwrap_works
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.xdist_group("browser-confined"),
+    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+]
+
+SITE_SANDBOX = True
+
+
+def test_the_browser_terminal_shows_a_confined_agent_and_typing_reaches_it(
+    site: Site, login: Login
+) -> None:
+    rec = site.spawn(51)
+    sid, target = rec["id"], rec["tmuxTarget"]
+    site.work.wait_prompts(sid, 1, timeout=60)
+    started = site.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_start_command}")
+    assert "bwrap" in started.stdout, started.stdout  # the pane runs the agent confined
+
+    page = login()
+    open_terminal(page, sid)
+    page.locator("#terminal").click()
+    page.keyboard.type("hello from the browser")
+    page.keyboard.press("Enter")
+    wait_until(lambda: "hello from the browser" in site.prompts(sid), 30, what="the typed line")
+    wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="the agent's answer")
+    page.close()
+
+    phone = login(**PHONE)
+    open_terminal(phone, sid, shows="FAKE-AGENT GOT #2")
+    shot(phone, "session-confined-phone")
