@@ -78,5 +78,7 @@ def test_make_run_asks_for_running_and_make_test_for_the_tests_too() -> None:
     assert "scripts/system-deps.sh run" in run and "system-deps.sh test" not in run, run
     test = planned("test")
     assert "scripts/system-deps.sh run" in test and "scripts/system-deps.sh test" in test, test
+    check = planned("check")  # what CI runs: the tests and the checks, the same installs
+    assert "scripts/system-deps.sh test" in check and "lint-imports" in check, check
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    assert "make test" in ci
+    assert "make check" in ci

@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpx
-
 from the_loop import events as ev
 from the_loop.errors import BadInput
 from the_loop.github.errors import GitHubTokenMissing
@@ -46,6 +44,8 @@ from the_loop.refs import WorkItemRef, branch_name
 from the_loop.work import mark
 
 if TYPE_CHECKING:
+    import httpx
+
     from the_loop.config import Config
     from the_loop.context import Ctx
     from the_loop.store.hook_tokens import HookToken
@@ -336,6 +336,8 @@ async def _send_on(
     body: bytes,
     writer: asyncio.StreamWriter,
 ) -> None:
+    import httpx  # lazy: start-up (every spawn loads this module; httpx is for brokered calls)
+
     try:
         async with _client().stream(method, url, headers=headers, content=body) as answer:
             head = [f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}"]
@@ -356,6 +358,8 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient
 
 def _client() -> httpx.AsyncClient:
     """The running loop's one client (made once: a client's TLS set-up costs milliseconds)."""
+    import httpx  # lazy: start-up (as in _send_on)
+
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None:
