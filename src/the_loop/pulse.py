@@ -13,8 +13,10 @@ passes it waits on a ``Pulse``:
 - an **urgent** poke (tmux said a watched pane printed): the pass runs at once;
 - the **deadline** the last pass returned.
 
-What another process writes is seen with its agent's pane output (an answer typed by the CLI
-closes a dialog on screen), on the next change of this process, or by the safety pass.
+- a **write of another process** (the CLI woke a suspended agent, answered a prompt): on
+  SQLite the WAL file's size and time change without a commit of this process; looked at every
+  ``OUTSIDE_SECONDS`` (a ``stat``), it counts as a change. On PostgreSQL such a write is seen
+  with its agent's pane output, on the next change of this process, or by the safety pass.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import time
 
 from the_loop.store import Database
 
+OUTSIDE_SECONDS = 1.0
+"""How often a waiting pass looks whether another process wrote (one ``stat``)."""
 SAFETY_SECONDS = 30.0
 """The longest a pass waits with nothing happening (what another process wrote, a lost
 signal, is caught there)."""
@@ -38,6 +42,8 @@ class Pulse:
         self.changed = asyncio.Event()
         self.urgent = asyncio.Event()
         self._forget = db.on_commit(self.change)
+        self.db = db
+        self._seen = db.wal_stamp()
 
     def change(self) -> None:
         """Something the pass may react to was committed; any thread."""
@@ -72,8 +78,19 @@ class Pulse:
             if delay <= 0:
                 break
             quiet = () if self.changed.is_set() else (self.changed,)
-            await first(delay, stop, self.urgent, *quiet)
+            await first(min(delay, OUTSIDE_SECONDS), stop, self.urgent, *quiet)
+            self._outside()
         return stop.is_set()
+
+    def _outside(self) -> None:
+        """A change when another process wrote since the last look (SQLite's WAL moved, and
+        not by a commit of this process)."""
+        stamp = self.db.wal_stamp()
+        if stamp is None or stamp == self._seen:
+            return
+        self._seen = stamp
+        if stamp != self.db.own_stamp:
+            self.changed.set()
 
 
 async def first(seconds: float, *events: asyncio.Event) -> None:

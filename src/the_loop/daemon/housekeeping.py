@@ -169,6 +169,9 @@ async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:
 
 
 RECONCILE_SECONDS = 60.0
+AGAIN_SECONDS = 1.0
+"""After a death signal, the reconciler looks once more this much later: the pipe of a dying
+pane can close before tmux marks the pane dead."""
 """The reconciler's safety beat; it looks at once when tmux says a watched pane's program
 exited or its pipe closed (``runner.tmux_watch``, decision 0066)."""
 
@@ -178,10 +181,12 @@ async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     reported: set[str] = set()
     watch = monitor(ctx, "reconciler")
     died = ctx.panes_died
+    again = False  # told of a death: look once more a moment later (tmux may mark it late)
     while True:
-        await first(RECONCILE_SECONDS, stop, died)
+        await first(AGAIN_SECONDS if again else RECONCILE_SECONDS, stop, died)
         if stop.is_set():
             return
+        again = died.is_set()
         died.clear()
         await asyncio.to_thread(reconcile_once, ctx, reported)
         watch.progressed()

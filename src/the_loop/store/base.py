@@ -24,6 +24,9 @@ class Database(ABC):
     def __init__(self) -> None:
         self._listeners: list[Callable[[], None]] = []
         self._unnoticed = threading.local()
+        self.own_stamp: tuple[int, int] | None = None
+        """``wal_stamp`` after this process's last commit that changed rows (``the_loop.pulse``
+        tells another process's writes from its own by it)."""
 
     def on_commit(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call LISTENER (in the committing thread, after the commit) whenever a transaction of
@@ -44,6 +47,7 @@ class Database(ABC):
 
     def committed(self) -> None:
         """Tell the listeners that a transaction changed rows (called by the backends)."""
+        self.own_stamp = self.wal_stamp()
         if getattr(self._unnoticed, "on", False):
             return
         for listener in list(self._listeners):
