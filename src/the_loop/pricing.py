@@ -7,9 +7,10 @@ and the sum of what a list of per-model token sums costs. Every surface looks up
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from the_loop.store.rows import ModelSum
+if TYPE_CHECKING:
+    from the_loop.store.rows import ModelSum
 
 T = TypeVar("T")
 Rates = tuple[float, float, float, float]

@@ -15,7 +15,7 @@ from tests.helpers import wait_until
 from tests.slack.conftest import CHANNEL, STANDING, Slack, slack_section, standing_section, start
 from tests.slack.test_work_items import ATTENTION, items_daemon, spawn
 from tests.work import Work
-from the_loop.slack.turns import PART_LIMIT
+from the_loop.outbox.slack_turns import PART_LIMIT
 
 PING = "all clear <!channel> @here <https://evil.example|harmless>"
 

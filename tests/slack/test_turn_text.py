@@ -1,10 +1,10 @@
-"""The text of an agent's answer in Slack (``slack.turns``): escaped, Markdown rewritten as
+"""The text of an agent's answer in Slack (``outbox.slack_turns``): escaped, Markdown rewritten as
 Slack writes it, and split into parts Slack takes whole without breaking an escape or a code
 block."""
 
 from __future__ import annotations
 
-from the_loop.slack.turns import FENCE, mrkdwn, split
+from the_loop.outbox.slack_turns import FENCE, mrkdwn, split
 
 
 def test_nothing_the_agent_writes_pings_or_hides_a_link() -> None:

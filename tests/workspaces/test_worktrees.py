@@ -150,3 +150,26 @@ def test_without_spare_no_spare_is_made(tmp_path: Path) -> None:
     workspace.prepare(config, ONE)
     assert not workspace.prepare(config, TWO).from_spare
     assert not (config.workspace_root / "_spare").exists()
+
+
+def test_removal_never_runs_git_where_the_agents_git_file_points(tmp_path: Path) -> None:
+    """An agent can rewrite its worktree's `.git` to name a git dir of its own making, whose
+    config runs a command (core.fsmonitor): removing the worktree runs nothing of it, removes
+    the tree anyway, and leaves the clone's list of worktrees clean."""
+    make_repo(tmp_path / "clone")
+    config = config_for(tmp_path, spare=False)
+    ws = workspace.prepare(config, ONE)
+    planted = ws.path / "own-git"
+    subprocess.run(["git", "init", "-q", str(planted)], check=True, capture_output=True)
+    ran = tmp_path / "ran-as-the-daemon"
+    hook = tmp_path / "fsmonitor.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    hook.chmod(0o755)
+    git(planted, "config", "core.fsmonitor", str(hook))
+    (ws.path / ".git").write_text(f"gitdir: {planted / '.git'}\n")
+
+    assert workspace.remove(config, ONE)
+
+    assert not ran.exists()
+    assert not ws.path.exists()
+    assert str(ws.path) not in git(tmp_path / "clone", "worktree", "list")

@@ -1,7 +1,7 @@
 """The Slack drain: posts the outbox's ``slack`` rows through the official ``slack_sdk`` Web
 API client (one doorway: ``base_url`` is ``slack.apiUrl``, the bot token comes from the env
 var ``slack.botTokenEnv``), and runs the attention pass (``slack.notices``) and the answers
-pass (``slack.turns``) before each batch.
+pass (``outbox.slack_turns``) before each batch.
 
 Outcomes of one try (decision 0025):
 
@@ -36,7 +36,7 @@ from the_loop.faults import crash_point
 from the_loop.outbox import drain as outbox
 from the_loop.outbox import slack as outbound
 from the_loop.outbox import slack_notices as notices
-from the_loop.slack import turns
+from the_loop.outbox import slack_turns as turns
 from the_loop.store import outbox as outbox_store
 from the_loop.store import slack as store
 from the_loop.store.outbox import OutboxItem, OutboxStatus, SlackPayload

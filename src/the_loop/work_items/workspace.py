@@ -91,6 +91,18 @@ def _inside(root: Path, path: Path) -> Path:
     return resolved
 
 
+def _existing_clone(config: Config, ref: WorkItemRef) -> Path | None:
+    """The local clone of REF's repository when there is one (never clones)."""
+    configured = config.workspaces.repos.get(ref.full_name)
+    root = config.workspace_root
+    clone = (
+        configured.expanduser().absolute()
+        if configured is not None
+        else root / "_clones" / ref.host / ref.owner / ref.repo
+    )
+    return clone if (clone / ".git").exists() else None
+
+
 def clone_for(config: Config, ref: WorkItemRef) -> Path:
     """The local clone of REF's repository, cloning it on first use."""
     configured = config.workspaces.repos.get(ref.full_name)
@@ -315,13 +327,18 @@ def remove(config: Config, ref: WorkItemRef) -> bool:
     path = _inside(root, root / ref.slug)
     if not path.exists():
         return False
-    git_file = path / ".git"
-    if git_file.is_file():
-        common = _git(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=path)
-        clone = Path(common.strip()).parent
-        _git(["worktree", "remove", "--force", str(path)], cwd=clone)
-    else:
-        shutil.rmtree(path)
+    # The agent could write its worktree, its `.git` file included: git is never run in it, and
+    # the clone is the one the configuration names, not the one that file names.
+    clone = _existing_clone(config, ref)
+    removed = False
+    if clone is not None and (path / ".git").is_file():
+        with contextlib.suppress(WorkspaceError):  # a `.git` that no longer names its admin dir
+            _git(["-c", "core.fsmonitor=false", "worktree", "remove", "--force", str(path)], clone)
+            removed = True
+    if not removed:
+        shutil.rmtree(path, ignore_errors=True)
+        if clone is not None:
+            _git(["worktree", "prune"], cwd=clone)
     _setup_marker(config, ref).unlink(missing_ok=True)
     return True
 
