@@ -137,7 +137,10 @@ class TmuxAgents:
         spec = _spec(ctx, adapter, agent, session_id, None)
         launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
         launch = confine.prepare(ctx, agent, with_located_binary(launch))
-        adapter.prepare(launch, ctx.config.workspace_roots)
+        # trusted through the root holding every workspace (one shared state file left alone at
+        # each spawn); a confined agent sees only its own tree and has a state file of its own
+        roots = () if confine.confined(ctx) else ctx.config.workspace_roots
+        adapter.prepare(launch, roots)
         if resume:
             transcripts.restore(ctx, agent, adapter, launch)
         tmux = ctx.runners.tmux
