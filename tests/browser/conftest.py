@@ -101,8 +101,8 @@ def site(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Site]:
     """The module's daemon; a module's ``SITE_TMUX`` dict adds to the ``tmux`` config, and its
-    ``SITE_SANDBOX = True`` confines the agents (bubblewrap, no network; the fake agent's
-    records folder writable)."""
+    ``SITE_SANDBOX = True`` confines the agents (bubblewrap, no network; the checkout holding
+    the fake agent readable, its records folder writable)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"{CHROMIUM} is missing: `make setup` installs chromium (tests/browser_required)"
@@ -118,7 +118,12 @@ def site(
     )
     work = Work(env, root / "agents", cli=None)
     confined = getattr(request.module, "SITE_SANDBOX", False)
-    sandbox = {"mode": "bwrap", "network": "none", "writablePaths": [str(root / "agents")]}
+    sandbox = {  # the fake agent is a script in this checkout, wherever the checkout lives
+        "mode": "bwrap",
+        "network": "none",
+        "readOnlyPaths": [str(REPO)],
+        "writablePaths": [str(root / "agents")],
+    }
     work.configure(
         sandbox=sandbox if confined else {"mode": "none"},
         github={"enabled": True},
