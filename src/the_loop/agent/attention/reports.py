@@ -188,10 +188,13 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
 
 def _late(tx: Any, report: Report) -> bool:
     """Whether REPORT is of a hook nobody waited for and a later-started hook of its agent
-    was applied already."""
+    was applied already, or a dialog it would move on opened after the hook began."""
     if report.at is None or report.data.get("hook_event_name") not in ASYNC_EVENTS:
         return False
-    return hook_tokens.applied_since(tx, report.who.agent, report.at)
+    if hook_tokens.applied_since(tx, report.who.agent, report.at):
+        return True
+    waiting = store.pending_of(tx, report.who.agent)
+    return waiting is not None and waiting.created_at > report.at
 
 
 def _transcript(db: Database, report: Report) -> str | None:
