@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from the_loop import events as ev
 from the_loop.agent import github_broker
 from the_loop.agent.attention.spawn import token_hash
+from the_loop.refs import standing_of
 from the_loop.store import hook_tokens
 
 if TYPE_CHECKING:
@@ -169,13 +170,12 @@ async def _handle(ctx: Ctx, reader: asyncio.StreamReader, writer: asyncio.Stream
 
 
 def _refused(ctx: Ctx, who: hook_tokens.HookToken, host: str) -> None:
-    standing = who.agent.removeprefix("standing:") if who.agent.startswith("standing:") else None
     ev.emit(
         ctx.db,
         "sandbox.egress_refused",
         source="sandbox",
         work_item=who.work_item,
-        standing=standing,
+        standing=standing_of(who.agent),
         session_id=who.agent,
         agent=who.agent,
         host=host,

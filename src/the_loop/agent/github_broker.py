@@ -40,7 +40,7 @@ from the_loop import events as ev
 from the_loop.errors import BadInput
 from the_loop.github.errors import GitHubTokenMissing
 from the_loop.github.token import resolve_token
-from the_loop.refs import WorkItemRef, branch_name
+from the_loop.refs import WorkItemRef, branch_name, standing_of
 from the_loop.work import mark
 
 if TYPE_CHECKING:
@@ -430,13 +430,12 @@ async def _body(reader: asyncio.StreamReader, request: Request, limit: int) -> b
 
 def refused(ctx: Ctx, who: HookToken, mode: str, request: str, reason: str) -> None:
     """Log one ``sandbox.credential_refused``: the session, the request, the reason."""
-    standing = who.agent.removeprefix("standing:") if who.agent.startswith("standing:") else None
     ev.emit(
         ctx.db,
         "sandbox.credential_refused",
         source="sandbox",
         work_item=who.work_item,
-        standing=standing,
+        standing=standing_of(who.agent),
         session_id=who.agent,
         agent=who.agent,
         broker=mode,
