@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 
+from the_loop import agent as layer
 from the_loop import events as ev
 from the_loop import instance
 from the_loop.agent import panes
@@ -19,13 +19,13 @@ from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, 
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
 from the_loop.pulse import first
+from the_loop.refs import WorkItemRef
 from the_loop.standing import service as standing
-from the_loop.store import attention as attention_store
 from the_loop.store import sessions as session_store
 from the_loop.store import transcripts as transcript_store
 from the_loop.store import usage as usage_store
 from the_loop.store.integrity import quick_check
-from the_loop.store.sessions import SessionStatus
+from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.supervise import board_for, monitor, periodic, wait_or_stop
 from the_loop.wire import iso_now
 from the_loop.work_items import service as sessions
@@ -169,11 +169,11 @@ async def standing_autostart(ctx: Ctx, stop: asyncio.Event) -> None:
 
 
 RECONCILE_SECONDS = 60.0
-AGAIN_SECONDS = 1.0
-"""After a death signal, the reconciler looks once more this much later: the pipe of a dying
-pane can close before tmux marks the pane dead."""
 """The reconciler's safety beat; it looks at once when tmux says a watched pane's program
 exited or its pipe closed (``runner.tmux_watch``, decision 0066)."""
+AGAIN_SECONDS = 1.0
+"""After a death signal, the reconciler looks once more this much later: a program can be
+gone a moment before tmux marks its pane dead."""
 
 
 async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
@@ -193,7 +193,9 @@ async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
 
 
 def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
-    """One pass; returns the sessions newly found without a live agent."""
+    """One pass; returns the sessions newly found without a live agent. A session found so is
+    looked at again under its item's processing lock (a delivery may be starting it again
+    this moment) and told by ``work_items.service.report_gone``, once."""
     found: list[str] = []
     conn = ctx.db.connect()
     here = nodes.shared_name(ctx)
@@ -212,40 +214,25 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
                 continue  # another node's agent: its tmux server is not ours
             listed = (known or {}).get(rec.tmux_target or "")
             pane = listed.value if listed is not None else sessions.probe(ctx, rec)
-            if pane in ("dead", "absent") and rec.id not in reported:
+            if pane == "live":
+                reported.discard(rec.id)
+            elif pane in ("dead", "absent") and rec.id not in reported and _gone(ctx, rec):
                 reported.add(rec.id)
                 found.append(rec.id)
-                _crashed(ctx, rec.id, rec.work_item, pane)
-                ev.emit(
-                    ctx.db,
-                    "session.vanished",
-                    source=SOURCE,
-                    work_item=rec.work_item,
-                    session_id=rec.id,
-                    pane=pane,
-                )
-            elif pane == "live":
-                reported.discard(rec.id)
     return found
 
 
-def _crashed(ctx: Ctx, session_id: str, work_item: str, pane: str) -> None:
-    """The attention of a session whose agent is gone: ``blocked`` (the harness exited, or its
-    tmux session vanished), which the next message lifts by respawning it."""
-    why = "the harness exited" if pane == "dead" else "its tmux session vanished"
-    reason = f"{why}; the next message restarts it, resuming its conversation"
-    with ctx.db.transaction() as tx:
-        attention_store.set_state(
-            tx,
-            session_id,
-            attention_store.BLOCKED,
-            attention_store.CRASH_SIGNAL,
-            why,
-            now=time.time(),
-            prompt=attention_store.NewPrompt("blocked", text=reason),
-            work_item=work_item,
-            source=SOURCE,
-        )
+def _gone(ctx: Ctx, rec: SessionRecord) -> bool:
+    """Under REC's item lock: whether its agent is still gone (told now or before)."""
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        now = session_store.get(ctx.db.connect(), rec.id)
+        if now is None or now.status not in (SessionStatus.active, SessionStatus.paused):
+            return False
+        pane = sessions.probe(ctx, now)
+        if pane not in ("dead", "absent"):
+            return False
+        sessions.report_gone(ctx, now, pane)
+        return True
 
 
 INTEGRITY_EVERY_SECONDS = 6 * 3600.0

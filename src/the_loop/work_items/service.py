@@ -37,6 +37,7 @@ from the_loop.store import attention as attention_store
 from the_loop.store import github_state
 from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
+from the_loop.store import usage as usage_store
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.work import WorkEvent
 from the_loop.work_items import notice, workspace
@@ -427,12 +428,48 @@ def deliver(
     return result
 
 
-def wake(ctx: Ctx, rec: SessionRecord) -> str:
-    """Bring back REC's stopped agent (its conversation resumed) and deliver what is pending."""
+def wake(ctx: Ctx, rec: SessionRecord, *, stopped: bool = False) -> str:
+    """Bring back REC's agent (its conversation resumed) and deliver what is pending. STOPPED:
+    its harness was stopped on purpose (suspended); otherwise an agent found gone is told as
+    gone (``report_gone``) before it is started again."""
     agent = agent_of(rec)
-    if layer.probe(ctx, agent) in ("dead", "absent"):
+    pane = layer.probe(ctx, agent)
+    if pane in ("dead", "absent"):
+        if not stopped:
+            report_gone(ctx, rec, pane)
         _respawn(ctx, rec, agent, None)
     return _flush_pending(ctx, rec, None)
+
+
+def report_gone(ctx: Ctx, rec: SessionRecord, pane: str) -> bool:
+    """Tell once that REC's agent is gone (PANE ``dead``: the harness exited; ``absent``: its
+    tmux session vanished): its attention ``blocked``, which the next message lifts by starting
+    it again, and ``session.vanished``. Whoever finds it first tells it (the reconciler, or a
+    delivery that starts it again), under the item's processing lock; an agent whose spend
+    policy holds it was stopped on purpose and is not told. True when told now."""
+    conn = ctx.db.connect()
+    if usage_store.holds_of(conn, [rec.id]):
+        return False
+    row = attention_store.get(conn, rec.id)
+    crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL
+    if crashed and row is not None and row.state == attention_store.BLOCKED:
+        return False  # told already; starting it again lifts it
+    why = "the harness exited" if pane == "dead" else "its tmux session vanished"
+    reason = f"{why}; the next message restarts it, resuming its conversation"
+    with ctx.db.transaction() as tx:
+        attention_store.set_state(
+            tx,
+            rec.id,
+            attention_store.BLOCKED,
+            attention_store.CRASH_SIGNAL,
+            why,
+            now=time.time(),
+            prompt=attention_store.NewPrompt("blocked", text=reason),
+            work_item=rec.work_item,
+            source=SOURCE,
+        )
+    _emit(ctx, "session.vanished", work_item=rec.work_item, session_id=rec.id, pane=pane)
+    return True
 
 
 def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:
@@ -452,7 +489,7 @@ def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str
     done = layer.flush(
         ctx,
         agent,
-        revive=lambda: _respawn(ctx, rec, agent, event),
+        revive=lambda: _revive(ctx, rec, agent, event),
         record=lambda tx: store.update(tx, rec.id),
         on_delivered=delivered,
     )
@@ -463,6 +500,14 @@ def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str
     if done.held is not None:
         return f"{done.held} in {rec.id}; delivered once it is answered ({done.count} delivered)"
     return f"delivered {done.count} to {rec.id}"
+
+
+def _revive(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None) -> None:
+    """A delivery found REC's agent gone: tell it, then start it again."""
+    pane = layer.probe(ctx, agent)
+    if pane in ("dead", "absent"):
+        report_gone(ctx, rec, pane)
+    _respawn(ctx, rec, agent, event)
 
 
 def _respawn(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None) -> None:

@@ -187,7 +187,7 @@ def extend(ctx: Ctx, ref_or_id: str, usd: float = 0.0, turns: int = 0) -> Extend
         if spend.hold == store.OVER_BUDGET and still is None:
             holds.lift(ctx, rec, "the budget was extended")
             try:
-                resumed = None if queued else sessions.wake(ctx, _fresh(ctx, rec))
+                resumed = None if queued else sessions.wake(ctx, _fresh(ctx, rec), stopped=True)
             except NotRunning as exc:
                 resumed = exc.message
     if queued and resumed is None and still is None:  # held at its spawn: it may start now
@@ -232,7 +232,7 @@ def resume_waiting(ctx: Ctx) -> list[str]:
         with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
             if holds.gate(ctx, rec, None) is not None:
                 return done
-            sessions.wake(ctx, rec)
+            sessions.wake(ctx, rec, stopped=True)
         done.append(rec.id)
     return done
 
