@@ -561,15 +561,37 @@ def overdue(conn: Connection, before: float) -> list[Prompt]:
     return [Prompt(r) for r in cur.fetchall()]
 
 
-def answer_question(
-    tx: Connection, prompt_id: str, actor: str, via: str, answer: str, now: float
-) -> bool:
-    """Record that ACTOR answered question PROMPT_ID via VIA with ANSWER, closing it (no
-    decision: a question is not allowed or denied); False when it was closed before."""
+def claim_question(tx: Connection, prompt_id: str, actor: str, via: str, now: float) -> bool:
+    """Record that ACTOR is typing the answer to question PROMPT_ID via VIA (before the keys
+    go out: a hook that closes the prompt meanwhile cannot take the answer's name from it);
+    False when it is closed or another answer holds it. The first answer wins."""
     cur = tx.execute(
-        "UPDATE attention_prompts SET actor = ?, via = ?, answered_at = ?, closed_at = ?,"
-        " outcome = ? WHERE id = ? AND decision IS NULL AND closed_at IS NULL",
-        (actor, via, now, now, f"answered: {answer}"[:500], prompt_id),
+        "UPDATE attention_prompts SET actor = ?, via = ?, answered_at = ? WHERE id = ?"
+        " AND decision IS NULL AND closed_at IS NULL AND actor IS NULL",
+        (actor, via, now, prompt_id),
+    )
+    return cur.rowcount == 1
+
+
+def release_question(tx: Connection, prompt_id: str, actor: str, via: str, at: float) -> None:
+    """Give back the claim ACTOR/VIA made at AT on PROMPT_ID (its keys were not taken)."""
+    tx.execute(
+        "UPDATE attention_prompts SET actor = NULL, via = NULL, answered_at = NULL"
+        " WHERE id = ? AND actor = ? AND via = ? AND answered_at = ? AND closed_at IS NULL",
+        (prompt_id, actor, via, at),
+    )
+
+
+def answer_question(
+    tx: Connection, prompt_id: str, actor: str, via: str, answer: str, at: float, now: float
+) -> bool:
+    """Record that the answer ACTOR/VIA claimed at AT was taken: ``answered: ANSWER``, closing
+    the prompt — also when a hook closed it meanwhile (``moved-on``: the answer is why it
+    moved on); False when the claim is not this one's."""
+    cur = tx.execute(
+        "UPDATE attention_prompts SET closed_at = COALESCE(closed_at, ?), outcome = ?"
+        " WHERE id = ? AND decision IS NULL AND actor = ? AND via = ? AND answered_at = ?",
+        (now, f"answered: {answer}"[:500], prompt_id, actor, via, at),
     )
     return cur.rowcount == 1
 

@@ -5,11 +5,16 @@ one that types an answer: a choice is its digit; a typed answer is that last dig
 then Enter. Any other harness's question (read from its screen) takes the text and Enter. The
 keys go only to the agent's own live pane, only while its screen still shows the question, and
 the answer counts as given once the screen no longer shows it.
+
+Each step of a typed answer waits until the screen shows it took (the cursor on the typing
+choice, then the text on it) before the next is sent: keys sent in one burst can reach a busy
+harness in one read, where the digit is no longer a shortcut and Enter picks the first choice.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 
@@ -26,13 +31,26 @@ QUESTION_TOOL = "AskUserQuestion"
 DIALOG_END = "Esc to cancel"
 """The last line of Claude Code's question dialog while it is shown."""
 CONFIRM_SECONDS = 5.0
+DIALOG_LINES = 30
+"""How many non-blank bottom lines hold a question dialog (its choices and their notes)."""
+TYPED_HEAD = 16
+"""How much of a typed answer must show on the typing choice (a long one wraps)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Keys for ``send-keys``, and what the screen shows once the harness took them (a
+    regular expression on the dialog's last lines; None: nothing to wait for)."""
+
+    keys: list[str]
+    shows: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Typed:
-    """What an answer typed: the keys, and the answer as a person reads it."""
+    """What an answer typed: the steps, and the answer as a person reads it."""
 
-    keys: list[list[str]]
+    steps: list[Step]
     label: str
 
 
@@ -42,13 +60,23 @@ def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Type
     typed = " ".join(sanitize(text or "").split())
     if prompt.tool != QUESTION_TOOL:
         answer = typed or str(choice)
-        return Typed([["-l", answer], ["Enter"]], answer)
+        return Typed([Step(["-l", answer]), Step(["Enter"])], answer)
     options = _options(prompt)
     if choice is not None:
         if not 1 <= choice <= len(options):
             raise BadInput(f"choose 1 to {len(options)}, or give --text")
-        return Typed([[str(choice)]], f"{choice}. {options[choice - 1]}")
-    return Typed([[str(len(options) + 1)], ["-l", typed], ["Enter"]], typed)
+        return Typed([Step([str(choice)])], f"{choice}. {options[choice - 1]}")
+    other = len(options) + 1
+    on_it = rf"\u276f\s*{other}\."
+    head = re.escape(typed[:TYPED_HEAD])
+    return Typed(
+        [
+            Step([str(other)], on_it),
+            Step(["-l", typed], rf"{on_it}\s*{head}"),
+            Step(["Enter"]),
+        ],
+        typed,
+    )
 
 
 def _options(prompt: store.Prompt) -> list[str]:
@@ -84,16 +112,34 @@ def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
         raise Conflict(f"prompt {prompt.id}: the pane is not the agent's any more")
     if not _shows(ctx, target, prompt):
         raise Conflict(f"the screen no longer shows prompt {prompt.id}; this answer is stale")
-    for keys in typed.keys:
-        sent = tmux.run("send-keys", "-t", f"={target}:", *keys)
+    for step in typed.steps:
+        sent = tmux.run("send-keys", "-t", f"={target}:", *step.keys)
         if not sent.ok:
             raise Unavailable(f"tmux did not take the keys for {target}: {sent.stderr.strip()}")
+        if step.shows is not None:
+            _wait_shown(ctx, target, prompt, step.shows)
     deadline = time.monotonic() + CONFIRM_SECONDS
     while _shows(ctx, target, prompt):
         if time.monotonic() >= deadline:
             raise Unavailable(
                 f"the answer to {prompt.id} was typed, but the screen still shows the question; "
                 "answer it in the agent's terminal (`the-loop sessions attach`)"
+            )
+        time.sleep(0.05)
+
+
+def _wait_shown(ctx: Ctx, target: str, prompt: store.Prompt, pattern: str) -> None:
+    """Wait until TARGET's dialog shows PATTERN (the keys took); ``Unavailable`` if not."""
+    deadline = time.monotonic() + CONFIRM_SECONDS
+    while True:
+        capture = ctx.runners.tmux.capture(target, SCREEN_LINES)
+        lines = [line for line in capture.text.splitlines() if line.strip()] if capture.ok else []
+        if any(re.search(pattern, line) for line in lines[-DIALOG_LINES:]):
+            return
+        if time.monotonic() >= deadline:
+            raise Unavailable(
+                f"the answer to {prompt.id} was not taken as typed; answer it in the agent's "
+                "terminal (`the-loop sessions attach`)"
             )
         time.sleep(0.05)
 

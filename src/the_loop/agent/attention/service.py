@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Conflict, NotFound, Unavailable
+from the_loop.errors import BadInput, Conflict, LoopError, NotFound, Unavailable
 from the_loop.refs import WorkItemRef
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
@@ -380,14 +380,24 @@ def answer_question(
     if target.kind != "question":
         raise Conflict(f"{ref} waits on a permission ({target.id}): allow or deny it")
     typed = keys_for(target, choice, text)
-    type_answer(ctx, key, target, typed)
+    claimed = time.time()
+    with ctx.db.transaction() as tx:
+        if not store.claim_question(tx, target.id, actor, via, claimed):
+            raise Conflict(_stale(store.get_prompt(tx, target.id) or target))
+    try:
+        type_answer(ctx, key, target, typed)
+    except LoopError:
+        with ctx.db.transaction() as tx:
+            store.release_question(tx, target.id, actor, via, claimed)
+        raise
     now = time.time()
     with ctx.db.transaction() as tx:
-        if not store.answer_question(tx, target.id, actor, via, typed.label, now):
-            found = store.get_prompt(tx, target.id)
-            raise Conflict(_stale(found or target))
-        rule = f"question {target.id} answered by {actor} via {via}"
-        store.set_state(tx, key, store.WORKING, "answer:keys", rule, now=now)
+        before = store.get_prompt(tx, target.id)
+        if not store.answer_question(tx, target.id, actor, via, typed.label, claimed, now):
+            raise Conflict(_stale(before or target))
+        if before is not None and before.closed_at is None:  # no hook has moved it on yet
+            rule = f"question {target.id} answered by {actor} via {via}"
+            store.set_state(tx, key, store.WORKING, "answer:keys", rule, now=now)
     return QuestionAnswered(
         agent=key, prompt_id=target.id, answer=typed.label, actor=actor, via=via
     )

@@ -1,0 +1,54 @@
+"""A typed answer names its person before its keys go out (``store.attention.claim_question``):
+the harness's hook can move the prompt on the moment the dialog takes the keys, before the
+answer sees the dialog gone, and the answer is still recorded as the person's (it was seen as
+"no longer pending (moved-on)" and the person told their answer was stale); a second answer
+meanwhile is refused, and a claim whose keys were not taken is given back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from the_loop.store import attention as store
+from the_loop.store.db import Database, open_database
+
+AGENT = "a-claim"
+
+
+def _asked(tmp_path: Path) -> tuple[Database, str]:
+    db = open_database(tmp_path)
+    with db.transaction() as tx:
+        change = store.set_state(
+            tx, AGENT, store.NEEDS_INPUT, "claude-hook:PermissionRequest", "question dialog",
+            now=1.0, prompt=store.NewPrompt("question", tool="AskUserQuestion", text="Which?"),
+            work_item="github:octo/repo#1",
+        )  # fmt: skip
+    assert change is not None and change.prompt_id is not None
+    return db, change.prompt_id
+
+
+def test_an_answer_moved_on_by_the_hook_while_typed_is_still_the_persons(tmp_path: Path) -> None:
+    db, pid = _asked(tmp_path)
+    with db.transaction() as tx:
+        assert store.claim_question(tx, pid, "alice", "github-comment", 2.0)
+        assert not store.claim_question(tx, pid, "bob", "cli", 2.1), "the first answer wins"
+    with db.transaction() as tx:
+        # the dialog took the keys: the turn ends and the Stop hook moves the prompt on
+        store.set_state(tx, AGENT, store.WAITING, "claude-hook:Stop", "the turn finished", now=3.0)
+    with db.transaction() as tx:
+        assert not store.answer_question(tx, pid, "bob", "cli", "SQLite", 2.1, 3.5)
+        assert store.answer_question(tx, pid, "alice", "github-comment", "MySQL", 2.0, 4.0)
+    found = store.get_prompt(db.connect(), pid)
+    assert found is not None and found.closed_at == 3.0
+    assert (found.actor, found.via, found.outcome) == ("alice", "github-comment", "answered: MySQL")
+    row = store.get(db.connect(), AGENT)
+    assert row is not None and row.state == store.WAITING
+
+
+def test_a_claim_whose_keys_were_not_taken_is_given_back(tmp_path: Path) -> None:
+    db, pid = _asked(tmp_path)
+    with db.transaction() as tx:
+        assert store.claim_question(tx, pid, "alice", "cli", 2.0)
+        store.release_question(tx, pid, "alice", "cli", 2.0)
+        assert store.claim_question(tx, pid, "bob", "slack", 3.0)
+    found = store.get_prompt(db.connect(), pid)
+    assert found is not None and found.pending and (found.actor, found.via) == ("bob", "slack")
