@@ -8,6 +8,9 @@ id; the first answer recorded for it wins, and its notice and follow-up are reco
 A state change writes its events (``session.attention_changed``, and ``session.awaiting_input``
 when a wait on a person begins) in the same transaction. This module imports nothing heavy:
 ``the-loop hook`` uses it on every hook of an agent.
+
+Long because both tables' statements live here: a state change opens, closes or keeps a prompt
+in the same transaction, and the hook's path imports this one store module and no other.
 """
 
 from __future__ import annotations
