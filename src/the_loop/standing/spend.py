@@ -15,9 +15,7 @@ and still owns it: the pane is dead on purpose, kept with its history).
   (``standing.suspended``); the next ``say`` (or ``start``) resumes the same conversation and
   delivers the message once. A stop ends the suspension (it is then just stopped).
 
-Never a session that is working, needs input or needs permission, and only a live pane that
-carries the session's own mark. The standing verbs (``the_loop.standing.service``) call in
-here; the daemon's spend pass checks ``KIND``'s agents.
+The standing verbs (``the_loop.standing.service``) call in here.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """The spend policy over ``Agent``, once for every kind of session: at the end of a turn
 (attention ``waiting``, nothing pending) a budget reached stops the agent — hold
-``over-budget``, harness terminated, pane and transcript kept, one notice to its requester —;
-else waiting for ``sessions.suspendAfterMinutes`` suspends it (hold ``suspended``). A headless
-run is a whole turn: checked when it spent, never suspended. Never an agent that is working,
-needs input or needs permission, and only a live pane that carries the agent's own mark.
+``over-budget``, harness terminated, pane and transcript kept, one notice —; else waiting for
+``sessions.suspendAfterMinutes`` suspends it (hold ``suspended``). A headless run is a whole
+turn: checked when it spent, never suspended. Never an agent that is working, needs input or
+needs permission, and only a live pane that carries the agent's own mark. ``grant`` raises an
+allowance and lifts an over-budget hold no budget holds any more.
 
-``grant`` raises an agent's allowance and lifts its over-budget hold when no budget is reached
-any more; the kind then resumes it its own way.
-
-What differs, each kind registers with ``on_spend`` (a ``SpendKind``): its live agents and their
-locks, its budget scope, its event names and fields, where a stop is told, and what runs after
-every kind was checked (``the_loop.work_items.spend``, ``the_loop.standing.spend``).
+What differs, each kind registers with ``on_spend`` (a ``SpendKind``):
+``the_loop.work_items.spend``, ``the_loop.standing.spend``.
 """
 
 from __future__ import annotations
