@@ -4,7 +4,7 @@ The layer's cross-cutting features act on ``Agent`` (delivery behind a dialog, s
 notices of a wait); what differs between a work-item session and a standing session — how its
 held prompts are delivered, how its budgets and idle suspend are checked, whom a wait is told —
 each kind's wing registers with the layer when it is imported (``agent.on_release``,
-``agent.spend.service.on_spend``, ``agent.attention.notice.on_notice``).
+``agent.spend.policy.on_spend``, ``agent.attention.notice.on_notice``).
 
 The built-in kinds are named here by module, the way a plugin host names its default plugins,
 and imported on first use (``load``): the layer never imports the wings above it, and a pass of

@@ -6,7 +6,7 @@ from __future__ import annotations
 from the_loop import agent as layer
 from the_loop.agent import AgentKind
 from the_loop.agent import node as nodes
-from the_loop.agent.spend import service as layer_spend
+from the_loop.agent.spend import policy as spend_policy
 from the_loop.context import Ctx
 from the_loop.refs import standing_of
 from the_loop.standing import service as standing
@@ -27,4 +27,4 @@ def release(ctx: Ctx, key: str) -> None:
 
 
 layer.on_release(AgentKind.STANDING, release)
-layer_spend.on_spend(AgentKind.STANDING, spend.standing_pass)
+spend_policy.on_spend(AgentKind.STANDING, spend.KIND)

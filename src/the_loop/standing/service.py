@@ -27,6 +27,7 @@ from typing import Any
 from the_loop import agent as layer
 from the_loop import events as ev
 from the_loop.agent import Agent, Flushed, panes
+from the_loop.agent.spend import policy as spend_policy
 from the_loop.agent.spend import usage
 from the_loop.context import Ctx
 from the_loop.errors import (
@@ -477,7 +478,9 @@ def extend(ctx: Ctx, name: str, usd: float = 0.0, turns: int = 0) -> StandingExt
         again = pinning.command("extend", name, "--usd", f"{usd:g}", "--turns", str(turns))
         pinning.require_here(ctx, name, again)
         rec = store.get(ctx.db.connect(), name)
-        done = standing_spend.grant(ctx, name, usd, turns)
+        key = standing_spend.key_of(name)
+        done = spend_policy.grant(ctx, key, None, usd, turns)
+        spend_policy.extended(ctx, key, None, usd, turns, done.still)
         started = None
         if done.lifted and rec is not None and rec.status is StandingStatus.running:
             started = _start_locked(ctx, defn.require_valid())
@@ -487,7 +490,7 @@ def extend(ctx: Ctx, name: str, usd: float = 0.0, turns: int = 0) -> StandingExt
         extra_turns=done.spend.extra_turns,
         over_budget=done.still,
         resumed=started,
-        usage=usage.of_agent(ctx, standing_spend.key_of(name)),
+        usage=usage.of_agent(ctx, key),
     )
 
 

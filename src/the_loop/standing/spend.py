@@ -1,5 +1,5 @@
-"""Budgets and idle suspend of standing sessions: the spend policy of ``work_items.spend``
-for agents that own no work item (registered with the agent layer by ``standing.kind``).
+"""Budgets and idle suspend of standing sessions: what they register with the spend policy
+(``agent.spend.policy``, by ``standing.kind``) and what their verbs ask of it.
 
 A standing session's hold (``over-budget`` or ``suspended``) is kept in the ``spend`` table under
 its agent key ``standing:NAME``; its record stays ``running`` (the-loop started the tmux session
@@ -15,30 +15,24 @@ and still owns it: the pane is dead on purpose, kept with its history).
   (``standing.suspended``); the next ``say`` (or ``start``) resumes the same conversation and
   delivers the message once. A stop ends the suspension (it is then just stopped).
 
-Never a session that is working, needs input or needs permission, and only a live pane that
-carries the session's own mark. The standing verbs (``the_loop.standing.service``) call in here; the
-daemon's spend pass calls ``standing_pass``.
+The standing verbs (``the_loop.standing.service``) call in here.
 """
 
 from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 from the_loop import agent as layer
-from the_loop import events as ev
 from the_loop.agent import Agent, AgentKind
-from the_loop.agent.spend import budgets, holds
-from the_loop.cluster import nodes
+from the_loop.agent.spend import holds, policy
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Conflict
+from the_loop.errors import Conflict
 from the_loop.outbox import slack as slack_outbound
-from the_loop.refs import standing_key, standing_target, validate_standing_name
+from the_loop.refs import standing_key, standing_of, standing_target, validate_standing_name
 from the_loop.standing.defs import Definition, StartKind, StartOutcome
 from the_loop.store import attention as attention_store
-from the_loop.store import prompts as queue
 from the_loop.store import standing as store
 from the_loop.store import usage as usage_store
 from the_loop.store.standing import StandingRecord, StandingStatus
@@ -51,9 +45,14 @@ def key_of(name: str) -> str:
     return standing_key(name)
 
 
+def lock_of(name: str) -> str:
+    """The cross-process lock of standing session NAME (every verb on it takes it)."""
+    return f"standing-{validate_standing_name(name)}"
+
+
 def locked(ctx: Ctx, name: str) -> ExitStack:
-    """Hold the cross-process lock of standing session NAME (every verb on it takes it)."""
-    return layer.hold(ctx, [f"standing-{validate_standing_name(name)}"])
+    """Hold the cross-process lock of standing session NAME."""
+    return layer.hold(ctx, [lock_of(name)])
 
 
 def record_agent(rec: StandingRecord) -> Agent:
@@ -148,130 +147,37 @@ def suspended(ctx: Ctx, name: str) -> bool:
     return hold_of(ctx, name).hold == usage_store.SUSPENDED
 
 
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """What an extension did: the allowance now, the budget still reached (if any), whether
-    the over-budget hold was lifted."""
-
-    spend: usage_store.Spend
-    still: str | None
-    lifted: bool
+# --- what the spend policy knows of them ---------------------------------------------------
 
 
-def grant(ctx: Ctx, name: str, usd: float, turns: int) -> Grant:
-    """Add USD and TURNS to NAME's allowance (its lock held); lift its over-budget hold when
-    no budget is reached any more."""
-    if usd < 0 or turns < 0 or (usd == 0 and turns == 0):
-        raise BadInput("give a positive --usd N or --turns N")
-    key = key_of(name)
-    with ctx.db.transaction() as tx:
-        spend = usage_store.extend(tx, key, usd, turns)
-    still = budgets.reached(ctx, key, None)
-    lifted = False
-    if spend.hold == usage_store.OVER_BUDGET and still is None:
-        lifted = holds.lift_agent(
-            ctx, key, "the budget was extended", "standing.woken", standing=name
-        )
-    ev.emit(
-        ctx.db,
-        "standing.extended",
-        source=SOURCE,
-        standing=name,
-        usd=usd,
-        turns=turns,
-        overBudget=still,
+def _spender(rec: StandingRecord) -> policy.Spender:
+    return policy.Spender(
+        agent=record_agent(rec),
+        node=rec.node,
+        started=rec.started_at is not None,
+        locks=(lock_of(rec.name),),
+        standing=rec.name,
+        session_id=rec.conversation_id,
     )
-    return Grant(usage_store.get_spend(ctx.db.connect(), key), still, lifted)
 
 
-# --- stopping at the end of a turn ----------------------------------------------------------
+def _live(ctx: Ctx) -> list[policy.Spender]:
+    """The running standing sessions."""
+    records = store.list_records(ctx.db.connect())
+    return [_spender(rec) for rec in records if rec.status is StandingStatus.running]
 
 
-def _stoppable(ctx: Ctx, name: str) -> tuple[StandingRecord, attention_store.Row] | None:
-    """NAME's record and attention when it runs, holds nothing, and its turn has ended
-    (``waiting``, nothing pending)."""
-    conn = ctx.db.connect()
-    rec = store.get(conn, name)
-    key = key_of(name)
-    if rec is None or rec.status is not StandingStatus.running or rec.started_at is None:
-        return None
-    if usage_store.get_spend(conn, key).hold is not None:
-        return None
-    row = attention_store.get(conn, key)
-    if row is None or row.state != attention_store.WAITING or queue.pending(conn, key):
-        return None
-    return rec, row
+def _read(ctx: Ctx, key: str) -> policy.Spender | None:
+    rec = store.get(ctx.db.connect(), standing_of(key) or key)
+    return _spender(rec) if rec is not None and rec.status is StandingStatus.running else None
 
 
-def stop_over_budget(ctx: Ctx, name: str) -> str | None:
-    """Stop NAME if its turn has ended and a budget is reached; the reason when it stopped."""
-    key = key_of(name)
-    with locked(ctx, name):
-        found = _stoppable(ctx, name)
-        reason = budgets.reached(ctx, key, None) if found is not None else None
-        if found is None or reason is None:
-            return None
-        if not holds.stop(ctx, record_agent(found[0]), usage_store.OVER_BUDGET, reason):
-            return None
-        count = hold_of(ctx, name).holds
-    ev.emit(
-        ctx.db,
-        "standing.over_budget",
-        source=SOURCE,
-        standing=name,
-        session_id=found[0].conversation_id,
-        reason=reason,
-    )
-    slack_outbound.queue_standing_budget_notice(
-        ctx, name, reason, lift_hint(name), f"budget:{key}:{count}"
-    )
-    return reason
+def _notice(ctx: Ctx, spender: policy.Spender, reason: str, count: int) -> None:
+    """One reply in the bound Slack thread for the COUNT-th stop."""
+    name = spender.standing or ""
+    key = f"budget:{spender.agent.key}:{count}"
+    slack_outbound.queue_standing_budget_notice(ctx, name, reason, lift_hint(name), key)
 
 
-def suspend_idle(ctx: Ctx, name: str, now: float | None = None) -> bool:
-    """Suspend NAME if it has been waiting (turn over, nothing pending) for
-    ``sessions.suspendAfterMinutes``; True when it was."""
-    limit = ctx.config.sessions.suspend_after_seconds
-    if limit <= 0:
-        return False
-    now = time.time() if now is None else now
-    with locked(ctx, name):
-        found = _stoppable(ctx, name)
-        if found is None or now - found[1].since < limit:
-            return False
-        idle = now - found[1].since
-        reason = f"waiting {idle:.0f}s (sessions.suspendAfterMinutes)"
-        if not holds.stop(ctx, record_agent(found[0]), usage_store.SUSPENDED, reason):
-            return False
-    ev.emit(
-        ctx.db,
-        "standing.suspended",
-        source=SOURCE,
-        standing=name,
-        session_id=found[0].conversation_id,
-        reason=reason,
-        idleSeconds=round(idle, 3),
-    )
-    return True
-
-
-def standing_pass(ctx: Ctx, checked: dict[str, float], changed: set[str], now: float) -> None:
-    """The daemon's spend pass over the running standing sessions whose turn has ended:
-    budgets first (once per turn end, or when new usage was read), then idle suspend.
-    CHECKED keeps, per agent key, the turn end last checked."""
-    conn = ctx.db.connect()
-    suspend_after = ctx.config.sessions.suspend_after_seconds
-    here = nodes.shared_name(ctx)  # only this node's agents
-    for rec in store.list_records(conn):
-        if nodes.elsewhere(here, rec.node):
-            continue
-        key = key_of(rec.name)
-        row = attention_store.get(conn, key) if rec.status is StandingStatus.running else None
-        if row is None or row.state != attention_store.WAITING:
-            continue
-        if checked.get(key) != row.since or key in changed:
-            checked[key] = row.since
-            if stop_over_budget(ctx, rec.name) is not None:
-                continue
-        if 0 < suspend_after <= now - row.since:
-            suspend_idle(ctx, rec.name, now)
+KIND = policy.SpendKind(events="standing", live=_live, fresh=_read, notice=_notice)
+"""What the spend policy knows of standing sessions (registered by ``standing.kind``)."""

@@ -10,6 +10,7 @@ from the_loop.agent import AgentKind
 from the_loop.agent import node as nodes
 from the_loop.agent.attention import notice as attention_notice
 from the_loop.agent.spend import holds
+from the_loop.agent.spend import policy as spend_policy
 from the_loop.cluster import loop as node_task
 from the_loop.cluster import placement
 from the_loop.context import Ctx
@@ -37,6 +38,7 @@ def release(ctx: Ctx, key: str) -> None:
 
 
 layer.on_release(AgentKind.WORK_ITEM, release)
+spend_policy.on_spend(AgentKind.WORK_ITEM, spend.KIND)
 attention_notice.on_notice(AgentKind.WORK_ITEM, notice.notify_once)
 placement.hand_in(
     placement.HandIns(

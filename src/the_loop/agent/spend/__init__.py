@@ -1,5 +1,5 @@
 """Spend over the agent layer: meters, usage and transcripts, budgets, holds (suspend and wake),
-admission by measured memory — one policy for every kind of session.
+admission by measured memory; the spend policy (``policy``): one for every kind of session.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ __all__ = [
     "holds",
     "memory",
     "meter",
+    "policy",
     "service",
     "transcripts",
     "usage",

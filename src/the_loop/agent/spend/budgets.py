@@ -7,8 +7,8 @@ The budgets follow the item (decision 0050): a work-item session's ``perSessionU
 ``close`` and a new start do not begin again from zero; only ``extend`` gives room. A standing
 session's count everything spent under its name.
 
-Work-item sessions (``work_items.spend``) and standing sessions (``standing.spend``)
-ask the same question at the end of a turn."""
+The spend policy (``agent.spend.policy``) asks it at the end of a turn, for every kind of
+session."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The spend pass: the live agents' usage metered once, then each kind of session's budgets
-and idle suspend (registered with ``on_spend``: ``the_loop.work_items.spend``,
-``the_loop.standing.spend``), then what each kind does after (resumes waiting for memory,
-queued spawns).
+"""The spend pass: the live agents' usage metered once, then the spend policy over every kind
+of session (``agent.spend.policy``: budgets and idle suspend, then what each kind does after —
+resumes waiting for memory, queued spawns).
 
 The daemon runs ``spend_loop``: a pass after a change of this process (at most every
 ``attention.pollSeconds``) and when the last pass said (``the_loop.pulse``, decision 0066).
@@ -11,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from the_loop.agent import kinds
-from the_loop.agent.model import AgentKind
-from the_loop.agent.spend import meter
+from the_loop.agent.spend import meter, policy
 from the_loop.context import Ctx
 from the_loop.pulse import Pulse, soonest
 from the_loop.store import attention as attention_store
@@ -24,20 +21,6 @@ from the_loop.store import sessions as session_store
 from the_loop.store import usage as usage_store
 from the_loop.store.sessions import SessionStatus
 from the_loop.supervise import monitor
-
-SpendCheck = Callable[[Ctx, dict[str, float], set[str], float], None]
-"""A kind's budgets and idle suspend: (ctx, the turn end each agent was last checked at, the
-agents whose usage changed in this pass, now)."""
-After = Callable[[Ctx], None]
-
-_CHECKS: dict[AgentKind, tuple[SpendCheck, After | None]] = {}
-
-
-def on_spend(kind: AgentKind, check: SpendCheck, after: After | None = None) -> None:
-    """Register how sessions of KIND are checked in a spend pass, and what runs after every
-    kind was checked."""
-    _CHECKS[kind] = (check, after)
-
 
 # --- the daemon's pass ----------------------------------------------------------------------
 
@@ -57,12 +40,7 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> float:
     agents = meter.live_agents(ctx)
     changed = set(meter.meter_agents(ctx, agents))
     meter.follow_codex_threads(ctx, agents)
-    registered = list(_CHECKS.values())
-    for check, _ in registered:
-        check(ctx, watch.checked, changed, now)
-    for _, after in registered:
-        if after is not None:
-            after(ctx)
+    policy.check(ctx, watch.checked, changed, now)
     return next_due(ctx, set(agents), now)
 
 
