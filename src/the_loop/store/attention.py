@@ -169,10 +169,17 @@ def get(conn: Connection, agent: str) -> Row | None:
     return None if found is None else _row(conn, found)
 
 
-def rows(conn: Connection, agents: list[str] | None = None) -> list[Row]:
-    """Every attention row (or those of AGENTS), oldest ``since`` first."""
+def rows(
+    conn: Connection, agents: list[str] | None = None, states: tuple[str, ...] = ()
+) -> list[Row]:
+    """Every attention row (or those of AGENTS; or, without AGENTS, those in one of STATES),
+    oldest ``since`` first. A pass asks only the states it acts on: the rows of sessions
+    closed long ago are not read (or their prompts looked up) on every pass."""
     if agents is None:
-        found = conn.execute(f"SELECT {_ROW} FROM attention ORDER BY since, agent").fetchall()
+        marks = ", ".join("?" * len(states))
+        where = f" WHERE state IN ({marks})" if states else ""
+        sql = f"SELECT {_ROW} FROM attention{where} ORDER BY since, agent"
+        found = conn.execute(sql, states).fetchall()
     else:  # only AGENTS' rows are read: a list of 100 sessions reads 100, not every one kept
         found = []
         for start in range(0, len(agents), 500):

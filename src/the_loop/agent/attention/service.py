@@ -163,8 +163,8 @@ def list_attention(ctx: Ctx) -> list[AttentionView]:
     now = time.time()
     return [
         view_of(row, now)
-        for row in store.rows(ctx.db.connect())
-        if row.state in store.NEEDS_PERSON and _live(ctx, row)
+        for row in store.rows(ctx.db.connect(), states=store.NEEDS_PERSON)
+        if _live(ctx, row)
     ]
 
 

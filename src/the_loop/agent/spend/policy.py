@@ -114,10 +114,11 @@ def _check(
     """KIND's agents of this node: at each turn end (or new usage), budgets, then idle
     suspend; a headless run is a whole turn, checked when it spent."""
     suspend_after = ctx.config.sessions.suspend_after_seconds
-    rows = attention_store.rows(ctx.db.connect())
+    spenders = kind.live(ctx)
+    rows = attention_store.rows(ctx.db.connect(), [s.agent.key for s in spenders])
     waiting = {row.agent: row for row in rows if row.state == attention_store.WAITING}
     here = nodes.shared_name(ctx)
-    for spender in kind.live(ctx):
+    for spender in spenders:
         key = spender.agent.key
         if nodes.elsewhere(here, spender.node):
             continue  # another node's agent: its own spend pass stops or suspends it

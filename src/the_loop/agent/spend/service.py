@@ -49,8 +49,8 @@ def next_due(ctx: Ctx, live: set[str], now: float) -> float:
     headless run is live, or a resume or a spawn waits for room; else when the first waiting
     agent's idle time ends (``sessions.suspendAfterMinutes``)."""
     conn = ctx.db.connect()
-    rows = attention_store.rows(conn)
-    busy = any(row.state == attention_store.WORKING and row.agent in live for row in rows)
+    rows = attention_store.rows(conn, sorted(live))  # the live agents' rows, not every one kept
+    busy = any(row.state == attention_store.WORKING for row in rows)
     busy = busy or any(
         rec.runner == "process" and rec.id in live
         for rec in session_store.list_sessions(conn, SessionStatus.active)
@@ -61,7 +61,7 @@ def next_due(ctx: Ctx, live: set[str], now: float) -> float:
     idle_ends = [
         row.since + suspend_after
         for row in rows
-        if row.state == attention_store.WAITING and row.agent in live and suspend_after > 0
+        if row.state == attention_store.WAITING and suspend_after > 0
     ]
     return now if busy else soonest(*(t for t in idle_ends if t > now))
 
