@@ -7,7 +7,6 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -41,13 +40,16 @@ __all__ = [  # what the commands print through (defined in cli.plain)
 ]
 
 
-@dataclass
 class GlobalState:
-    config_path: Path | None = None
-    debug: bool = False
-    loaded: LoadedConfig | None = None
-    ctx: Ctx | None = None
-    started_at: float = field(default_factory=time.time)
+    """This invocation's global options and what they loaded (a plain class: see
+    ``instance.DaemonInfo`` on ``dataclasses`` and the CLI's start-up)."""
+
+    def __init__(self) -> None:
+        self.config_path: Path | None = None
+        self.debug = False
+        self.loaded: LoadedConfig | None = None
+        self.ctx: Ctx | None = None
+        self.started_at = time.time()
 
 
 STATE = GlobalState()

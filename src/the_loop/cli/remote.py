@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
 from the_loop import instance
@@ -32,8 +31,7 @@ TIMEOUT = 2.0
 """Seconds to wait for the daemon's answer before reading the store instead."""
 
 
-@dataclass(frozen=True)
-class Daemon:
+class Daemon(NamedTuple):
     """The running daemon of this invocation's config, and how to ask it."""
 
     url: str
