@@ -451,8 +451,11 @@ def report_gone(ctx: Ctx, rec: SessionRecord, pane: str) -> bool:
     if usage_store.holds_of(conn, [rec.id]):
         return False
     row = attention_store.get(conn, rec.id)
-    crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL
-    if crashed and row is not None and row.state == attention_store.BLOCKED:
+    if (
+        row is not None
+        and row.state == attention_store.BLOCKED
+        and row.signal == attention_store.CRASH_SIGNAL
+    ):
         return False  # told already; starting it again lifts it
     why = "the harness exited" if pane == "dead" else "its tmux session vanished"
     reason = f"{why}; the next message restarts it, resuming its conversation"

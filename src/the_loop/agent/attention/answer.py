@@ -31,8 +31,6 @@ QUESTION_TOOL = "AskUserQuestion"
 DIALOG_END = "Esc to cancel"
 """The last line of Claude Code's question dialog while it is shown."""
 CONFIRM_SECONDS = 5.0
-DIALOG_LINES = 30
-"""How many non-blank bottom lines hold a question dialog (its choices and their notes)."""
 TYPED_HEAD = 16
 """How much of a typed answer must show on the typing choice (a long one wraps)."""
 
@@ -40,7 +38,7 @@ TYPED_HEAD = 16
 @dataclass(frozen=True, slots=True)
 class Step:
     """Keys for ``send-keys``, and what the screen shows once the harness took them (a
-    regular expression on the dialog's last lines; None: nothing to wait for)."""
+    regular expression for ``TmuxRunner.wait_ready``; None: nothing to wait for)."""
 
     keys: list[str]
     shows: str | None = None
@@ -67,12 +65,12 @@ def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Type
             raise BadInput(f"choose 1 to {len(options)}, or give --text")
         return Typed([Step([str(choice)])], f"{choice}. {options[choice - 1]}")
     other = len(options) + 1
-    on_it = rf"\u276f\s*{other}\."
+    on_it = rf"(?m)^ *\u276f *{other}\."  # the cursor's line of the dialog
     head = re.escape(typed[:TYPED_HEAD])
     return Typed(
         [
             Step([str(other)], on_it),
-            Step(["-l", typed], rf"{on_it}\s*{head}"),
+            Step(["-l", typed], rf"{on_it} *{head}"),
             Step(["Enter"]),
         ],
         typed,
@@ -116,30 +114,17 @@ def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
         sent = tmux.run("send-keys", "-t", f"={target}:", *step.keys)
         if not sent.ok:
             raise Unavailable(f"tmux did not take the keys for {target}: {sent.stderr.strip()}")
-        if step.shows is not None:
-            _wait_shown(ctx, target, prompt, step.shows)
+        if step.shows is not None and not tmux.wait_ready(target, step.shows, CONFIRM_SECONDS):
+            raise Unavailable(
+                f"the answer to {prompt.id} was not taken as typed; answer it in the agent's "
+                "terminal (`the-loop sessions attach`)"
+            )
     deadline = time.monotonic() + CONFIRM_SECONDS
     while _shows(ctx, target, prompt):
         if time.monotonic() >= deadline:
             raise Unavailable(
                 f"the answer to {prompt.id} was typed, but the screen still shows the question; "
                 "answer it in the agent's terminal (`the-loop sessions attach`)"
-            )
-        time.sleep(0.05)
-
-
-def _wait_shown(ctx: Ctx, target: str, prompt: store.Prompt, pattern: str) -> None:
-    """Wait until TARGET's dialog shows PATTERN (the keys took); ``Unavailable`` if not."""
-    deadline = time.monotonic() + CONFIRM_SECONDS
-    while True:
-        capture = ctx.runners.tmux.capture(target, SCREEN_LINES)
-        lines = [line for line in capture.text.splitlines() if line.strip()] if capture.ok else []
-        if any(re.search(pattern, line) for line in lines[-DIALOG_LINES:]):
-            return
-        if time.monotonic() >= deadline:
-            raise Unavailable(
-                f"the answer to {prompt.id} was not taken as typed; answer it in the agent's "
-                "terminal (`the-loop sessions attach`)"
             )
         time.sleep(0.05)
 
