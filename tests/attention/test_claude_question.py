@@ -62,6 +62,21 @@ def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeA
         yield running
 
 
+def _turn_over(daemon: Daemon, api: FakeAnthropic) -> bool:
+    """The agent waits after the turn of the newest request: its Stop carried the fake's reply
+    to that request (a `waiting` left from the turn before is not it: the next comment would
+    reach Claude Code mid-turn, passed on inside a reminder the fake does not read)."""
+    last = api.last_conversation_request()
+    said = reply(last) if last is not None else None
+    found = attention_of(daemon)
+    return (
+        found.get("state") == "waiting"
+        and found.get("signal") == "claude-hook:Stop"
+        and isinstance(said, str)
+        and found.get("lastMessage") == said
+    )
+
+
 def _answer_of(api: FakeAnthropic, tool_id: str) -> str:
     last = api.last_conversation_request()
     for result in last.tool_results() if last else []:
@@ -101,7 +116,7 @@ def test_a_question_dialog_is_answered_by_choice_and_by_text(
         what="the held comment delivered",
     )
 
-    wait_state(daemon, "waiting", 60, "claude-hook:Stop")
+    wait_until(lambda: _turn_over(daemon, api), 60, what="the held comment's turn over")
     gh.add_comment(REPO, 1, "now ASK-ME-2", author="alice")
     second = wait_state(daemon, "needs-input")["prompt"]
     wait_until(lambda: comments(gh, second["id"]), 20, what="the question's notice")
