@@ -137,7 +137,7 @@ class Live:
                 },
                 **sections,
             )
-            daemon = Daemon(install, launcher).start()
+            daemon = Daemon(install, launcher=launcher).start()
             conn = HttpConn(daemon.host, daemon.port)
         except BaseException:
             gh.stop()
