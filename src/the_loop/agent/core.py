@@ -37,8 +37,7 @@ from the_loop.agent.runners import foreign_occupant, runner_for
 from the_loop.errors import LoopError, SpawnFailed, Unavailable
 from the_loop.faults import crash_point
 from the_loop.refs import new_session_id
-from the_loop.runner.outcomes import Answer, Killed, Probe
-from the_loop.runner.tmux import TerminateReport
+from the_loop.runner import Answer, Killed, Probe, TerminateReport
 from the_loop.store import attention as attention_store
 from the_loop.store import prompts as queue
 from the_loop.store.conn import Connection

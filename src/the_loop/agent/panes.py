@@ -14,8 +14,7 @@ from the_loop.agent.model import Agent
 from the_loop.agent.runners import foreign_occupant
 from the_loop.errors import NotFound, Unavailable
 from the_loop.refs import is_loop_target
-from the_loop.runner import tmux_watch
-from the_loop.runner.outcomes import AttachCommand, Capture, Probe
+from the_loop.runner import AttachCommand, Capture, Probe, tmux_watch
 
 if TYPE_CHECKING:
     from the_loop.context import Ctx

@@ -30,7 +30,7 @@ from the_loop.harness import (
     configured_adapter,
     with_located_binary,
 )
-from the_loop.runner.outcomes import Answer, Probe
+from the_loop.runner import Answer, Probe
 from the_loop.store import prompts as queue
 from the_loop.store.prompts import PromptStatus, QueuedPrompt
 

@@ -539,3 +539,27 @@ def config_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "the-loop configuration"
     return schema
+
+
+__all__ = [
+    "BUILTIN_HARNESSES",
+    "DEFAULT_WEBHOOK_EVENTS",
+    "SECRETISH",
+    "Config",
+    "GitHubConfig",
+    "HarnessConfig",
+    "KeywordsConfig",
+    "LoadedConfig",
+    "RunnerKind",
+    "StandingSessionConfig",
+    "attention",
+    "config_from_bytes",
+    "config_schema",
+    "errors",
+    "limits",
+    "load_config",
+    "load_recorded",
+    "read_config_bytes",
+    "record_running",
+    "spend",
+]

@@ -612,3 +612,25 @@ def _refuse(event: WorkEvent, reason: IgnoreReason, why: str, hint: str) -> Deci
 
 def _ignore(reason: IgnoreReason, why: str) -> Decision:
     return Decision((Ignore(reason),), (why,))
+
+
+__all__ = [
+    "Action",
+    "AnswerPermission",
+    "Close",
+    "Deliver",
+    "Duplicate",
+    "Ignore",
+    "KeepOpen",
+    "LiveSession",
+    "LiveStatus",
+    "Pause",
+    "PriorDelivery",
+    "Reply",
+    "RouteState",
+    "Spawn",
+    "Unauthorized",
+    "decide",
+    "is_authorized",
+    "is_start_request",
+]

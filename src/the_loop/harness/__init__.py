@@ -47,6 +47,7 @@ __all__ = [
     "RunnerKind",
     "build_adapter",
     "claude",
+    "claude_hooks",
     "codex",
     "command",
     "configured_adapter",

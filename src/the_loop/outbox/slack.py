@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from the_loop.context import Ctx
 from the_loop.instance import read_info
 from the_loop.refs import WorkItemRef
+from the_loop.store import Database
 from the_loop.store import outbox as outbox_store
 from the_loop.store import slack as store
-from the_loop.store.db import Database
 from the_loop.store.outbox import NewWrite, SlackPayload
 from the_loop.text_safety import slack_text
 

@@ -237,3 +237,14 @@ def fresh_note(work_item: str, title: str | None, url: str | None) -> str:
         f"You are an agent of the-loop working on {work_item}{named} {url or ''}. The "
         "earlier conversation could not be resumed; the latest message follows."
     )
+
+
+__all__ = [
+    "event_context",
+    "fresh_note",
+    "render_event",
+    "render_spawn",
+    "render_standing",
+    "sanitize",
+    "spawn_context",
+]

@@ -75,4 +75,10 @@ __all__ = [
     "TmuxOutcome",
     "TmuxResult",
     "TmuxRunner",
+    "limits",
+    "sandbox",
+    "tmux",
+    "tmux_core",
+    "tmux_screens",
+    "tmux_watch",
 ]

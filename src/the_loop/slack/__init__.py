@@ -7,3 +7,8 @@ permissions through ``attention.answer_permission``. Out: ``slack.outbound`` que
 calls in the outbox with the decision that caused them; ``slack.sender`` drains them through
 ``slack_sdk``; ``slack.notices`` posts attention prompts into bound threads.
 """
+
+__all__ = [
+    "intake",
+    "signature",
+]

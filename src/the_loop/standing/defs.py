@@ -23,7 +23,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, NotFound, NotRunning, ValidationFailed
 from the_loop.harness import configured_adapter
 from the_loop.refs import safe_session_id, standing_target, validate_standing_name
-from the_loop.runner.tmux import TerminateReport
+from the_loop.runner import TerminateReport
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 from the_loop.store.usage import Usage

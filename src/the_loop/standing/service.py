@@ -44,7 +44,7 @@ from the_loop.faults import crash_point
 from the_loop.outbox.slack import announce_standing
 from the_loop.prompts import render_standing
 from the_loop.refs import new_session_id, standing_target, validate_standing_name
-from the_loop.runner.outcomes import Probe
+from the_loop.runner import Probe
 from the_loop.standing import node as pinning
 from the_loop.standing import spend as standing_spend
 from the_loop.standing.defs import (

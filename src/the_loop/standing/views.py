@@ -11,7 +11,7 @@ from the_loop.agent.spend import usage
 from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.refs import standing_key
-from the_loop.runner.outcomes import Probe
+from the_loop.runner import Probe
 from the_loop.standing.defs import Definition, StandingView, ViewStatus, from_declared, from_record
 from the_loop.standing.node import elsewhere, owner
 from the_loop.store import standing as store

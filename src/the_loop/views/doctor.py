@@ -17,8 +17,7 @@ from pydantic import BaseModel
 
 from the_loop.config import Config
 from the_loop.instance import DaemonInfo, daemon_running, read_info
-from the_loop.runner import sandbox
-from the_loop.runner.tmux import TmuxRunner
+from the_loop.runner import TmuxRunner, sandbox
 
 MIN_TMUX = (3, 2)
 
@@ -207,7 +206,7 @@ def check_permission_mode(name: str, mode: str) -> Check:
 def check_harness_binary(name: str, binary: str, env: dict[str, str], required: bool) -> Check:
     """Where harness NAME's BINARY is found (PATH, then the project's node_modules/.bin)."""
     # lazy: the harness package is only needed by doctor's harness checks
-    from the_loop.harness.binaries import locate
+    from the_loop.harness import locate
 
     found = locate(binary, env)
     title = f"harness {name}"

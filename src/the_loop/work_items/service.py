@@ -32,7 +32,7 @@ from the_loop.outbox import notices
 from the_loop.outbox import slack as slack_out
 from the_loop.prompts import event_context, fresh_note, render_event, render_spawn, spawn_context
 from the_loop.refs import WorkItemRef, new_session_id
-from the_loop.runner.outcomes import Probe
+from the_loop.runner import Probe
 from the_loop.store import attention as attention_store
 from the_loop.store import github_state
 from the_loop.store import prompts as queue

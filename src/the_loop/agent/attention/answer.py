@@ -23,7 +23,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, Unavailable
 from the_loop.prompts import sanitize
 from the_loop.refs import standing_target
-from the_loop.runner.outcomes import Probe
+from the_loop.runner import Probe
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 

@@ -30,7 +30,7 @@ from the_loop.config.attention import HarnessAttention
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, Unavailable
 from the_loop.refs import standing_target
-from the_loop.runner.outcomes import Probe
+from the_loop.runner import Probe
 from the_loop.runner.tmux_watch import PaneWatch
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
