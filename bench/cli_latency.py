@@ -4,7 +4,8 @@
   ``import click`` (the CLI's parser) and ``import click, http.client, json`` (what a read
   that asks the daemon loads at least);
 - ``the-loop --version``;
-- with no daemon (the commands read the store themselves, config validated):
+- with no daemon (the commands read the store themselves, config validated; no target: the
+  ≤ 100 ms of SPEC §13 is for the commands asking the running daemon, decision 0065):
   ``the-loop sessions list`` (its default: the 100 newest, as a table) with 1,000 and 10,000
   sessions recorded; ``the-loop events --limit 50 --format json`` with 100,000 and 1,000,000
   events recorded;
@@ -256,7 +257,9 @@ def main() -> None:
                 done = total
             lat = cli_ms(install, ["sessions", "list"], args.runs)
             s = report.distribution(f"sessions_{total}", f"sessions list, {total:,} sessions", lat)
-            target = 100.0 if total == 10_000 else None
+            # The ≤ 100 ms target is for the commands asking the running daemon (decision 0065):
+            # reading the store itself validates the config first (pydantic, about 130 ms).
+            target = None
             earlier = 241.0 if total == 1_000 else None
             report.figure(
                 Figure(
@@ -287,11 +290,11 @@ def main() -> None:
                     f"`events --limit 50` over {total:,}, p50",
                     s.p50,
                     "ms",
-                    100 if big else None,
+                    None,
                     earlier=earlier,
                 )
             )
-            bars.append((f"events CLI, {total:,}", s.p50, 100 if big else None, earlier))
+            bars.append((f"events CLI, {total:,}", s.p50, None, earlier))
             daemon = Daemon(install).start()
             try:
                 lat = api_ms(daemon, args.api_runs)
