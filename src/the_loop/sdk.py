@@ -26,12 +26,11 @@ from the_loop.config.errors import problems_word, validation_problems
 from the_loop.context import Ctx, open_ctx
 from the_loop.errors import BadInput, ConfigInvalid, LoopError
 from the_loop.standing import service as standing_service
-from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.views import doctor
 from the_loop.views import sessions as views
 from the_loop.views.doctor import DoctorReport
+from the_loop.work_items import SessionRecord, SessionStatus, spend
 from the_loop.work_items import service as sessions_service
-from the_loop.work_items import spend
 from the_loop.work_items.records import SessionSummary
 
 if TYPE_CHECKING:

@@ -184,13 +184,12 @@ def _local(ctx: Ctx, *, running: bool, problem: str) -> StatusReport:
 
     from the_loop import __version__
     from the_loop.errors import StateError
-    from the_loop.store import inbox
-    from the_loop.store.sessions import counts_by_status
+    from the_loop.views.counts import by_status
     from the_loop.views.health import Health, StatusReport
 
     problems = [problem]
     try:
-        sessions, in_inbox = counts_by_status(ctx.db.connect()), inbox.counts(ctx.db)
+        sessions, in_inbox = by_status(ctx)
     except (StateError, sqlite3.Error) as exc:
         sessions, in_inbox = {}, {}
         problems.append(f"the state database fails: {exc}")

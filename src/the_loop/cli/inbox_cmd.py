@@ -24,8 +24,8 @@ def app() -> None:
 def list_(status: str | None, limit: int, fmt: str) -> None:
     """List inbox items, newest first."""
     # lazy: start-up
+    from the_loop.intake import InboxStatus
     from the_loop.intake.ops import inbox_items
-    from the_loop.store.inbox import InboxStatus
 
     try:
         wanted = InboxStatus(status) if status else None

@@ -27,8 +27,9 @@ def app() -> None:
 @format_option()
 def list_(status: str | None, limit: int, fmt: str) -> None:
     """List outbox rows, newest first."""
-    from the_loop.outbox import drain as outbox  # lazy: start-up
-    from the_loop.store.outbox import OutboxStatus
+    # lazy: start-up
+    from the_loop.outbox import OutboxStatus
+    from the_loop.outbox import drain as outbox
 
     try:
         wanted = OutboxStatus(status) if status else None

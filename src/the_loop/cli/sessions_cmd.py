@@ -53,8 +53,9 @@ def list_(status: str | None, limit: int, fmt: str) -> None:
     if answer is not None:  # the running daemon's (docs/decisions/0065)
         remote.print_sessions(answer, status, fmt)
         return
-    from the_loop.store.sessions import SessionStatus  # lazy: start-up
-    from the_loop.work_items.records import list_sessions  # lazy: start-up
+    # lazy: start-up
+    from the_loop.work_items import SessionStatus
+    from the_loop.work_items.records import list_sessions
 
     try:
         wanted = SessionStatus(status) if status else None
@@ -168,7 +169,7 @@ def say(ref: str, text: str, actor: str | None) -> None:
     A paused session gets it too: pausing holds back GitHub events, not the operator.
     """
     # lazy: start-up
-    from the_loop.store.sessions import SessionStatus
+    from the_loop.work_items import SessionStatus
     from the_loop.work_items import service as sessions
 
     print(sessions.say(common.ctx(), ref, text, actor))

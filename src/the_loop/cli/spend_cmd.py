@@ -65,7 +65,7 @@ def usage(work_item: str | None, days: int, fmt: str) -> None:
 
 
 def _figures(u: object) -> tuple[object, ...]:
-    from the_loop.store.usage import Usage  # lazy: start-up
+    from the_loop.agent.spend import Usage  # lazy: start-up
 
     assert isinstance(u, Usage)
     cost = cost_text(u.cost_usd, u.priced)

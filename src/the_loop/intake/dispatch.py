@@ -7,9 +7,10 @@ The path of one delivery:
    and parses it into a typed ``WorkEvent`` (``github.parse.parse_webhook``); the poller builds
    its ``WorkEvent`` directly from GitHub's API objects (``intake_work``). A payload that cannot
    name its work item becomes an intake carrying the parser's ``BadInput`` message instead.
-2. **Accept** (``accept``): the raw body (empty for the poller), the serialized typed event (or
-   the refusal) and the lane key are committed to the inbox before the delivery is
-   acknowledged.
+2. **Accept** (``accept``; ``accept_durably`` and ``accept_slack_durably`` for the webhook
+   routes): the raw body (empty for the poller), the serialized typed event (or the refusal)
+   and the lane key are committed to the inbox before the delivery is acknowledged. A refused
+   request is recorded with ``record_rejection``.
 3. **Process** (``process``): the handler of the item's source (``HANDLERS``) takes it: a
    stored work event is deserialized (no webhook JSON decoding, no parsing) and handed to
    ``sessions.handle_event``; a Slack thread reply becomes a work event there too. A refusal
@@ -203,6 +204,68 @@ def acceptance(delivery: Intake, body: bytes, source: str) -> inbox.Acceptance:
 
     return inbox.Acceptance(
         delivery_id, event, body, source, delivery.stored(), delivery.lane, record
+    )
+
+
+async def accept_slack_durably(
+    ctx: Ctx, delivery: slack_intake.Intake, body: bytes, retry: str | None
+) -> Accepted:
+    """``accept_durably`` for a Slack request (an event or a button press), keyed by Slack's
+    own id, with its ``slack.received`` event (``webhook.duplicate`` for one already stored);
+    RETRY is Slack's retry number and reason, recorded with the event."""
+    return await writer_for(ctx.db).accept(slack_acceptance(delivery, body, retry))
+
+
+def slack_acceptance(
+    delivery: slack_intake.Intake, body: bytes, retry: str | None
+) -> inbox.Acceptance:
+    """What the inbox commits for a Slack DELIVERY: the body, its stored work, its lane, and
+    the intake event recording the outcome."""
+    source = slack_intake.SOURCE
+
+    def record(accepted: Accepted) -> NewEvent:
+        if accepted.duplicate:
+            return ev.build(
+                "webhook.duplicate",
+                source=source,
+                delivery_id=delivery.delivery_id,
+                event=delivery.event_name,
+                status=accepted.status.value,
+                retry=retry,
+            )
+        return ev.build(
+            "slack.received",
+            source=source,
+            delivery_id=delivery.delivery_id,
+            event=delivery.event_name,
+            retry=retry,
+        )
+
+    return inbox.Acceptance(
+        delivery.delivery_id,
+        delivery.event_name,
+        body,
+        source,
+        delivery.stored(),
+        delivery.lane,
+        record,
+    )
+
+
+def record_rejection(
+    ctx: Ctx, source: str, delivery_id: str | None, reason: str, status: int, suppressed: int
+) -> None:
+    """Record a refused request (``webhook.rejected``, with how many like it were suppressed
+    since the last one) with the inbox's next commit, or alone; never waits."""
+    writer_for(ctx.db).record(
+        ev.build(
+            "webhook.rejected",
+            source=source,
+            delivery_id=delivery_id,
+            reason=reason,
+            status=status,
+            suppressed=suppressed,
+        )
     )
 
 

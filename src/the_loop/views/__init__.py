@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "conversation",
+    "counts",
     "dashboard",
     "doctor",
     "health",

@@ -33,8 +33,8 @@ from the_loop.standing import service as standing
 from the_loop.store import inbox
 from the_loop.store.db import file_health
 from the_loop.store.poll import last_cycle
-from the_loop.store.sessions import counts_by_status
 from the_loop.supervise import board_for
+from the_loop.views.counts import by_status
 from the_loop.views.health import Health, StatusReport
 from the_loop.work_items import workspace
 
@@ -222,6 +222,6 @@ def counts(ctx: Ctx) -> tuple[dict[str, int], dict[str, int]]:
     """Sessions and inbox items by status; empty when the database fails (the health's
     checks say why)."""
     try:
-        return counts_by_status(ctx.db.connect()), inbox.counts(ctx.db)
+        return by_status(ctx)
     except (StateError, sqlite3.Error):
         return {}, {}

@@ -21,10 +21,9 @@ from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Unavailable
 from the_loop.instance import CONFIG_HEADER
+from the_loop.intake import InboxItem, InboxStatus
 from the_loop.intake.ops import inbox_items
 from the_loop.standing import service as standing
-from the_loop.store.inbox import InboxItem, InboxStatus
-from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.views import doctor, metrics
 from the_loop.views import sessions as views
 from the_loop.views.doctor import DoctorReport
@@ -34,6 +33,7 @@ from the_loop.views.status import health_now, status_now
 from the_loop.web import auth, dashboard_auth
 from the_loop.web.slots import Holder, Slots
 from the_loop.wire import Wire, dumps
+from the_loop.work_items import SessionRecord, SessionStatus
 from the_loop.work_items import service as sessions
 from the_loop.work_items.records import SessionSummary
 from the_loop.work_items.start import Started, start_session

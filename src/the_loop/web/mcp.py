@@ -31,11 +31,11 @@ from the_loop.agent.attention import service as attention
 from the_loop.context import Ctx
 from the_loop.errors import Forbidden, LoopError, ValidationFailed
 from the_loop.standing import service as standing
-from the_loop.store.sessions import SessionStatus
 from the_loop.views import sessions as views
 from the_loop.views.sessions import Screen, SessionView
 from the_loop.web import auth
 from the_loop.web.api import Done
+from the_loop.work_items import SessionStatus
 from the_loop.work_items import service as sessions
 from the_loop.work_items.records import SessionSummary
 

@@ -12,8 +12,8 @@ from fastapi import APIRouter, Query
 from the_loop.context import Ctx
 from the_loop.intake import ops as inbox_ops
 from the_loop.intake.ops import Replayed
+from the_loop.outbox import OutboxItem, OutboxStatus
 from the_loop.outbox import drain as outbox
-from the_loop.store.outbox import OutboxItem, OutboxStatus
 
 
 def ops_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]) -> APIRouter:

@@ -22,18 +22,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 
 from the_loop import events
+from the_loop.agent.attention import STATES
 from the_loop.agent.attention import service as attention
 from the_loop.config import BUILTIN_HARNESSES
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError
+from the_loop.intake import InboxStatus
 from the_loop.standing import service as standing
-from the_loop.store.attention import STATES
-from the_loop.store.inbox import InboxStatus
-from the_loop.store.sessions import SessionStatus
 from the_loop.views import dashboard as dashboard_views
 from the_loop.web.dashboard_auth import Viewer, viewer
 from the_loop.web.page_headers import PAGE_HEADERS
 from the_loop.web.render import Pages
+from the_loop.work_items import SessionStatus
 
 
 def _choice(value: str | None) -> str | None:

@@ -4,10 +4,11 @@ Both check Slack's signature over ``v0:<timestamp>:<body>`` in constant time and
 timestamp more than five minutes away (401, nothing stored but a sampled rejection). The
 ``url_verification`` handshake is answered with its challenge. Anything else is decoded once
 (``slack.intake``) and committed to the durable inbox, with its ``slack.received`` event, in
-the same fully-synced group commit as GitHub's deliveries, before the 200 is sent; the inbox
-key is the event id (a press: its trigger id), so Slack's retries (``X-Slack-Retry-Num``) are
-acknowledged without being processed twice. Processing happens in the inbox worker. The daemon
-serves both routes without FastAPI's router (``web.direct``).
+the same fully-synced group commit as GitHub's deliveries (``dispatch.accept_slack_durably``),
+before the 200 is sent; the inbox key is the event id (a press: its trigger id), so Slack's
+retries (``X-Slack-Retry-Num``) are acknowledged without being processed twice. Processing
+happens in the inbox worker. The daemon serves both routes without FastAPI's router
+(``web.direct``).
 """
 
 from __future__ import annotations
@@ -20,16 +21,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
-from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
 from the_loop.intake import dispatch
 from the_loop.slack import intake as slack_intake
 from the_loop.slack.signature import problem as signature_problem
-from the_loop.store import inbox
-from the_loop.store.events import NewEvent
-from the_loop.store.inbox import Accepted
-from the_loop.store.intake_writer import writer_for
 from the_loop.views.metrics import METRICS
 from the_loop.web.webhooks import BODY_SECONDS, RejectionSampler, read_body, record_rejection
 
@@ -38,36 +34,6 @@ INTERACTIONS_PATH = "/webhooks/slack/interactions"
 MAX_BODY = 1024 * 1024
 """Slack's requests are small; anything over 1 MiB is refused (413)."""
 SOURCE = slack_intake.SOURCE
-
-
-def _acceptance(intake: slack_intake.Intake, body: bytes, retry: str | None) -> inbox.Acceptance:
-    def record(accepted: Accepted) -> NewEvent:
-        if accepted.duplicate:
-            return ev.build(
-                "webhook.duplicate",
-                source=SOURCE,
-                delivery_id=intake.delivery_id,
-                event=intake.event_name,
-                status=accepted.status.value,
-                retry=retry,
-            )
-        return ev.build(
-            "slack.received",
-            source=SOURCE,
-            delivery_id=intake.delivery_id,
-            event=intake.event_name,
-            retry=retry,
-        )
-
-    return inbox.Acceptance(
-        intake.delivery_id,
-        intake.event_name,
-        body,
-        SOURCE,
-        intake.stored(),
-        intake.lane,
-        record,
-    )
 
 
 def slack_router(ctx: Ctx) -> APIRouter:
@@ -115,7 +81,7 @@ def slack_router(ctx: Ctx) -> APIRouter:
         if retry is not None:
             reason = request.headers.get("x-slack-retry-reason", "")
             retry_note = f"{retry[:8]} {reason[:40]}".strip()
-        accepted = await writer_for(ctx.db).accept(_acceptance(intake, body, retry_note))
+        accepted = await dispatch.accept_slack_durably(ctx, intake, body, retry_note)
         ctx.inbox_wake.set()
         return JSONResponse(
             {"accepted": True, "deliveryId": intake.delivery_id, "duplicate": accepted.duplicate}

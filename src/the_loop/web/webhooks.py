@@ -2,7 +2,7 @@
 
 The 202 is sent only after the delivery is on stable storage: it is committed to the inbox,
 with its ``webhook.received`` event, in a fully-synced group commit shared with every delivery
-accepted meanwhile (``dispatch.accept_durably``, ``store.intake_writer``), off the event loop.
+accepted meanwhile (``dispatch.accept_durably``), off the event loop.
 The daemon serves this route without FastAPI's router (``web.direct``).
 Processing happens in the inbox worker, so the acknowledgement never waits for an agent. Any
 well-formed signed delivery of any event type is acknowledged; types outside the filter are
@@ -31,12 +31,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.requests import ClientDisconnect
 
-from the_loop import events as ev
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
 from the_loop.github.signature import verify_signature
 from the_loop.intake import dispatch
-from the_loop.store.intake_writer import writer_for
 from the_loop.views.metrics import METRICS
 
 MAX_BODY = 25 * 1024 * 1024
@@ -90,15 +88,8 @@ def record_rejection(
     METRICS.count_rejection(status, code)
     suppressed = sampler.admit((status, message), time.monotonic())
     if suppressed is not None:
-        writer_for(ctx.db).record(
-            ev.build(
-                "webhook.rejected",
-                source=source,
-                delivery_id=_stored_delivery(delivery),
-                reason=message,
-                status=status,
-                suppressed=suppressed,
-            )
+        dispatch.record_rejection(
+            ctx, source, _stored_delivery(delivery), message, status, suppressed
         )
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
