@@ -208,6 +208,7 @@ SAME_STATE = (
     ("events_store", "events --limit 50, reading the store (config validated)"),
     ("status_store", "status, reading the config (then asking the daemon)"),
     ("status_api", "GET /api/v1/status (keep-alive), what `status` waits for"),
+    ("sessions_api", "GET /api/v1/sessions?limit=100 (keep-alive), what `sessions list` waits for"),
 )
 
 
@@ -224,6 +225,7 @@ def with_daemon(install: Install, daemon: Daemon, runs: int) -> dict[str, list[f
         "events_store": cli_ms(install, events, runs, store=True),
         "status_store": cli_ms(install, ["status"], runs, store=True),
         "status_api": api_ms(daemon, runs, "/api/v1/status"),
+        "sessions_api": api_ms(daemon, runs, "/api/v1/sessions?limit=100"),
     }
 
 

@@ -41,8 +41,6 @@ from common import Figure, HttpConn, Report
 import spend
 
 NAME = "scale"
-SETTLE_SECONDS = 5.0
-"""As ``bench/idle.py``: the screens go quiet (``attention.quietSeconds``) and settle."""
 
 
 def beyond_idle(lv: live.Live, ticks: int, t0: float, idle_share: float) -> float:
@@ -79,14 +77,10 @@ def measure(count: int, seconds: float, comments: int, pages: int) -> dict[str, 
             sessions = lv.burst_spawn(count)
             lv.wait_idle(timeout=600)
         server = int(lv.install.tmux("display-message", "-p", "#{pid}").stdout.strip())
-        settle = time.monotonic()
-        common.wait_until(
-            lambda: time.monotonic() - settle >= SETTLE_SECONDS,
-            timeout=SETTLE_SECONDS + 5,
-            interval=0.5,
-        )
+        with common.step("every agent waiting, the passes after it done"):
+            idle.wait_quiet(lv, count)
         with common.step(f"idle CPU over {seconds:g} s"):
-            cpu = idle.shares({"daemon": lv.daemon.pid, "tmux": server}, seconds)
+            cpu = idle.shares({"daemon": [lv.daemon.pid], "tmux": [server]}, seconds)
         mem = spend.api(lv, "/status")["memory"]
         got = {
             "cpu": (cpu["daemon"] + cpu["tmux"]) * 100,
