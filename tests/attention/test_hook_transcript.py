@@ -13,6 +13,7 @@ import pytest
 from tests.attention.hooks import hook_env, issue, run_hook
 from tests.conftest import BACKENDS, Env
 from tests.daemon import Daemon
+from tests.helpers import wait_until
 from the_loop.store import open_database
 from the_loop.store import transcripts as store
 
@@ -81,3 +82,32 @@ def test_a_missing_or_shrunk_file_changes_nothing(loop_env: Env, daemon: Daemon)
     path.write_text(_line("user", "a"), encoding="utf-8")  # not the file that was stored
     _stop(env, path)
     assert _kept(loop_env)[1] == before[1]
+
+
+def test_a_turns_last_message_written_after_its_stop_hook_is_kept(
+    loop_env: Env, daemon: Daemon
+) -> None:
+    """Claude Code runs ``Stop`` before it writes the turn's last message to the transcript
+    (the hook's data carries it as ``last_assistant_message``): the daemon keeps the file again
+    once the message is there, so another node resumes with the whole turn."""
+    if loop_env.database_url is None:
+        pytest.skip("SQLite keeps no transcript")
+    env, path = _transcript(loop_env)
+    ask = _line("user", "count the stars")
+    path.write_text(ask, encoding="utf-8")
+    data = {
+        "hook_event_name": "Stop",
+        "session_id": CONV,
+        "transcript_path": str(path),
+        "last_assistant_message": "42",
+    }
+    done = run_hook(env, data)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert _kept(loop_env)[1] == ask.encode()  # what the file held when the hook ran
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(_line("assistant", "42"))  # the harness writes the message after its hook
+    wait_until(
+        lambda: _kept(loop_env)[1] == (ask + _line("assistant", "42")).encode(),
+        10,
+        what="the turn's last message kept",
+    )

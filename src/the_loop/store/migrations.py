@@ -7,6 +7,9 @@ recorded name is the function's without its leading ``m``. ``apply_pending`` run
 database has not recorded, in the order below.
 
 Append only: a released migration is never edited, a change is a new named function.
+
+Long because the whole schema's history is here, in the order it is applied: one place to read
+what a table is and how it came to be.
 """
 
 from __future__ import annotations

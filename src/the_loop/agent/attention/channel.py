@@ -130,8 +130,27 @@ class Channel:
             return
         if not report.permission:
             await reply(writer, OK)
+            path = hook_apply.unflushed(report, self.ctx.db.shared)
+            if path is not None:
+                writer.close()  # the hook goes on; its harness writes the message meanwhile
+                await self.keep_when_flushed(report, path)
             return
         await self.await_decision(prompt_id, reader, writer)
+
+    async def keep_when_flushed(self, report: hook_apply.Report, path: str) -> None:
+        """Keep PATH again once it holds the last message REPORT carries, or after
+        ``FLUSH_SECONDS`` with what it holds then (the harness writes it without telling)."""
+        last = str(report.data["last_assistant_message"])
+        deadline = time.monotonic() + hook_apply.FLUSH_SECONDS
+        while time.monotonic() < deadline:
+            if await asyncio.to_thread(hook_apply.flushed, path, last):
+                break
+            await asyncio.sleep(POLL_SECONDS)
+        await asyncio.to_thread(self.keep, report, path)
+
+    def keep(self, report: hook_apply.Report, path: str) -> None:
+        with self.lock:  # one copy at a time: each appends from where the stored one ends
+            hook_apply.keep_transcript(self.ctx.db, report, path)
 
     def take(self, raw: object) -> tuple[hook_apply.Report, str | None]:
         """Check and apply RAW after what the spool holds (reports apply in written order)."""

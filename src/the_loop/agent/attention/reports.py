@@ -17,7 +17,8 @@ with its tool and input (once per report id: a resend finds the same prompt); Co
 is recorded as applied at that time; the report of a hook the harness does not wait for
 (``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that started later was applied
 first (it arrived late: a prompt's report after its turn's ``Stop``). On PostgreSQL the
-conversation's transcript is kept at the end of a turn. Blocking: the channel runs these in
+conversation's transcript is kept at the end of a turn (again once the turn's last message
+reaches the file, which Claude Code writes after its ``Stop`` hook ran). Blocking: the channel runs these in
 worker threads.
 """
 
@@ -184,6 +185,33 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
     if shared and transcript and event in ("Stop", "SessionEnd"):
         keep_transcript(db, report, transcript)
     return prompt_id
+
+
+FLUSH_SECONDS = 2.0
+"""How long after acknowledging a ``Stop`` the daemon waits for the turn's last message to
+reach the transcript file before it keeps what the file holds."""
+
+
+def unflushed(report: Report, shared: bool) -> str | None:
+    """The transcript to keep again once REPORT is acknowledged: Claude Code runs its ``Stop``
+    hook before it writes the turn's last message to the transcript, so the copy kept while
+    applying the report can lack it (until the next turn). The path when REPORT is such a
+    ``Stop`` on a shared database and the file does not end with the message REPORT carries;
+    None otherwise."""
+    if not shared or report.kind != KIND_HOOK or report.data.get("hook_event_name") != "Stop":
+        return None
+    path, last = report.data.get("transcript_path"), report.data.get("last_assistant_message")
+    root = report.who.transcript_root
+    if not (isinstance(path, str) and isinstance(last, str) and last and root):
+        return None
+    if not _inside(path, root) or flushed(path, last):
+        return None
+    return path
+
+
+def flushed(path: str, last: str) -> bool:
+    """Whether the transcript at PATH ends with the assistant message LAST."""
+    return transcript_last_message(path) == last[-4000:]
 
 
 def _late(tx: Any, report: Report) -> bool:
