@@ -54,6 +54,11 @@ class Pulse:
         self._set(self.urgent)
 
     def _set(self, event: asyncio.Event) -> None:
+        if event.is_set():
+            # nothing to wake: the pass has not begun since it was set, and when it begins it
+            # reads what was committed before this call (a commit of every acceptance would
+            # otherwise wake the event loop once per pass)
+            return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             self.loop.call_soon_threadsafe(event.set)
 

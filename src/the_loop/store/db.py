@@ -46,6 +46,7 @@ class SqliteDatabase(Database):
         super().__init__()
         self.path = path
         self.location = str(path)
+        self._wal = f"{path}-wal"
         self._local = threading.local()
         self._writer = threading.RLock()
         self.auto_checkpoint = True
@@ -78,7 +79,7 @@ class SqliteDatabase(Database):
 
     def wal_stamp(self) -> tuple[int, int] | None:
         try:
-            info = os.stat(self.path.with_name(self.path.name + "-wal"))
+            info = os.stat(self._wal)
         except OSError:
             return (0, 0)  # no WAL (yet): checkpointed when one appears
         return (info.st_size, info.st_mtime_ns)

@@ -18,8 +18,8 @@ is recorded as applied at that time; the report of a hook the harness does not w
 (``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that started later was applied
 first (it arrived late: a prompt's report after its turn's ``Stop``). On PostgreSQL the
 conversation's transcript is kept at the end of a turn (again once the turn's last message
-reaches the file, which Claude Code writes after its ``Stop`` hook ran). Blocking: the channel runs these in
-worker threads.
+reaches the file, which Claude Code writes after its ``Stop`` hook ran). Blocking: the channel
+runs these in worker threads.
 """
 
 from __future__ import annotations
