@@ -57,11 +57,10 @@ def iso(value: float | datetime) -> str:
     """VALUE (epoch seconds, or a datetime; a naive one is taken as UTC) as ISO 8601 UTC with
     milliseconds: ``2026-12-01T12:34:56.789Z``."""
     if isinstance(value, datetime):
-        moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        moment = value.astimezone(UTC) if value.tzinfo is not None else value
     else:
         moment = datetime.fromtimestamp(value, UTC)
-    moment = moment.astimezone(UTC)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+    return moment.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def json_text(values: Any, indent: int | None = 2) -> str:
