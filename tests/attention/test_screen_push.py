@@ -114,3 +114,20 @@ def test_an_agent_that_exits_is_reported_when_tmux_says_so(crashing_daemon: Daem
     assert vanished[-1]["workItem"] == ref and vanished[-1]["payload"]["pane"] == "dead"
     changed = [e["payload"] for e in work.events("session.attention_changed")]
     assert any(c["to"] == "blocked" and c["rule"] == "the harness exited" for c in changed)
+
+
+def test_a_pane_tmux_says_is_gone_is_not_read_on_every_pass(push_daemon: Daemon) -> None:
+    """A live session whose tmux session went away (killed by hand, a tmux server restarted
+    under it) is told as vanished once; its pane is then not captured pass after pass."""
+    work = push_daemon.work
+    ref = spawn(push_daemon, 35)
+    wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting after the quiet time")
+    assert work.tmux("kill-session", "-t", "=loop-github-octo-repo-35").returncode == 0
+    wait_until(lambda: work.events("session.vanished"), 20, what="session.vanished")
+    before = captures(push_daemon)
+    passes = counted(push_daemon, IDLE["attention passes"])
+    t0 = time.monotonic()
+    wait_until(lambda: time.monotonic() - t0 >= 5.0, 10, interval=0.5, what="5 s")
+    read = captures(push_daemon) - before
+    ran = counted(push_daemon, IDLE["attention passes"]) - passes
+    assert read <= 2, f"the gone pane was captured {read} times in 5 s ({ran} passes)"

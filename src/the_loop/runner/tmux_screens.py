@@ -100,12 +100,15 @@ def _batch(pending: Sequence[str], lines: int | None, nonce: str) -> tuple[list[
     """The first panes of PENDING that fit one command, and that command's arguments."""
     batch: list[str] = []
     args: list[str] = []
+    size = 0
     for target in pending:
         part = ["display-message", "-p", f"{MARK}{nonce}-{len(batch)}", ";"]
         part += capture_args(target, lines)
-        if batch and command_size(args) + command_size(part) + 2 > COMMAND_BUDGET:
+        grows = command_size(part) + (2 if args else 0)  # "; " joins it to the batch
+        if batch and size + grows > COMMAND_BUDGET:
             break
         args += [";", *part] if args else part
+        size += grows
         batch.append(target)
     return batch, args
 

@@ -10,8 +10,10 @@ Panes are read when tmux says they printed (``runner.tmux_watch``, decision 0059
 watched, and once every ``REREAD_SECONDS`` whatever happened (a lost notification is caught
 there; re-reads due about the same time are done in one pass); a pane that printed nothing
 keeps its last screen, and the quiet rule counts from the time of its last output. A pane tmux
-cannot watch is read on every pass. Passes run when a pane printed, something changed, or the
-last pass's ``next_due`` falls due (decision 0066).
+cannot watch is read on every pass, unless tmux said it is gone: an absent pane is read again
+only when it is watched afresh or every ``REREAD_SECONDS`` (the reconciler tells that its agent
+vanished; a pass every second for it would cost two tmux calls a pane). Passes run when a
+pane printed, something changed, or the last pass's ``next_due`` falls due (decision 0066).
 
 A harness that reports its finished turns itself (``signals: notify``, Codex) is read for its
 prompts only: no quiet rule (the notify program says ``waiting``), and a changed pane means
@@ -30,7 +32,7 @@ from the_loop.config.attention import HarnessAttention
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, Unavailable
 from the_loop.refs import standing_target
-from the_loop.runner import Probe
+from the_loop.runner import Answer, Probe
 from the_loop.runner.tmux_watch import PaneWatch
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
@@ -93,6 +95,8 @@ class ScreenDetector:
     watch: PaneWatch | None = None
     due: float = float("inf")
     """When the last pass said to look again with nothing printed (``next_due``)."""
+    absent: dict[str, float] = field(default_factory=dict)
+    """Panes tmux said were gone, by target, and when it said so."""
 
     def settled(self, key: str, before: str | None, after: str) -> bool:
         """Whether a change of KEY from BEFORE to AFTER may be recorded now: a prompt leaves
@@ -129,10 +133,16 @@ class ScreenDetector:
         keys = {a.key for a in agents}
         for key in [k for k in self.seen if k not in keys]:
             del self.seen[key]
+        targets = {a.target for a in agents}
+        for target in [t for t in self.absent if t not in targets or t in fresh]:
+            del self.absent[target]
         overdue = any(now - s.read_at >= REREAD_SECONDS for s in self.seen.values())
         reread = REREAD_SECONDS * (1 - REREAD_EARLY) if overdue else REREAD_SECONDS
 
         def due(a: Watched) -> bool:
+            gone = self.absent.get(a.target)
+            if gone is not None:
+                return a.target in printed or now - gone >= REREAD_SECONDS
             seen = self.seen.get(a.key)
             return (
                 seen is None
@@ -151,9 +161,10 @@ class ScreenDetector:
         """When to look again if no watched pane prints: at once while a prompt is leaving
         (``settled`` wants a second look), a read FAILED or a pane is not watched; else when a
         working pane's quiet time ends, or at its safety re-read."""
-        if self.leaving or failed or not all(self.watch_armed(a.target) for a in agents):
+        watched = all(self.watch_armed(a.target) or a.target in self.absent for a in agents)
+        if self.leaving or failed or not watched:
             return now
-        due = float("inf")
+        due = min((at + REREAD_SECONDS for at in self.absent.values()), default=float("inf"))
         for seen in self.seen.values():
             due = min(due, seen.read_at + REREAD_SECONDS)
             if seen.quiet_at is not None:
@@ -255,6 +266,10 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
         if capture is None:  # nothing printed: only the quiet rule can change its state
             changed += _still(ctx, detector, agent, settings, now)
             continue
+        if capture.answer is Answer.ABSENT:
+            detector.absent[agent.target] = now
+            continue
+        detector.absent.pop(agent.target, None)
         if not capture.ok:
             failed = True
             continue
