@@ -107,6 +107,21 @@ def list_sessions(
     return [_record(r) for r in session_rows(conn, status.value if status else None, limit)]
 
 
+def live_among(conn: Connection, session_ids: list[str]) -> set[str]:
+    """Which of SESSION_IDS are live sessions (``SessionRecord.live``)."""
+    found: set[str] = set()
+    live = ", ".join("?" * len(LIVE))
+    for start in range(0, len(session_ids), 500):
+        chunk = session_ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT id FROM sessions WHERE id IN ({marks}) AND status IN ({live})",
+            [*chunk, *LIVE],
+        )
+        found.update(str(r[0]) for r in rows)
+    return found
+
+
 def count_running(conn: Connection, node: str | None = None) -> int:
     """Sessions holding a slot: active or paused (queued ones wait for a slot); with NODE,
     those of that node (and of none: sessions older than nodes)."""

@@ -147,25 +147,26 @@ def view_of(row: store.Row, now: float | None = None, state: str | None = None) 
     )
 
 
-def _live(ctx: Ctx, row: store.Row) -> bool:
-    """True when ROW's agent is a live session (work item active/paused, standing running)."""
-    conn = ctx.db.connect()
-    if row.agent.startswith(store.STANDING_PREFIX):
-        rec = standing_store.get(conn, row.agent.removeprefix(store.STANDING_PREFIX))
-        return rec is not None and rec.status.value == "running"
-    found = session_store.get(conn, row.agent)
-    return found is not None and found.live
+def _live(conn: Connection, rows: list[store.Row]) -> set[str]:
+    """The agents of ROWS that are live sessions (work item active/paused, standing running)."""
+    sessions = [r.agent for r in rows if not r.agent.startswith(store.STANDING_PREFIX)]
+    live = session_store.live_among(conn, sessions)
+    for row in rows:
+        if row.agent.startswith(store.STANDING_PREFIX):
+            rec = standing_store.get(conn, row.agent.removeprefix(store.STANDING_PREFIX))
+            if rec is not None and rec.status.value == "running":
+                live.add(row.agent)
+    return live
 
 
 def list_attention(ctx: Ctx) -> list[AttentionView]:
     """Every live session waiting on a person (needs-input, needs-permission, blocked), oldest
     first."""
     now = time.time()
-    return [
-        view_of(row, now)
-        for row in store.rows(ctx.db.connect(), states=store.NEEDS_PERSON)
-        if _live(ctx, row)
-    ]
+    conn = ctx.db.connect()
+    rows = store.rows(conn, states=store.NEEDS_PERSON)
+    live = _live(conn, rows)
+    return [view_of(row, now) for row in rows if row.agent in live]
 
 
 def of_sessions(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, SessionAttention | None]:
