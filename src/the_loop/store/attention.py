@@ -191,6 +191,13 @@ def rows(
     return [_row(conn, r) for r in found]
 
 
+def agents_in(conn: Connection, states: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(agent, state) of every row in one of STATES (no prompt is looked up)."""
+    marks = ", ".join("?" * len(states))
+    found = conn.execute(f"SELECT agent, state FROM attention WHERE state IN ({marks})", states)
+    return [(str(a), str(st)) for a, st in found.fetchall()]
+
+
 def register(
     tx: Connection,
     agent: str,

@@ -206,16 +206,12 @@ def _read(ctx: Ctx) -> tuple[dict[str, int], dict[str, int], DaemonInfo | None]:
 def _waiting(ctx: Ctx) -> dict[str, int]:
     """The live sessions waiting on a person, by attention state (blocked ones included)."""
     # lazy: the attention views load the session stores; status without a database skips it
-    from the_loop.agent.attention.service import list_attention
+    from the_loop.agent.attention.service import waiting_counts
 
     try:
-        views = list_attention(ctx)
+        return waiting_counts(ctx)
     except (StateError, sqlite3.Error):
         return {}
-    out: dict[str, int] = {}
-    for view in views:
-        out[view.state] = out.get(view.state, 0) + 1
-    return out
 
 
 def counts(ctx: Ctx) -> tuple[dict[str, int], dict[str, int]]:

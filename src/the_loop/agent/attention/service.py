@@ -147,15 +147,16 @@ def view_of(row: store.Row, now: float | None = None, state: str | None = None) 
     )
 
 
-def _live(conn: Connection, rows: list[store.Row]) -> set[str]:
-    """The agents of ROWS that are live sessions (work item active/paused, standing running)."""
-    sessions = [r.agent for r in rows if not r.agent.startswith(store.STANDING_PREFIX)]
-    live = session_store.live_among(conn, sessions)
-    for row in rows:
-        if row.agent.startswith(store.STANDING_PREFIX):
-            rec = standing_store.get(conn, row.agent.removeprefix(store.STANDING_PREFIX))
+def _live(conn: Connection, agents: list[str]) -> set[str]:
+    """Which of AGENTS are live sessions (work item active/paused, standing running)."""
+    live = session_store.live_among(
+        conn, [a for a in agents if not a.startswith(store.STANDING_PREFIX)]
+    )
+    for agent in agents:
+        if agent.startswith(store.STANDING_PREFIX):
+            rec = standing_store.get(conn, agent.removeprefix(store.STANDING_PREFIX))
             if rec is not None and rec.status.value == "running":
-                live.add(row.agent)
+                live.add(agent)
     return live
 
 
@@ -165,8 +166,20 @@ def list_attention(ctx: Ctx) -> list[AttentionView]:
     now = time.time()
     conn = ctx.db.connect()
     rows = store.rows(conn, states=store.NEEDS_PERSON)
-    live = _live(conn, rows)
+    live = _live(conn, [r.agent for r in rows])
     return [view_of(row, now) for row in rows if row.agent in live]
+
+
+def waiting_counts(ctx: Ctx) -> dict[str, int]:
+    """How many live sessions wait on a person, by state (what ``status`` shows)."""
+    conn = ctx.db.connect()
+    found = store.agents_in(conn, store.NEEDS_PERSON)
+    live = _live(conn, [agent for agent, _ in found])
+    out: dict[str, int] = {}
+    for agent, state in found:
+        if agent in live:
+            out[state] = out.get(state, 0) + 1
+    return out
 
 
 def of_sessions(ctx: Ctx, agents: list[tuple[str, bool]]) -> dict[str, SessionAttention | None]:
