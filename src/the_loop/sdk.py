@@ -239,7 +239,8 @@ class TheLoop:
         """
         # lazy: start-up (the web stack loads only for mount, see the module's docstring)
         from the_loop.web.api import build_router
-        from the_loop.web.mcp import McpEndpoint, build_server, mcp_router
+        from the_loop.web.mcp import McpEndpoint, build_server
+        from the_loop.web.mcp_door import mcp_router
 
         base = _prefix(prefix)
         guards = list(dependencies)
@@ -249,7 +250,7 @@ class TheLoop:
         if not mcp:
             return None
         endpoint = McpEndpoint(build_server(lambda: self.ctx))
-        app.include_router(mcp_router(endpoint, guards), prefix=base)
+        app.include_router(mcp_router(endpoint.handle, guards), prefix=base)
         if lifespan:
             _run_in_lifespan(app, endpoint)
         return endpoint

@@ -6,4 +6,5 @@ __all__ = [
     "auth",
     "limits",
     "mcp",
+    "mcp_door",
 ]

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,7 +28,7 @@ from the_loop.web.cluster_api import cluster_router
 from the_loop.web.conversation_api import conversation_router
 from the_loop.web.direct import DirectRoutes, post_endpoints
 from the_loop.web.front_door import FrontDoor
-from the_loop.web.mcp import McpEndpoint, build_server, mcp_router, token_guard
+from the_loop.web.mcp_door import LazyMcp, mcp_router, token_guard
 from the_loop.web.ops_api import ops_router
 from the_loop.web.pages import dashboard_router
 from the_loop.web.render import Pages
@@ -38,6 +38,9 @@ from the_loop.web.terminal import terminal_router
 from the_loop.web.terminal_bridge import Bridge
 from the_loop.web.webhooks import github_router
 
+if TYPE_CHECKING:
+    from the_loop.web.mcp import McpEndpoint
+
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
 """Starts the background work of a daemon; the tasks end when the event is set."""
 
@@ -46,13 +49,21 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
+def _mcp_endpoint(ctx: Ctx) -> McpEndpoint:
+    """The daemon's MCP server (imports the MCP SDK: called on the first ``/mcp`` request)."""
+    from the_loop.web.mcp import McpEndpoint, build_server
+
+    server = ctx.config.server
+    return McpEndpoint(build_server(lambda: ctx), server.host, server.public_url)
+
+
 def create_app(
     ctx: Ctx, daemon: DaemonInfo | None = None, background: Background | None = None
 ) -> FastAPI:
     """Build the app serving CTX; DAEMON (a ``DaemonInfo``) when run by the daemon, which
     passes BACKGROUND to run its background work for the app's lifetime."""
     server = ctx.config.server
-    mcp = McpEndpoint(build_server(lambda: ctx), server.host, server.public_url)
+    mcp = LazyMcp(lambda: _mcp_endpoint(ctx))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -60,7 +71,7 @@ def create_app(
         tasks = await background(ctx, stop) if background is not None else []
         app.state.stop = stop
         try:
-            async with mcp.running():
+            async with mcp.open():
                 yield
         finally:
             stop.set()
@@ -108,7 +119,7 @@ def create_app(
     return app
 
 
-def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> Tokens:
+def _mount_api(app: FastAPI, ctx: Ctx, mcp: LazyMcp) -> Tokens:
     """The API, MCP and login routes; returns the tokens they accept."""
     tokens = ensure_tokens(ctx)
     bounds = ctx.config.server.limits
@@ -128,7 +139,7 @@ def _mount_api(app: FastAPI, ctx: Ctx, mcp: McpEndpoint) -> Tokens:
     app.include_router(terminal_router(lambda: ctx, lambda: tokens, public_url), prefix="/api/v1")
     app.include_router(spend_router(lambda: ctx, read, write), prefix="/api/v1")
     app.include_router(cluster_router(lambda: ctx), prefix="/api/v1")
-    app.include_router(mcp_router(mcp, token_guard(lambda: tokens)))
+    app.include_router(mcp_router(mcp.handle, token_guard(lambda: tokens)))
 
     @app.get("/health", include_in_schema=False, dependencies=read)
     async def root_health() -> Health:

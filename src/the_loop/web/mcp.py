@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import Request
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from the_loop import __version__
@@ -35,6 +35,7 @@ from the_loop.views import sessions as views
 from the_loop.views.sessions import Screen, SessionView
 from the_loop.web import auth
 from the_loop.web.api import Done
+from the_loop.web.mcp_door import ACCESS_KEY
 from the_loop.work_items import SessionStatus
 from the_loop.work_items import service as sessions
 from the_loop.work_items.records import SessionSummary
@@ -54,7 +55,6 @@ WRITE_TOOLS = ("say_to_session", "say_to_standing_session")
 TOOLS = READ_TOOLS + WRITE_TOOLS
 """Every tool the server offers; the documented list (docs/mcp.md), tested."""
 
-ACCESS_KEY = "the_loop_access"
 """``request.state`` attribute an HTTP guard sets to ``full`` or ``read-only``."""
 
 INSTRUCTIONS = (
@@ -257,42 +257,3 @@ class McpEndpoint:
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
         await manager.handle_request(scope, receive, send)
-
-
-class _Handover(Response):
-    """A response that hands the raw ASGI exchange to APP, which answers it (status, headers,
-    streamed body). Lets a FastAPI route, with its dependencies, front an ASGI app."""
-
-    def __init__(self, app: Callable[[Scope, Receive, Send], Any]) -> None:
-        super().__init__()
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._app(scope, receive, send)
-
-
-def mcp_router(endpoint: McpEndpoint, dependencies: Sequence[Any]) -> APIRouter:
-    """``/mcp`` (GET, POST, DELETE) guarded by DEPENDENCIES, answered by ENDPOINT; not in the
-    OpenAPI document."""
-    router = APIRouter()
-
-    @router.api_route(
-        "/mcp",
-        methods=["GET", "POST", "DELETE"],
-        dependencies=list(dependencies),
-        include_in_schema=False,
-    )
-    async def mcp_endpoint() -> Response:
-        return _Handover(endpoint.handle)
-
-    return router
-
-
-def token_guard(get_tokens: Callable[[], auth.Tokens]) -> list[Any]:
-    """The dependency for the daemon's ``/mcp``: any valid token (401 otherwise), recording
-    on ``request.state`` whether it was the read-only one."""
-
-    def guard(request: Request) -> None:
-        setattr(request.state, ACCESS_KEY, auth.check(request, get_tokens(), write=False))
-
-    return [Depends(guard)]
