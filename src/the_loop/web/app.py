@@ -51,6 +51,7 @@ def error_body(code: str, message: str) -> dict[str, Any]:
 
 def _mcp_endpoint(ctx: Ctx) -> McpEndpoint:
     """The daemon's MCP server (imports the MCP SDK: called on the first ``/mcp`` request)."""
+    # lazy: the MCP SDK holds about 24 MB, loaded only once someone asks over MCP
     from the_loop.web.mcp import McpEndpoint, build_server
 
     server = ctx.config.server
