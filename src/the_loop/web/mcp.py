@@ -22,7 +22,6 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
-from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from the_loop import __version__
@@ -35,7 +34,7 @@ from the_loop.views import sessions as views
 from the_loop.views.sessions import Screen, SessionView
 from the_loop.web import auth
 from the_loop.web.api import Done
-from the_loop.web.mcp_door import ACCESS_KEY
+from the_loop.web.mcp_door import ACCESS_KEY, not_running
 from the_loop.work_items import SessionStatus
 from the_loop.work_items import service as sessions
 from the_loop.work_items.records import SessionSummary
@@ -253,7 +252,6 @@ class McpEndpoint:
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if manager is None:
-            body = {"error": {"code": "unavailable", "message": "the MCP server is not running"}}
-            await JSONResponse(body, status_code=503)(scope, receive, send)
+            await not_running(scope, receive, send)
             return
         await manager.handle_request(scope, receive, send)

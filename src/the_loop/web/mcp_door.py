@@ -62,8 +62,7 @@ class LazyMcp:
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = await self._running()
         if endpoint is None:
-            body = {"error": {"code": "unavailable", "message": "the MCP server is not running"}}
-            await JSONResponse(body, status_code=503)(scope, receive, send)
+            await not_running(scope, receive, send)
             return
         await endpoint.handle(scope, receive, send)
 
@@ -84,6 +83,12 @@ class LazyMcp:
                 await self._stop.wait()
         finally:
             ready.set()  # a manager that did not start: its endpoint answers 503
+
+
+async def not_running(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to ``/mcp`` while no MCP session manager runs: 503."""
+    body = {"error": {"code": "unavailable", "message": "the MCP server is not running"}}
+    await JSONResponse(body, status_code=503)(scope, receive, send)
 
 
 class _Handover(Response):

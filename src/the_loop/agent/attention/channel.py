@@ -142,10 +142,10 @@ class Channel:
         ``FLUSH_SECONDS`` with what it holds then (the harness writes it without telling)."""
         last = str(report.data["last_assistant_message"])
         deadline = time.monotonic() + hook_apply.FLUSH_SECONDS
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # ``unflushed`` has just read it: wait first
+            await asyncio.sleep(POLL_SECONDS)
             if await asyncio.to_thread(hook_apply.flushed, path, last):
                 break
-            await asyncio.sleep(POLL_SECONDS)
         await asyncio.to_thread(self.keep, report, path)
 
     def keep(self, report: hook_apply.Report, path: str) -> None:

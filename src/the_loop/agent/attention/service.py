@@ -148,7 +148,8 @@ def view_of(row: store.Row, now: float | None = None, state: str | None = None) 
 
 
 def _live(conn: Connection, agents: list[str]) -> set[str]:
-    """Which of AGENTS are live sessions (work item active/paused, standing running)."""
+    """Which of AGENTS are live sessions (a work-item session ``live`` in its record, a
+    standing session running)."""
     live = session_store.live_among(
         conn, [a for a in agents if not a.startswith(store.STANDING_PREFIX)]
     )
