@@ -1,6 +1,7 @@
 """The daemon's app loads the MCP SDK (about 24 MB) on the first ``/mcp`` request, not before:
-a fresh process builds the app and serves a REST request without it, then a tools listing over
-``/mcp`` loads it and answers."""
+a fresh process builds the app and serves a REST request without it, refuses an
+unauthenticated ``/mcp`` request without loading it, then an ``initialize`` over ``/mcp``
+loads it and answers."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ SCRIPT = textwrap.dedent(
             async with httpx.AsyncClient(transport=transport, base_url=base) as c:
                 r = await c.get("/api/v1/sessions", headers=headers)
                 seen.append([r.status_code, "mcp" in sys.modules])
+                r = await c.post("/mcp", json={})  # no token: refused before anything loads
+                seen.append([r.status_code, "mcp" in sys.modules])
                 body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                     "protocolVersion": "2025-06-18", "capabilities": {},
                     "clientInfo": {"name": "t", "version": "1"}}}
@@ -54,4 +57,6 @@ def test_the_mcp_sdk_loads_on_the_first_mcp_request(loop_env: Env) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "[[200, false], [200, true, true]]", done.stdout
+    assert (
+        done.stdout.strip().splitlines()[-1] == "[[200, false], [401, false], [200, true, true]]"
+    ), done.stdout
