@@ -122,6 +122,52 @@ def test_idle_connections_under_a_file_limit_leave_health_and_intake_answering(
     assert "shed by the server's limits" in log
 
 
+def _burst(daemon: Daemon, count: int) -> list[socket.socket]:
+    """COUNT connections started at once (non-blocking connects, none waited for)."""
+    found = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            sock.connect(address(daemon))
+        found.append(sock)
+    return found
+
+
+def _shed_at_cap(daemon: Daemon) -> int:
+    name = 'the_loop_shed_total{what="idle connections closed at the connection cap"} '
+    for line in _metrics(daemon).splitlines():
+        if line.startswith(name):
+            return int(float(line[len(name) :]))
+    return 0
+
+
+def test_a_burst_of_connections_at_the_cap_is_shed_and_health_answers(limited: Daemon) -> None:
+    """The event loop accepts a whole queue of connections in one turn (decision 0073): a
+    burst arriving with the server a few connections under its cap is shed by the cap, the
+    daemon never runs out of descriptors, and health answers meanwhile."""
+    cap = limits.connection_cap(1000)
+    held = _open_idle(limited, cap - 8)
+    burst = _burst(limited, 600)
+    try:
+        with httpx.Client(timeout=5) as client:
+            status, took = _timed(lambda: client.get(f"{limited.url}/healthz").status_code)
+            assert status == 200 and took < 1.0, (status, took)
+        wait_until(
+            lambda: _shed_at_cap(limited) >= 600 - 8,
+            timeout=IDLE_SECONDS,
+            what="the burst shed at the cap",
+        )
+        assert limited.api("GET", "/health").status_code == 200
+    finally:
+        for sock in held + burst:
+            sock.close()
+    limited.stop()
+    log = limited.log()
+    assert "Traceback" not in log
+    assert "Too many open files" not in log
+
+
 def _metrics(daemon: Daemon) -> str:
     r = httpx.get(
         f"{daemon.url}/metrics", headers={"Authorization": f"Bearer {daemon.token}"}, timeout=10

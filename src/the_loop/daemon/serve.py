@@ -43,6 +43,12 @@ SWITCH_INTERVAL_SECONDS = 0.0005
 """The interpreter's thread switch interval in the daemon (CPython's default is 5 ms)."""
 
 
+LOOP = "uvloop"
+"""The event loop the daemon serves on: uvicorn's on libuv (decision 0073). Per request it
+costs about two thirds of the standard library's loop: a refused webhook took 0.23 ms of the
+daemon's CPU on asyncio's loop and 0.16 ms on this one (``bench/analysis.md`` item 21)."""
+
+
 SEND_BUFFER = 256 * 1024
 """The send buffer of every accepted connection (set on the listening socket, which they
 inherit). A new connection starts with 16 KB and grows it only as the peer acknowledges: a
@@ -50,7 +56,7 @@ inherit). A new connection starts with 16 KB and grows it only as the peer ackno
 than on a connection already grown — and every CLI command opens a new one."""
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int, backlog: int) -> socket.socket:
     """Bind the listening socket up front so the real port is known before serving.
 
     The protocol is named (``IPPROTO_TCP``): asyncio turns Nagle off (``TCP_NODELAY``) only on
@@ -66,7 +72,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise Unavailable(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(2048)
+    sock.listen(backlog)
     sock.set_inheritable(True)
     return sock
 
@@ -102,7 +108,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     nodes.claim(ctx)  # one daemon per node name (with SQLite: the lock above)
     ctx.started_with = ctx.loaded
     cfg = ctx.config.server
-    sock = bind_socket(cfg.host, cfg.port)
+    sock = bind_socket(cfg.host, cfg.port, limits.LISTEN_BACKLOG)
     port = int(sock.getsockname()[1])
     host_for_url = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     url = f"http://{host_for_url}:{port}"
@@ -117,9 +123,10 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     )
     nodes.register(ctx, ctx.config.node.url or url)  # what other nodes reach
     app = create_app(ctx, daemon=info, background=run_background)
-    server = limits.BoundedServer(
+    server = uvicorn.Server(
         uvicorn.Config(
             app,
+            loop=LOOP,
             log_level="warning",
             lifespan="on",
             timeout_graceful_shutdown=3,
@@ -130,10 +137,9 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
             http=limits.protocol_for(cfg.limits),
             h11_max_incomplete_event_size=limits.h11_limit,
             timeout_keep_alive=max(1, round(cfg.limits.idle_seconds)),
-            backlog=limits.ACCEPT_BATCH,
+            backlog=limits.LISTEN_BACKLOG,
         )
     )
-    limits.install_accept_filter()
 
     # Installed before anyone can find us (daemon.json): a signal before uvicorn installs its
     # own handlers asks it to exit as soon as it runs; the one uvicorn re-raises when it is

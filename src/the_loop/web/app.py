@@ -39,7 +39,19 @@ from the_loop.web.terminal_bridge import Bridge
 from the_loop.web.webhooks import github_router
 
 if TYPE_CHECKING:
+    from fastapi.telemetry import TelemetryConfig
+
     from the_loop.web.mcp import McpEndpoint
+
+NO_TELEMETRY: TelemetryConfig = {
+    "tracing": False,
+    "metrics": False,
+    "logs": False,
+    "auto_configure": False,
+}
+"""FastAPI's OpenTelemetry instrumentation, off: the-loop exports no traces, and a variable
+in the daemon's environment (``FASTAPI_OTEL_AUTO_CONFIGURE``) must not start sending request
+details somewhere. Off, it also stops asking for its providers on every request."""
 
 Background = Callable[[Ctx, asyncio.Event], Awaitable[list[asyncio.Task[None]]]]
 """Starts the background work of a daemon; the tasks end when the event is set."""
@@ -89,6 +101,7 @@ def create_app(
         redoc_url=None,
         openapi_url="/api/v1/openapi.json",
         redirect_slashes=False,
+        telemetry=NO_TELEMETRY,
     )
     app.state.ctx = ctx
     app.state.daemon = daemon

@@ -20,8 +20,12 @@ terminals, so ``accept`` never fails for want of one). At the cap a new connecti
 oldest connection that has no request in the app (idle, or still sending its head), so health
 and intake keep answering under a flood of idle sockets; with none to close it is answered
 ``503`` and closed. What was shed is counted in metrics and said in one log line a minute at
-most (``ShedLog``); an ``accept`` that fails anyway (``EMFILE``) is counted there instead of
-logging a traceback (``AcceptFilter``).
+most (``ShedLog``).
+
+The daemon serves on uvloop (decision 0073), which accepts every connection the kernel has
+queued in one turn of the loop, before the cap sees any of them: the listen queue
+(``LISTEN_BACKLOG``) is therefore kept well under ``FD_RESERVE``. Should an ``accept`` still
+find no file descriptor, libuv closes the connections waiting in the queue and keeps serving.
 """
 
 from __future__ import annotations
@@ -31,13 +35,11 @@ import http
 import json
 import logging
 import resource
-import socket
 import time
 from collections import Counter
 from typing import Any
 
 import httptools
-import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from the_loop.config.limits import LimitsConfig
@@ -50,12 +52,13 @@ HEADER_SECONDS = 10.0
 """The default of ``server.limits.headerSeconds``."""
 FD_RESERVE = 256
 """File descriptors the connection cap leaves for everything else: the database, tmux and
-terminals, and the connections accepted before the cap sees them (``ACCEPT_BATCH`` a turn of
-the event loop, and those shed but not yet closed)."""
-ACCEPT_BATCH = 50
-"""Connections asyncio accepts in one turn of the event loop (it is uvicorn's ``backlog``;
-``BoundedServer`` sets the kernel's listen queue back to ``LISTEN_BACKLOG``)."""
-LISTEN_BACKLOG = 2048
+terminals, and the connections accepted before the cap sees them (at most the listen queue,
+``LISTEN_BACKLOG``, in one turn of the event loop, and those shed but not yet closed)."""
+LISTEN_BACKLOG = 128
+"""The kernel's queue of connections not yet accepted (the listening socket's ``backlog``):
+the most one turn of the event loop accepts before the cap sees them, so half of
+``FD_RESERVE``. A connection beyond it waits for the client's SYN retry, as with any server
+whose queue is full."""
 SHED_LOG_SECONDS = 60.0
 _log = logging.getLogger("the_loop.limits")
 h11_limit = MAX_REQUEST_LINE + MAX_HEADER_BYTES
@@ -98,24 +101,6 @@ class ShedLog:
 
 SHED = ShedLog()
 """The daemon's one shed report (connections here; logins, terminals and streams elsewhere)."""
-
-
-class AcceptFilter(logging.Filter):
-    """Turns asyncio's traceback for a failed ``accept`` (out of file descriptors) into a
-    count in ``SHED``; lets every other record through."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if str(record.msg).startswith("socket.accept() out of system resource"):
-            SHED.note("accepts failed (out of file descriptors)")
-            return False
-        return True
-
-
-def install_accept_filter() -> None:
-    """Add ``AcceptFilter`` to the ``asyncio`` logger (once)."""
-    found = logging.getLogger("asyncio")
-    if not any(isinstance(f, AcceptFilter) for f in found.filters):
-        found.addFilter(AcceptFilter())
 
 
 def connection_cap(configured: int) -> int:
@@ -273,13 +258,3 @@ def protocol_for(limits: LimitsConfig) -> type[LimitedHttpToolsProtocol]:
         "table": Connections(connection_cap(limits.max_connections)),
     }
     return type("BoundedHttpToolsProtocol", (LimitedHttpToolsProtocol,), attributes)
-
-
-class BoundedServer(uvicorn.Server):
-    """uvicorn's server, accepting at most ``ACCEPT_BATCH`` connections a turn of the loop
-    (its ``backlog``) while the kernel queues up to ``LISTEN_BACKLOG``."""
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        for sock in sockets or []:
-            sock.listen(LISTEN_BACKLOG)
