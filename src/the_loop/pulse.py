@@ -15,8 +15,11 @@ passes it waits on a ``Pulse``:
 
 - a **write of another process** (the CLI woke a suspended agent, answered a prompt): on
   SQLite the WAL file's size and time change without a commit of this process; looked at every
-  ``OUTSIDE_SECONDS`` (a ``stat``), it counts as a change. On PostgreSQL such a write is seen
-  with its agent's pane output, on the next change of this process, or by the safety pass.
+  ``OUTSIDE_SECONDS`` (a ``stat``), it counts as a change. A look while a commit of this
+  process is under way (its WAL written, its own stamp not yet recorded) waits for the next
+  one, so a commit that wakes no pass (a node's heartbeat) is never taken for another
+  process's. On PostgreSQL such a write is seen with its agent's pane output, on the next
+  change of this process, or by the safety pass.
 """
 
 from __future__ import annotations
@@ -90,11 +93,14 @@ class Pulse:
     def _outside(self) -> None:
         """A change when another process wrote since the last look (SQLite's WAL moved, and
         not by a commit of this process)."""
-        stamp = self.db.wal_stamp()
+        found = self.db.stamps()
+        if found is None:
+            return  # a commit of this process is under way: judged at the next look
+        stamp, own = found
         if stamp is None or stamp == self._seen:
             return
         self._seen = stamp
-        if stamp != self.db.own_stamp:
+        if stamp != own:
             self.changed.set()
 
 

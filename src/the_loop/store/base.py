@@ -83,6 +83,12 @@ class Database(ABC):
         of any process); None when there is nothing to checkpoint, ever."""
         return None
 
+    def stamps(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None] | None:
+        """``wal_stamp`` and ``own_stamp`` read together while no commit of this process is
+        under way; None while one is (its WAL written, its ``own_stamp`` not yet: it would
+        look like another process's write)."""
+        return self.wal_stamp(), self.own_stamp
+
     def sync_commits(self) -> None:
         """This thread's commits are power-loss durable from now on (the intake writer)."""
         return None

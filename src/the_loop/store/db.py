@@ -84,6 +84,14 @@ class SqliteDatabase(Database):
             return (0, 0)  # no WAL (yet): checkpointed when one appears
         return (info.st_size, info.st_mtime_ns)
 
+    def stamps(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None] | None:
+        if not self._writer.acquire(blocking=False):
+            return None  # a write transaction of this process is open
+        try:
+            return self.wal_stamp(), self.own_stamp
+        finally:
+            self._writer.release()
+
     def sync_commits(self) -> None:
         # this thread's connection only: every other connection keeps NORMAL
         self.connect().execute("PRAGMA synchronous = FULL")
