@@ -190,15 +190,23 @@ def hooked(work: Work) -> Iterator[Daemon]:
 
 
 def environ_of(work: Work, number: int) -> dict[str, str]:
+    """The environment of the agent in issue NUMBER's pane, once tmux's child has become it
+    (between tmux's fork and its exec, ``/proc`` shows the tmux server's environment)."""
     target = f"=loop-github-octo-repo-{number}:"
 
-    def pid() -> int | None:
+    def agents() -> dict[str, str] | None:
         found = work.tmux("list-panes", "-t", target, "-F", "#{pane_pid}").stdout.strip()
-        return int(found) if found.isdigit() else None
+        if not found.isdigit():
+            return None
+        try:
+            raw = Path(f"/proc/{found}/environ").read_bytes()
+        except OSError:
+            return None
+        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+        env = {k.decode(): v.decode(errors="replace") for k, v in pairs}
+        return env if "THE_LOOP_AGENT" in env else None
 
-    raw = Path(f"/proc/{wait_until(pid, 30, what='the pane')}/environ").read_bytes()
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode(): v.decode(errors="replace") for k, v in pairs}
+    return wait_until(agents, 30, what=f"the agent's environment in {target}")
 
 
 def token_hash_of(work: Work, agent: str) -> str:
