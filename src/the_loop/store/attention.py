@@ -6,11 +6,10 @@ Each wait on a person (a question or a permission) is one ``attention_prompts`` 
 id; the first answer recorded for it wins, and its notice and follow-up are recorded on it.
 
 A state change writes its events (``session.attention_changed``, and ``session.awaiting_input``
-when a wait on a person begins) in the same transaction. This module imports nothing heavy:
-``the-loop hook`` uses it on every hook of an agent.
+when a wait on a person begins) in the same transaction.
 
 Long because both tables' statements live here: a state change opens, closes or keeps a prompt
-in the same transaction, and the hook's path imports this one store module and no other.
+in the same transaction.
 """
 
 from __future__ import annotations
@@ -507,36 +506,6 @@ def pending_of(conn: Connection, agent: str) -> Prompt | None:
     """AGENT's pending prompt, if any."""
     row = get(conn, agent)
     return row.prompt if row and row.prompt and row.prompt.pending else None
-
-
-def write_state(
-    conn: Connection, agent: str, state: str, signal: str, rule: str, **kw: Any
-) -> Change | None:
-    """``set_state`` in a transaction of its own on autocommit connection CONN."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        change = set_state(conn, agent, state, signal, rule, **kw)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return change
-
-
-def give_up(conn: Connection, prompt_id: str, deny: bool, now: float) -> Prompt | None:
-    """A wait that timed out: deny PROMPT_ID (unless answered meanwhile) or close it as
-    ``timed-out``; returns the prompt as it then is."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if deny:
-            answer(conn, prompt_id, "deny", "the-loop", "timeout", now)
-        else:
-            close_prompt(conn, prompt_id, "timed-out", now)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return get_prompt(conn, prompt_id)
 
 
 def pending_prompts(conn: Connection, agent: str) -> list[Prompt]:

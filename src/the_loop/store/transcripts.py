@@ -8,9 +8,6 @@ offset (written already, or by a concurrent writer) changes nothing, so writing 
 harmless. A conversation that would grow past its cap (``MAX_BYTES``) is marked ``over_cap``,
 its chunks are dropped and a ``session.transcript_over_cap`` event says so: an incomplete
 transcript is never handed out for a resume.
-
-Like ``store.attention``, this module imports nothing heavy: ``the-loop hook`` writes it at
-the end of every turn of an agent.
 """
 
 from __future__ import annotations
@@ -130,41 +127,6 @@ def _over_cap(
         agent if where[0] else None,
         {"conversation": conversation, "bytes": size, "capBytes": cap},
     )
-
-
-def save(
-    conn: Connection,
-    conversation: str,
-    agent: str,
-    start: int,
-    data: bytes,
-    *,
-    now: float,
-    cap: int = MAX_BYTES,
-    seen: int = 0,
-    work_item: str | None = None,
-    standing: str | None = None,
-) -> str:
-    """``append`` in a transaction of its own on autocommit connection CONN (the hook's)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        done = append(
-            conn,
-            conversation,
-            agent,
-            start,
-            data,
-            now=now,
-            cap=cap,
-            seen=seen,
-            work_item=work_item,
-            standing=standing,
-        )
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return done
 
 
 def load(conn: Connection, conversation: str) -> bytes | None:
