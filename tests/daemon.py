@@ -97,6 +97,25 @@ class Daemon:
             headers["Authorization"] = f"Bearer {chosen}"
         return httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kw)
 
+    def metrics(self) -> str:
+        """The ``/metrics`` text, read with the full token."""
+        got = httpx.get(
+            f"{self.url}/metrics", headers={"Authorization": f"Bearer {self.token}"}, timeout=30
+        )
+        assert got.status_code == 200, got.text
+        return got.text
+
+    def metric(self, name: str) -> float | None:
+        """The value of metric NAME, labels included as ``/metrics`` prints them
+        (``the_loop_task_passes_total{task="spend"}``); None when it is not there."""
+        found = [
+            float(value)
+            for head, _, value in (line.rpartition(" ") for line in self.metrics().splitlines())
+            if head == name
+        ]
+        assert len(found) <= 1, f"{name} is printed {len(found)} times"
+        return found[0] if found else None
+
 
 def _stacks(proc: subprocess.Popen[str], log_path: Path) -> str:
     """Ask a daemon that does not answer for its threads' stacks (SIGUSR1, see ``serve``)."""

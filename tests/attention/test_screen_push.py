@@ -11,7 +11,6 @@ import sqlite3
 import time
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.attention.test_screen import ATTENTION, explain, say, spawn, state
@@ -32,10 +31,9 @@ def push_daemon(work: Work) -> Any:
 
 
 def counted(d: Daemon, metric: str) -> int:
-    got = httpx.get(f"{d.url}/metrics", headers={"Authorization": f"Bearer {d.token}"})
-    assert got.status_code == 200, got.text
-    (line,) = [x for x in got.text.splitlines() if x.startswith(metric + " ")]
-    return int(line.rsplit(" ", 1)[1])
+    found = d.metric(metric)
+    assert found is not None, f"{metric} is not in /metrics"
+    return int(found)
 
 
 def captures(d: Daemon) -> int:

@@ -111,7 +111,7 @@ def test_idle_connections_under_a_file_limit_leave_health_and_intake_answering(
         for sock in socks:
             sock.close()
     assert limited.api("GET", "/health").status_code == 200
-    metrics = _metrics(limited)
+    metrics = limited.metrics()
     assert 'the_loop_shed_total{what="idle connections closed at the connection cap"}' in metrics
     assert 'the_loop_shed_total{what="silent connections closed"}' in metrics
     limited.stop()
@@ -135,11 +135,10 @@ def _burst(daemon: Daemon, count: int) -> list[socket.socket]:
 
 
 def _shed_at_cap(daemon: Daemon) -> int:
-    name = 'the_loop_shed_total{what="idle connections closed at the connection cap"} '
-    for line in _metrics(daemon).splitlines():
-        if line.startswith(name):
-            return int(float(line[len(name) :]))
-    return 0
+    return int(
+        daemon.metric('the_loop_shed_total{what="idle connections closed at the connection cap"}')
+        or 0
+    )
 
 
 def test_a_burst_of_connections_at_the_cap_is_shed_and_health_answers(limited: Daemon) -> None:
@@ -175,14 +174,6 @@ def test_a_burst_of_connections_at_the_cap_is_shed_and_health_answers(limited: D
     log = limited.log()
     assert "Traceback" not in log
     assert "Too many open files" not in log
-
-
-def _metrics(daemon: Daemon) -> str:
-    r = httpx.get(
-        f"{daemon.url}/metrics", headers={"Authorization": f"Bearer {daemon.token}"}, timeout=10
-    )
-    assert r.status_code == 200
-    return r.text
 
 
 def test_the_cap_follows_the_file_limit() -> None:

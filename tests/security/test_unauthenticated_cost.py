@@ -51,16 +51,7 @@ def _flood(url: str, count: int) -> list[int]:
 
 
 def _metric(daemon: Daemon, pattern: str) -> int:
-    text = _metrics_text(daemon)
-    return sum(int(m.group(1)) for m in re.finditer(pattern, text))
-
-
-def _metrics_text(daemon: Daemon) -> str:
-    r = httpx.get(
-        f"{daemon.url}/metrics", headers={"Authorization": f"Bearer {daemon.token}"}, timeout=10
-    )
-    assert r.status_code == 200
-    return r.text
+    return sum(int(m.group(1)) for m in re.finditer(pattern, daemon.metrics()))
 
 
 def test_bad_signature_flood_grows_the_database_by_a_bounded_amount(daemon: Daemon) -> None:
