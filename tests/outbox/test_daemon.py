@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,8 @@ from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import wait_until
 from tests.outbox.conftest import REPO, asked, github_section, start_payload
 from tests.work import Work
+from the_loop.context import open_ctx
+from the_loop.outbox.drain import enqueue_reaction
 
 
 @pytest.fixture
@@ -94,3 +97,48 @@ def test_a_daemon_killed_while_posting_a_comment_posts_it_once(
     assert len(announcements(gh, item.number)) == 1
     assert gh.count(method="POST", path="*/comments") == 1
     assert "found already posted" in rows(daemon.work, "announce")[0]["result"]
+
+
+QUEUES = ("inbox", "outbox", "slack", "checkpoint")
+"""The daemon's tasks that once looked at the database every second (the checkpoint four times
+a second) whether or not anything happened (decision 0074)."""
+
+
+def test_idle_queues_wait_for_work_and_another_processs_write_is_found_at_once(
+    served: tuple[Daemon, FakeGitHub],
+) -> None:
+    """With nothing happening, the inbox, outbox, Slack and checkpoint tasks do not run (at most
+    one safety pass each in 5 s; a beat of once a second would make five). A write-back that
+    another process queued, which wakes nothing in the daemon, is still posted within moments:
+    the daemon sees the WAL move without a commit of its own (not by its 30 s safety pass)."""
+    daemon, gh = served
+
+    def passes() -> dict[str, float]:
+        text = daemon.metrics()
+        found = {}
+        for task in QUEUES:
+            head = f'the_loop_task_passes_total{{task="{task}"}} '
+            lines = [line for line in text.splitlines() if line.startswith(head)]
+            assert len(lines) == 1, f"{task} passes are not in /metrics"
+            found[task] = float(lines[0].rsplit(" ", 1)[1])
+        return found
+
+    wait_until(lambda: min(passes().values()) >= 1, timeout=10, what="each task's first pass")
+    before = passes()
+    t0 = time.monotonic()
+    wait_until(lambda: time.monotonic() - t0 >= 5.0, 10, interval=0.5, what="5 s")
+    spent = {task: count - before[task] for task, count in passes().items()}
+    assert max(spent.values()) <= 1, f"passes in 5 idle seconds: {spent}"
+
+    item = asked(gh)
+    other = open_ctx(daemon.work.env.config_path)  # another process's connection
+    try:
+        with other.db.transaction() as tx:
+            enqueue_reaction(tx, item.ref, "rocket", what="test", comment_id=item.comment_id)
+    finally:
+        other.db.close()
+    wait_until(
+        lambda: [r for r in gh.reactions(REPO, comment_id=item.comment_id) if r["content"]],
+        timeout=10,  # the safety pass would take up to 30 s
+        what="the reaction another process queued, posted",
+    )

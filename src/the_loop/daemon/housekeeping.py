@@ -18,7 +18,7 @@ from the_loop.cluster import nodes
 from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, record_running
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
-from the_loop.pulse import first
+from the_loop.pulse import Pulse, first
 from the_loop.refs import WorkItemRef
 from the_loop.standing import service as standing
 from the_loop.store import sessions as session_store
@@ -57,18 +57,26 @@ CHECKPOINT_SECONDS = 0.25
 
 
 async def checkpoint_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """Checkpoint the database's WAL in a worker thread, at most every
+    """Checkpoint the database's WAL in a worker thread after commits, at most every
     ``CHECKPOINT_SECONDS`` and only when it changed since the last checkpoint (a ``stat``), so
-    that no commit on the daemon's request path waits for a checkpoint's copy and fsync."""
+    that no commit on the daemon's request path waits for a checkpoint's copy and fsync. It
+    waits on a ``Pulse`` (``the_loop.pulse``): with nothing committed it does not run."""
     ctx.db.defer_checkpoints()
     watch = monitor(ctx, "checkpoint")
+    pulse = Pulse(ctx.db)
     done: tuple[int, int] | None = None
-    while not await wait_or_stop(stop, CHECKPOINT_SECONDS):
-        stamp = ctx.db.wal_stamp()
-        if stamp is not None and stamp != done:
-            await asyncio.to_thread(ctx.db.checkpoint)
-            done = stamp  # taken before: a commit during the checkpoint is seen next time
-        watch.progressed()
+    try:
+        while True:
+            began = pulse.begin()
+            stamp = ctx.db.wal_stamp()
+            if stamp is not None and stamp != done:
+                await asyncio.to_thread(ctx.db.checkpoint)
+                done = stamp  # taken before: a commit during the checkpoint is seen next time
+            watch.progressed()
+            if await pulse.wait(stop, began, float("inf"), CHECKPOINT_SECONDS):
+                break
+    finally:
+        pulse.close()
     await asyncio.to_thread(ctx.db.checkpoint)
 
 

@@ -96,6 +96,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     # lazy: start-up (commands that only talk to the daemon do not load the web stack)
     import uvicorn
 
+    from the_loop.daemon.server import Server
     from the_loop.runner import limits as agent_limits
     from the_loop.store.intake_writer import writer_for
     from the_loop.web import limits
@@ -123,7 +124,7 @@ def serve(ctx: Ctx, banner: Callable[[str], None] | None = None) -> None:
     )
     nodes.register(ctx, ctx.config.node.url or url)  # what other nodes reach
     app = create_app(ctx, daemon=info, background=run_background)
-    server = uvicorn.Server(
+    server = Server(
         uvicorn.Config(
             app,
             loop=LOOP,

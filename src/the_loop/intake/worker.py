@@ -14,6 +14,12 @@ through its ``TaskMonitor`` (``the_loop.supervise``; ``inbox`` for claiming, ``i
 for processing), and it resumes by itself. An item whose processing could not record its
 outcome stays claimed and is processed again in its lane, as a retry, once the database
 answers.
+
+Between claims the worker waits on a ``Pulse`` (``the_loop.pulse``, decision 0066): an
+acceptance wakes it at once (``Ctx.inbox_wake``); a commit of this process that did not
+(a poll of GitHub's) and a write of another process (``inbox replay``) within
+``CHANGE_GAP_SECONDS``; the next retry when it falls due. With nothing arriving it does not run
+at all, but for the pulse's safety pass.
 """
 
 from __future__ import annotations
@@ -21,18 +27,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import time
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
 from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.intake import dispatch
+from the_loop.pulse import Pulse
 from the_loop.store import Database, inbox
 from the_loop.store.inbox import Claimed
 from the_loop.supervise import TRANSIENT, TaskMonitor, monitor
 
-IDLE_POLL_SECONDS = 1.0
+CHANGE_GAP_SECONDS = 1.0
+"""The soonest the worker looks again after a commit that did not wake it, or another
+process's write (what its idle poll of once a second was)."""
 MAX_LANES = 8
 T = TypeVar("T")
 
@@ -56,20 +64,25 @@ class InboxWorker:
         me = nodes.node_name(self.ctx)
         recover = functools.partial(inbox.recover, node=me if self.ctx.db.shared else None)
         claim = functools.partial(_claim_or_due, node=me)
-        while not stop.is_set() and await self._try(recover, stop) is False:
-            pass
-        while not stop.is_set():
-            self.wake.clear()  # before looking: a delivery committed meanwhile sets it again
-            if not nodes.may_claim(self.ctx):  # its own heartbeat is stale: claim nothing
-                await self._sleep(stop, None)
-                continue
-            found = await self._try(claim, stop)
-            if found is False:
-                continue
-            if isinstance(found, Claimed):
-                self._enqueue(found)
-                continue
-            await self._sleep(stop, found)
+        pulse = Pulse(self.ctx.db, urgent=self.wake, poll_unseen=True)
+        try:
+            while not stop.is_set() and await self._try(recover, stop) is False:
+                pass
+            while not stop.is_set():
+                began = pulse.begin()  # before looking: a delivery committed meanwhile wakes it
+                if not nodes.may_claim(self.ctx):  # its own heartbeat is stale: claim nothing
+                    await pulse.wait(stop, began, began + CHANGE_GAP_SECONDS, CHANGE_GAP_SECONDS)
+                    continue
+                found = await self._try(claim, stop)
+                if found is False:
+                    continue
+                if isinstance(found, Claimed):
+                    self._enqueue(found)
+                    continue
+                due = float("inf") if found is None else found
+                await pulse.wait(stop, began, due, CHANGE_GAP_SECONDS, due_gap=0.0)
+        finally:
+            pulse.close()
         await self._drain()
 
     async def _try(self, step: Callable[[Database], T], stop: asyncio.Event) -> T | Literal[False]:
@@ -83,18 +96,6 @@ class InboxWorker:
             return False
         self.monitor.progressed()
         return found
-
-    async def _sleep(self, stop: asyncio.Event, due: float | None) -> None:
-        delay = (
-            IDLE_POLL_SECONDS
-            if due is None
-            else max(0.0, min(due - time.time(), IDLE_POLL_SECONDS))
-        )
-        waiters = [asyncio.create_task(self.wake.wait()), asyncio.create_task(stop.wait())]
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait(waiters, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-        for waiter in waiters:
-            waiter.cancel()
 
     def _enqueue(self, claimed: Claimed) -> None:
         key = dispatch.lane(self.ctx, claimed)  # stored at intake; derived only for old rows

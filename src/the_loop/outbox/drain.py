@@ -4,7 +4,8 @@ Enqueueing (``enqueue_reaction``, ``enqueue_comment``) writes a row inside the c
 transaction, so a write-back exists exactly when the decision that caused it was committed;
 the same key twice is stored once. After the commit the caller calls ``wake(ctx)`` (safe from
 any thread) so the drain starts at once; without it the drain still finds the row within
-``IDLE_POLL_SECONDS``.
+``CHANGE_GAP_SECONDS`` of the commit (the drain waits on a ``Pulse``, decision 0066: a row a
+CLI command queued is found as soon, and with nothing queued the drain does not run).
 
 Draining: ``outbox_loop`` (the daemon's background task) and ``drain_pending`` (one bounded
 pass at the end of a CLI command) claim due rows and post them, oldest first, with one
@@ -46,6 +47,7 @@ from the_loop import events as ev
 from the_loop.backoff import Backoff
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, LoopError, NotFound, Unavailable
+from the_loop.pulse import Pulse, soonest
 from the_loop.refs import WorkItemRef
 from the_loop.store import Database
 from the_loop.store import outbox as store
@@ -69,7 +71,9 @@ GITHUB = "github"
 LEASE_SECONDS = 60.0
 RETRY = Backoff(base=1.0, cap=300.0)
 """When a write-back that met a transient failure is tried again: 1 s doubling to 5 minutes."""
-IDLE_POLL_SECONDS = 1.0
+CHANGE_GAP_SECONDS = 1.0
+"""The soonest the drain looks again after a commit that did not wake it, or another process's
+write (what its idle poll of once a second was)."""
 RECOVER_EVERY_SECONDS = 30.0
 BATCH = 5
 CLI_PASS_LIMIT = 500
@@ -340,23 +344,26 @@ def _client_key(config: GitHubConfig) -> tuple[str, str, float, int]:
 
 async def outbox_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's drain task: recover rows a dead process left ``sending`` (at start and
-    every ``RECOVER_EVERY_SECONDS``), then post what is due until STOP, sleeping until the next
-    row is due, a ``wake`` or ``IDLE_POLL_SECONDS``. Database errors are retried with backoff
-    while the task reports itself stalled (``the_loop.supervise``); the event loop never waits
-    on SQLite."""
+    every ``RECOVER_EVERY_SECONDS``), then post what is due until STOP, waiting on a ``Pulse``
+    (``the_loop.pulse``) for a ``wake``, a commit or another process's write, or the next row
+    due. Database errors are retried with backoff while the task reports itself stalled
+    (``the_loop.supervise``); the event loop never waits on SQLite."""
     _LOOPS[ctx.outbox_wake] = asyncio.get_running_loop()
     drain = _Drainer(ctx)
     watch = monitor(ctx, "outbox")
+    pulse = Pulse(ctx.db, urgent=ctx.outbox_wake, poll_unseen=True)
     try:
         while not stop.is_set():
+            began = pulse.begin()
             try:
-                delay = await drain.step()
+                due = await drain.step()
                 watch.progressed()
             except TRANSIENT as exc:
-                delay = watch.failed(exc)
-            if delay > 0:
-                await _sleep(ctx, stop, delay)
+                due = time.time() + watch.failed(exc)
+            if await pulse.wait(stop, began, due, CHANGE_GAP_SECONDS, due_gap=0.0):
+                break
     finally:
+        pulse.close()
         _LOOPS.pop(ctx.outbox_wake, None)
         await drain.close()
 
@@ -372,20 +379,18 @@ class _Drainer:
         self.recovered_at: float | None = None
 
     async def step(self) -> float:
-        """Recover when due, then drain one batch; how long to sleep before the next step."""
+        """Recover when due, then drain one batch; when (``time.time``) to step again with
+        nothing happening."""
         now = time.time()
         if self.recovered_at is None or now - self.recovered_at >= RECOVER_EVERY_SECONDS:
             first = self.recovered_at is None
             await asyncio.to_thread(recover_at_start if first else recover, self.ctx)
             self.recovered_at = now
-        self.ctx.outbox_wake.clear()
         report = await drain_once(self.ctx, await self._client())
         if report.claimed:
-            return 0.0
+            return now
         due = await asyncio.to_thread(store.next_due, self.ctx.db, GITHUB)
-        if due is None:
-            return IDLE_POLL_SECONDS
-        return max(0.0, min(due - time.time(), IDLE_POLL_SECONDS))
+        return soonest(due, self.recovered_at + RECOVER_EVERY_SECONDS)
 
     async def _client(self) -> GitHubClient:
         config = self.ctx.config.github
@@ -398,14 +403,6 @@ class _Drainer:
         if self.client is not None:
             await self.client.aclose()
             self.client = None
-
-
-async def _sleep(ctx: Ctx, stop: asyncio.Event, delay: float) -> None:
-    waiters = [asyncio.create_task(ctx.outbox_wake.wait()), asyncio.create_task(stop.wait())]
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait(waiters, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in waiters:
-        waiter.cancel()
 
 
 def drain_pending(ctx: Ctx, *, since: float | None = None) -> DrainReport:

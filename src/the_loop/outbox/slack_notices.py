@@ -137,3 +137,11 @@ def pass_once(ctx: Ctx, now: float | None = None) -> int:
     for prompt_id in store.due_updates(conn):
         queued += queue_outcome(ctx, prompt_id, now)
     return queued
+
+
+def next_due(ctx: Ctx) -> float | None:
+    """When (``time.time``) ``pass_once`` has a prompt to post next (None: none waits)."""
+    if not ctx.config.slack.enabled:
+        return None
+    opened = store.first_unposted_prompt(ctx.db.connect())
+    return None if opened is None else opened + ctx.config.attention.notify_after_seconds

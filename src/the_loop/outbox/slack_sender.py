@@ -25,7 +25,6 @@ Outcomes of one try (decision 0025):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 import urllib.error
@@ -37,6 +36,7 @@ from the_loop.outbox import drain as outbox
 from the_loop.outbox import slack as outbound
 from the_loop.outbox import slack_notices as notices
 from the_loop.outbox import slack_turns as turns
+from the_loop.pulse import Pulse, soonest
 from the_loop.store import outbox as outbox_store
 from the_loop.store import slack as store
 from the_loop.store.outbox import OutboxItem, OutboxStatus, SlackPayload
@@ -44,7 +44,9 @@ from the_loop.supervise import TRANSIENT, monitor
 
 SOURCE = "slack"
 SLACK = outbound.SLACK
-IDLE_POLL_SECONDS = 1.0
+CHANGE_GAP_SECONDS = 1.0
+"""The longest the sender waits after a pass before it looks again at what a commit of this
+process or another process's write changed (``attention.pollSeconds`` when shorter)."""
 WAIT_FOR_THREAD_SECONDS = 0.5
 BATCH = 5
 LEASE_SECONDS = 120.0
@@ -223,12 +225,12 @@ class _Sender:
         return self.client
 
     def step(self) -> float:
-        """Run the attention and answers passes, then send one batch; how long to sleep.
-        Blocking."""
+        """Run the attention and answers passes, then send one batch; when (``time.time``)
+        to step again with nothing happening. Blocking."""
         ctx = self.ctx
         turns.pass_once(ctx)  # with Slack off, forgets the turns
         if not ctx.config.slack.enabled:
-            return IDLE_POLL_SECONDS
+            return float("inf")
         notices.pass_once(ctx)
         owner = outbox.owner_id()
         items = outbox_store.claim_due(ctx.db, owner, LEASE_SECONDS, None, BATCH, SLACK)
@@ -236,39 +238,32 @@ class _Sender:
         for item in items:
             send_item(ctx, client, item, owner)
         if items:
-            return 0.0
-        due = outbox_store.next_due(ctx.db, SLACK)
-        poll = min(IDLE_POLL_SECONDS, ctx.config.attention.poll_seconds)
-        if due is None:
-            return poll
-        return max(0.0, min(due - time.time(), poll))
+            return time.time()
+        return soonest(outbox_store.next_due(ctx.db, SLACK), notices.next_due(ctx))
 
 
 async def slack_loop(ctx: Ctx, stop: asyncio.Event) -> None:
-    """The daemon's Slack task: the attention pass and the drain of Slack rows until STOP;
-    database faults are retried with backoff while the task reports itself stalled."""
-    wake = asyncio.Event()
-    outbound.register_wake(ctx, asyncio.get_running_loop(), wake)
+    """The daemon's Slack task: the attention pass and the drain of Slack rows until STOP,
+    waiting on a ``Pulse`` (``the_loop.pulse``) in between: a queued post wakes it at once, a
+    commit (a prompt opened, a turn finished) or another process's write (a prompt answered
+    from the CLI) within the gap, and the next post or notice when it falls due. Database
+    faults are retried with backoff while the task reports itself stalled."""
+    pulse = Pulse(ctx.db, poll_unseen=True)
+    outbound.register_wake(ctx, asyncio.get_running_loop(), pulse.urgent)
     sender = _Sender(ctx)
     watch = monitor(ctx, "slack")
     try:
         await asyncio.to_thread(outbox.recover_at_start, ctx)
         while not stop.is_set():
-            wake.clear()
+            began = pulse.begin()
             try:
-                delay = await asyncio.to_thread(sender.step)
+                due = await asyncio.to_thread(sender.step)
                 watch.progressed()
             except TRANSIENT as exc:
-                delay = watch.failed(exc)
-            if delay > 0:
-                await _sleep(wake, stop, delay)
+                due = time.time() + watch.failed(exc)
+            gap = min(CHANGE_GAP_SECONDS, ctx.config.attention.poll_seconds)
+            if await pulse.wait(stop, began, due, gap):
+                break
     finally:
         outbound.unregister_wake(ctx)
-
-
-async def _sleep(wake: asyncio.Event, stop: asyncio.Event, delay: float) -> None:
-    waiters = [asyncio.create_task(wake.wait()), asyncio.create_task(stop.wait())]
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait(waiters, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in waiters:
-        waiter.cancel()
+        pulse.close()

@@ -108,20 +108,33 @@ def posted_prompt(conn: Connection, prompt_id: str) -> PostedPrompt | None:
     return None if row is None else PostedPrompt(*row)
 
 
+_UNPOSTED_PROMPTS = (
+    " FROM attention_prompts p JOIN attention a ON a.agent = p.agent"
+    " JOIN slack_threads t ON t.key = (CASE WHEN a.agent LIKE 'standing:%' THEN a.agent"
+    " ELSE a.work_item END)"
+    " WHERE p.decision IS NULL AND p.closed_at IS NULL"
+    " AND NOT EXISTS (SELECT 1 FROM slack_prompts s WHERE s.prompt_id = p.id)"
+)
+"""Pending prompts not yet posted whose agent's thread (the standing session's, else the work
+item's) is bound."""
+
+
 def due_prompts(conn: Connection, before: float) -> list[DuePrompt]:
     """Pending prompts opened at BEFORE or earlier, not yet posted, whose agent's thread
     (the standing session's, else the work item's) is bound."""
     cur = conn.execute(
         "SELECT p.id, p.agent, p.kind, p.tool, p.input, p.text, t.key"
-        " FROM attention_prompts p JOIN attention a ON a.agent = p.agent"
-        " JOIN slack_threads t ON t.key = (CASE WHEN a.agent LIKE 'standing:%' THEN a.agent"
-        " ELSE a.work_item END)"
-        " WHERE p.decision IS NULL AND p.closed_at IS NULL AND p.created_at <= ?"
-        " AND NOT EXISTS (SELECT 1 FROM slack_prompts s WHERE s.prompt_id = p.id)"
-        " ORDER BY p.created_at",
+        + _UNPOSTED_PROMPTS
+        + " AND p.created_at <= ? ORDER BY p.created_at",
         (before,),
     )
     return [DuePrompt(*r) for r in cur.fetchall()]
+
+
+def first_unposted_prompt(conn: Connection) -> float | None:
+    """When the oldest prompt that ``due_prompts`` will return opened (None: there is none)."""
+    row = conn.execute("SELECT MIN(p.created_at)" + _UNPOSTED_PROMPTS).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
 
 
 def due_updates(conn: Connection) -> list[str]:
