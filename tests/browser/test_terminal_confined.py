@@ -4,6 +4,8 @@ reach it, and a phone sees it too."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.browser.conftest import Login, Site, screen_text, shot
@@ -26,8 +28,10 @@ def test_the_browser_terminal_shows_a_confined_agent_and_typing_reaches_it(
     rec = site.spawn(51)
     sid, target = rec["id"], rec["tmuxTarget"]
     site.work.wait_prompts(sid, 1, timeout=60)
-    started = site.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_start_command}")
-    assert "bwrap" in started.stdout, started.stdout  # the pane runs the agent confined
+    # the pane runs the agent confined: its process (the launch script exec'd it) is bwrap
+    pane = site.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}")
+    started = Path(f"/proc/{pane.stdout.strip()}/cmdline").read_bytes().split(b"\0")
+    assert Path(started[0].decode()).name == "bwrap", started
 
     page = login()
     open_terminal(page, sid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import stat
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,28 @@ def test_spawn_passes_env_and_cwd_and_fixes_the_size(
     assert start.env["LOOP_ODD"] == "a b $HOME `x` ;|&"
     assert Path(start.cwd).resolve() == workdir.resolve()
     assert runner.window_size("loop-env") == (120, 40)
+
+
+def cmdline(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def test_no_value_of_the_environment_is_on_a_command_line(
+    runner: TmuxRunner, agents: FakeAgents
+) -> None:
+    """Every local user can read ``/proc/<pid>/cmdline``, and the tmux server keeps the
+    command line of the client that started it for its whole life (decision 0075): an agent's
+    hook token or a harness's key must reach the agent through its environment only."""
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    pid = agents.spawn("loop-secret", "c-secret", LOOP_HOOK_LIKE_TOKEN=secret)
+    start = fake_agent.read_starts(agents.directory, "c-secret")[0]
+    assert start.pid == pid and start.env["LOOP_HOOK_LIKE_TOKEN"] == secret
+    server = int(runner.run("display-message", "-p", "#{pid}").stdout.strip())
+    started_by = cmdline(server)
+    assert b"new-session" in started_by, "the server was not started by this spawn"
+    for seen in (started_by, cmdline(pid)):
+        assert secret.encode() not in seen and b"LOOP_HOOK_LIKE_TOKEN" not in seen, seen
+    assert list((runner.work_dir / "spool").iterdir()) == [], "the launch script is left"
 
 
 def test_live_occupant_is_never_killed(runner: TmuxRunner, agents: FakeAgents) -> None:

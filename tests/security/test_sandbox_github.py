@@ -158,6 +158,7 @@ def probe(
     results["pushes"] = [r for r in git.requests() if "receive-pack" in r.path]
     results["comments"] = [c["body"] for c in gh.comments(REPO, 1)]
     results["other-comments"] = [c["body"] for c in gh.comments(REPO, 2)]
+    results["log"] = (out / "log").read_text(errors="replace")  # what each check printed
     return results
 
 

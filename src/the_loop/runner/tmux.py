@@ -59,7 +59,6 @@ from the_loop.runner.outcomes import SpawnResult as SpawnResult
 from the_loop.runner.outcomes import Staged as Staged
 from the_loop.runner.tmux_core import COMMAND_BUDGET as COMMAND_BUDGET
 from the_loop.runner.tmux_core import DEAD_MARKER as DEAD_MARKER
-from the_loop.runner.tmux_core import LAUNCHER as LAUNCHER
 from the_loop.runner.tmux_core import OWNER_OPTION as OWNER_OPTION
 from the_loop.runner.tmux_core import OWNER_VAR as OWNER_VAR
 from the_loop.runner.tmux_core import PANE_FORMAT as PANE_FORMAT
@@ -372,14 +371,15 @@ class TmuxRunner:
     def _new_session(
         self, target: str, argv: list[str], cwd: Path, env: dict[str, str], owner: str | None
     ) -> tuple[TmuxResult, bool]:
+        # an environment or a long argv goes through a private launch script, never on tmux's
+        # command line (``launcher_command``: command lines are readable by every local user)
         command = argv if len(argv) > 1 else ["env", "--", *argv]
-        env_args = [item for key, value in env.items() for item in ("-e", f"{key}={value}")]
-        via_launcher = command_size(command) + command_size(env_args) > COMMAND_BUDGET
+        via_launcher = bool(env) or command_size(command) > COMMAND_BUDGET
         if via_launcher:
-            command, env_args = launcher_command(self.work_dir, command, env), []
+            command = launcher_command(self.work_dir, argv, env)
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
         size = ["-x", str(self.columns), "-y", str(self.rows)]
-        args = [*head, *size, *env_args, "--", *command, *self._session_options(target)]
+        args = [*head, *size, "--", *command, *self._session_options(target)]
         if owner is not None:
             args += [";", "set-environment", "-t", f"={target}", OWNER_VAR, owner]
             args += [";", "set-option", "-t", f"={target}:", OWNER_OPTION, owner]

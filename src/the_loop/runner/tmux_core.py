@@ -5,13 +5,12 @@ answers, paste commands, input checks, the client environment, signalling by ide
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Collection, Sequence
@@ -64,16 +63,8 @@ def viewer_hooks(columns: int, rows: int) -> list[tuple[str, str]]:
     return [("client-attached", follow), ("client-resized", follow), ("client-detached", restore)]
 
 
-LAUNCHER = (
-    "import json,os,sys\n"
-    "p=sys.argv[1]\n"
-    "f=open(p,'rb')\n"
-    "d=json.load(f)\n"
-    "f.close()\n"
-    "os.unlink(p)\n"
-    "os.environ.update(d['env'])\n"
-    "os.execvp(d['argv'][0],d['argv'])\n"
-)
+LAUNCH_SHELL = "/bin/sh"
+"""What runs a launch script (``launcher_command``)."""
 
 
 class TmuxOutcome(StrEnum):
@@ -340,10 +331,17 @@ def wait_gone(identities: Sequence[ProcessIdentity], grace: float) -> list[Proce
 
 
 def launcher_command(work_dir: Path, argv: list[str], env: dict[str, str]) -> list[str]:
-    """Argv of a launcher that reads ARGV and ENV from a private file and ``exec``s."""
+    """Argv of a launcher: ``sh`` running a private script (0600, in a 0700 spool) that removes
+    itself, exports ENV and ``exec``s ARGV (the pane's pid stays the program's). Neither the
+    environment's values (an agent's hook token, a harness's API key) nor a long argv is then
+    on any command line: ``/proc/<pid>/cmdline`` is readable by every user of the host, and the
+    tmux server keeps the command line of the client that started it for its whole life."""
     spool = private_dir(work_dir / "spool")
-    path = spool / f"launch-{uuid.uuid4().hex}.json"
+    path = spool / f"launch-{uuid.uuid4().hex}.sh"
+    lines = [f"rm -f -- {shlex.quote(str(path))}"]
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+    lines.append("exec " + " ".join(shlex.quote(arg) for arg in argv))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump({"argv": argv, "env": env}, handle)
-    return [sys.executable, "-I", "-S", "-c", LAUNCHER, str(path)]
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return [LAUNCH_SHELL, str(path)]
