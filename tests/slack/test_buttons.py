@@ -6,6 +6,7 @@ ephemeral reply; a press by an unauthorized user changes nothing."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,9 +20,11 @@ from tests.slack.conftest import (
     ALICE,
     CHANNEL,
     MALLORY,
+    STANDING,
     Slack,
     github_for_slack,
     slack_section,
+    standing_section,
     start,
 )
 from tests.slack.test_work_items import spawn
@@ -143,3 +146,46 @@ def test_an_answer_from_the_cli_updates_the_message_too(asking: Slack, gh: FakeG
     assert slack.press(prompt_id, notice.ts, allow=True).status_code == 200
     assert slack.dropped("stale-answer")
     assert answers(work, sid) == [("rm -rf build", "n")]
+
+
+NOTIFY_AFTER = 3
+
+
+@pytest.fixture
+def standing_asking_later(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
+    """A standing session in Slack (no GitHub: nothing else is queued when its prompt's notice
+    falls due), prompts posted ``NOTIFY_AFTER`` seconds after they open."""
+    work.configure(
+        slack=slack_section(fake_slack),
+        standing=standing_section(),
+        attention={**ATTENTION, "notifyAfterSeconds": NOTIFY_AFTER},
+    )
+    daemon = start(work, fake_slack)
+    try:
+        yield Slack(daemon, fake_slack)
+    finally:
+        daemon.stop()
+        work.cli("standing", "stop")
+
+
+def test_a_prompt_is_posted_once_notify_after_seconds_passed_not_at_a_safety_pass(
+    standing_asking_later: Slack,
+) -> None:
+    """The Slack sender waits for the oldest unposted prompt's ``notifyAfterSeconds`` as a
+    deadline (decision 0074): posted after it, not before, and well before the 30 s safety
+    pass would find it."""
+    slack = standing_asking_later
+    work = slack.work
+    thread = slack.announcement(f"*{STANDING}*").ts
+    ref = f"standing:{STANDING}"
+    wait_until(lambda: state(work, ref).get("state") == "waiting", 30, what="waiting")
+    assert slack.reply("ASK-PERMISSION: make deploy", thread).status_code == 200
+    wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
+    prompt_id = state(work, ref)["prompt"]["id"]
+    opened = time.monotonic()
+    wait_until(
+        lambda: [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text],
+        15,  # the safety pass alone would take up to 30 s
+        what="the prompt in the thread",
+    )
+    assert time.monotonic() - opened >= NOTIFY_AFTER - 0.5, "posted before notifyAfterSeconds"
