@@ -37,6 +37,10 @@ from the_loop.store import Database
 
 OUTSIDE_SECONDS = 1.0
 """How often a waiting pass looks whether another process wrote (one ``stat``)."""
+CHANGE_GAP_SECONDS = 1.0
+"""The gap a queue's task (the inbox, the outbox, Slack's posts) leaves after a pass before a
+commit that did not wake it, or another process's write, runs it again: the bound its idle
+poll of once a second gave."""
 SAFETY_SECONDS = 30.0
 """The longest a pass waits with nothing happening (what another process wrote, a lost
 signal, is caught there)."""

@@ -7,6 +7,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -180,16 +181,25 @@ def start(work: Work, fake: FakeSlack, gh: FakeGitHub | None = None, **extra: st
     return daemon
 
 
+@contextmanager
+def standing_served(work: Work, fake: FakeSlack, **sections: Any) -> Iterator[Slack]:
+    """A daemon with the standing session ``ops`` announced in Slack (SECTIONS: more of the
+    config); the daemon (the one the test left running, if it restarted it) and the session
+    stopped after."""
+    work.configure(slack=slack_section(fake), standing=standing_section(), **sections)
+    slack = Slack(start(work, fake), fake)
+    try:
+        yield slack
+    finally:
+        slack.daemon.stop()
+        work.cli("standing", "stop")
+
+
 @pytest.fixture
 def standing_slack(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
     """A daemon with the standing session ``ops`` announced in Slack."""
-    work.configure(slack=slack_section(fake_slack), standing=standing_section())
-    daemon = start(work, fake_slack)
-    try:
-        yield Slack(daemon, fake_slack)
-    finally:
-        daemon.stop()
-        work.cli("standing", "stop")
+    with standing_served(work, fake_slack) as slack:
+        yield slack
 
 
 def github_for_slack(gh: FakeGitHub, **extra: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from tests.attention.hooks import hook_env, issue, run_hook
 from tests.fakes.fake_github import FakeGitHub
 from tests.fakes.fake_slack import FakeSlack, Message
 from tests.helpers import wait_until
-from tests.slack.conftest import CHANNEL, STANDING, Slack, slack_section, standing_section, start
+from tests.slack.conftest import CHANNEL, STANDING, Slack, standing_served, start
 from tests.slack.test_work_items import ATTENTION, items_daemon, spawn
 from tests.work import Work
 from the_loop.outbox.slack_turns import PART_LIMIT
@@ -50,15 +50,8 @@ def escaped(message: Message) -> None:
 
 @pytest.fixture
 def standing_answers(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
-    work.configure(
-        slack=slack_section(fake_slack), standing=standing_section(), attention=ATTENTION
-    )
-    daemon = start(work, fake_slack)
-    try:
-        yield Slack(daemon, fake_slack)
-    finally:
-        daemon.stop()
-        work.cli("standing", "stop")
+    with standing_served(work, fake_slack, attention=ATTENTION) as slack:
+        yield slack
 
 
 def test_a_standing_sessions_answer_comes_back_once_escaped_and_not_after_a_restart(
@@ -129,12 +122,7 @@ def test_a_turn_reported_by_hooks_is_posted_once_and_an_empty_one_not_at_all(
     """The hooks Claude Code runs (``the-loop hook`` over the hook channel): ``Stop`` with the
     agent's last message is a turn's end; sent again, or with no message, it posts nothing."""
     hooks_only = {**ATTENTION, "harnesses": {"fake": {"signals": "hooks"}}}
-    work.configure(
-        slack=slack_section(fake_slack), standing=standing_section(), attention=hooks_only
-    )
-    daemon = start(work, fake_slack)
-    try:
-        slack = Slack(daemon, fake_slack)
+    with standing_served(work, fake_slack, attention=hooks_only) as slack:
         thread = slack.announcement(f"*{STANDING}*").ts
         agent = f"standing:{STANDING}"
         env = hook_env(work.env, issue(work.env, agent=agent), agent=agent)
@@ -158,6 +146,3 @@ def test_a_turn_reported_by_hooks_is_posted_once_and_an_empty_one_not_at_all(
         posts = [m.text for m in fake_slack.thread(CHANNEL, thread)]
         assert posts == ["*Fixed* it. &lt;!here&gt;", "Third."], posts
         assert not work.events("writeback.failed")  # nothing was even tried for the empty ones
-    finally:
-        daemon.stop()
-        work.cli("standing", "stop")

@@ -24,7 +24,7 @@ from tests.slack.conftest import (
     Slack,
     github_for_slack,
     slack_section,
-    standing_section,
+    standing_served,
     start,
 )
 from tests.slack.test_work_items import spawn
@@ -155,17 +155,9 @@ NOTIFY_AFTER = 3
 def standing_asking_later(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
     """A standing session in Slack (no GitHub: nothing else is queued when its prompt's notice
     falls due), prompts posted ``NOTIFY_AFTER`` seconds after they open."""
-    work.configure(
-        slack=slack_section(fake_slack),
-        standing=standing_section(),
-        attention={**ATTENTION, "notifyAfterSeconds": NOTIFY_AFTER},
-    )
-    daemon = start(work, fake_slack)
-    try:
-        yield Slack(daemon, fake_slack)
-    finally:
-        daemon.stop()
-        work.cli("standing", "stop")
+    attention = {**ATTENTION, "notifyAfterSeconds": NOTIFY_AFTER}
+    with standing_served(work, fake_slack, attention=attention) as slack:
+        yield slack
 
 
 def test_a_prompt_is_posted_once_notify_after_seconds_passed_not_at_a_safety_pass(

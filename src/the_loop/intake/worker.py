@@ -18,8 +18,8 @@ answers.
 Between claims the worker waits on a ``Pulse`` (``the_loop.pulse``, decision 0066): an
 acceptance wakes it at once (``Ctx.inbox_wake``); a commit of this process that did not
 (a poll of GitHub's) and a write of another process (``inbox replay``) within
-``CHANGE_GAP_SECONDS``; the next retry when it falls due. With nothing arriving it does not run
-at all, but for the pulse's safety pass.
+``pulse.CHANGE_GAP_SECONDS``; the next retry when it falls due. With nothing arriving it does
+not run at all, but for the pulse's safety pass.
 """
 
 from __future__ import annotations
@@ -33,14 +33,11 @@ from typing import Literal, TypeVar
 from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.intake import dispatch
-from the_loop.pulse import Pulse
+from the_loop.pulse import CHANGE_GAP_SECONDS, Pulse
 from the_loop.store import Database, inbox
 from the_loop.store.inbox import Claimed
 from the_loop.supervise import TRANSIENT, TaskMonitor, monitor
 
-CHANGE_GAP_SECONDS = 1.0
-"""The soonest the worker looks again after a commit that did not wake it, or another
-process's write (what its idle poll of once a second was)."""
 MAX_LANES = 8
 T = TypeVar("T")
 

@@ -4,8 +4,8 @@ Enqueueing (``enqueue_reaction``, ``enqueue_comment``) writes a row inside the c
 transaction, so a write-back exists exactly when the decision that caused it was committed;
 the same key twice is stored once. After the commit the caller calls ``wake(ctx)`` (safe from
 any thread) so the drain starts at once; without it the drain still finds the row within
-``CHANGE_GAP_SECONDS`` of the commit (the drain waits on a ``Pulse``, decision 0066: a row a
-CLI command queued is found as soon, and with nothing queued the drain does not run).
+``pulse.CHANGE_GAP_SECONDS`` of the commit (the drain waits on a ``Pulse``, decision 0066: a
+row a CLI command queued is found as soon, and with nothing queued the drain does not run).
 
 Draining: ``outbox_loop`` (the daemon's background task) and ``drain_pending`` (one bounded
 pass at the end of a CLI command) claim due rows and post them, oldest first, with one
@@ -47,7 +47,7 @@ from the_loop import events as ev
 from the_loop.backoff import Backoff
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, LoopError, NotFound, Unavailable
-from the_loop.pulse import Pulse, soonest
+from the_loop.pulse import CHANGE_GAP_SECONDS, Pulse, soonest
 from the_loop.refs import WorkItemRef
 from the_loop.store import Database
 from the_loop.store import outbox as store
@@ -71,9 +71,6 @@ GITHUB = "github"
 LEASE_SECONDS = 60.0
 RETRY = Backoff(base=1.0, cap=300.0)
 """When a write-back that met a transient failure is tried again: 1 s doubling to 5 minutes."""
-CHANGE_GAP_SECONDS = 1.0
-"""The soonest the drain looks again after a commit that did not wake it, or another process's
-write (what its idle poll of once a second was)."""
 RECOVER_EVERY_SECONDS = 30.0
 BATCH = 5
 CLI_PASS_LIMIT = 500

@@ -36,7 +36,7 @@ from the_loop.outbox import drain as outbox
 from the_loop.outbox import slack as outbound
 from the_loop.outbox import slack_notices as notices
 from the_loop.outbox import slack_turns as turns
-from the_loop.pulse import Pulse, soonest
+from the_loop.pulse import CHANGE_GAP_SECONDS, Pulse, soonest
 from the_loop.store import outbox as outbox_store
 from the_loop.store import slack as store
 from the_loop.store.outbox import OutboxItem, OutboxStatus, SlackPayload
@@ -44,9 +44,6 @@ from the_loop.supervise import TRANSIENT, monitor
 
 SOURCE = "slack"
 SLACK = outbound.SLACK
-CHANGE_GAP_SECONDS = 1.0
-"""The longest the sender waits after a pass before it looks again at what a commit of this
-process or another process's write changed (``attention.pollSeconds`` when shorter)."""
 WAIT_FOR_THREAD_SECONDS = 0.5
 BATCH = 5
 LEASE_SECONDS = 120.0
