@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sqlite3
 import subprocess
 import time
@@ -26,7 +25,7 @@ import common
 from common import Daemon, Figure, HttpConn, Install, Report
 
 from the_loop.agent.attention.spawn import hook_dir, issue_token
-from the_loop.harness.claude_hooks import hook_command
+from the_loop.harness.claude_hooks import hook_argv
 from the_loop.store import attention as store
 from the_loop.store import open_database
 
@@ -34,11 +33,6 @@ NAME = "attention"
 AGENT = "bench-agent-1"
 REF = "github:127.0.0.1/octo/repo#1"
 NOTIFY_AFTER = 1.0
-
-
-def hook_argv() -> list[str]:
-    """The command Claude Code's hooks run (``claude_hooks.hook_command``)."""
-    return shlex.split(hook_command())
 
 
 def hook_env(install: Install, agent: str, work_item: str | None = None) -> dict[str, str]:

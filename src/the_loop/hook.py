@@ -67,7 +67,7 @@ _PERMISSION = b'"PermissionRequest"'
 
 def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
     """Report the hook whose JSON is on stdin; always returns 0 (the harness goes on)."""
-    started = time.time()
+    started = started_at()
     env = os.environ if env is None else env
     if args[:1] == [CODEX_NOTIFY]:
         return codex_notify(args[1:], env)
@@ -87,6 +87,22 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
     return 0
+
+
+def started_at() -> float:
+    """When this process was started, on this host's clock (the kernel's start time of the
+    process, to its clock tick): the time the harness spawned the hook, not the later moment
+    the interpreter reached ``main`` (on a loaded host that can come after a hook the harness
+    spawned later, so the daemon would order their reports wrongly). ``time.time()`` where
+    ``/proc`` cannot say."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.time()
+    return time.time() - max(age, 0.0)
 
 
 def codex_notify(args: list[str], env: Mapping[str, str]) -> int:

@@ -5,6 +5,7 @@ reach a waiting permission hook, and the prompt is then closed as answered."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from tests.attention.hooks import (
 from tests.conftest import BACKENDS, Env
 from tests.daemon import Daemon
 from tests.helpers import wait_until
+from the_loop.harness.claude_hooks import hook_argv
 from the_loop.store import attention as store
 from the_loop.store import open_database
 
@@ -73,6 +75,40 @@ def test_prompt_then_stop_with_the_transcript_message(loop_env: Env, daemon: Dae
     found = row(loop_env)
     assert found is not None and found.state == "waiting"
     assert found.signal == "claude-hook:Stop" and found.last_message == "Shall I also fix the docs?"
+
+
+def test_a_prompt_hook_that_reaches_its_first_line_after_the_dialog_opened_is_still_older(
+    loop_env: Env, daemon: Daemon, tmp_path: Path
+) -> None:
+    """Claude Code spawns the prompt's hook (not waited for) before the model answers with a
+    dialog; on a loaded host that hook's interpreter can reach its first line only after the
+    dialog's hook was applied. Its report says when the process was started, so it is still
+    older than the dialog: dropped, and the agent stays on the dialog, not ``working``."""
+    env = hook_env(loop_env, issue(loop_env))
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    slow = subprocess.Popen(  # started now; runs the hook once the gate opens
+        ["/bin/sh", "-c", 'read _ < "$0"; exec "$@"', str(gate), *hook_argv()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        asked = start_hook(env, permission("make deploy"))
+        waiting = wait_until(lambda: (r := row(loop_env)) and r.prompt, 20, what="the prompt")
+        with gate.open("w") as opened:
+            opened.write("go\n")
+        _, err = slow.communicate(json.dumps({"hook_event_name": "UserPromptSubmit"}), 30)
+    finally:
+        slow.kill()
+    assert slow.returncode == 0 and err == "", err
+    found = row(loop_env)
+    assert found is not None and found.prompt is not None, found and found.state
+    assert (found.state, found.prompt.id) == ("needs-permission", waiting.id)
+    assert loop_env.run("sessions", "deny", AGENT, "--prompt", waiting.id).exit_code == 0
+    assert json.loads(output(asked))["hookSpecificOutput"]["decision"]["behavior"] == "deny"
 
 
 def test_an_answer_through_the_cli_reaches_the_waiting_hook(loop_env: Env, daemon: Daemon) -> None:

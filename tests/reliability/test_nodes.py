@@ -248,6 +248,9 @@ def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
     _start_items(cluster, items)
     db = cluster_db(cluster)
     victim = cluster[1]
+    theirs = sorted(
+        r.id for r in session_store.list_sessions(db.connect()) if r.node == victim.name
+    )
     killed_at: list[float] = []
 
     def kill(node: Node) -> None:
@@ -276,7 +279,11 @@ def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
     records = session_store.list_sessions(db.connect())
     assert all(r.node == cluster[0].name for r in records if r.id in orphaned)
     assert {r.status for r in records} <= {SessionStatus.active}
-    assert len(_events(db, "session.moved")) == len(orphaned)
+    # each of the victim's sessions moved once, and no other: the declaration orphaned some;
+    # a delivery node-a processed after the victim fell silent, before the declaration, may
+    # have taken over another at once (its node no longer alive), which is the same move
+    assert orphaned <= set(theirs), (orphaned, theirs)
+    assert sorted(e.session_id for e in _events(db, "session.moved")) == theirs
 
 
 def test_a_paused_node_declared_dead_delivers_nothing_twice_when_it_wakes(

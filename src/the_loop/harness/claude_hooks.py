@@ -36,8 +36,11 @@ def hook_argv(python: str | None = None) -> list[str]:
 
 
 def hook_command(python: str | None = None) -> str:
-    """``hook_argv`` as the shell command Claude Code's settings take."""
-    return shlex.join(hook_argv(python))
+    """``hook_argv`` as the shell command Claude Code's settings take, run with ``exec``: Claude
+    Code runs it with ``/bin/sh -c``, which would otherwise fork the interpreter as a child, so
+    the hook's process is the one Claude Code spawned, and its start time (the report's ``at``,
+    ``the_loop.hook.started_at``) is when Claude Code spawned the hook (decision 0076)."""
+    return "exec " + shlex.join(hook_argv(python))
 
 
 ASYNC_HOOK_EVENTS = ("SessionStart", "UserPromptSubmit")
