@@ -48,6 +48,23 @@ def viewer_window(page: Page) -> str:
     return f"{found[0]}x{found[1] - 1}"
 
 
+WHOLE_ROWS = """() => {
+    const box = document.getElementById("terminal").getBoundingClientRect();
+    const rows = [...document.querySelectorAll("#terminal .xterm-rows > div")];
+    const last = rows[rows.length - 1].getBoundingClientRect();
+    const screen = document.querySelector("#terminal .xterm-screen").getBoundingClientRect();
+    return {rows: rows.length, cut: Math.max(last.bottom - box.bottom, screen.right - box.right)};
+}"""
+
+
+def shows_whole_rows(page: Page) -> None:
+    """Every row of the terminal, tmux's status line last, lies inside the terminal's box (it
+    hides what overflows): none is cut in half, at the bottom or on the right."""
+    found = page.evaluate(WHOLE_ROWS)
+    rows = page.evaluate("() => window.theLoopTerminal.rows")
+    assert found["rows"] == rows and found["cut"] <= 0, found
+
+
 def clients(site: Site, target: str) -> list[str]:
     listed = site.tmux("list-clients", "-t", f"={target}", "-F", "#{client_tty}")
     return listed.stdout.split()
@@ -77,9 +94,35 @@ def test_terminal_shows_the_screen_and_typing_reaches_the_agent(site: Site, logi
     wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="the agent's answer")
     # the agent's window follows its one interactive viewer (less tmux's status line)
     assert window_size(site, target) == viewer_window(page)
+    shows_whole_rows(page)
     page.close()
     wait_until(lambda: not clients(site, target), 30, what="the bridge's tmux client gone")
     wait_until(lambda: window_size(site, target) == size, 30, what="the window size restored")
+
+
+def test_the_terminal_shows_whole_rows_at_every_window_height(site: Site, login: Login) -> None:
+    """A writable terminal fills the room left in the window: at each height over two rows'
+    worth of pixels (every remainder a row can leave), its rows, tmux's status line last, are
+    whole, and the connection's state line below the keys is in the window."""
+    rec = site.spawn(45)
+    site.work.wait_prompts(rec["id"], 1, timeout=30)
+    page = login()
+    open_terminal(page, rec["id"])
+    laid_out = (
+        "() => { const el = document.getElementById('terminal');"
+        " return Math.abs(parseFloat(el.style.height) - roomFor(el)) < 0.01"
+        " && el.querySelectorAll('.xterm-rows > div').length === window.theLoopTerminal.rows; }"
+    )
+    for height in range(700, 736):
+        page.set_viewport_size({"width": 1280, "height": height})
+        wait_until(lambda: page.evaluate(laid_out), 10, what=f"the terminal laid out at {height}")
+        shows_whole_rows(page)
+        below = page.evaluate(
+            "() => document.querySelector('[data-term-state]').getBoundingClientRect().bottom"
+        )
+        assert below <= height, f"the state line ends at {below} px in a {height} px window"
+        if height in (700, 735):
+            page.screenshot(path=f"/tmp/term-{height}.png")
 
 
 def test_read_only_login_cannot_type(site: Site, login: Login) -> None:
@@ -92,6 +135,8 @@ def test_read_only_login_cannot_type(site: Site, login: Login) -> None:
     open_terminal(page, sid)
     expect(page.locator("#term-h .badge-readonly")).to_have_count(1)
     assert page.locator(".keys").count() == 0
+    wait_until(lambda: page.locator("#terminal[data-scale]").count(), 30, what="scaled")
+    shows_whole_rows(page)
     page.locator("#terminal").click()
     page.keyboard.type("read-only keys")
     page.keyboard.press("Enter")
@@ -135,6 +180,7 @@ def test_phone_key_toolbar_touch_scroll_and_window_size(site: Site, login: Login
     open_terminal(page, sid, shows="FAKE-AGENT GOT #31")
     wait_until(lambda: window_size(site, target) == viewer_window(page), 30, what="the window")
     assert window_size(site, target) != size
+    shows_whole_rows(page)
 
     toolbar = page.get_by_role("toolbar", name="Terminal keys")
     for key in ("Esc", "Tab", "Ctrl-C", "Enter"):

@@ -28,6 +28,7 @@ from tests.fakes import fake_agent
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.pulse import SAFETY_SECONDS
 from the_loop.store.db import BUSY_TIMEOUT_MS
 
 pytestmark = pytest.mark.reliability
@@ -89,13 +90,16 @@ def _settled(work: Work, acked: set[str]) -> None:
     assert not dead, dead
 
 
-WRITERS_AHEAD = 3
-"""How many of the daemon's other writers (a pass, the reconciler, the ``task.stalled`` event)
-may take the in-process write lock before the inbox worker once the database is locked, each
-then waiting out SQLite's busy timeout; seen in a full parallel suite: three."""
+WRITERS_AHEAD = 6
+"""How many of the daemon's other writers (the heartbeat, a pass, the reconciler, a
+``task.stalled`` event) may take the in-process write lock before the inbox worker once the
+database is locked, each then waiting out SQLite's busy timeout; seen in full parallel suites:
+three, and once more than three (the inbox's own try can also wait for its pulse's safety
+pass, ``SAFETY_SECONDS``, when nothing wakes it)."""
+FAIL_WITHIN = SAFETY_SECONDS + (WRITERS_AHEAD + 1) * BUSY_TIMEOUT_MS / 1000 + 30
 
 
-@pytest.mark.timeout((WRITERS_AHEAD + 1) * BUSY_TIMEOUT_MS / 1000 + 90)
+@pytest.mark.timeout(FAIL_WITHIN + 90)
 def test_intake_resumes_after_a_write_lock_held_past_the_busy_timeout(
     work: Work, holder_factory: Any
 ) -> None:
@@ -120,12 +124,17 @@ def test_intake_resumes_after_a_write_lock_held_past_the_busy_timeout(
         # Past the busy timeout the worker's step fails for real: it must survive that. The
         # daemon's writers queue on one in-process lock, each then waiting out the busy timeout:
         # the worker's turn may come after others' (WRITERS_AHEAD).
-        wait_until(
-            lambda: _inbox_task(_status(work)[1]).get("failures", 0) >= 1,
-            timeout=(WRITERS_AHEAD + 1) * BUSY_TIMEOUT_MS / 1000 + 30,
-            interval=0.5,
-            what="the inbox worker to fail on the lock",
-        )
+        try:
+            wait_until(
+                lambda: _inbox_task(_status(work)[1]).get("failures", 0) >= 1,
+                timeout=FAIL_WITHIN,
+                interval=0.5,
+                what="the inbox worker to fail on the lock",
+            )
+        except AssertionError as exc:  # say which of the daemon's tasks waited, and since when
+            tasks = _status(work)[1]["health"].get("detail", {}).get("tasks", {})
+            waited = stalled_events(work)
+            raise AssertionError(f"{exc}; tasks: {tasks}; stalled: {waited}") from None
         assert holder.stdin is not None
         holder.stdin.write("\n")
         holder.stdin.flush()
@@ -143,6 +152,10 @@ def test_intake_resumes_after_a_write_lock_held_past_the_busy_timeout(
             if proc.poll() is None:
                 proc.kill()
         daemon.stop()
+
+
+def stalled_events(work: Work) -> list[tuple[str, str]]:
+    return [(e.get("ts", ""), e["payload"].get("task", "")) for e in work.events("task.stalled")]
 
 
 @pytest.fixture

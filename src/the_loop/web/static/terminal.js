@@ -22,10 +22,14 @@ async function paneHistory(url, term) {
   }
 }
 
-// The height left for the terminal below its top, less what follows it (keys, state line).
+// The height left for the terminal below its top, less what follows it (keys, state line),
+// margins included.
 function roomFor(el) {
   let below = 12;
-  for (let next = el.nextElementSibling; next; next = next.nextElementSibling) below += next.offsetHeight;
+  for (let next = el.nextElementSibling; next; next = next.nextElementSibling) {
+    const style = window.getComputedStyle(next);
+    below += next.offsetHeight + parseFloat(style.marginTop) + parseFloat(style.marginBottom);
+  }
   const top = el.getBoundingClientRect().top + window.scrollY;
   return Math.max(160, window.innerHeight - top - below);
 }
