@@ -9,8 +9,8 @@ empty and every agent is ``waiting`` (its screen quiet for ``attention.quietSeco
 ``/proc/<pid>/stat`` at the start and the end of a window (``--seconds``, 60 by default) and
 prints each one's share of one core over that window: CPU time consumed, not a wall-clock
 rate, so other work on the machine does not count (the load average is printed beside). The
-``cat`` processes that carry each pane's output to the daemon (decision 0059) are summed
-apart. Nothing happens meanwhile: the figure is what live sessions cost by merely existing
+``dd`` processes that carry each pane's output to the daemon (decision 0059; ``cat`` before
+2026-12-04) are summed apart. Nothing happens meanwhile: the figure is what live sessions cost by merely existing
 (SPEC §13: ≤ 1 % of a core together at 200), for 10, 50 and 200 live agents.
 
 ``--profile DIR`` runs the daemon under ``bench/profiled.py`` instead (every thread profiled
@@ -57,7 +57,7 @@ def ticks(pid: int) -> int:
 
 
 def pipes_of(server: int) -> list[int]:
-    """The ``cat`` processes the tmux server runs for ``pipe-pane`` (its children)."""
+    """The ``dd`` processes the tmux server runs for ``pipe-pane`` (its children)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -67,7 +67,7 @@ def pipes_of(server: int) -> list[int]:
         except OSError:
             continue
         name, rest = stat.split("(", 1)[1].rsplit(")", 1)
-        if name == "cat" and int(rest.split()[1]) == server:
+        if name == "dd" and int(rest.split()[1]) == server:
             found.append(int(entry.name))
     return found
 
@@ -198,7 +198,7 @@ def main() -> None:
         report.note(
             f"{count} live idle agents: daemon {got['daemon']:.2%} + tmux server "
             f"{got['tmux']:.2%} of a core over {args.seconds:g}s (/proc/<pid>/stat); "
-            f"{got['pipe_count']:.0f} pipe-pane `cat`s {got['pipes']:.3%}; in the window "
+            f"{got['pipe_count']:.0f} pipe-pane `dd`s {got['pipes']:.3%}; in the window "
             + ", ".join(f"{name} {got[name]:.0f}" for name in COUNTERS)
             + (" (profiled: inflated)" if args.profile else "")
         )

@@ -1,10 +1,13 @@
 """The pane watch (``runner.tmux_watch``, decision 0059) on a real private tmux server: many
 panes armed in one tmux invocation, a silent pane never reported, a pane that prints reported
-with the time of its output, a dead pane's closed pipe reported and armed again; one
+with the time of its output, a dead pane's closed pipe reported and armed again, a pipe
+started after its pane was dropped leaving no file behind; one
 ``list-panes -a`` probes many targets as ``probe`` does one by one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -13,7 +16,7 @@ from tests.helpers import wait_until
 from tests.runner.test_tmux_screens import Counted
 from the_loop.runner.outcomes import Probe
 from the_loop.runner.tmux import TmuxRunner
-from the_loop.runner.tmux_watch import PaneWatch, probe_many
+from the_loop.runner.tmux_watch import PaneWatch, pipe_command, probe_many
 
 
 def _spawn(runner: TmuxRunner, workdir: Path, target: str) -> None:
@@ -62,6 +65,26 @@ def test_only_panes_that_print_are_reported(
     finally:
         watch.close()
     assert not list((tmp_path / "watch").iterdir()), "the FIFOs are removed"
+
+
+def test_a_pipe_tmux_starts_after_its_fifo_was_removed_creates_no_file(tmp_path: Path) -> None:
+    """tmux starts a pane's pipe command on its own time. When the watch dropped the pane and
+    removed its FIFO before the command opened it (seen once under load: a file was left in
+    the watch's directory), the command ends and creates nothing, where a file would collect
+    the pane's output for as long as the pane lives; with its FIFO there, it copies."""
+    gone = tmp_path / "dropped"
+    ended = subprocess.run(
+        ["/bin/sh", "-c", pipe_command(gone)], input=b"pane output\n", capture_output=True
+    )
+    assert ended.returncode != 0 and not gone.exists(), ended
+    fifo = tmp_path / "watched"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        copied = subprocess.run(["/bin/sh", "-c", pipe_command(fifo)], input=b"pane output\n")
+        assert copied.returncode == 0 and os.read(reader, 100) == b"pane output\n"
+    finally:
+        os.close(reader)
 
 
 def test_probe_many_agrees_with_probe(runner: TmuxRunner, workdir: Path) -> None:

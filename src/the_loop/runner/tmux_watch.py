@@ -1,13 +1,13 @@
 """Which panes printed: tmux tells, nobody polls (decision 0059).
 
-Each watched pane's output is piped by the tmux server (``pipe-pane -O``) into ``cat``, which
+Each watched pane's output is piped by the tmux server (``pipe-pane -O``) into ``dd``, which
 writes it to a FIFO private to this process (``<work dir>/watch/<digest of the target>``); this
 process holds each FIFO's read end, and one thread waits on all of them (``epoll``). Output on
 a pane wakes that thread, which drains the bytes, notes the time and calls ``on_change``; a
 pane that prints nothing costs nothing to anyone. ``take`` hands the panes that printed since
 the last ``take``, with the time of their last output.
 
-A pipe that closes (the pane died, ``cat`` was killed, another ``pipe-pane`` replaced ours)
+A pipe that closes (the pane died, ``dd`` was killed, another ``pipe-pane`` replaced ours)
 is reported as printed and forgotten, so the next ``watch`` arms it again. Arming replaces any
 pipe the pane had (a previous daemon's), and many panes are armed in one tmux invocation.
 Never raises: a pane that could not be armed is simply not reported as armed, and the caller
@@ -120,7 +120,7 @@ class PaneWatch:
         return printed
 
     def close(self) -> None:
-        """Stop watching: close every FIFO (each ``cat`` ends at its next write)."""
+        """Stop watching: close every FIFO (each ``dd`` ends at its next write)."""
         with self._lock:
             self._closed = True
             for target in list(self._pipes):
@@ -260,7 +260,16 @@ class PaneWatch:
 
 def _pipe_args(target: str, fifo: Path) -> list[str]:
     """``pipe-pane -O`` of TARGET's output into FIFO (replacing any pipe the pane had)."""
-    return ["pipe-pane", "-O", "-t", f"={target}:", f"exec cat >{shlex.quote(str(fifo))}"]
+    return ["pipe-pane", "-O", "-t", f"={target}:", pipe_command(fifo)]
+
+
+def pipe_command(fifo: Path) -> str:
+    """The shell command tmux runs for a watched pane: copy its output into FIFO, opened
+    without creating it (``dd conv=nocreat``). tmux starts the command on its own time: when
+    the watch dropped the pane and removed its FIFO first, the command ends at once, where a
+    shell's ``>FIFO`` would create a regular file there and fill it with the pane's output for
+    as long as the pane lives."""
+    return f"exec dd {shlex.quote(f'of={fifo}')} conv=nocreat bs=64K status=none"
 
 
 def _arm_args(target: str, fifo: Path) -> list[str]:
@@ -295,10 +304,12 @@ def _drain(fd: int) -> bool:
 
 
 def _close(pipe: _Pipe) -> None:
-    with contextlib.suppress(OSError):
-        os.close(pipe.fd)
+    """Remove PIPE's FIFO, then close its read end: a pipe command that opens it later finds
+    nothing to open (``pipe_command``); one that opened it meanwhile ends on its next write."""
     with contextlib.suppress(OSError):
         pipe.path.unlink()
+    with contextlib.suppress(OSError):
+        os.close(pipe.fd)
 
 
 def pane_watch(
