@@ -10,8 +10,8 @@ empty and every agent is ``waiting`` (its screen quiet for ``attention.quietSeco
 prints each one's share of one core over that window: CPU time consumed, not a wall-clock
 rate, so other work on the machine does not count (the load average is printed beside). The
 ``dd`` processes that carry each pane's output to the daemon (decision 0059; ``cat`` before
-2026-12-04) are summed apart. Nothing happens meanwhile: the figure is what live sessions cost by merely existing
-(SPEC §13: ≤ 1 % of a core together at 200), for 10, 50 and 200 live agents.
+2026-12-04) are summed apart. Nothing happens meanwhile: the figure is what live sessions cost
+by merely existing (SPEC §13: ≤ 1 % of a core together at 200), for 10, 50 and 200 live agents.
 
 ``--profile DIR`` runs the daemon under ``bench/profiled.py`` instead (every thread profiled
 over the same window; the profiler itself costs CPU, so the share printed then is inflated)
