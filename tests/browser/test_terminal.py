@@ -121,8 +121,6 @@ def test_the_terminal_shows_whole_rows_at_every_window_height(site: Site, login:
             "() => document.querySelector('[data-term-state]').getBoundingClientRect().bottom"
         )
         assert below <= height, f"the state line ends at {below} px in a {height} px window"
-        if height in (700, 735):
-            page.screenshot(path=f"/tmp/term-{height}.png")
 
 
 def test_read_only_login_cannot_type(site: Site, login: Login) -> None:
