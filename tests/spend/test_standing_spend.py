@@ -57,6 +57,19 @@ def events(d: Daemon, type_: str) -> list[dict[str, Any]]:
     return d.api("GET", "/events", params={"type": type_}).json()  # type: ignore[no-any-return]
 
 
+def wait_suspended(d: Daemon, name: str, what: str) -> None:
+    """Wait until standing session NAME is suspended; on a timeout, say what it was doing (its
+    view, and the attention and standing events that name it)."""
+    try:
+        wait_until(lambda: view(d, name)["status"] == "suspended", 30, what=what)
+    except AssertionError as exc:
+        found = view(d, name)
+        named = d.api("GET", "/events", params={"standing": name, "limit": 30}).json()
+        seen = [(e["ts"], e["type"], e.get("payload")) for e in named]
+        shown = {k: found.get(k) for k in ("status", "hold", "attention")}
+        raise AssertionError(f"{exc}\nview: {shown}\nevents: {seen}") from None
+
+
 @pytest.fixture
 def idle_daemon(work: Work) -> Any:
     declared = [{"name": "helper", "prompt": "watch"}, {"name": "asker", "prompt": "ask"}]
@@ -78,7 +91,7 @@ def test_idle_standing_session_suspended_and_resumed_by_say_once(idle_daemon: Da
     helper = conversation(d, "helper")
     work.wait_prompts(helper, 1, timeout=30)
 
-    wait_until(lambda: view(d, "helper")["status"] == "suspended", 30, what="suspended")
+    wait_suspended(d, "helper", "suspended")
     found = view(d, "helper")
     assert found["hold"] == "suspended" and found["attention"]["state"] == "suspended"
     wait_until(lambda: work.pane_dead(TARGET.format("helper")) == "1", 30, what="pane dead")
@@ -110,14 +123,14 @@ def test_idle_standing_session_suspended_and_resumed_by_say_once(idle_daemon: Da
     assert len(woken) == 1 and woken[0]["payload"]["hold"] == "suspended"
 
     # asleep again once idle; a message through the API wakes it the same way
-    wait_until(lambda: view(d, "helper")["status"] == "suspended", 30, what="suspended again")
+    wait_suspended(d, "helper", "suspended again")
     sent = d.api("POST", "/standing/helper/messages", json={"text": "SECOND-WAKE"})
     assert sent.status_code == 200, sent.text
     prompts = work.wait_prompts(helper, 3, timeout=30)
     assert sum("WAKE-UP-PROMPT" in p for p in prompts) == 1 and "SECOND-WAKE" in prompts[-1]
 
     # a stop ends the suspension: stopped, not suspended; a start resumes it
-    wait_until(lambda: view(d, "helper")["status"] == "suspended", 30, what="suspended again")
+    wait_suspended(d, "helper", "suspended again")
     assert work.cli("standing", "stop", "helper").exit_code == 0
     assert view(d, "helper")["status"] == "stopped" and view(d, "helper")["hold"] is None
 
