@@ -53,6 +53,31 @@ def test_claude_code_transcript() -> None:
     assert shown["steps"][1]["tool"]["isError"] is False  # camelCase on the wire
 
 
+def test_claude_code_keeps_a_paste_in_a_wrapper_the_view_leaves_out() -> None:
+    """Claude Code writes a long pasted prompt (the-loop pastes every message) inside
+    ``<pasted_content id=…>``; the person reads what was pasted, also when typed text is
+    around it, and text that only looks like the wrapper is left as it is."""
+    pasted = "You are an AI coding agent started by the-loop\n\nroot asked you to: say hello"
+    wrapped = f'\n\n<pasted_content id="dc47">\n{pasted}\n</pasted_content id="dc47">\n'
+    mixed = (
+        'look at this: <pasted_content id="a1">\nline one\nline two\n</pasted_content id="a1"> ok?'
+    )
+    odd = '<pasted_content id="x">\nno end tag'
+    turns = turns_of(
+        lines(
+            {"type": "user", "message": {"role": "user", "content": wrapped}},
+            {"type": "user", "message": {"role": "user", "content": [
+                {"type": "text", "text": mixed}]}},
+            {"type": "user", "message": {"role": "user", "content": odd}},
+        )
+    )  # fmt: skip
+    assert [t.prompt for t in turns] == [
+        pasted,
+        "look at this: line one\nline two ok?",
+        odd,
+    ]
+
+
 def test_codex_rollout_and_exec() -> None:
     rollout = lines(
         {"type": "session_meta", "payload": {"id": "x"}},

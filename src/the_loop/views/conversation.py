@@ -36,6 +36,9 @@ MAX_TURNS = 200
 _HIDDEN_PROMPT = re.compile(
     r"\A\s*<(environment_context|user_instructions|permissions|local-command|command-|system)"
 )
+_PASTED = re.compile(r'<pasted_content id="([^"]*)">\n?(.*?)\n?</pasted_content id="\1">', re.S)
+"""Claude Code's transcript keeps a long paste (every message the-loop delivers is pasted)
+inside this wrapper; the view shows what was pasted."""
 
 
 class ToolCall(Wire):
@@ -165,7 +168,7 @@ def _claude(reader: _Reader, data: dict[str, Any]) -> None:
     content = message.get("content")
     if kind == "user":
         if isinstance(content, str):
-            reader.prompt(content)
+            reader.prompt(_unpasted(content))
             return
         for block in content if isinstance(content, list) else []:
             if not isinstance(block, dict):
@@ -176,7 +179,7 @@ def _claude(reader: _Reader, data: dict[str, Any]) -> None:
                     str(block.get("tool_use_id", "")), output, bool(block.get("is_error"))
                 )
             elif block.get("type") == "text":
-                reader.prompt(str(block.get("text", "")))
+                reader.prompt(_unpasted(str(block.get("text", ""))))
         return
     for block in content if isinstance(content, list) else []:
         if not isinstance(block, dict):
@@ -185,6 +188,11 @@ def _claude(reader: _Reader, data: dict[str, Any]) -> None:
             reader.text(str(block.get("text", "")))
         elif block.get("type") == "tool_use":
             reader.tool(str(block.get("id", "")), str(block.get("name", "")), block.get("input"))
+
+
+def _unpasted(text: str) -> str:
+    """TEXT of a Claude Code prompt with each paste shown as what was pasted (``_PASTED``)."""
+    return _PASTED.sub(r"\2", text).strip() if "<pasted_content" in text else text
 
 
 def _codex_rollout(reader: _Reader, item: dict[str, Any]) -> None:
