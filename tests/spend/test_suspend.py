@@ -106,6 +106,11 @@ def test_idle_session_suspended_then_resumed_by_a_comment_once(spend_daemon: Dae
     assert work.pane_dead(first["tmuxTarget"]) == "0"
     woken = d.api("GET", "/events", params={"type": "session.woken"}).json()
     assert len(woken) == 1 and woken[0]["payload"]["hold"] == "suspended"
+    # its harness was stopped on purpose: waking it tells nobody that it was gone
+    vanished = d.api("GET", "/events", params={"type": "session.vanished"}).json()
+    assert vanished == [], "a suspended agent woken is not a crash"
+    changes = d.api("GET", "/events", params={"type": "session.attention_changed"}).json()
+    assert "blocked" not in [e["payload"]["to"] for e in changes]
     # it goes to sleep again once idle, and the same comment redelivered is not delivered twice
     wait_until(lambda: session(d, ref).get("hold") == "suspended", 30, what="suspended again")
     comment(d, 15, "WAKE-UP-PROMPT please look again", "wake-1")

@@ -32,9 +32,11 @@ def release(ctx: Ctx, key: str) -> None:
         return  # its node's own pass delivers it
     with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
         fresh = session_store.get(ctx.db.connect(), key)
-        active = fresh is not None and fresh.status is SessionStatus.active
-        if fresh is not None and active and holds.gate(ctx, fresh, None) is None:
-            sessions.wake(ctx, fresh)
+        if fresh is None or fresh.status is not SessionStatus.active:
+            return
+        gate = holds.gate(ctx, fresh, None)
+        if gate.kept is None:
+            sessions.wake(ctx, fresh, stopped=gate.woke)
 
 
 layer.on_release(AgentKind.WORK_ITEM, release)

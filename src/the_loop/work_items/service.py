@@ -418,11 +418,11 @@ def deliver(
         raise NotRunning(f"session {rec.id} of {rec.work_item} is closed")
     if rec.started_at is None:
         return f"started {_start(ctx, rec, event).id}"
-    held = holds.gate(ctx, rec, delivery_id)
-    if held is not None:
-        return held
+    gate = holds.gate(ctx, rec, delivery_id)
+    if gate.kept is not None:
+        return gate.kept
     before = queue.delivered_count(ctx.db.connect(), rec.id)
-    result = _flush_pending(ctx, rec, event)
+    result = _flush_pending(ctx, rec, event, stopped=gate.woke)
     if seq is None and queue.delivered_count(ctx.db.connect(), rec.id) == before:
         return "already delivered"
     return result
@@ -438,7 +438,7 @@ def wake(ctx: Ctx, rec: SessionRecord, *, stopped: bool = False) -> str:
         if not stopped:
             report_gone(ctx, rec, pane)
         _respawn(ctx, rec, agent, None)
-    return _flush_pending(ctx, rec, None)
+    return _flush_pending(ctx, rec, None, stopped=stopped)
 
 
 def report_gone(ctx: Ctx, rec: SessionRecord, pane: str) -> bool:
@@ -475,8 +475,12 @@ def report_gone(ctx: Ctx, rec: SessionRecord, pane: str) -> bool:
     return True
 
 
-def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str:
-    """Deliver REC's pending prompts in order; each exactly once, even across a crash."""
+def _flush_pending(
+    ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, *, stopped: bool = False
+) -> str:
+    """Deliver REC's pending prompts in order; each exactly once, even across a crash. STOPPED:
+    its harness was stopped on purpose (a wake from suspension), so an agent found gone is
+    started again without being told as gone."""
     agent = agent_of(rec)
 
     def delivered(chars: int) -> None:
@@ -492,7 +496,7 @@ def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str
     done = layer.flush(
         ctx,
         agent,
-        revive=lambda: _revive(ctx, rec, agent, event),
+        revive=lambda: _revive(ctx, rec, agent, event, stopped),
         record=lambda tx: store.update(tx, rec.id),
         on_delivered=delivered,
     )
@@ -505,10 +509,13 @@ def _flush_pending(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None) -> str
     return f"delivered {done.count} to {rec.id}"
 
 
-def _revive(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None) -> None:
-    """A delivery found REC's agent gone: tell it, then start it again."""
+def _revive(
+    ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None, stopped: bool
+) -> None:
+    """A delivery found REC's agent gone: tell it (unless it was STOPPED on purpose), then
+    start it again."""
     pane = layer.probe(ctx, agent)
-    if pane in ("dead", "absent"):
+    if pane in ("dead", "absent") and not stopped:
         report_gone(ctx, rec, pane)
     _respawn(ctx, rec, agent, event)
 

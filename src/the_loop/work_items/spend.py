@@ -144,7 +144,7 @@ def resume_waiting(ctx: Ctx) -> list[str]:
                 store.clear_hold(tx, spend.agent)
             continue
         with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
-            if holds.gate(ctx, rec, None) is not None:
+            if holds.gate(ctx, rec, None).kept is not None:
                 return done
             sessions.wake(ctx, rec, stopped=True)
         done.append(rec.id)

@@ -18,6 +18,7 @@ to it (``carry_over``), after its own first prompt.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from the_loop import agent as layer
 from the_loop import events as ev
@@ -33,12 +34,22 @@ from the_loop.store.sessions import SessionRecord
 SOURCE = "spend"
 
 
-def gate(ctx: Ctx, rec: SessionRecord, delivery_id: str | None) -> str | None:
-    """None when the delivery into REC may go on now (a suspended REC has been lifted and will
-    be resumed by it); else what happened to it (kept, or waiting for memory)."""
+class Gate(NamedTuple):
+    """What the delivery gate decided: KEPT says what happened to a delivery that may not go
+    on now (kept, or waiting for memory), None when it may; WOKE, that REC was suspended and
+    its hold was lifted for this delivery: its harness was stopped on purpose, and starting
+    it again is a wake, not the restart of an agent found gone."""
+
+    kept: str | None = None
+    woke: bool = False
+
+
+def gate(ctx: Ctx, rec: SessionRecord, delivery_id: str | None) -> Gate:
+    """Whether the delivery into REC may go on now (a suspended REC has been lifted and will
+    be resumed by it; see ``Gate``)."""
     spend = store.get_spend(ctx.db.connect(), rec.id)
     if spend.hold is None:
-        return None
+        return Gate()
     if spend.hold == store.OVER_BUDGET:
         ev.emit(
             ctx.db,
@@ -49,7 +60,7 @@ def gate(ctx: Ctx, rec: SessionRecord, delivery_id: str | None) -> str | None:
             session_id=rec.id,
             reason=spend.hold_reason,
         )
-        return f"kept for {rec.id} (over budget: {spend.hold_reason})"
+        return Gate(f"kept for {rec.id} (over budget: {spend.hold_reason})")
     reason = admission.blocked(ctx)
     if reason is not None:
         with ctx.db.transaction() as tx:
@@ -66,9 +77,8 @@ def gate(ctx: Ctx, rec: SessionRecord, delivery_id: str | None) -> str | None:
                 kind="resume",
                 detail=reason,
             )
-        return f"queued for {rec.id} (resume waits for memory: {reason})"
-    lift(ctx, rec, "a delivery wakes it")
-    return None
+        return Gate(f"queued for {rec.id} (resume waits for memory: {reason})")
+    return Gate(woke=lift(ctx, rec, "a delivery wakes it"))
 
 
 def item_over_budget(ctx: Ctx, work_item: str) -> str | None:
