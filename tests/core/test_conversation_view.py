@@ -54,28 +54,26 @@ def test_claude_code_transcript() -> None:
 
 
 def test_claude_code_keeps_a_paste_in_a_wrapper_the_view_leaves_out() -> None:
-    """Claude Code writes a long pasted prompt (the-loop pastes every message) inside
-    ``<pasted_content id=…>``; the person reads what was pasted, also when typed text is
-    around it, and text that only looks like the wrapper is left as it is."""
+    """Claude Code writes a long pasted prompt (the-loop pastes every message, whole) inside
+    ``<pasted_content id=…>``; the person reads what was pasted. Anything else is left as it
+    is: typed text around a paste, a lone tag, and a prompt made of thousands of opening tags
+    (one match attempt, linear in its size: a regex that tried each tag would take minutes)."""
     pasted = "You are an AI coding agent started by the-loop\n\nroot asked you to: say hello"
     wrapped = f'\n\n<pasted_content id="dc47">\n{pasted}\n</pasted_content id="dc47">\n'
-    mixed = (
-        'look at this: <pasted_content id="a1">\nline one\nline two\n</pasted_content id="a1"> ok?'
-    )
+    mixed = 'look: <pasted_content id="a1">\nline one\n</pasted_content id="a1"> ok?'
     odd = '<pasted_content id="x">\nno end tag'
+    hostile = '<pasted_content id="a">\n' * 50_000 + "x"
     turns = turns_of(
         lines(
             {"type": "user", "message": {"role": "user", "content": wrapped}},
             {"type": "user", "message": {"role": "user", "content": [
                 {"type": "text", "text": mixed}]}},
             {"type": "user", "message": {"role": "user", "content": odd}},
+            {"type": "user", "message": {"role": "user", "content": hostile}},
         )
     )  # fmt: skip
-    assert [t.prompt for t in turns] == [
-        pasted,
-        "look at this: line one\nline two ok?",
-        odd,
-    ]
+    assert [t.prompt for t in turns][:3] == [pasted, mixed, odd]
+    assert (turns[3].prompt or "").startswith('<pasted_content id="a">\n<pasted_content')
 
 
 def test_codex_rollout_and_exec() -> None:

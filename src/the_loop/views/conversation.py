@@ -36,9 +36,12 @@ MAX_TURNS = 200
 _HIDDEN_PROMPT = re.compile(
     r"\A\s*<(environment_context|user_instructions|permissions|local-command|command-|system)"
 )
-_PASTED = re.compile(r'<pasted_content id="([^"]*)">\n?(.*?)\n?</pasted_content id="\1">', re.S)
-"""Claude Code's transcript keeps a long paste (every message the-loop delivers is pasted)
-inside this wrapper; the view shows what was pasted."""
+_PASTED = re.compile(
+    r'\A\s*<pasted_content id="([^"]*)">\n?(.*)\n?</pasted_content id="\1">\s*\Z', re.S
+)
+"""Claude Code's transcript keeps a long paste (every message the-loop delivers is one whole
+paste) inside this wrapper; the view shows what was pasted. Anchored at both ends: one match
+attempt, linear in the prompt's size, whatever the prompt holds."""
 
 
 class ToolCall(Wire):
@@ -191,8 +194,9 @@ def _claude(reader: _Reader, data: dict[str, Any]) -> None:
 
 
 def _unpasted(text: str) -> str:
-    """TEXT of a Claude Code prompt with each paste shown as what was pasted (``_PASTED``)."""
-    return _PASTED.sub(r"\2", text).strip() if "<pasted_content" in text else text
+    """TEXT of a Claude Code prompt, or what was pasted when it is one whole paste."""
+    found = _PASTED.match(text)
+    return found.group(2).strip() if found else text
 
 
 def _codex_rollout(reader: _Reader, item: dict[str, Any]) -> None:
