@@ -140,6 +140,12 @@ class WorkItemRef:
         return tmux_safe(f"loop-{self.slug}")
 
 
+def names_work_item(text: str) -> bool:
+    """Whether TEXT is written as a work item ref (``…#N`` or ``local:NAME``), not as a session
+    id or a standing session's name: what a command given either takes it for."""
+    return "#" in text or text.strip().lower().startswith(LOCAL_PREFIX)
+
+
 def tmux_safe(name: str) -> str:
     """Rewrite ``.`` and ``:`` to ``_`` the way tmux itself does for session names."""
     return name.replace(".", "_").replace(":", "_")

@@ -118,6 +118,8 @@ def test_an_answer_through_the_cli_reaches_the_waiting_hook(loop_env: Env, daemo
     assert waiting.prompt.tool == "Bash" and waiting.prompt.text == "Bash: make deploy"
     wrong = loop_env.run("sessions", "allow", AGENT, "--prompt", "p00000")
     assert wrong.exit_code == 2 and "has no prompt p00000" in wrong.stderr
+    bare = loop_env.run("sessions", "allow", AGENT)  # no notice quoted it yet: name it
+    assert bare.exit_code == 2 and f"{waiting.prompt.id} (Bash: make deploy)" in bare.stderr
     allowed = loop_env.run(
         "sessions", "allow", AGENT, "--prompt", waiting.prompt.id, "--format", "json"
     )

@@ -147,3 +147,31 @@ async def test_cli_rest_and_mcp_list_the_same_sessions_in_order(screen_daemon: D
     assert [row["prompt"]["id"] for row in rest] == [row["prompt"]["id"] for row in cli]
     assert all(row["since"].endswith("Z") or row["since"].endswith("+00:00") for row in rest)
     assert SECRET not in json.dumps(rest)
+
+
+def test_a_local_work_item_is_named_like_any_other(screen_daemon: Daemon) -> None:
+    """`local:NAME` names its session wherever a work item's ref does: `attention explain`,
+    `sessions allow|deny` and the REST answer find its prompt (they took only `…#N` refs, a
+    session id or a standing name, and answered `no session or standing session`)."""
+    work, ref = screen_daemon.work, "local:deploy-check"
+    started = work.env.run("sessions", "start", ref, "--prompt", "ASK-PERMISSION: make deploy")
+    assert started.exit_code == 0, started.stderr
+    wait_until(lambda: state(work, ref) == "needs-permission", 30, what="needs-permission")
+    prompt = explain(work, ref)["prompt"]
+    assert prompt["kind"] == "permission" and "make deploy" in prompt["text"]
+    wrong = work.env.run("sessions", "allow", "local:nothing-here", "--prompt", prompt["id"])
+    assert wrong.exit_code != 0 and "no session for local:nothing-here" in wrong.stderr
+    allowed = work.env.run("sessions", "allow", ref, "--prompt", prompt["id"])
+    assert allowed.exit_code == 0, allowed.stderr
+    sid = work.session_json(ref)["id"]
+    wait_until(
+        lambda: any(
+            r.get("kind") == "answer" for r in fake_agent.read_records(work.agent_dir, sid)
+        ),
+        15,
+        what="the keys reached the agent",
+    )
+    again = screen_daemon.api(
+        "POST", f"/sessions/{ref}/permission", json={"decision": "deny", "promptId": prompt["id"]}
+    )
+    assert again.status_code == 409 and "already allowed" in again.text, again.text

@@ -10,8 +10,6 @@ import click
 from the_loop.cli import common
 from the_loop.cli.base import command, format_option, group
 
-REF_HELP = "github:OWNER/REPO#N, a session id or standing:NAME"
-
 
 @group(
     "attention",
@@ -53,7 +51,7 @@ def _question(text: str, last: str) -> str:
 
 
 @app.command("explain")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
 @format_option()
 def explain(ref: str, fmt: str) -> None:
     """Show a session's attention state and what decided it."""
@@ -73,7 +71,7 @@ def explain(ref: str, fmt: str) -> None:
 
 
 @app.command("history")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100)
 @format_option()
 def history(ref: str, limit: int, fmt: str) -> None:
@@ -123,7 +121,7 @@ def _answer(ref: str, decision: str, prompt: str | None, fmt: str) -> None:
 
 
 @command("allow")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
 @click.option("--prompt", default=None, help="The prompt id it must be.")
 @format_option()
 def allow(ref: str, prompt: str | None, fmt: str) -> None:
@@ -134,7 +132,7 @@ def allow(ref: str, prompt: str | None, fmt: str) -> None:
 
 
 @command("deny")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
 @click.option("--prompt", default=None, help="The prompt id it must be.")
 @format_option()
 def deny(ref: str, prompt: str | None, fmt: str) -> None:
@@ -145,7 +143,7 @@ def deny(ref: str, prompt: str | None, fmt: str) -> None:
 
 
 @command("answer")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
 @click.argument(
     "choice", required=False, type=click.IntRange(min=1), help="The number of a choice shown."
 )

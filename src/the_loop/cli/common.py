@@ -54,6 +54,11 @@ class GlobalState:
 
 STATE = GlobalState()
 
+REF_HELP = "github:OWNER/REPO#N, local:NAME or a session id"
+"""What a REF argument naming a work item's session takes."""
+REF_OR_STANDING_HELP = "github:OWNER/REPO#N, local:NAME, a session id or standing:NAME"
+"""What a REF argument naming any agent (a work item's session or a standing session) takes."""
+
 
 def loaded_config() -> LoadedConfig:
     """The config for this invocation, loaded once.

@@ -17,9 +17,6 @@ from the_loop.pricing import cost_text
 if TYPE_CHECKING:
     from the_loop.intake.dispatch import DispatchResult
 
-REF_HELP = "github:OWNER/REPO#N or a session id"
-REF_OR_STANDING_HELP = "github:OWNER/REPO#N, a session id or standing:NAME"
-
 
 @group(
     "sessions",
@@ -121,7 +118,7 @@ def start(ref: str, prompt: str, harness: str | None, actor: str | None, fmt: st
 
 
 @app.command("show")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_HELP)
 @format_option()
 def show(ref: str, fmt: str) -> None:
     """Show one session (the live one of a work item, else its latest)."""
@@ -142,7 +139,7 @@ def show(ref: str, fmt: str) -> None:
 
 
 @app.command("attach")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_HELP)
 @click.option("--read-only", "-r", is_flag=True, help="Watch without typing.")
 def attach(ref: str, read_only: bool) -> None:
     """Attach this terminal to the session's tmux pane.
@@ -160,7 +157,7 @@ def attach(ref: str, read_only: bool) -> None:
 
 
 @app.command("say")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_HELP)
 @click.option("--text", "-t", required=True, help="The message.")
 @click.option("--actor", default=None, help="Who is speaking (default: $USER).")
 def say(ref: str, text: str, actor: str | None) -> None:
@@ -182,7 +179,7 @@ def say(ref: str, text: str, actor: str | None) -> None:
 
 
 @app.command("close")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_HELP)
 @click.option("--keep-tmux", is_flag=True, help="Keep the dead pane as a record.")
 @click.option("--kill-tmux", is_flag=True, help="Kill the tmux session too.")
 def close(ref: str, keep_tmux: bool, kill_tmux: bool) -> None:
@@ -202,7 +199,7 @@ def close(ref: str, keep_tmux: bool, kill_tmux: bool) -> None:
 
 
 @app.command("pause")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_HELP)
 def pause(ref: str) -> None:
     """Stop delivering GitHub events to a session.
 
@@ -217,7 +214,7 @@ def pause(ref: str) -> None:
 
 
 @app.command("resume")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_HELP)
 def resume(ref: str) -> None:
     """Deliver events to a paused session again (nothing is replayed)."""
     # lazy: start-up
@@ -228,7 +225,7 @@ def resume(ref: str) -> None:
 
 
 @app.command("logs")
-@click.argument("ref", help=REF_HELP)
+@click.argument("ref", help=common.REF_HELP)
 @click.option("--lines", "-n", type=click.IntRange(1, 100_000), default=200)
 @click.option(
     "--follow", "-f", is_flag=True, help="Keep printing new lines until the session closes."

@@ -7,7 +7,7 @@ from the_loop.agent.attention.service import SessionAttention, of_sessions
 from the_loop.agent.spend import usage
 from the_loop.context import Ctx
 from the_loop.errors import NotFound
-from the_loop.refs import LOCAL_PREFIX, WorkItemRef
+from the_loop.refs import WorkItemRef, names_work_item
 from the_loop.store import sessions as store
 from the_loop.store import usage as usage_store
 from the_loop.store.sessions import SessionRecord, SessionStatus
@@ -46,7 +46,7 @@ def get(ctx: Ctx, session_id: str) -> SessionRecord:
 def resolve(ctx: Ctx, ref_or_id: str) -> SessionRecord:
     """A session by work item ref (its live one, else its latest) or by session id."""
     conn = ctx.db.connect()
-    if "#" in ref_or_id or ref_or_id.strip().lower().startswith(LOCAL_PREFIX):
+    if names_work_item(ref_or_id):
         ref = WorkItemRef.parse(ref_or_id)
         rec = store.latest_for(conn, str(ref))
         if rec is None:

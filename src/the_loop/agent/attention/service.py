@@ -23,7 +23,7 @@ from typing import Literal
 
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, LoopError, NotFound, Unavailable
-from the_loop.refs import WorkItemRef
+from the_loop.refs import WorkItemRef, names_work_item
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
@@ -217,7 +217,7 @@ def agent_key(ctx: Ctx, ref: str) -> str:
     conn = ctx.db.connect()
     if ref.startswith(store.STANDING_PREFIX):
         return ref
-    if "#" in ref:
+    if names_work_item(ref):
         item = WorkItemRef.parse(ref)
         rec: SessionRecord | None = session_store.live_for(conn, str(item))
         rec = rec or session_store.latest_for(conn, str(item))
@@ -332,10 +332,17 @@ def _target(conn: Connection, ref: str, key: str, prompt_id: str | None, kind: s
     noticed = store.latest_noticed(conn, key)
     if len(pending) == 1 and noticed is not None and noticed.id == pending[0].id:
         return pending[0]
-    listed = "; ".join(f"{p.id} ({p.tool or p.kind}: {_clip(p.text or p.input)})" for p in pending)
+    listed = "; ".join(f"{p.id} ({_named(p)})" for p in pending)
     why = "no notice quoted it" if len(pending) == 1 else f"{len(pending)} prompts are pending"
     verbs = "allow <id> or deny <id>" if kind == "permission" else "answer <id> …"
     raise Conflict(f"{ref}: name the prompt you answer ({why}): {verbs}; pending: {listed}")
+
+
+def _named(prompt: store.Prompt) -> str:
+    """PROMPT in a line: its tool (or kind) and its text, the tool said once (a hook's text
+    already starts with it: ``Bash: make deploy``)."""
+    head, text = prompt.tool or prompt.kind, _clip(prompt.text or prompt.input)
+    return text if text.startswith(f"{head}:") else f"{head}: {text}"
 
 
 def _clip(text: str, limit: int = 80) -> str:
