@@ -261,3 +261,16 @@ def test_every_page_fits_a_phone(site: Site, login: Login) -> None:
             found[path] = cut
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 390, path
     assert found == {}
+
+
+def test_starting_an_agent_on_a_phone_shows_what_happened(site: Site, login: Login) -> None:
+    """On a phone the Start form's answer is below its button, under the fold: it is brought
+    into view (it stayed off screen, so a person saw the form clear and nothing else)."""
+    page = login(**PHONE)
+    page.get_by_label("Work item").fill("local:from-a-phone")
+    page.get_by_label("Prompt").fill("say hello")
+    page.get_by_role("button", name="Start").click()
+    said = page.locator("[data-result].ok", has_text="spawned local:from-a-phone")
+    expect(said).to_have_count(1, timeout=30_000)
+    box = said.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 844, box

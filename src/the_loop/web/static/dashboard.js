@@ -47,6 +47,8 @@
     if (!out.isConnected && key) out = document.getElementById(key)?.querySelector("[data-result]") ?? out;
     out.textContent = text;
     out.className = `result ${ok ? "ok" : "error"}`;
+    // on a phone the answer can sit below the fold under the button that asked (Start)
+    out.scrollIntoView({ block: "nearest" });
     remember(out);
     // On Attention an answered card leaves the list at the next re-render: say who was
     // answered, and how, in the page's own region too.
