@@ -58,6 +58,18 @@ def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeA
         yield running
 
 
+NOTICE_SECONDS = 10.0
+"""``notifyAfterSeconds`` where a test answers before the notice of a new prompt: the window
+that answer has, kept wide so a loaded host never posts the notice first."""
+
+
+@pytest.fixture
+def slow_notice(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
+    attention = {"notifyAfterSeconds": NOTICE_SECONDS, "pollSeconds": 0.1}
+    with claude_item(work, loop_env, reply, ["alice"], attention=attention) as running:
+        yield running
+
+
 def _screen(daemon: Daemon) -> str:
     found = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}/screen")
     return str(found.json().get("text", "")) if found.status_code == 200 else ""
@@ -159,11 +171,13 @@ def test_held_behind_the_dialog_then_allowed_at_a_persons_pace(
 
 
 def test_bare_allow_after_the_noticed_prompt_was_replaced_and_a_deny_at_pace(
-    setup: tuple[Daemon, FakeGitHub, FakeAnthropic],
+    slow_notice: tuple[Daemon, FakeGitHub, FakeAnthropic],
 ) -> None:
-    daemon, gh, api = setup
+    # the second prompt's bare allow must come before that prompt's own notice (which would
+    # make it the quoted one): with a notice after 1 s, a loaded host once let it come first
+    daemon, gh, api = slow_notice
     asked, since = _asking(daemon, gh, 2)
-    wait_until(lambda: comments(gh, asked["id"]), 20, what="the notice")
+    wait_until(lambda: comments(gh, asked["id"]), NOTICE_SECONDS + 20, what="the notice")
 
     bare = daemon.api(
         "POST", f"/sessions/{_session_id(daemon)}/permission", json={"decision": "allow"}
@@ -178,7 +192,8 @@ def test_bare_allow_after_the_noticed_prompt_was_replaced_and_a_deny_at_pace(
     refused = daemon.api(
         "POST", f"/sessions/{_session_id(daemon)}/permission", json={"decision": "allow"}
     )
-    assert refused.status_code == 409, refused.text
+    noticed = comments(gh, second["id"])
+    assert refused.status_code == 409, f"{refused.text} (its own notice meanwhile: {noticed})"
     assert second["id"] in refused.json()["error"]["message"]
     assert not tool_results(api, "toolu_1")
 
