@@ -70,6 +70,22 @@ def say(d: Daemon, ref: str, text: str) -> None:
     assert sent.status_code == 200, sent.text
 
 
+def allow(work: Work, ref: str, prompt_id: str) -> str:
+    """``sessions allow REF --prompt PROMPT_ID``, then wait until the keys reached the agent;
+    its session id."""
+    allowed = work.env.run("sessions", "allow", ref, "--prompt", prompt_id)
+    assert allowed.exit_code == 0, allowed.stderr
+    sid: str = work.session_json(ref)["id"]
+    wait_until(
+        lambda: any(
+            r.get("kind") == "answer" for r in fake_agent.read_records(work.agent_dir, sid)
+        ),
+        15,
+        what="the keys reached the agent",
+    )
+    return sid
+
+
 def test_quiet_time_then_permission_pattern_answered_by_keys(screen_daemon: Daemon) -> None:
     work = screen_daemon.work
     ref = spawn(screen_daemon, 15)
@@ -91,16 +107,7 @@ def test_quiet_time_then_permission_pattern_answered_by_keys(screen_daemon: Daem
     assert shown == mine and shown["state"] == "needs-permission"
     assert shown["prompt"]["id"] == prompt["id"] and shown["rule"] == asked["rule"]
 
-    allowed = work.env.run("sessions", "allow", ref, "--prompt", prompt["id"])
-    assert allowed.exit_code == 0, allowed.stderr
-    sid = work.session_json(ref)["id"]
-    wait_until(
-        lambda: any(
-            r.get("kind") == "answer" for r in fake_agent.read_records(work.agent_dir, sid)
-        ),
-        15,
-        what="the keys reached the agent",
-    )
+    sid = allow(work, ref, prompt["id"])
     answers = [r for r in fake_agent.read_records(work.agent_dir, sid) if r["kind"] == "answer"]
     assert [(a["command"], a["answer"]) for a in answers] == [("make deploy", "y")]
 
@@ -161,16 +168,7 @@ def test_a_local_work_item_is_named_like_any_other(screen_daemon: Daemon) -> Non
     assert prompt["kind"] == "permission" and "make deploy" in prompt["text"]
     wrong = work.env.run("sessions", "allow", "local:nothing-here", "--prompt", prompt["id"])
     assert wrong.exit_code != 0 and "no session for local:nothing-here" in wrong.stderr
-    allowed = work.env.run("sessions", "allow", ref, "--prompt", prompt["id"])
-    assert allowed.exit_code == 0, allowed.stderr
-    sid = work.session_json(ref)["id"]
-    wait_until(
-        lambda: any(
-            r.get("kind") == "answer" for r in fake_agent.read_records(work.agent_dir, sid)
-        ),
-        15,
-        what="the keys reached the agent",
-    )
+    allow(work, ref, prompt["id"])
     again = screen_daemon.api(
         "POST", f"/sessions/{ref}/permission", json={"decision": "deny", "promptId": prompt["id"]}
     )
