@@ -64,8 +64,13 @@ def _status(work: Work) -> tuple[int, dict[str, Any]]:
     return result.exit_code, json.loads(result.stdout)
 
 
-def _inbox_task(body: dict[str, Any]) -> dict[str, Any]:
-    return dict(body["health"].get("detail", {}).get("tasks", {}).get("inbox", {}))
+def _tasks(daemon: Daemon) -> dict[str, Any]:
+    """The daemon's own word on its stalled tasks (``GET /health``, answered from its task
+    board whatever the database does). Not ``the-loop status``: when the daemon takes longer
+    than the CLI's 2 s, the CLI reads the store itself, and its own process has no tasks."""
+    with httpx.Client(timeout=30) as client:
+        body = _health_ms(daemon, client)[1]
+    return dict(body.get("detail", {}).get("tasks", {}))
 
 
 def _health_ms(daemon: Daemon, client: httpx.Client) -> tuple[float, dict[str, Any]]:
@@ -126,13 +131,13 @@ def test_intake_resumes_after_a_write_lock_held_past_the_busy_timeout(
         # the worker's turn may come after others' (WRITERS_AHEAD).
         try:
             wait_until(
-                lambda: _inbox_task(_status(work)[1]).get("failures", 0) >= 1,
+                lambda: _tasks(daemon).get("inbox", {}).get("failures", 0) >= 1,
                 timeout=FAIL_WITHIN,
                 interval=0.5,
                 what="the inbox worker to fail on the lock",
             )
         except AssertionError as exc:  # say which of the daemon's tasks waited, and since when
-            tasks = _status(work)[1]["health"].get("detail", {}).get("tasks", {})
+            tasks = _tasks(daemon)
             waited = stalled_events(work)
             raise AssertionError(f"{exc}; tasks: {tasks}; stalled: {waited}") from None
         assert holder.stdin is not None
