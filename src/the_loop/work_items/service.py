@@ -435,9 +435,7 @@ def wake(ctx: Ctx, rec: SessionRecord, *, stopped: bool = False) -> str:
     agent = agent_of(rec)
     pane = layer.probe(ctx, agent)
     if pane in ("dead", "absent"):
-        if not stopped:
-            report_gone(ctx, rec, pane)
-        _respawn(ctx, rec, agent, None)
+        _revive(ctx, rec, agent, None, stopped, pane)
     return _flush_pending(ctx, rec, None, stopped=stopped)
 
 
@@ -510,11 +508,16 @@ def _flush_pending(
 
 
 def _revive(
-    ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None, stopped: bool
+    ctx: Ctx,
+    rec: SessionRecord,
+    agent: Agent,
+    event: WorkEvent | None,
+    stopped: bool,
+    pane: str | None = None,
 ) -> None:
-    """A delivery found REC's agent gone: tell it (unless it was STOPPED on purpose), then
-    start it again."""
-    pane = layer.probe(ctx, agent)
+    """REC's agent was found gone (its PANE, when already probed): tell it (unless it was
+    STOPPED on purpose), then start it again."""
+    pane = layer.probe(ctx, agent) if pane is None else pane
     if pane in ("dead", "absent") and not stopped:
         report_gone(ctx, rec, pane)
     _respawn(ctx, rec, agent, event)
