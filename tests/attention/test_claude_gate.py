@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -51,22 +52,27 @@ PACE = 15.0
 """Seconds a person takes to answer: past Claude Code's own permission notification."""
 
 
-@pytest.fixture
-def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    attention = {"notifyAfterSeconds": 1, "pollSeconds": 0.1}
-    with claude_item(work, loop_env, reply, ["alice"], attention=attention) as running:
-        yield running
-
-
 NOTICE_SECONDS = 10.0
 """``notifyAfterSeconds`` where a test answers before the notice of a new prompt: the window
 that answer has, kept wide so a loaded host never posts the notice first."""
 
 
+def _item(
+    work: Work, loop_env: Env, notify_after: float
+) -> AbstractContextManager[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
+    attention = {"notifyAfterSeconds": notify_after, "pollSeconds": 0.1}
+    return claude_item(work, loop_env, reply, ["alice"], attention=attention)
+
+
+@pytest.fixture
+def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
+    with _item(work, loop_env, 1) as running:
+        yield running
+
+
 @pytest.fixture
 def slow_notice(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    attention = {"notifyAfterSeconds": NOTICE_SECONDS, "pollSeconds": 0.1}
-    with claude_item(work, loop_env, reply, ["alice"], attention=attention) as running:
+    with _item(work, loop_env, NOTICE_SECONDS) as running:
         yield running
 
 

@@ -35,6 +35,13 @@ CHROMIUM = "/usr/bin/chromium"
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 SHOTS = REPO / "docs" / "dashboard"
 READ_ONLY = "read-only-token-for-the-browser-tests"
+PHONE: dict[str, Any] = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 2,
+    "is_mobile": True,
+    "has_touch": True,
+}
+"""A browser context's options for a 390 px phone."""
 SCREEN_PATTERN = r"Permission needed: run (.*)\? \[y/n\]\s*\Z"
 ATTENTION = {
     "quietSeconds": 1,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.browser.conftest import CHROMIUM, READ_ONLY, shot
+from tests.browser.conftest import CHROMIUM, PHONE, READ_ONLY, shot
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes import payloads as P
@@ -37,12 +37,6 @@ pytestmark = [
 ]
 
 DESKTOP: dict[str, Any] = {"viewport": {"width": 1366, "height": 768}}
-PHONE: dict[str, Any] = {
-    "viewport": {"width": 390, "height": 844},
-    "device_scale_factor": 2,
-    "is_mobile": True,
-    "has_touch": True,
-}
 DIALOG = r"Do you want to proceed\?"
 DIALOG_END = r"Esc to cancel"
 """The last line of Claude Code's permission dialog, at the bottom of its screen."""

@@ -8,7 +8,15 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import READ_ONLY, Login, Site, axe_problems, screen_text, shot
+from tests.browser.conftest import (
+    PHONE,
+    READ_ONLY,
+    Login,
+    Site,
+    axe_problems,
+    screen_text,
+    shot,
+)
 from tests.helpers import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-pages")]
@@ -234,7 +242,6 @@ def test_every_page_passes_axe(site: Site, login: Login) -> None:
     assert {path: found for path, found in problems.items() if found} == {}
 
 
-PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 CUT = """() => [...document.querySelectorAll('main *')].filter(el => {
   const box = el.getBoundingClientRect();
   const wrap = el.closest('.table-wrap');

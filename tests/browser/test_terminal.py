@@ -8,24 +8,17 @@ from __future__ import annotations
 
 import http.server
 import threading
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page, WebSocket, expect
 
-from tests.browser.conftest import READ_ONLY, Login, Site, screen_text
+from tests.browser.conftest import PHONE, READ_ONLY, Login, Site, screen_text
 from tests.helpers import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-terminal")]
 
 SITE_TMUX = {"killHarnessOnClose": False}
 """A closed session's agent keeps running here, so that a keystroke could still reach it."""
-PHONE: dict[str, Any] = {
-    "viewport": {"width": 390, "height": 844},
-    "device_scale_factor": 2,
-    "is_mobile": True,
-    "has_touch": True,
-}
 
 
 def open_terminal(page: Page, session_id: str, shows: str = "FAKE-AGENT READY") -> None:
