@@ -280,11 +280,17 @@ def test_conversation_shows_turns_and_answers_the_permission(agent: Agent, open_
     expect(tool.locator(".tool-name")).to_have_text("Bash")
     expect(tool.locator(".tool-input")).to_contain_text("echo ran-1 > tool-1.txt")
     expect(tool.locator(".tool-status")).to_have_text("waiting")
-    expect(page.locator(".attention-now .pending")).to_contain_text("Bash")
+    expect(page.locator(".waiting-now .pending")).to_contain_text("Bash")
+    # what the agent waits for, and its answer, are on the first screen of a phone
+    assert in_viewport(page, ".waiting-now")
+    assert page.evaluate("() => window.scrollY") == 0
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     shot(page, "session-conversation-phone")
 
     page.get_by_role("button", name=re.compile("^Allow Bash")).click()
+    # answered: the prompt leaves the top of the page, the answer's outcome stays there
+    expect(page.locator("#live-waiting [data-result]")).to_contain_text("allowed Bash")
+    expect(page.locator(".waiting-now")).to_have_count(0)
     expect(tool.locator(".tool-status")).to_have_text("done")
     expect(tool.locator(".tool-result")).not_to_contain_text("no result yet")
     expect(conversation.locator(".msg").last).to_contain_text("DONE-AFTER-TOOL")

@@ -210,6 +210,12 @@ def test_nav_counts_waiting_sessions_live_and_standing_cards_show_attention(
     assert axe_problems(page) == []
     shot(page, "standing")
 
+    page.goto("/standing/asker")  # its own page: what it waits for comes first
+    waiting = page.locator(".waiting-now")
+    expect(waiting.locator(".pending")).to_contain_text("make release")
+    expect(waiting.get_by_role("button", name=re.compile("^Allow"))).to_be_in_viewport(ratio=1)
+    assert axe_problems(page) == []
+
     page.goto("/attention")
     page.locator("li[data-agent='standing:asker']").get_by_role(
         "button", name=re.compile("^Allow")

@@ -116,12 +116,16 @@
   });
 
   // --- live regions ------------------------------------------------------------------------
+  // "#live" names the event stream; it and every other [data-live-region] (an agent's page
+  // keeps what waits on a person at its top) are re-rendered from one fetch of the page.
   const live = document.getElementById("live");
-  const results = new Map(); // results shown in the live region survive its re-render
+  const regions = live ? [live, ...document.querySelectorAll("[data-live-region]")] : [];
+  const inRegion = (el) => regions.some((r) => r.contains(el));
+  const results = new Map(); // results shown in a live region survive its re-render
 
   function remember(out) {
     const key = out.closest("[id]")?.id;
-    if (key && live?.contains(out)) results.set(key, [out.textContent, out.className]);
+    if (key && inRegion(out)) results.set(key, [out.textContent, out.className]);
   }
 
   let timer = null;
@@ -139,16 +143,17 @@
       const resp = await fetch(window.location.href, { credentials: "same-origin", headers: { "X-Live": "1" } });
       if (resp.redirected || !resp.ok) return;
       const doc = new DOMParser().parseFromString(await resp.text(), "text/html");
-      const fresh = doc.getElementById("live");
-      if (!fresh) return;
+      if (!doc.getElementById("live")) return;
       // What someone is typing, and where, survives the re-render.
       const active = document.activeElement;
-      const focusId = active && live.contains(active) ? active.id : "";
+      const focusId = active && inRegion(active) ? active.id : "";
       const typed = new Map();
-      for (const f of live.querySelectorAll("input[id], textarea[id], select[id]")) {
-        if (f.type !== "hidden" && f.value) typed.set(f.id, f.value);
+      for (const region of regions) {
+        for (const f of region.querySelectorAll("input[id], textarea[id], select[id]")) {
+          if (f.type !== "hidden" && f.value) typed.set(f.id, f.value);
+        }
       }
-      live.innerHTML = fresh.innerHTML;
+      for (const region of regions) region.innerHTML = doc.getElementById(region.id)?.innerHTML ?? "";
       // The navigation's count of sessions waiting on a person comes with the same page.
       const count = doc.querySelector("[data-attention-count]");
       const shown = document.querySelector("[data-attention-count]");
