@@ -73,3 +73,29 @@ def test_standing_boot_directive_then_brief() -> None:
     assert text.startswith("You are probe, a standing session")
     assert "you own no ticket" in text.lower()
     assert text.rstrip().endswith("my brief")
+
+
+def _sentences_broken(text: str) -> list[str]:
+    """Lines of the-loop's own prose in TEXT (outside the untrusted fences) that go on with the
+    sentence of the line before them: a hard wrap."""
+    broken, fenced, before = [], False, ""
+    for line in text.splitlines():
+        if line.startswith("<<<"):
+            fenced = True
+        goes_on = line[:1].islower() or line[:1].isspace()
+        if not fenced and goes_on and before and not before.endswith((".", ":", "?", "!")):
+            broken.append(line)
+        if line.endswith(">>>"):
+            fenced = False
+        before = "" if fenced else line.rstrip()
+    return broken
+
+
+def test_the_prompts_keep_each_paragraph_on_one_line() -> None:
+    """A conversation view wraps a prompt to its own width (a phone's 40 columns): a prompt
+    hard-wrapped at 95 columns read as ragged half-lines there."""
+    local = SpawnContext("local:try", "", "", "", "", "alice", {})
+    event = EventContext("github:octo/repo#15", "comment", "bob", "https://c", "hi", {"a": 1})
+    for text in (render_spawn(SPAWN), render_spawn(local), render_event(event)):
+        assert _sentences_broken(text) == [], text
+    assert _sentences_broken(render_standing("probe", "keep the lights on")) == []
