@@ -77,7 +77,7 @@ def _turn_over(daemon: Daemon, api: FakeAnthropic) -> bool:
     )
 
 
-def _answer_of(api: FakeAnthropic, tool_id: str) -> str:
+def answer_of(api: FakeAnthropic, tool_id: str) -> str:
     last = api.last_conversation_request()
     for result in last.tool_results() if last else []:
         if result.get("tool_use_id") == tool_id:
@@ -108,8 +108,8 @@ def test_a_question_dialog_is_answered_by_choice_and_by_text(
 
     answered = daemon.work.cli("sessions", "answer", REF, "2", "--prompt", asked["id"])
     assert answered.exit_code == 0, answered.stderr
-    wait_until(lambda: _answer_of(api, "toolu_ask_1"), 30, what="the chosen answer")
-    assert "PostgreSQL" in _answer_of(api, "toolu_ask_1")
+    wait_until(lambda: answer_of(api, "toolu_ask_1"), 30, what="the chosen answer")
+    assert "PostgreSQL" in answer_of(api, "toolu_ask_1")
     wait_until(
         lambda: "HELD-WHILE-ASKING" in json.dumps(api.last_conversation_request().messages),  # type: ignore[union-attr]
         60,
@@ -123,8 +123,8 @@ def test_a_question_dialog_is_answered_by_choice_and_by_text(
     notice = comments(gh, second["id"])[0]
     assert "the-loop answer" in notice and "Which database?" in notice
     gh.add_comment(REPO, 1, f"the-loop answer {second['id']} MySQL please", author="alice")
-    wait_until(lambda: _answer_of(api, "toolu_ask_2"), 40, what="the typed answer")
-    assert "MySQL please" in _answer_of(api, "toolu_ask_2")
+    wait_until(lambda: answer_of(api, "toolu_ask_2"), 40, what="the typed answer")
+    assert "MySQL please" in answer_of(api, "toolu_ask_2")
 
     def answered() -> dict[str, Any] | None:  # recorded once the dialog is seen gone
         history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()

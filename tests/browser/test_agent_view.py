@@ -3,7 +3,8 @@ page, at 1366x768 and on a 390x844 phone: in the Terminal tab, the agent's newes
 permission dialog at the bottom of its screen, without scrolling and in whole lines (the
 agent's window follows the interactive viewer; a read-only viewer sees the whole window
 scaled); in the Conversation tab, the turns from its transcript (prompt, reply, the tool call
-with its input and result) and the pending permission, answered there with Allow and Deny."""
+with its input and result); at the top of the page, what the agent waits for: a permission,
+answered there with Allow and Deny, and a question, answered by a choice or a typed answer."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.browser.conftest import CHROMIUM, PHONE, READ_ONLY, shot
+from tests.attention.test_claude_question import QUESTION, answer_of
+from tests.browser.conftest import CHROMIUM, PHONE, READ_ONLY, axe_problems, shot
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes import payloads as P
@@ -55,6 +57,8 @@ def reply(request: RecordedRequest) -> str | ToolUse:
         if f"RUN-TOOL-{n}" in prompt:
             command = f"echo ran-{n} > tool-{n}.txt"
             return ToolUse("Bash", {"command": command, "description": f"tool {n}"}, f"toolu_{n}")
+        if f"ASK-ME-{n}" in prompt:
+            return ToolUse("AskUserQuestion", QUESTION, f"toolu_ask_{n}")
     body = "\n".join(f"reply line {k} of {REPLY_LINES}" for k in range(1, REPLY_LINES + 1))
     return f"FAKE-REPLY-{request.seq}\n{body}\nNEWEST-LINE-{request.seq}"
 
@@ -317,3 +321,64 @@ def test_conversation_on_the_desktop(agent: Agent, open_page: Any) -> None:
     tools = page.locator("#conversation details.tool")
     expect(tools.first.locator(".tool-name")).to_have_text("Bash")
     shot(page, "session-conversation")
+
+
+def test_a_question_is_answered_on_the_page_by_a_choice_and_by_typing(
+    agent: Agent, open_page: Any
+) -> None:
+    """Claude Code's question dialog, answered from the phone's page: its choices are buttons,
+    and a typed answer goes through its last choice, as `sessions answer` types them."""
+
+    def turn_over() -> bool:
+        found = agent.attention()
+        return found.get("state") == "waiting" and "DONE-AFTER-TOOL" in found.get("lastMessage", "")
+
+    now = agent.attention()
+    if now.get("state") == "needs-permission":  # run alone: the fixture's Bash call still waits
+        body = {"decision": "deny", "promptId": now["prompt"]["id"]}
+        assert agent.daemon.api("POST", f"/sessions/{agent.sid}/permission", json=body).is_success
+    wait_until(turn_over, 60, what="the agent's turn over")
+    agent.say("please ASK-ME-1 now")
+    asked = agent.wait_state("needs-input")["prompt"]
+    assert asked["choices"] == ["SQLite", "PostgreSQL"]
+    page = open_page(**PHONE, bypass_csp=True)  # axe is injected below
+    page.goto("/attention")  # its card answers it the same way; no reply box, which would hold
+    card = page.locator(f"li[data-agent='{agent.sid}']")
+    expect(card.get_by_role("button", name=re.compile("^Answer 1. SQLite"))).to_be_visible()
+    expect(card.get_by_label(re.compile("^Or type an answer"))).to_be_visible()
+    expect(card.get_by_label(re.compile("^Reply to"))).to_have_count(0)
+    page.goto(f"/sessions/{agent.sid}")
+    waiting = page.locator(".waiting-now")
+    expect(waiting.locator(".pending")).to_contain_text("Which database?")
+    expect(
+        waiting.get_by_role("button", name=re.compile("^Answer 2. PostgreSQL"))
+    ).to_be_in_viewport()
+    shot(page, "session-question-phone")
+    assert axe_problems(page) == []
+    waiting.get_by_role("button", name=re.compile("^Answer 2. PostgreSQL")).click()
+    expect(page.locator("#live-waiting [data-result]")).to_contain_text("answered 2. PostgreSQL")
+    wait_until(lambda: "PostgreSQL" in answer_of(agent.api, "toolu_ask_1"), 30, what="choice 2")
+    expect(page.locator(".waiting-now")).to_have_count(0)
+
+    wait_until(turn_over, 60, what="the answered question's turn over")
+    agent.say("now ASK-ME-2")
+    second = agent.wait_state("needs-input")["prompt"]
+    expect(page.locator(".waiting-now .pending")).to_contain_text("Which database?")  # live
+    page.get_by_label(re.compile("^Or type an answer")).fill("MySQL please")
+    page.get_by_role("button", name="Answer", exact=True).click()
+    wait_until(lambda: "MySQL please" in answer_of(agent.api, "toolu_ask_2"), 40, what="typed")
+    history = agent.daemon.api("GET", f"/attention-history/{agent.sid}").json()
+    answered = wait_until(
+        lambda: next(
+            (
+                p
+                for p in agent.daemon.api("GET", f"/attention-history/{agent.sid}").json()
+                if p["id"] == second["id"] and p["answeredVia"]
+            ),
+            None,
+        ),
+        30,
+        what="the typed answer recorded",
+    )
+    assert answered["answeredBy"] == "dashboard" and answered["outcome"] == "answered: MySQL please"
+    assert history

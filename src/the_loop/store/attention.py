@@ -43,6 +43,8 @@ HELD = ("over-budget", "suspended")
 """States only the spend policy (source ``spend``) sets and lifts: a hook or the screen
 detector reporting the stopped harness (``exited``, ``waiting``) does not override them."""
 STANDING_PREFIX = "standing:"
+QUESTION_TOOL = "AskUserQuestion"
+"""Claude Code's tool that shows a person a question with numbered choices."""
 _INFO, _DEBUG = 20, 10
 # Plain classes, not dataclasses: the hook imports this module on every hook of an agent, and
 # ``dataclasses`` (with ``inspect``) would double its start-up.
@@ -79,6 +81,23 @@ class Prompt:
     @property
     def pending(self) -> bool:
         return self.decision is None and self.closed_at is None
+
+    @property
+    def choices(self) -> list[str] | None:
+        """The labels of a one-question dialog's numbered choices (the number after the last
+        types an answer); None for any other prompt, and for a dialog of several questions or
+        whose input was cut (answered in the agent's terminal)."""
+        if self.tool != QUESTION_TOOL:
+            return None
+        try:
+            data = json.loads(self.input)
+        except ValueError:
+            return None
+        questions = data.get("questions") if isinstance(data, dict) else None
+        if not isinstance(questions, list) or len(questions) != 1:
+            return None
+        options = questions[0].get("options") if isinstance(questions[0], dict) else None
+        return [str(o.get("label", "")) for o in options or [] if isinstance(o, dict)]
 
     def __repr__(self) -> str:
         return f"Prompt({self.id!r}, {self.kind!r}, {self.tool!r}, pending={self.pending})"

@@ -1,4 +1,5 @@
-"""Answering a question dialog by the keys it needs (``sessions answer``, ``the-loop answer``).
+"""Answering a question dialog by the keys it needs (``sessions answer``, ``the-loop answer``,
+the dashboard's choices and answer box: ``POST /api/v1/sessions/{id}/answer``).
 
 Claude Code's question dialog (its ``AskUserQuestion`` tool) numbers its choices and ends with
 one that types an answer: a choice is its digit; a typed answer is that last digit, the text,
@@ -9,11 +10,13 @@ the answer counts as given once the screen no longer shows it.
 Each step of a typed answer waits until the screen shows it took (the cursor on the typing
 choice, then the text on it) before the next is sent: keys sent in one burst can reach a busy
 harness in one read, where the digit is no longer a shortcut and Enter picks the first choice.
+An answer may come the moment the question is reported (the dashboard shows it live): the
+keys wait for the dialog to be drawn, and the text, which Claude Code's dialog drops for a
+moment after it opens, is typed again (the field emptied first) until it shows.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -27,7 +30,6 @@ from the_loop.runner import Probe
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 
-QUESTION_TOOL = "AskUserQuestion"
 DIALOG_END = "Esc to cancel"
 """The last line of Claude Code's question dialog while it is shown."""
 CONFIRM_SECONDS = 5.0
@@ -35,13 +37,20 @@ TYPED_HEAD = 16
 """How much of a typed answer must show on the typing choice (a long one wraps)."""
 
 
+RETRY_SECONDS = 0.5
+"""How long a step that may be sent again waits for the screen to show it before it is."""
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """Keys for ``send-keys``, and what the screen shows once the harness took them (a
-    regular expression for ``TmuxRunner.wait_ready``; None: nothing to wait for)."""
+    regular expression for ``TmuxRunner.wait_ready``; None: nothing to wait for). With
+    ``clear`` (keys that undo what an earlier try of it left), the step is sent again, cleared
+    first, every ``RETRY_SECONDS`` until the screen shows it."""
 
     keys: list[str]
     shows: str | None = None
+    clear: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +65,7 @@ def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Type
     """The keys that answer PROMPT with CHOICE (a number the dialog shows) or TEXT; ``BadInput``
     for a choice the dialog does not have, ``Conflict`` for a dialog of several questions."""
     typed = " ".join(sanitize(text or "").split())
-    if prompt.tool != QUESTION_TOOL:
+    if prompt.tool != store.QUESTION_TOOL:
         answer = typed or str(choice)
         return Typed([Step(["-l", answer]), Step(["Enter"])], answer)
     options = _options(prompt)
@@ -70,7 +79,9 @@ def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Type
     return Typed(
         [
             Step([str(other)], on_it),
-            Step(["-l", typed], rf"{on_it} *{head}"),
+            # the dialog drops text typed in its first moments (about 0.3 s seen): type it
+            # again, the field emptied first (C-u), until it shows
+            Step(["-l", typed], rf"{on_it} *{head}", clear=["C-u"]),
             Step(["Enter"]),
         ],
         typed,
@@ -78,18 +89,13 @@ def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Type
 
 
 def _options(prompt: store.Prompt) -> list[str]:
-    try:
-        data = json.loads(prompt.input)
-    except ValueError:
-        data = None
-    questions = data.get("questions") if isinstance(data, dict) else None
-    if not isinstance(questions, list) or len(questions) != 1:
+    choices = prompt.choices
+    if choices is None:
         raise Conflict(
             f"prompt {prompt.id} asks several questions: answer them in the agent's terminal "
             "(`the-loop sessions attach`)"
         )
-    options = questions[0].get("options") if isinstance(questions[0], dict) else None
-    return [str(o.get("label", "")) for o in options or [] if isinstance(o, dict)]
+    return choices
 
 
 def pane_of(ctx: Ctx, key: str) -> str:
@@ -108,25 +114,53 @@ def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
     target, tmux = pane_of(ctx, key), ctx.runners.tmux
     if tmux.owner_of(target) != key or tmux.probe(target) is not Probe.LIVE:
         raise Conflict(f"prompt {prompt.id}: the pane is not the agent's any more")
-    if not _shows(ctx, target, prompt):
-        raise Conflict(f"the screen no longer shows prompt {prompt.id}; this answer is stale")
+    if not _until(ctx, target, prompt, shown=True):
+        raise Conflict(f"the screen does not show prompt {prompt.id}; this answer is stale")
     for step in typed.steps:
-        sent = tmux.run("send-keys", "-t", f"={target}:", *step.keys)
-        if not sent.ok:
-            raise Unavailable(f"tmux did not take the keys for {target}: {sent.stderr.strip()}")
-        if step.shows is not None and not tmux.wait_ready(target, step.shows, CONFIRM_SECONDS):
+        if not _send(ctx, target, step):
             raise Unavailable(
                 f"the answer to {prompt.id} was not taken as typed; answer it in the agent's "
                 "terminal (`the-loop sessions attach`)"
             )
+    if not _until(ctx, target, prompt, shown=False):
+        raise Unavailable(
+            f"the answer to {prompt.id} was typed, but the screen still shows the question; "
+            "answer it in the agent's terminal (`the-loop sessions attach`)"
+        )
+
+
+def _send(ctx: Ctx, target: str, step: Step) -> bool:
+    """Send STEP's keys to TARGET; whether the screen showed they took within
+    ``CONFIRM_SECONDS`` (sent again meanwhile when the step says how to clear a try).
+    ``Unavailable`` when tmux refuses the keys."""
+    tmux = ctx.runners.tmux
     deadline = time.monotonic() + CONFIRM_SECONDS
-    while _shows(ctx, target, prompt):
+    while True:
+        sent = tmux.run("send-keys", "-t", f"={target}:", *step.keys)
+        if not sent.ok:
+            raise Unavailable(f"tmux did not take the keys for {target}: {sent.stderr.strip()}")
+        if step.shows is None:
+            return True
+        left = deadline - time.monotonic()
+        if tmux.wait_ready(target, step.shows, min(left, RETRY_SECONDS) if step.clear else left):
+            return True
+        if step.clear is None or time.monotonic() >= deadline:
+            return False
+        cleared = tmux.run("send-keys", "-t", f"={target}:", *step.clear)
+        if not cleared.ok:
+            raise Unavailable(f"tmux did not take the keys for {target}: {cleared.stderr.strip()}")
+
+
+def _until(ctx: Ctx, target: str, prompt: store.Prompt, shown: bool) -> bool:
+    """Whether TARGET's screen shows PROMPT's question (SHOWN) or no longer does (not SHOWN)
+    within ``CONFIRM_SECONDS``. Before typing: a hook reports a question as its dialog opens,
+    a moment before the dialog is drawn, and a person on the dashboard can answer within it."""
+    deadline = time.monotonic() + CONFIRM_SECONDS
+    while _shows(ctx, target, prompt) is not shown:
         if time.monotonic() >= deadline:
-            raise Unavailable(
-                f"the answer to {prompt.id} was typed, but the screen still shows the question; "
-                "answer it in the agent's terminal (`the-loop sessions attach`)"
-            )
+            return False
         time.sleep(0.05)
+    return True
 
 
 def _shows(ctx: Ctx, target: str, prompt: store.Prompt) -> bool:
@@ -135,7 +169,7 @@ def _shows(ctx: Ctx, target: str, prompt: store.Prompt) -> bool:
     if not capture.ok:
         raise Unavailable(f"tmux did not answer about {target}")
     tail = [line for line in capture.text.splitlines() if line.strip()][-8:]
-    if prompt.tool == QUESTION_TOOL:
+    if prompt.tool == store.QUESTION_TOOL:
         return any(DIALOG_END in line for line in tail)
     harness = store.get(ctx.db.connect(), prompt.agent)
     settings = ctx.config.attention.harness(harness.harness if harness else "")

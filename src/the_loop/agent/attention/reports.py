@@ -318,14 +318,10 @@ def _permission(tx: Any, agent: str, data: dict[str, Any], signal: str, write: A
     return None
 
 
-QUESTION_TOOL = "AskUserQuestion"
-"""Claude Code's tool that shows a person a question with numbered choices."""
-
-
 def question_text(tool: str, tool_input: Any) -> str | None:
     """The question TOOL asks a person, its choices numbered as the dialog numbers them (the
     last one types an answer); None when TOOL is not a question."""
-    if tool != QUESTION_TOOL or not isinstance(tool_input, dict):
+    if tool != store.QUESTION_TOOL or not isinstance(tool_input, dict):
         return None
     lines: list[str] = []
     for item in tool_input.get("questions") or []:

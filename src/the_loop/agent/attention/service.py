@@ -48,6 +48,9 @@ class PromptView(_View):
     tool: str = ""
     input: str = ""
     text: str = ""
+    choices: list[str] = []
+    """The numbered choices of a one-question dialog (Claude Code's ``AskUserQuestion``), in
+    order: ``{"choice": N}`` picks the Nth; empty for any other prompt."""
     created_at: UtcDatetime
     pending: bool
     decision: str | None = None
@@ -114,6 +117,7 @@ def _prompt_view(p: store.Prompt) -> PromptView:
         tool=p.tool,
         input=p.input,
         text=p.text,
+        choices=p.choices or [],
         created_at=_when(p.created_at),
         pending=p.pending,
         decision=p.decision,

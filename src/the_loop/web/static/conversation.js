@@ -47,6 +47,13 @@
     return node;
   }
 
+  // A tool's input or result scrolls past 16 rows: focusable, so keys scroll it too.
+  function scrolled(cls, text) {
+    const node = el("pre", cls, text);
+    node.tabIndex = 0;
+    return node;
+  }
+
   function toolStep(tool) {
     const box = el("details", `tool${tool.isError ? " tool-error" : ""}${tool.result === null ? " tool-pending" : ""}`);
     const head = el("summary");
@@ -55,9 +62,9 @@
     if (first) head.append(" ", el("code", "tool-brief", first.length > 120 ? first.slice(0, 120) + " …" : first));
     head.append(" ", el("span", "tool-status", tool.result === null ? "waiting" : tool.isError ? "error" : "done"));
     box.append(head);
-    if (tool.input) { box.append(el("h4", "", "Input")); box.append(el("pre", "tool-input", tool.input)); }
+    if (tool.input) { box.append(el("h4", "", "Input")); box.append(scrolled("tool-input", tool.input)); }
     box.append(el("h4", "", "Result"));
-    box.append(el("pre", "tool-result", tool.result === null ? "(no result yet)" : tool.result || "(empty)"));
+    box.append(scrolled("tool-result", tool.result === null ? "(no result yet)" : tool.result || "(empty)"));
     if (tool.result === null) box.open = true;
     return box;
   }

@@ -23,6 +23,7 @@
     if (!data || typeof data !== "object") return "done";
     if (data.detail) return data.detail;
     if (data.outcome) return `${data.name ?? ""} ${data.outcome}`.trim();
+    if (data.answer !== undefined && data.promptId) return `answered ${data.answer}`;
     if (data.decision) return `${data.decision === "allow" ? "allowed" : "denied"} ${data.tool || ""}`.trim();
     if (data.definition) return `created ${data.definition.name}${data.start ? ": " + data.start.outcome : ""}`;
     if (data.stop) return `deleted ${data.name}`;
