@@ -121,21 +121,26 @@ class Slack:
         return self.event(event, event_id, **kw)
 
     def press(
-        self, prompt_id: str, message_ts: str, allow: bool = True, user: str = ALICE
+        self,
+        prompt_id: str,
+        message_ts: str,
+        allow: bool = True,
+        user: str = ALICE,
+        choice: int | None = None,
     ) -> httpx.Response:
+        """A press of Allow (ALLOW) or Deny, or of a question's CHOICE, on PROMPT_ID's
+        message."""
+        if choice is not None:
+            action, value = "the_loop_answer", f"{prompt_id}.{choice}"
+        else:
+            action, value = ("the_loop_allow" if allow else "the_loop_deny"), prompt_id
         payload = {
             "type": "block_actions",
             "trigger_id": uuid.uuid4().hex,
             "user": {"id": user},
             "channel": {"id": CHANNEL},
             "container": {"type": "message", "message_ts": message_ts, "channel_id": CHANNEL},
-            "actions": [
-                {
-                    "action_id": "the_loop_allow" if allow else "the_loop_deny",
-                    "value": prompt_id,
-                    "type": "button",
-                }
-            ],
+            "actions": [{"action_id": action, "value": value, "type": "button"}],
         }
         body = urlencode({"payload": json.dumps(payload)}).encode()
         return self.signed(

@@ -15,9 +15,11 @@ session's thread is authorized by the engine's rule for Slack and delivered by
 ``standing.say``; a stopped standing session is answered in the thread with how to start it.
 
 A press is taken only from an authorized user, for a prompt posted in that same channel, and
-answered with ``attention.answer_permission`` (the rules of ``the-loop allow``: still pending,
-first answer wins); the message is then updated. A refused press (stale, unauthorized)
-changes nothing and is answered with an ephemeral message only the presser sees.
+answered with ``attention.answer_permission`` (Allow / Deny: the rules of ``the-loop allow``,
+still pending, first answer wins) or ``attention.answer_question`` (a question's choice, typed
+into its dialog as ``sessions answer`` types it); the message is then updated. A refused press
+(stale, unauthorized) changes nothing and is answered with an ephemeral message only the
+presser sees.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from the_loop import engine
 from the_loop import events as ev
 from the_loop.agent.attention import service as attention
 from the_loop.context import Ctx
-from the_loop.errors import Conflict, NotFound, NotRunning
+from the_loop.errors import BadInput, Conflict, NotFound, NotRunning, Unavailable
 from the_loop.faults import crash_point
 from the_loop.outbox import drain as outbox
 from the_loop.outbox import github as writebacks
@@ -40,6 +42,7 @@ from the_loop.prompts import sanitize
 from the_loop.refs import WorkItemRef
 from the_loop.slack.intake import (
     ALLOW_ACTION,
+    ANSWER_ACTION,
     DENY_ACTION,
     EVENT,
     SOURCE,
@@ -222,7 +225,7 @@ def _ephemeral(ctx: Ctx, p: SlackPress, text: str, delivery_id: str) -> None:
 
 
 def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
-    if p.action not in (ALLOW_ACTION, DENY_ACTION):
+    if p.action not in (ALLOW_ACTION, DENY_ACTION, ANSWER_ACTION):
         return _drop(ctx, delivery_id, f"action-{p.action}", user=p.user)
     if not engine.is_authorized(f"slack:{p.user}", ctx.config, SOURCE):
         _ephemeral(
@@ -243,14 +246,22 @@ def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
             delivery_id,
         )
         return _drop(ctx, delivery_id, "unknown-prompt", user=p.user, channel=p.channel)
-    decision: attention.Decision = "allow" if p.action == ALLOW_ACTION else "deny"
+    actor = f"slack:{p.user}"
     try:
-        done = attention.answer_permission(
-            ctx, prompt.agent, decision, f"slack:{p.user}", "slack", p.prompt_id
-        )
-    except (Conflict, NotFound) as exc:
+        if p.action == ANSWER_ACTION:
+            answered = attention.answer_question(
+                ctx, prompt.agent, actor, SOURCE, choice=p.choice, prompt_id=p.prompt_id
+            )
+            summary = f"answer {answered.prompt_id} ({answered.answer})"
+        else:
+            decision: attention.Decision = "allow" if p.action == ALLOW_ACTION else "deny"
+            done = attention.answer_permission(
+                ctx, prompt.agent, decision, actor, SOURCE, p.prompt_id
+            )
+            summary = f"{decision} {done.prompt_id} ({done.tool or 'prompt'})"
+    except (BadInput, Conflict, NotFound, Unavailable) as exc:
         _ephemeral(ctx, p, f"Not taken: {slack_text(exc.message)}.", delivery_id)
         return _drop(ctx, delivery_id, "stale-answer", user=p.user, promptId=p.prompt_id)
     if notices.queue_outcome(ctx, p.prompt_id, time.time()):
         outbound.wake(ctx)
-    return f"{decision} {done.prompt_id} ({done.tool or 'prompt'})"
+    return summary

@@ -1,7 +1,9 @@
 """Attention in the thread: a pending question or permission of an agent whose thread is
 bound is posted there once (after ``attention.notifyAfterSeconds``, like the notice on the
-ticket), with Allow / Deny buttons for a permission; once the prompt is answered or closed
-(through any surface), the message is updated to say who answered and how, its buttons gone.
+ticket), with Allow / Deny buttons for a permission and a button for each choice of a question
+(other replies are held by the delivery gate until it is answered, and the message says so);
+once the prompt is answered or closed (through any surface), the message is updated to say who
+answered and how, its buttons gone.
 Both are recorded in ``slack_prompts`` in the transaction that queues them, so each happens
 once per prompt."""
 
@@ -12,12 +14,14 @@ from typing import Any
 
 from the_loop.context import Ctx
 from the_loop.outbox import slack as outbound
-from the_loop.slack.intake import ALLOW_ACTION, DENY_ACTION
+from the_loop.slack.intake import ALLOW_ACTION, ANSWER_ACTION, DENY_ACTION
 from the_loop.store import attention as attention_store
 from the_loop.store import slack as store
 from the_loop.text_safety import slack_text
 
 QUOTE_LIMIT = 600
+LABEL_LIMIT = 70
+"""A button's text is at most 75 characters in Slack."""
 
 
 def _quote(text: str) -> str:
@@ -33,53 +37,76 @@ def who(actor: str | None) -> str:
 
 
 def prompt_text(kind: str, tool: str, detail: str, prompt_id: str) -> str:
-    """The message of a pending prompt; the agent's words (TOOL, DETAIL) escaped: the message
-    pings, links and hides nothing it shows."""
+    """What a prompt asks, as its message shows it; the agent's words (TOOL, DETAIL) escaped:
+    the message pings, links and hides nothing it shows."""
     tool, prompt_id = slack_text(tool), slack_text(prompt_id)
     if kind == "permission":
         return (
             f"The agent is waiting for permission to run *{tool or 'a tool'}* "
             f"(prompt `{prompt_id}`):\n{_quote(detail)}"
         )
+    return f"The agent is waiting for your answer (prompt `{prompt_id}`):\n{_quote(detail)}"
+
+
+def how_to_answer(ctx: Ctx, prompt: attention_store.Prompt, thread_key: str) -> str:
+    """The line under a pending question: how it is answered from this thread."""
+    picks = "Pick a choice below. " if prompt.choices else ""
+    if thread_key.startswith(outbound.STANDING_PREFIX):
+        name = thread_key.removeprefix(outbound.STANDING_PREFIX)
+        typed = f"`the-loop sessions answer standing:{slack_text(name)} --text …`"
+        return (
+            f"{picks}To type an answer: the dashboard, or {typed}. "
+            "Other replies wait until it is answered."
+        )
+    keyword = slack_text(ctx.config.routing.keywords.answer)
     return (
-        f"The agent is waiting for your answer (prompt `{prompt_id}`):\n{_quote(detail)}\n"
-        "Reply in this thread: your message is delivered to it."
+        f"{picks}To type an answer, reply `{keyword} {slack_text(prompt.id)} <your answer>`. "
+        "Other replies wait until it is answered."
     )
 
 
-def prompt_blocks(due: store.DuePrompt, text: str) -> list[dict[str, Any]]:
+def prompt_blocks(prompt: attention_store.Prompt, text: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
-    if due.kind == "permission":
-        blocks.append(
-            {
-                "type": "actions",
-                "block_id": f"the_loop_prompt_{due.prompt_id}",
-                "elements": [
-                    _button("Allow", ALLOW_ACTION, due.prompt_id, "primary"),
-                    _button("Deny", DENY_ACTION, due.prompt_id, "danger"),
-                ],
-            }
-        )
+    buttons: list[dict[str, Any]] = []
+    if prompt.kind == "permission":
+        buttons = [
+            _button("Allow", ALLOW_ACTION, prompt.id, "primary"),
+            _button("Deny", DENY_ACTION, prompt.id, "danger"),
+        ]
+    elif prompt.kind == "question":
+        buttons = [
+            _button(f"{n}. {label}", ANSWER_ACTION, f"{prompt.id}.{n}")
+            for n, label in enumerate(prompt.choices or [], 1)
+        ][:25]  # Slack takes up to 25 elements in one actions block
+    if buttons:
+        block_id = f"the_loop_prompt_{prompt.id}"
+        blocks.append({"type": "actions", "block_id": block_id, "elements": buttons})
     return blocks
 
 
-def _button(label: str, action: str, value: str, style: str) -> dict[str, Any]:
-    return {
+def _button(label: str, action: str, value: str, style: str | None = None) -> dict[str, Any]:
+    clipped = label if len(label) <= LABEL_LIMIT else label[: LABEL_LIMIT - 1] + "…"
+    button: dict[str, Any] = {
         "type": "button",
         "action_id": action,
-        "text": {"type": "plain_text", "text": label},
-        "style": style,
+        "text": {"type": "plain_text", "text": clipped},
         "value": value,
     }
+    if style is not None:
+        button["style"] = style
+    return button
 
 
 def outcome_text(prompt: attention_store.Prompt) -> str:
     """The updated message of a prompt no longer pending."""
     head = prompt_text(prompt.kind, prompt.tool, prompt.text or prompt.input, prompt.id)
-    head = head.split("\nReply in this thread", 1)[0]
     if prompt.decision is not None:
         done = "Allowed" if prompt.decision == "allow" else "Denied"
         return f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})."
+    if prompt.actor is not None:  # a question answered through the-loop
+        given = (prompt.outcome or "").removeprefix("answered: ")
+        answer = f" `{slack_text(given)}`" if given and given != "answered" else ""
+        return f"{head}\n*Answered*{answer} by {who(prompt.actor)} (via {prompt.via})."
     outcome = {
         "timed-out": "Timed out without an answer through the-loop.",
         "moved-on": "No longer pending: the agent moved on.",
@@ -120,7 +147,12 @@ def pass_once(ctx: Ctx, now: float | None = None) -> int:
         thread = store.thread_of(conn, due.thread_key)
         if thread is None:
             continue
+        prompt = attention_store.get_prompt(conn, due.prompt_id)
+        if prompt is None:
+            continue
         text = prompt_text(due.kind, due.tool, due.text or due.input, due.prompt_id)
+        if due.kind == "question":
+            text += "\n" + how_to_answer(ctx, prompt, due.thread_key)
         with ctx.db.transaction() as tx:
             if store.add_prompt(tx, due.prompt_id, due.thread_key, thread.channel, now):
                 outbound.queue_post(
@@ -130,7 +162,7 @@ def pass_once(ctx: Ctx, now: float | None = None) -> int:
                     channel=thread.channel,
                     text=text,
                     thread=due.thread_key,
-                    blocks=prompt_blocks(due, text),
+                    blocks=prompt_blocks(prompt, text),
                     prompt=due.prompt_id,
                 )
                 queued += 1

@@ -26,6 +26,8 @@ EVENT = "slack.event"
 INTERACTION = "slack.interaction"
 ALLOW_ACTION = "the_loop_allow"
 DENY_ACTION = "the_loop_deny"
+ANSWER_ACTION = "the_loop_answer"
+"""A question's choice; its button's value is ``<prompt id>.<number of the choice>``."""
 _EVENT_ID_RE = re.compile(r"\A[A-Za-z0-9._-]{1,64}\Z")
 _ID_RE = re.compile(r"\A[A-Za-z0-9._-]{1,80}\Z")
 TEXT_LIMIT = 40_000
@@ -55,6 +57,8 @@ class SlackPress(BaseModel):
     message_ts: str
     action: str
     prompt_id: str
+    choice: int | None = None
+    """The number of the choice pressed (``ANSWER_ACTION``)."""
 
 
 SlackWork = Annotated[SlackMessage | SlackPress, Field(discriminator="kind")]
@@ -140,12 +144,19 @@ def interaction_intake(body: bytes) -> Intake:
     if not (isinstance(user, dict) and isinstance(channel, dict) and isinstance(container, dict)):
         raise BadInput("the interaction lacks user, channel or container")
     action = actions[0]
+    value, choice = _id(action.get("value")), None
+    if _id(action.get("action_id")) == ANSWER_ACTION:
+        prompt_id, _, number = value.rpartition(".")
+        value, choice = (
+            (prompt_id, int(number)) if number.isdigit() and len(number) <= 2 else ("", None)
+        )
     press = SlackPress(
         user=_id(user.get("id")),
         channel=_id(channel.get("id")),
         message_ts=_id(container.get("message_ts")),
         action=_id(action.get("action_id")),
-        prompt_id=_id(action.get("value")),
+        prompt_id=value,
+        choice=choice,
     )
     if not (press.user and press.channel and press.message_ts and press.action):
         raise BadInput("the interaction lacks a user, channel, message or action id")

@@ -10,9 +10,10 @@ the answer counts as given once the screen no longer shows it.
 Each step of a typed answer waits until the screen shows it took (the cursor on the typing
 choice, then the text on it) before the next is sent: keys sent in one burst can reach a busy
 harness in one read, where the digit is no longer a shortcut and Enter picks the first choice.
-An answer may come the moment the question is reported (the dashboard shows it live): the
-keys wait for the dialog to be drawn, and the text, which Claude Code's dialog drops for a
-moment after it opens, is typed again (the field emptied first) until it shows.
+An answer may come the moment the question is reported (the dashboard and Slack show it
+live): the keys wait for the dialog to be drawn and to have been open ``SETTLE_SECONDS``, as
+Claude Code's dialog drops keys in its first moments; a typed text is typed again (the field
+emptied first) until it shows.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ TYPED_HEAD = 16
 """How much of a typed answer must show on the typing choice (a long one wraps)."""
 
 
+SETTLE_SECONDS = 0.5
+"""No key goes to a question before it has been open this long: Claude Code's dialog drops
+the keys that reach it in its first moments (a digit sent 0 to 0.1 s after the dialog was drawn
+was lost, from 0.2 s on it was taken, with the pinned version)."""
 RETRY_SECONDS = 0.5
 """How long a step that may be sent again waits for the screen to show it before it is."""
 
@@ -116,6 +121,9 @@ def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
         raise Conflict(f"prompt {prompt.id}: the pane is not the agent's any more")
     if not _until(ctx, target, prompt, shown=True):
         raise Conflict(f"the screen does not show prompt {prompt.id}; this answer is stale")
+    early = prompt.created_at + SETTLE_SECONDS - time.time()
+    if early > 0:  # asked a moment ago (an answer from a live page, a button, a script)
+        time.sleep(early)
     for step in typed.steps:
         if not _send(ctx, target, step):
             raise Unavailable(
