@@ -147,6 +147,17 @@ class Slack:
             "/webhooks/slack/interactions", body, "application/x-www-form-urlencoded"
         )
 
+    def prompt_message(self, thread: str, prompt_id: str, timeout: float = 30) -> Message:
+        """The message of PROMPT_ID in THREAD, with its blocks (waited for)."""
+
+        def found() -> Message | None:
+            hits = [m for m in self.fake.thread(CHANNEL, thread) if prompt_id in m.text]
+            return hits[0] if hits and hits[0].blocks else None
+
+        message = wait_until(found, timeout=timeout, what=f"prompt {prompt_id} in the thread")
+        assert isinstance(message, Message)
+        return message
+
     def announcement(self, contains: str, timeout: float = 30) -> Message:
         """The one top-level post in the channel containing CONTAINS (waited for)."""
 

@@ -84,13 +84,8 @@ def test_permission_in_the_thread_answered_once_by_a_button(asking: Slack, gh: F
     assert slack.reply("ASK-PERMISSION: make deploy", thread).status_code == 200
     wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
     prompt_id = state(work, ref)["prompt"]["id"]
-
-    def posted() -> Message | None:
-        found = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
-        return found[0] if found else None
-
-    notice = wait_until(posted, 30, what="the prompt in the thread")
-    assert isinstance(notice, Message) and "make deploy" in notice.text
+    notice = slack.prompt_message(thread, prompt_id)
+    assert "make deploy" in notice.text
     assert [(b["action_id"], b["value"]) for b in buttons(notice)] == [
         ("the_loop_allow", prompt_id),
         ("the_loop_deny", prompt_id),
@@ -130,13 +125,7 @@ def test_an_answer_from_the_cli_updates_the_message_too(asking: Slack, gh: FakeG
     assert slack.reply("ASK-PERMISSION: rm -rf build", thread).status_code == 200
     wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
     prompt_id = state(work, ref)["prompt"]["id"]
-
-    def posted() -> Message | None:
-        found = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
-        return found[0] if found and found[0].blocks else None
-
-    notice = wait_until(posted, 30, what="the prompt in the thread")
-    assert isinstance(notice, Message)
+    notice = slack.prompt_message(thread, prompt_id)
     denied = work.cli("sessions", "deny", ref, "--prompt", prompt_id)
     assert denied.exit_code == 0, denied.stderr
     wait_until(lambda: notice.updates >= 1, 30, what="the message updated")

@@ -13,7 +13,7 @@ import pytest
 
 from tests.attention.test_claude_question import QUESTION, answer_of
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
-from tests.fakes.fake_slack import FakeSlack, Message
+from tests.fakes.fake_slack import FakeSlack
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.slack.conftest import ALICE, CHANNEL, MALLORY, STANDING, Slack, standing_served
@@ -64,13 +64,7 @@ def test_a_question_in_the_thread_is_answered_by_its_choice_button(
     assert slack.reply("please ASK-ME now", thread).status_code == 200
     wait_until(lambda: state(work, REF).get("state") == "needs-input", 60, what="the question")
     prompt_id = state(work, REF)["prompt"]["id"]
-
-    def posted() -> Message | None:
-        found = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
-        return found[0] if found and found[0].blocks else None
-
-    notice = wait_until(posted, 30, what="the question in the thread")
-    assert isinstance(notice, Message)
+    notice = slack.prompt_message(thread, prompt_id)
     assert "Which database?" in notice.text and "Pick a choice below" in notice.text
     assert "Other replies wait until it is answered" in notice.text, notice.text
     assert "delivered" not in notice.text

@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.fake_github import FakeGitHub
-from tests.fakes.fake_slack import Message
 from tests.helpers import wait_until
 from tests.outbox.conftest import REPO
-from tests.slack.conftest import CHANNEL, Slack
+from tests.slack.conftest import Slack
 from tests.slack.test_buttons import asking, state  # noqa: F401  (the fixture)
 from tests.slack.test_work_items import spawn
 
@@ -28,13 +27,7 @@ def test_a_prompt_built_from_channel_text_pings_no_one(asking: Slack, gh: FakeGi
     assert slack.reply(f"ASK-PERMISSION: {HOSTILE}", thread).status_code == 200
     wait_until(lambda: state(slack.work, ref).get("state") == "needs-permission", 30, what="asking")
     prompt_id = state(slack.work, ref)["prompt"]["id"]
-
-    def posted() -> Message | None:
-        found = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
-        return found[0] if found else None
-
-    notice = wait_until(posted, 30, what="the prompt in the thread")
-    assert isinstance(notice, Message)
+    notice = slack.prompt_message(thread, prompt_id)
     shown = [notice.text] + [
         b["text"]["text"] for b in notice.blocks or [] if b.get("type") == "section"
     ]
