@@ -84,7 +84,7 @@ def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Type
     return Typed(
         [
             Step([str(other)], on_it),
-            # the dialog drops text typed in its first moments (about 0.3 s seen): type it
+            # text that did not show (dropped, as in the dialog's first moments) is typed
             # again, the field emptied first (C-u), until it shows
             Step(["-l", typed], rf"{on_it} *{head}", clear=["C-u"]),
             Step(["Enter"]),
