@@ -353,6 +353,9 @@ def test_a_question_is_answered_on_the_page_by_a_choice_and_by_typing(
     expect(
         waiting.get_by_role("button", name=re.compile("^Answer 2. PostgreSQL"))
     ).to_be_in_viewport()
+    # the tool call's one-line brief is its input flattened, not the JSON's lone first "{"
+    brief = page.locator("#conversation details.tool .tool-brief").last
+    expect(brief).to_contain_text('"question": "Which database?"', timeout=30_000)
     shot(page, "session-question-phone")
     assert axe_problems(page) == []
     waiting.get_by_role("button", name=re.compile("^Answer 2. PostgreSQL")).click()

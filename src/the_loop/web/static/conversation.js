@@ -58,8 +58,9 @@
     const box = el("details", `tool${tool.isError ? " tool-error" : ""}${tool.result === null ? " tool-pending" : ""}`);
     const head = el("summary");
     head.append(el("span", "tool-name", tool.name));
-    const first = (tool.input || "").split("\n")[0];
-    if (first) head.append(" ", el("code", "tool-brief", first.length > 120 ? first.slice(0, 120) + " …" : first));
+    // its input on one line (a JSON input's first line alone is a lone "{")
+    const flat = (tool.input || "").replace(/\s+/g, " ").trim();
+    if (flat) head.append(" ", el("code", "tool-brief", flat.length > 120 ? flat.slice(0, 120) + " …" : flat));
     head.append(" ", el("span", "tool-status", tool.result === null ? "waiting" : tool.isError ? "error" : "done"));
     box.append(head);
     if (tool.input) { box.append(el("h4", "", "Input")); box.append(scrolled("tool-input", tool.input)); }
