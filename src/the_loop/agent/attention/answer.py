@@ -76,7 +76,7 @@ def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Type
     options = _options(prompt)
     if choice is not None:
         if not 1 <= choice <= len(options):
-            raise BadInput(f"choose 1 to {len(options)}, or give --text")
+            raise BadInput(f"choose 1 to {len(options)}, or type an answer")
         return Typed([Step([str(choice)])], f"{choice}. {options[choice - 1]}")
     other = len(options) + 1
     on_it = rf"(?m)^ *\u276f *{other}\."  # the cursor's line of the dialog

@@ -400,7 +400,7 @@ def answer_question(
     from the_loop.agent.attention.answer import keys_for, type_answer
 
     if (choice is None) == (not (text or "").strip()):
-        raise BadInput("give the number of a choice, or --text, not both")
+        raise BadInput("give the number of a choice or a typed answer, one of them")
     key = agent_key(ctx, ref)
     target = _target(ctx.db.connect(), ref, key, prompt_id, "question")
     if target.kind != "question":
