@@ -217,9 +217,12 @@ def test_nav_counts_waiting_sessions_live_and_standing_cards_show_attention(
     assert axe_problems(page) == []
 
     page.goto("/attention")
-    page.locator("li[data-agent='standing:asker']").get_by_role(
-        "button", name=re.compile("^Allow")
-    ).click()
+    asker = page.locator("li[data-agent='standing:asker']")
+    expect(asker.get_by_role("link", name="standing asker")).to_have_attribute(
+        "href",
+        "/standing/asker",  # its own page, where it is answered and watched
+    )
+    asker.get_by_role("button", name=re.compile("^Allow")).click()
     if before == 0:
         expect(page.locator("[data-attention-count]")).to_be_hidden()
     else:
