@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.api.test_dashboard_pages import logged_in
 from tests.attention.test_claude_attention import REPO, attention_of, comments, reply, wait_state
 from tests.claude_daemon import claude_item
 from tests.conftest import Env
@@ -49,6 +50,9 @@ def test_not_logged_in_is_blocked_told_counted_and_holds_messages(
     assert status["attention"] == {"blocked": 1}
     listed = daemon.api("GET", "/attention").json()
     assert [row["state"] for row in listed] == ["blocked"]
+    dashboard, _ = logged_in(daemon, daemon.token)  # its page says why, not "Question: …"
+    page = dashboard.get(f"/sessions/{listed[0]['sessionId']}").text
+    assert "Cannot work: " in page and "Question: " not in page
 
     doctor = daemon.work.cli("doctor", "--format", "json")
     login = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "harness claude login"]
