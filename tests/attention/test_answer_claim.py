@@ -1,4 +1,4 @@
-"""A typed answer names its person before its keys go out (``store.attention.claim_question``):
+"""A typed answer names its person before its keys go out (``store.attention.claim``):
 the harness's hook can move the prompt on the moment the dialog takes the keys, before the
 answer sees the dialog gone, and the answer is still recorded as the person's (it was seen as
 "no longer pending (moved-on)" and the person told their answer was stale); a second answer
@@ -29,8 +29,8 @@ def _asked(tmp_path: Path) -> tuple[Database, str]:
 def test_an_answer_moved_on_by_the_hook_while_typed_is_still_the_persons(tmp_path: Path) -> None:
     db, pid = _asked(tmp_path)
     with db.transaction() as tx:
-        assert store.claim_question(tx, pid, "alice", "github-comment", 2.0)
-        assert not store.claim_question(tx, pid, "bob", "cli", 2.1), "the first answer wins"
+        assert store.claim(tx, pid, "alice", "github-comment", 2.0)
+        assert not store.claim(tx, pid, "bob", "cli", 2.1), "the first answer wins"
     with db.transaction() as tx:
         # the dialog took the keys: the turn ends and the Stop hook moves the prompt on
         store.set_state(tx, AGENT, store.WAITING, "claude-hook:Stop", "the turn finished", now=3.0)
@@ -47,8 +47,8 @@ def test_an_answer_moved_on_by_the_hook_while_typed_is_still_the_persons(tmp_pat
 def test_a_claim_whose_keys_were_not_taken_is_given_back(tmp_path: Path) -> None:
     db, pid = _asked(tmp_path)
     with db.transaction() as tx:
-        assert store.claim_question(tx, pid, "alice", "cli", 2.0)
-        store.release_question(tx, pid, "alice", "cli", 2.0)
-        assert store.claim_question(tx, pid, "bob", "slack", 3.0)
+        assert store.claim(tx, pid, "alice", "cli", 2.0)
+        store.release(tx, pid, "alice", "cli", 2.0)
+        assert store.claim(tx, pid, "bob", "slack", 3.0)
     found = store.get_prompt(db.connect(), pid)
     assert found is not None and found.pending and (found.actor, found.via) == ("bob", "slack")

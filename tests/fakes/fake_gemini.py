@@ -26,7 +26,16 @@ from tests.fakes.loopback import LoopbackServer
 
 PLACEHOLDER_KEY = "fake-gemini-api-key-for-tests"
 
-Reply = Callable[["GeminiRequest"], str]
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """A reply that calls one of the CLI's tools (``run_shell_command`` …) with ARGS."""
+
+    name: str
+    args: dict[str, Any]
+
+
+Reply = Callable[["GeminiRequest"], "str | FunctionCall"]
 
 
 @dataclass(frozen=True)
@@ -163,7 +172,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = self.fake.record("POST", self.path, self._headers(), self._body())
-        text = self.fake.reply(request)
+        answer = self.fake.reply(request)
+        if isinstance(answer, FunctionCall):
+            self._call(answer)
+            return
+        text = answer
         if request.action == "streamGenerateContent":
             self._stream(text)
         elif request.action == "generateContent":
@@ -194,6 +207,20 @@ class _Handler(BaseHTTPRequestHandler):
         for chunk, final in ((text[:half], False), (text[half:], True)):
             self.wfile.write(f"data: {json.dumps(_response(chunk, final))}\r\n\r\n".encode())
             self.wfile.flush()
+        self.close_connection = True
+
+    def _call(self, call: FunctionCall) -> None:
+        """One streamed response whose only part calls CALL's tool."""
+        response = _response("", final=True)
+        part = {"functionCall": {"name": call.name, "args": call.args}}
+        response["candidates"][0]["content"]["parts"] = [part]
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(f"data: {json.dumps(response)}\r\n\r\n".encode())
+        self.wfile.flush()
         self.close_connection = True
 
 

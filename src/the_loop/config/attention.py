@@ -89,6 +89,16 @@ def _default_harnesses() -> dict[str, Any]:
             "denyKeys": ["Escape"],
             "blockedPatterns": [r"Not logged in[^\n]*", r"401 Unauthorized[^\n]*"],
         },
+        "gemini": {
+            # its confirmation dialog (shell, edit, fetch, MCP tool): the question over the
+            # numbered choices, "1. Allow once" first; Escape is "No, suggest changes"
+            "permissionPatterns": [
+                r"(?:Allow execution of [^\n]*?\?|Apply this change\?|Do you want to proceed\?)"
+                r"(?=(?:[^\n]*\n){1,6}[^\n]*1\. Allow once)",
+            ],
+            "allowKeys": ["1"],
+            "denyKeys": ["Escape"],
+        },
     }
 
 

@@ -292,8 +292,8 @@ def set_state(
             )
         return None
     if open_prompt is not None:
-        if open_prompt.decision is not None:
-            outcome = "answered"
+        if open_prompt.decision is not None or open_prompt.actor is not None:
+            outcome = "answered"  # decided, or claimed: its answer's keys are why it went
         else:
             outcome = "superseded" if prompt is not None else "moved-on"
         tx.execute(
@@ -463,12 +463,25 @@ append_event = _append
 
 
 def answer(tx: Connection, prompt_id: str, decision: str, actor: str, via: str, now: float) -> bool:
-    """Record DECISION (allow or deny) for PROMPT_ID if it is still pending; the first answer
-    wins (False when it was answered or closed before)."""
+    """Record DECISION (allow or deny) for PROMPT_ID if it is still pending and nobody is
+    typing an answer to it (``claim``); the first answer wins (False when it was answered,
+    claimed or closed before)."""
     cur = tx.execute(
         "UPDATE attention_prompts SET decision = ?, actor = ?, via = ?, answered_at = ?"
-        " WHERE id = ? AND decision IS NULL AND closed_at IS NULL",
+        " WHERE id = ? AND decision IS NULL AND closed_at IS NULL AND actor IS NULL",
         (decision, actor, via, now, prompt_id),
+    )
+    return cur.rowcount == 1
+
+
+def decide(tx: Connection, prompt_id: str, decision: str, actor: str, via: str, at: float) -> bool:
+    """Record DECISION for the prompt ACTOR/VIA claimed at AT, whose keys were taken — also
+    when the screen saw the dialog go meanwhile and closed it (the keys are why it went);
+    False when the claim is not this one's."""
+    cur = tx.execute(
+        "UPDATE attention_prompts SET decision = ? WHERE id = ? AND decision IS NULL"
+        " AND actor = ? AND via = ? AND answered_at = ?",
+        (decision, prompt_id, actor, via, at),
     )
     return cur.rowcount == 1
 
@@ -566,9 +579,10 @@ def overdue(conn: Connection, before: float) -> list[Prompt]:
     return [Prompt(r) for r in cur.fetchall()]
 
 
-def claim_question(tx: Connection, prompt_id: str, actor: str, via: str, now: float) -> bool:
-    """Record that ACTOR is typing the answer to question PROMPT_ID via VIA (before the keys
-    go out: a hook that closes the prompt meanwhile cannot take the answer's name from it);
+def claim(tx: Connection, prompt_id: str, actor: str, via: str, now: float) -> bool:
+    """Record that ACTOR is typing the answer to PROMPT_ID via VIA (a question, or a
+    permission answered by keys; before the keys go out: a hook or the screen that closes the
+    prompt meanwhile cannot take the answer's name from it, and another answer is refused);
     False when it is closed or another answer holds it. The first answer wins."""
     cur = tx.execute(
         "UPDATE attention_prompts SET actor = ?, via = ?, answered_at = ? WHERE id = ?"
@@ -578,7 +592,7 @@ def claim_question(tx: Connection, prompt_id: str, actor: str, via: str, now: fl
     return cur.rowcount == 1
 
 
-def release_question(tx: Connection, prompt_id: str, actor: str, via: str, at: float) -> None:
+def release(tx: Connection, prompt_id: str, actor: str, via: str, at: float) -> None:
     """Give back the claim ACTOR/VIA made at AT on PROMPT_ID (its keys were not taken)."""
     tx.execute(
         "UPDATE attention_prompts SET actor = NULL, via = NULL, answered_at = NULL"

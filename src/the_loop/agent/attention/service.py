@@ -295,17 +295,14 @@ def answer_permission(
     hooks = ctx.config.attention.harness(harness or "").signals == "hooks" or (
         row is not None and row.signal.startswith("claude-hook:")
     )
-    if not hooks:
-        _send_keys(ctx, key, harness, target, decision)
-    with ctx.db.transaction() as tx:
-        taken = store.answer(tx, target.id, decision, actor, via, time.time())
-        if taken and not hooks:
-            _after_keys(tx, key, target, decision, actor, via)
-    if not taken:
-        found = store.get_prompt(conn, target.id)
-        raise Conflict(_stale(found or target))
     if hooks:
+        with ctx.db.transaction() as tx:
+            taken = store.answer(tx, target.id, decision, actor, via, time.time())
+        if not taken:
+            raise Conflict(_stale(store.get_prompt(conn, target.id) or target))
         _confirmed(ctx, target)
+    else:
+        _answer_by_keys(ctx, key, harness, target, decision, actor, via)
     return Answered(
         agent=key,
         prompt_id=target.id,
@@ -408,13 +405,13 @@ def answer_question(
     typed = keys_for(target, choice, text)
     claimed = time.time()
     with ctx.db.transaction() as tx:
-        if not store.claim_question(tx, target.id, actor, via, claimed):
+        if not store.claim(tx, target.id, actor, via, claimed):
             raise Conflict(_stale(store.get_prompt(tx, target.id) or target))
     try:
         type_answer(ctx, key, target, typed)
     except LoopError:
         with ctx.db.transaction() as tx:
-            store.release_question(tx, target.id, actor, via, claimed)
+            store.release(tx, target.id, actor, via, claimed)
         raise
     now = time.time()
     with ctx.db.transaction() as tx:
@@ -473,23 +470,34 @@ def next_timeout(ctx: Ctx) -> float | None:
     return None if opened is None else opened + settings.answer_timeout_minutes * 60
 
 
-def _after_keys(
-    tx: Connection,
+def _answer_by_keys(
+    ctx: Ctx,
     key: str,
+    harness: str,
     target: store.Prompt,
     decision: Decision,
     actor: str,
     via: str,
 ) -> None:
+    """Claim TARGET for ACTOR, type HARNESS's keys for DECISION, then record it. The claim
+    comes first, as for a question: the screen seeing the dialog go the moment it took the
+    keys cannot close it as moved-on (and call this answer stale), and an answer meanwhile
+    is refused; keys not taken give the claim back."""
+    claimed = time.time()
+    with ctx.db.transaction() as tx:
+        if not store.claim(tx, target.id, actor, via, claimed):
+            raise Conflict(_stale(store.get_prompt(tx, target.id) or target))
+    try:
+        _send_keys(ctx, key, harness, target, decision)
+    except LoopError:
+        with ctx.db.transaction() as tx:
+            store.release(tx, target.id, actor, via, claimed)
+        raise
     done = "allowed" if decision == "allow" else "denied"
-    store.set_state(
-        tx,
-        key,
-        store.WORKING,
-        "answer:keys",
-        f"{target.tool or 'the prompt'} {done} by {actor} via {via}",
-        now=time.time(),
-    )
+    with ctx.db.transaction() as tx:
+        store.decide(tx, target.id, decision, actor, via, claimed)
+        rule = f"{target.tool or 'the prompt'} {done} by {actor} via {via}"
+        store.set_state(tx, key, store.WORKING, "answer:keys", rule, now=time.time())
 
 
 def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision: Decision) -> None:

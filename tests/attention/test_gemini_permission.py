@@ -1,0 +1,111 @@
+"""Gemini's confirmation dialog is a permission, with the real Gemini CLI (pinned) against the
+fake Gemini API: its "Allow execution of [Shell]?" dialog makes the session
+``needs-permission`` through the built-in screen patterns; a message sent meanwhile is held,
+not pasted into the dialog (where its Enter picked "1. Allow once": the command ran with
+nobody's approval); ``sessions allow`` runs it and the held message follows; a second dialog
+("Apply this change?") denied with ``sessions deny`` writes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon import Daemon
+from tests.fakes.fake_gemini import FakeGemini, FunctionCall, GeminiRequest
+from tests.harness.test_gemini_e2e import GEMINI_BIN
+from tests.helpers import wait_until
+from tests.work import Work
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}"),
+]
+REF = "local:gem"
+
+
+def reply(request: GeminiRequest) -> str | FunctionCall:
+    if not request.is_conversation:
+        return f"FAKE-GEMINI-REPLY-{request.seq}"
+    last = (request.body.get("contents") or [{}])[-1]
+    if any("functionResponse" in part for part in last.get("parts") or []):
+        return f"DONE-AFTER-TOOL-{request.seq}"
+    prompt = request.prompt or ""
+    if "RUN-SHELL" in prompt:
+        return FunctionCall("run_shell_command", {"command": "echo ran > ran.txt"})
+    if "WRITE-FILE" in prompt:
+        return FunctionCall("write_file", {"file_path": "written.txt", "content": "hello"})
+    return f"FAKE-GEMINI-REPLY-{request.seq}"
+
+
+@pytest.fixture
+def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
+    with FakeGemini(reply=reply) as api:
+        env = api.gemini_env(work.env.root / "gemini-home")
+        work.configure(
+            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
+            routing={"defaultHarness": "gemini"},
+            attention={"pollSeconds": 0.1, "quietSeconds": 1, "notifyAfterSeconds": 3600},
+        )
+        daemon = Daemon(work)
+        daemon.start()
+        try:
+            yield daemon, api
+        finally:
+            daemon.stop()
+
+
+def attention(work: Work) -> dict[str, Any]:
+    found = work.cli("attention", "explain", REF, "--format", "json")
+    return json.loads(found.stdout) if found.exit_code == 0 else {}  # type: ignore[no-any-return]
+
+
+def waits(work: Work, state: str, timeout: float = 60) -> dict[str, Any]:
+    return wait_until(  # type: ignore[no-any-return]
+        lambda: (a := attention(work)).get("state") == state and a, timeout, what=state
+    )
+
+
+def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
+    gemini: tuple[Daemon, FakeGemini],
+) -> None:
+    daemon, api = gemini
+    work = daemon.work
+    started = work.cli("sessions", "start", REF, "--prompt", "say hello")
+    assert started.exit_code == 0, started.stderr
+    waits(work, "waiting", 90)
+    cwd = Path(work.session_json(REF)["cwd"])
+
+    assert work.cli("sessions", "say", REF, "-t", "please RUN-SHELL").exit_code == 0
+    asked = waits(work, "needs-permission")["prompt"]
+    said = work.cli("sessions", "say", REF, "-t", "HELD-WHILE-ASKING")
+    assert said.exit_code == 0 and "held" in said.stdout, said.stdout
+    assert not (cwd / "ran.txt").exists(), "the message answered the dialog"
+
+    allowed = work.cli("sessions", "allow", REF, "--prompt", asked["id"])
+    assert allowed.exit_code == 0, allowed.stderr
+    wait_until(lambda: (cwd / "ran.txt").exists(), 30, what="the command run once allowed")
+    wait_until(
+        lambda: any("HELD-WHILE-ASKING" in p for p in api.user_prompts()),
+        60,
+        what="the held message delivered after the answer",
+    )
+
+    waits(work, "waiting")
+    assert work.cli("sessions", "say", REF, "-t", "now WRITE-FILE").exit_code == 0
+    second = waits(work, "needs-permission")["prompt"]
+    assert second["text"] == "Apply this change?" and second["id"] != asked["id"]
+    denied = work.cli("sessions", "deny", REF, "--prompt", second["id"])
+    assert denied.exit_code == 0, denied.stderr
+    waits(work, "waiting")
+    assert not (cwd / "written.txt").exists()
+    # each answer is recorded as given, though the screen saw its dialog go the moment the
+    # keys took (it used to close it first as moved-on, and the answer was called stale)
+    history = json.loads(work.cli("attention", "history", REF, "--format", "json").stdout)
+    outcomes = {p["id"]: (p["decision"], p["outcome"]) for p in history}
+    assert outcomes[asked["id"]] == ("allow", "answered")
+    assert outcomes[second["id"]] == ("deny", "answered")
