@@ -256,3 +256,22 @@ def test_validate_cli_names_the_yaml_line_where_the_construct_starts(loop_env: E
     result = loop_env.run("config", "validate", str(flow))
     assert result.exit_code == 2
     assert "flow sequence" in result.stderr and "(line 3;" in result.stderr, result.stderr
+
+
+def test_a_harness_added_to_attention_keeps_the_built_in_ones() -> None:
+    """Listing one harness under ``attention.harnesses`` used to replace the whole built-in
+    table: Claude Code lost its hooks (read from the screen instead) and Codex and Gemini their
+    dialog patterns, so a message delivered into their dialogs answered them."""
+    config = parse_config_text(
+        "attention:\n"
+        "  harnesses:\n"
+        "    mytool: {permissionPatterns: ['Allow\\?']}\n"
+        "    codex: {denyKeys: [n]}\n"
+        "    gemini: {permission_patterns: []}\n"
+    )
+    harnesses = config.attention.harnesses
+    assert harnesses["claude"].signals == "hooks"
+    assert harnesses["codex"].signals == "notify" and harnesses["codex"].permission_patterns
+    assert harnesses["codex"].deny_keys == ["n"]  # what is set wins
+    assert harnesses["gemini"].permission_patterns == [] and harnesses["gemini"].allow_keys == ["1"]
+    assert harnesses["mytool"].permission_patterns == ["Allow\\?"]

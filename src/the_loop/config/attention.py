@@ -143,8 +143,28 @@ class AttentionConfig(_Model):
     )
     harnesses: dict[str, HarnessAttention] = Field(
         default_factory=_default_harnesses,
-        description="Per harness: signals and prompt patterns (harnesses not listed: screen).",
+        description=(
+            "Per harness: signals and prompt patterns (harnesses not listed: screen). A "
+            "built-in harness listed keeps the built-in settings it does not set."
+        ),
     )
+
+    @field_validator("harnesses", mode="before")
+    @classmethod
+    def _over_the_built_ins(cls, given: Any) -> Any:
+        """Each harness listed keeps the built-in settings it does not set itself: a harness
+        added for one tool must not drop Claude Code's hooks, nor Codex's and Gemini's dialog
+        patterns (a dialog no pattern matches takes any message delivered into it)."""
+        if not isinstance(given, dict):
+            return given
+        merged = _default_harnesses()
+        for name, entry in given.items():
+            built_in = merged.get(name)
+            if isinstance(entry, dict) and isinstance(built_in, dict):
+                merged[name] = {**built_in, **{to_camel(k): v for k, v in entry.items()}}
+            else:
+                merged[name] = entry
+        return merged
 
     def harness(self, name: str, adapter: str | None = None) -> HarnessAttention:
         """The attention settings of harness NAME, else of its ADAPTER (screen detection when
