@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,17 @@ def _healthy(url: str, token: str, seen: list[str] | None = None) -> bool:
     if seen is not None:
         seen.append(answer)
     return resp is not None and resp.status_code == 200
+
+
+@contextmanager
+def served(work: Work, **extra_env: str) -> Iterator[Daemon]:
+    """A daemon on WORK's config, started (with EXTRA_ENV) and stopped after."""
+    d = Daemon(work)
+    d.start(**extra_env)
+    try:
+        yield d
+    finally:
+        d.stop()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon import Daemon
+from tests.daemon import Daemon, served
 from tests.fakes import payloads as P
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.harness.agent_clis import REPO
@@ -36,12 +36,8 @@ def daemon(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
             attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
             github={"enabled": True},
         )
-        d = Daemon(work)
-        d.start()
-        try:
+        with served(work) as d:
             yield d, api
-        finally:
-            d.stop()
 
 
 def explain(work: Work) -> dict[str, Any]:

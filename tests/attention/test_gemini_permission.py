@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon import Daemon
+from tests.daemon import Daemon, served
 from tests.fakes.fake_gemini import FakeGemini, FunctionCall, GeminiRequest
 from tests.harness.test_gemini_e2e import GEMINI_BIN
 from tests.helpers import wait_until
@@ -51,12 +51,8 @@ def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
             routing={"defaultHarness": "gemini"},
             attention={"pollSeconds": 0.1, "quietSeconds": 1, "notifyAfterSeconds": 3600},
         )
-        daemon = Daemon(work)
-        daemon.start()
-        try:
+        with served(work) as daemon:
             yield daemon, api
-        finally:
-            daemon.stop()
 
 
 def attention(work: Work) -> dict[str, Any]:

@@ -185,7 +185,7 @@ def test_a_confined_agent_pushes_its_branch_and_comments_through_the_broker(
         "fetch": "OPEN",
         "token-env": "DENIED",
         "token-files": "DENIED",
-    }, results
+    }, (results["log"], events(daemon, "sandbox.*"))  # what each check printed, and why
     assert results["branch"] == BRANCH  # the item's branch (its ref names the fake's host)
     assert results["branches"].get(BRANCH) == results["commit"], results["branches"]
     assert "agent" not in results["branches"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon import Daemon
+from tests.daemon import Daemon, served
 from tests.fakes import payloads as P
 from tests.fakes.fake_openai import MODEL, FakeOpenAI, ResponsesRequest
 from tests.harness.agent_clis import REPO
@@ -58,12 +58,8 @@ def daemon(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
             github={"enabled": True},
             budgets={"prices": {MODEL: PRICE}, "perSessionUsd": 1.5 * TURN_USD},
         )
-        d = Daemon(work)
-        d.start()
-        try:
+        with served(work) as d:
             yield d, api
-        finally:
-            d.stop()
 
 
 def session(d: Daemon) -> dict[str, Any]:

@@ -292,8 +292,8 @@ def set_state(
             )
         return None
     if open_prompt is not None:
-        if open_prompt.decision is not None or open_prompt.actor is not None:
-            outcome = "answered"  # decided, or claimed: its answer's keys are why it went
+        if open_prompt.decision is not None:
+            outcome = "answered"
         else:
             outcome = "superseded" if prompt is not None else "moved-on"
         tx.execute(
@@ -479,8 +479,9 @@ def decide(tx: Connection, prompt_id: str, decision: str, actor: str, via: str, 
     when the screen saw the dialog go meanwhile and closed it (the keys are why it went);
     False when the claim is not this one's."""
     cur = tx.execute(
-        "UPDATE attention_prompts SET decision = ? WHERE id = ? AND decision IS NULL"
-        " AND actor = ? AND via = ? AND answered_at = ?",
+        "UPDATE attention_prompts SET decision = ?,"
+        " outcome = CASE WHEN closed_at IS NULL THEN outcome ELSE 'answered' END"
+        " WHERE id = ? AND decision IS NULL AND actor = ? AND via = ? AND answered_at = ?",
         (decision, prompt_id, actor, via, at),
     )
     return cur.rowcount == 1
