@@ -289,4 +289,5 @@ def test_starting_an_agent_on_a_phone_shows_what_happened(site: Site, login: Log
     said = page.locator("[data-result].ok", has_text="spawned local:from-a-phone")
     expect(said).to_have_count(1, timeout=30_000)
     box = said.bounding_box()
-    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 844, box
+    # in view: scrolled to the bottom edge it may end a fraction of a pixel past it
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 844 + 1, box

@@ -104,8 +104,9 @@ def outcome_text(prompt: attention_store.Prompt) -> str:
         done = "Allowed" if prompt.decision == "allow" else "Denied"
         return f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})."
     if prompt.actor is not None:  # a question answered through the-loop
-        given = (prompt.outcome or "").removeprefix("answered: ")
-        answer = f" `{slack_text(given)}`" if given and given != "answered" else ""
+        given = prompt.outcome or ""
+        what = given.removeprefix("answered: ") if given.startswith("answered: ") else ""
+        answer = f" `{slack_text(what)}`" if what else ""  # its keys typed, not yet recorded
         return f"{head}\n*Answered*{answer} by {who(prompt.actor)} (via {prompt.via})."
     outcome = {
         "timed-out": "Timed out without an answer through the-loop.",
@@ -116,6 +117,11 @@ def outcome_text(prompt: attention_store.Prompt) -> str:
     return f"{head}\n{outcome}"
 
 
+ANSWERING_SECONDS = 15.0
+"""How long the update of a question closed while its answer was being typed waits for that
+answer to be recorded (its keys took; the answer names itself a moment later)."""
+
+
 def queue_outcome(ctx: Ctx, prompt_id: str, now: float) -> bool:
     """Queue the update of PROMPT_ID's message (once); True when queued now."""
     conn = ctx.db.connect()
@@ -123,6 +129,11 @@ def queue_outcome(ctx: Ctx, prompt_id: str, now: float) -> bool:
     posted = store.posted_prompt(conn, prompt_id)
     if prompt is None or posted is None or prompt.pending:
         return False
+    typing = prompt.actor is not None and prompt.decision is None
+    recorded = (prompt.outcome or "").startswith("answered: ")
+    closed = prompt.closed_at if prompt.closed_at is not None else now
+    if typing and not recorded and now - closed < ANSWERING_SECONDS:
+        return False  # told once the answer is recorded (or at a pass after the wait)
     with ctx.db.transaction() as tx:
         if not store.mark_update(tx, prompt_id, now):
             return False
