@@ -161,8 +161,8 @@ def pass_once(ctx: Ctx, now: float | None = None) -> int:
         prompt = attention_store.get_prompt(conn, due.prompt_id)
         if prompt is None:
             continue
-        text = prompt_text(due.kind, due.tool, due.text or due.input, due.prompt_id)
-        if due.kind == "question":
+        text = prompt_text(prompt.kind, prompt.tool, prompt.text or prompt.input, prompt.id)
+        if prompt.kind == "question":
             text += "\n" + how_to_answer(ctx, prompt, due.thread_key)
         with ctx.db.transaction() as tx:
             if store.add_prompt(tx, due.prompt_id, due.thread_key, thread.channel, now):

@@ -40,14 +40,10 @@ class Turn(NamedTuple):
 
 
 class DuePrompt(NamedTuple):
-    """An attention prompt to post: its id, agent, kind, tool, input, text and thread key."""
+    """An attention prompt to post (read whole with ``store.attention.get_prompt``): its id
+    and the key of its thread."""
 
     prompt_id: str
-    agent: str
-    kind: str
-    tool: str
-    input: str
-    text: str
     thread_key: str
 
 
@@ -123,7 +119,7 @@ def due_prompts(conn: Connection, before: float) -> list[DuePrompt]:
     """Pending prompts opened at BEFORE or earlier, not yet posted, whose agent's thread
     (the standing session's, else the work item's) is bound."""
     cur = conn.execute(
-        "SELECT p.id, p.agent, p.kind, p.tool, p.input, p.text, t.key"
+        "SELECT p.id, t.key"
         + _UNPOSTED_PROMPTS
         + " AND p.created_at <= ? ORDER BY p.created_at",
         (before,),

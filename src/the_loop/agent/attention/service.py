@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -403,16 +405,8 @@ def answer_question(
     if target.kind != "question":
         raise Conflict(f"{ref} waits on a permission ({target.id}): allow or deny it")
     typed = keys_for(target, choice, text)
-    claimed = time.time()
-    with ctx.db.transaction() as tx:
-        if not store.claim(tx, target.id, actor, via, claimed):
-            raise Conflict(_stale(store.get_prompt(tx, target.id) or target))
-    try:
+    with _claimed(ctx, target, actor, via) as claimed:
         type_answer(ctx, key, target, typed)
-    except LoopError:
-        with ctx.db.transaction() as tx:
-            store.release(tx, target.id, actor, via, claimed)
-        raise
     now = time.time()
     with ctx.db.transaction() as tx:
         before = store.get_prompt(tx, target.id)
@@ -470,6 +464,24 @@ def next_timeout(ctx: Ctx) -> float | None:
     return None if opened is None else opened + settings.answer_timeout_minutes * 60
 
 
+@contextmanager
+def _claimed(ctx: Ctx, target: store.Prompt, actor: str, via: str) -> Iterator[float]:
+    """Hold TARGET for ACTOR/VIA while its answer's keys go out; yields when the claim was
+    made. A hook or the screen that closes the prompt the moment the dialog takes the keys
+    cannot take the answer's name from it (nor call the answer stale), and another answer
+    meanwhile is refused (``Conflict``); keys not taken (a ``LoopError``) give it back."""
+    claimed = time.time()
+    with ctx.db.transaction() as tx:
+        if not store.claim(tx, target.id, actor, via, claimed):
+            raise Conflict(_stale(store.get_prompt(tx, target.id) or target))
+    try:
+        yield claimed
+    except LoopError:
+        with ctx.db.transaction() as tx:
+            store.release(tx, target.id, actor, via, claimed)
+        raise
+
+
 def _answer_by_keys(
     ctx: Ctx,
     key: str,
@@ -479,20 +491,10 @@ def _answer_by_keys(
     actor: str,
     via: str,
 ) -> None:
-    """Claim TARGET for ACTOR, type HARNESS's keys for DECISION, then record it. The claim
-    comes first, as for a question: the screen seeing the dialog go the moment it took the
-    keys cannot close it as moved-on (and call this answer stale), and an answer meanwhile
-    is refused; keys not taken give the claim back."""
-    claimed = time.time()
-    with ctx.db.transaction() as tx:
-        if not store.claim(tx, target.id, actor, via, claimed):
-            raise Conflict(_stale(store.get_prompt(tx, target.id) or target))
-    try:
+    """Claim TARGET for ACTOR, type HARNESS's keys for DECISION, then record it (the claim
+    comes first, as for a question: see ``_claimed``)."""
+    with _claimed(ctx, target, actor, via) as claimed:
         _send_keys(ctx, key, harness, target, decision)
-    except LoopError:
-        with ctx.db.transaction() as tx:
-            store.release(tx, target.id, actor, via, claimed)
-        raise
     done = "allowed" if decision == "allow" else "denied"
     with ctx.db.transaction() as tx:
         store.decide(tx, target.id, decision, actor, via, claimed)
