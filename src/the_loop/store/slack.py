@@ -119,9 +119,7 @@ def due_prompts(conn: Connection, before: float) -> list[DuePrompt]:
     """Pending prompts opened at BEFORE or earlier, not yet posted, whose agent's thread
     (the standing session's, else the work item's) is bound."""
     cur = conn.execute(
-        "SELECT p.id, t.key"
-        + _UNPOSTED_PROMPTS
-        + " AND p.created_at <= ? ORDER BY p.created_at",
+        "SELECT p.id, t.key" + _UNPOSTED_PROMPTS + " AND p.created_at <= ? ORDER BY p.created_at",
         (before,),
     )
     return [DuePrompt(*r) for r in cur.fetchall()]
