@@ -241,6 +241,24 @@ def _dead_report(db: Database, name: str) -> Any:
     return found[0] if found else None
 
 
+def _story(db: Database, tokens: dict[str, int]) -> str:
+    """What the log says of the items of TOKENS: a failing assertion's account."""
+    items = {k.split("-")[0] for k in tokens}
+    ids = {
+        r.id
+        for r in session_store.list_sessions(db.connect())
+        if r.work_item.split("#")[-1] in items
+    }
+    lines = [
+        f"{e.ts:%H:%M:%S.%f} {e.type} {e.source} {e.session_id} {e.delivery_id} {e.payload}"
+        for e in ev.query(db, ev.EventFilter(limit=None))
+        if e.session_id in ids
+        or any((e.delivery_id or "").startswith(f"d-{i}-") for i in items)
+        or e.type.startswith("node.")
+    ]
+    return f"{tokens}\n" + "\n".join(lines)
+
+
 def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
     cluster: list[Node],
 ) -> None:
@@ -306,7 +324,7 @@ def test_a_paused_node_declared_dead_delivers_nothing_twice_when_it_wakes(
             acked.add(f"{item}-{per_item}")
     _wait_drained(db, cluster=cluster)
     wait_until(lambda: acked <= set(_seen(cluster)), timeout=60, interval=0.2)
-    before = victim.seen()
+    before, anywhere = victim.seen(), _seen(cluster)
     assert victim.daemon.proc is not None
     victim.daemon.proc.send_signal(signal.SIGCONT)
     wait_until(
@@ -322,7 +340,11 @@ def test_a_paused_node_declared_dead_delivers_nothing_twice_when_it_wakes(
     wait_until(lambda: acked <= set(_seen(cluster)), timeout=60, interval=0.2)
     after = victim.seen()
     woke = {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
-    assert not woke or all(k.endswith(f"-{per_item + 1}") for k in woke), woke
+    # nothing it had claimed or staged before the pause reaches its agents again; what it
+    # delivers now is new: this round's comments, or a request it accepted only on waking
+    # (sent while it was paused, the sender timed out: never acknowledged, never delivered)
+    again = {k: v for k, v in woke.items() if anywhere[k] > 0}
+    assert not again, _story(db, woke)
     seen = _seen(cluster)
     doubled = {k: v for k, v in seen.items() if v > 1}
-    assert len(doubled) <= _moved_in_flight(db), doubled
+    assert len(doubled) <= _moved_in_flight(db), _story(db, doubled)
