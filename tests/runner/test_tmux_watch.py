@@ -16,7 +16,7 @@ from tests.helpers import wait_until
 from tests.runner.test_tmux_screens import Counted
 from the_loop.runner.outcomes import Probe
 from the_loop.runner.tmux import TmuxRunner
-from the_loop.runner.tmux_watch import PaneWatch, pipe_command, probe_many
+from the_loop.runner.tmux_watch import PaneWatch, pane_watch, pipe_command, probe_many
 
 
 def _spawn(runner: TmuxRunner, workdir: Path, target: str) -> None:
@@ -125,3 +125,51 @@ def test_a_watched_program_that_exits_is_told_at_once(
             wait_until(lambda t=target: runner.probe(t) is Probe.DEAD, 10, what="dead")
     finally:
         watch.close()
+
+
+def _waiting_in_open(fifo: Path) -> list[int]:
+    """The pids of the pipe commands that copy into FIFO and wait in ``open`` for a reader."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            copies = f"of={fifo}".encode() in (proc / "cmdline").read_bytes()
+            if copies and (proc / "wchan").read_text() == "wait_for_partner":
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_a_new_watch_releases_the_pipes_a_killed_daemon_left_waiting(
+    runner: TmuxRunner, workdir: Path
+) -> None:
+    """A daemon killed with SIGKILL closes no FIFO. A pipe command that tmux starts after that
+    waits in ``open`` for a reader forever, and re-arming its pane does not wake it (seen as
+    stray ``dd`` processes after the SIGKILL tests). The next daemon's watch opens each FIFO
+    of a watch dir whose process is gone: the command ends, and the dir is removed; the dir of
+    a process that still exists is left alone."""
+    target = "loop-left"
+    _spawn(runner, workdir, target)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    left = runner.work_dir / f"watch-{gone.pid}"
+    left.mkdir(parents=True)
+    fifo = left / "pane"
+    os.mkfifo(fifo)
+    assert runner.run("pipe-pane", "-O", "-t", f"={target}:", pipe_command(fifo)).ok
+    waiting = wait_until(lambda: _waiting_in_open(fifo), 10, what="the pipe waiting in open")
+    alive = runner.work_dir / f"watch-{os.getppid()}"  # a process that exists: left alone
+    alive.mkdir()
+    watch = pane_watch(runner, lambda: None)
+    try:
+        assert not left.exists() and alive.exists()
+        assert watch.watch([target]) == {target}  # re-armed: the old command's input ends
+        wait_until(
+            lambda: not any(Path(f"/proc/{pid}").exists() for pid in waiting),
+            10,
+            what="the left-behind pipe command to end",
+        )
+    finally:
+        watch.close()
+        if fifo.exists():  # failed: let the command go, as the watch should have
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))

@@ -315,8 +315,47 @@ def _close(pipe: _Pipe) -> None:
 def pane_watch(
     runner: TmuxRunner, on_change: Callable[[], None], on_died: Callable[[], None] = lambda: None
 ) -> PaneWatch:
-    """A watch of RUNNER's server, its FIFOs under RUNNER's work dir (one dir per process)."""
+    """A watch of RUNNER's server, its FIFOs under RUNNER's work dir (one dir per process);
+    what a process that ended without closing its watch left there is released first
+    (``release_left_behind``)."""
+    release_left_behind(runner.work_dir)
     return PaneWatch(runner.run, runner.work_dir / f"watch-{os.getpid()}", on_change, on_died)
+
+
+def release_left_behind(work_dir: Path) -> int:
+    """Remove the watch dirs under WORK_DIR of processes that no longer exist (a daemon killed
+    with SIGKILL closes no FIFO); how many FIFOs were released. A ``dd`` that tmux started for
+    one after its reader died waits in ``open`` for a reader that never comes, and a
+    ``pipe-pane`` replacing it does not wake it: each FIFO is opened for reading once, so such
+    a ``dd`` opens it and ends at its first write (no reader) or at the end of its input (its
+    pane re-armed), and the FIFO is removed. Never raises."""
+    released = 0
+    with contextlib.suppress(OSError):
+        for found in work_dir.glob("watch-*"):
+            pid = found.name.removeprefix("watch-")
+            if not pid.isdigit() or int(pid) == os.getpid() or _exists(int(pid)):
+                continue
+            for fifo in found.iterdir():
+                with contextlib.suppress(OSError):
+                    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                    os.close(fd)
+                    released += 1
+                with contextlib.suppress(OSError):
+                    fifo.unlink()
+            with contextlib.suppress(OSError):
+                found.rmdir()
+    return released
+
+
+def _exists(pid: int) -> bool:
+    """Whether a process PID exists (ours or not: a dir of one that does is left alone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def probe_many(runner: TmuxRunner, targets: Sequence[str]) -> dict[str, Probe] | None:
