@@ -30,3 +30,21 @@ def test_say_while_paused_delivers_the_operator_message_and_says_so(work: Work) 
     resumed = work.env.run("sessions", "say", REF, "--text", "and again")
     assert resumed.exit_code == 0 and resumed.stderr == ""
     assert "and again" in work.wait_prompts(sid, 3)[2]
+
+
+def test_say_takes_the_message_after_the_target_or_with_text_never_both(work: Work) -> None:
+    """`sessions say REF please rebase` as a person types it: the words after the target are
+    the message; --text still works; neither, or both, is a usage error that delivers
+    nothing."""
+    sid = start(work)
+    work.wait_prompts(sid, 1)
+    said = work.env.run("sessions", "say", REF, "please", "rebase on main", "--actor", "ops")
+    assert said.exit_code == 0, said.stderr
+    assert work.wait_prompts(sid, 2)[1].endswith("\n\nplease rebase on main")
+    for args in ([], ["hi", "--text", "hello"], ["  "]):
+        refused = work.env.run("sessions", "say", REF, *args)
+        assert refused.exit_code == 2 and refused.stderr.startswith("error: give the message")
+        assert "Traceback" not in refused.stderr
+    assert work.env.run("sessions", "say", REF, "-t", "last").exit_code == 0
+    texts = work.wait_prompts(sid, 3)
+    assert len(texts) == 3 and texts[2].endswith("\n\nlast")

@@ -42,6 +42,27 @@ def format_option(*kinds: str) -> Callable[[F], F]:
     )
 
 
+def message_option(command: F) -> F:
+    """The message of a ``say``: the words after its target (``say REF please rebase``), or
+    ``--text``/``-t``; read with ``message_text``."""
+    command = click.option(
+        "--text", "-t", default=None, help="The message (instead of giving it after the target)."
+    )(command)
+    return click.argument(
+        "words", nargs=-1, metavar="[TEXT]...", help="The message (its words joined by spaces)."
+    )(command)
+
+
+def message_text(words: tuple[str, ...], text: str | None) -> str:
+    """The message ``message_option`` read; a usage error when it is missing or given twice."""
+    if words and text is not None:
+        raise click.UsageError("give the message once: after the target, or with --text")
+    said = " ".join(words) if words else text
+    if not said or not said.strip():
+        raise click.UsageError("give the message after the target, or with --text")
+    return said
+
+
 class Group(click.Group):
     """A command group whose commands are imported on first use: LAZY maps a command's name to
     ``module:attribute``. Given no arguments at all, it prints its help and exits 0 (as

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from the_loop.cli import common
-from the_loop.cli.base import command, format_option, group
+from the_loop.cli.base import command, format_option, group, message_option, message_text
 from the_loop.cli.plain import print_sessions, readable, usage_text
 from the_loop.errors import BadInput
 from the_loop.pricing import cost_text
@@ -158,10 +158,10 @@ def attach(ref: str, read_only: bool) -> None:
 
 @app.command("say")
 @click.argument("ref", help=common.REF_HELP)
-@click.option("--text", "-t", required=True, help="The message.")
+@message_option
 @click.option("--actor", default=None, help="Who is speaking (default: $USER).")
-def say(ref: str, text: str, actor: str | None) -> None:
-    """Send a message into a live session.
+def say(ref: str, words: tuple[str, ...], text: str | None, actor: str | None) -> None:
+    """Send a message into a live session: `say REF please rebase`, or --text.
 
     A paused session gets it too: pausing holds back GitHub events, not the operator.
     """
@@ -169,7 +169,7 @@ def say(ref: str, text: str, actor: str | None) -> None:
     from the_loop.work_items import SessionStatus
     from the_loop.work_items import service as sessions
 
-    print(sessions.say(common.ctx(), ref, text, actor))
+    print(sessions.say(common.ctx(), ref, message_text(words, text), actor))
     if sessions.resolve(common.ctx(), ref).status is SessionStatus.paused:
         print(
             "note: the session is paused: your message was delivered, GitHub events are not "

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from the_loop.cli import common, plain
-from the_loop.cli.base import format_option, group
+from the_loop.cli.base import format_option, group, message_option, message_text
 from the_loop.errors import BadInput
 from the_loop.pricing import cost_text
 
@@ -196,17 +196,17 @@ def restart(name: str) -> None:
 
 @app.command("say")
 @click.argument("name", help=NAME_HELP)
-@click.option("--text", "-t", required=True, help="The message.")
+@message_option
 @click.option("--actor", default=None, help="Who is speaking (default: $USER).")
-def say(name: str, text: str, actor: str | None) -> None:
-    """Send a message into a running standing session.
+def say(name: str, words: tuple[str, ...], text: str | None, actor: str | None) -> None:
+    """Send a message into a running standing session: `say NAME hello`, or --text.
 
     Never starts one.
     """
     # lazy: start-up
     from the_loop.standing import service as standing
 
-    result = standing.say(common.ctx(), name, text, actor)
+    result = standing.say(common.ctx(), name, message_text(words, text), actor)
     if result.held:
         print(f"{result.held} in {result.name}; delivered once it is answered")
     else:
