@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -247,3 +248,29 @@ def test_standing_list_of_a_running_daemon_matches(standing_daemon: Daemon) -> N
     assert "note: broken: " in listed  # its problem, as the store path says it
     as_json = _run(env, ["standing", "list", "--format", "json"], fast=True)
     assert as_json[3] == REMOTE and json.loads(as_json[1]) == daemon.api("GET", "/standing").json()
+
+
+def _waiting_connections(port: int) -> int:
+    """How many connections to the listening socket on PORT wait to be accepted (the kernel's
+    accept queue, ``rx_queue`` of a LISTEN row in /proc/net/tcp)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":
+            return int(fields[4].split(":")[1], 16)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def test_status_of_a_daemon_that_does_not_answer_asks_it_once(state: Work, daemon: Daemon) -> None:
+    """A hung daemon (stopped here) is asked once, for TIMEOUT, then the store is read and the
+    report says the daemon does not answer; it was asked twice (4 s) before."""
+    assert daemon.proc is not None
+    port = int(daemon.url.rsplit(":", 1)[1])
+    daemon.proc.send_signal(signal.SIGSTOP)
+    try:
+        assert _waiting_connections(port) == 0
+        code, out, err, _ = _run(state.env, ["status"], fast=True)
+        assert code == 1, (out, err)
+        assert "does not answer" in out, out
+        assert _waiting_connections(port) == 1
+    finally:
+        daemon.proc.send_signal(signal.SIGCONT)

@@ -130,11 +130,11 @@ def status(fmt: str) -> None:
     from the_loop.cli import remote  # lazy: start-up
 
     answer = remote.status()
-    if answer is not None:  # the running daemon's own report (docs/decisions/0065)
+    if isinstance(answer, dict):  # the running daemon's own report (docs/decisions/0065)
         report, mine = answer, remote.config_file()
-    else:
+    else:  # read here; a daemon that was asked and did not answer is not asked twice
         ctx = common.ctx()
-        report = _status_report(ctx).model_dump(mode="json", by_alias=True)
+        report = _status_report(ctx, unanswered=answer).model_dump(mode="json", by_alias=True)
         mine = str(ctx.loaded.path.absolute()) if ctx.loaded.path else None
     if fmt == "json":
         remote.print_json(report)
@@ -151,9 +151,10 @@ def status(fmt: str) -> None:
     sys.exit(0 if report.get("healthy") else 1)
 
 
-def _status_report(ctx: Ctx) -> StatusReport:
+def _status_report(ctx: Ctx, unanswered: str | None = None) -> StatusReport:
     """The status of CTX's installation when its daemon does not answer (or does not run): the
-    sessions and inbox counts read from the state database; never raises."""
+    sessions and inbox counts read from the state database; never raises. UNANSWERED: why the
+    daemon, asked already, gave no answer (it is not asked again)."""
     # lazy: start-up
     from the_loop.instance import daemon_running, read_info
     from the_loop.views.health import StatusReport
@@ -161,15 +162,18 @@ def _status_report(ctx: Ctx) -> StatusReport:
     info = read_info(ctx.state_dir)
     if info is None or not daemon_running(ctx.state_dir):
         return _local(ctx, running=False, problem="the-loop is not running")
+    problem = unanswered or ""
     try:
         # lazy: start-up (the token module of the web stack, only when a daemon runs)
+        from the_loop.cli.remote import TIMEOUT
         from the_loop.instance import ask
         from the_loop.web.auth import client_token
 
-        code, body, _ = ask(info.url, "/api/v1/status", client_token(ctx), 2.0)
-        if code == 200:
-            return StatusReport.model_validate_json(body)
-        problem = f"the daemon's status endpoint answered HTTP {code}"
+        if not unanswered:
+            code, body, _ = ask(info.url, "/api/v1/status", client_token(ctx), TIMEOUT)
+            if code == 200:
+                return StatusReport.model_validate_json(body)
+            problem = f"the daemon's status endpoint answered HTTP {code}"
     except (OSError, ValueError) as exc:
         problem = f"the daemon does not answer at {info.url}: {exc}"
     report = _local(ctx, running=True, problem=problem)

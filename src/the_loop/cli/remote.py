@@ -76,6 +76,13 @@ def find() -> Daemon | None:
 def ask(path: str, params: dict[str, Any] | None = None) -> tuple[Daemon, Any] | None:
     """The running daemon and its JSON answer to GET /api/v1/PATH?PARAMS, or None (see the
     module's docstring)."""
+    answer = _ask(path, params)
+    return None if isinstance(answer, str) else answer
+
+
+def _ask(path: str, params: dict[str, Any] | None = None) -> tuple[Daemon, Any] | str | None:
+    """``ask``, but why the daemon that was asked gave no answer (it did not answer within
+    ``TIMEOUT``, or the connection failed) rather than None."""
     daemon = find()
     if daemon is None:
         return None
@@ -88,7 +95,9 @@ def ask(path: str, params: dict[str, Any] | None = None) -> tuple[Daemon, Any] |
         ):
             return None
         return daemon, json.loads(body)
-    except (OSError, ValueError):
+    except OSError as exc:
+        return f"the daemon does not answer at {daemon.url}: {exc}"
+    except ValueError:
         return None
 
 
@@ -179,12 +188,13 @@ def print_events(events: list[dict[str, Any]], fmt: str) -> None:
     sys.stdout.write("".join(out))
 
 
-def status() -> dict[str, Any] | None:
-    """``GET /status``: the daemon's own status report."""
-    answer = ask("status")
-    if answer is None or not isinstance(answer[1], dict):
-        return None
-    return answer[1]
+def status() -> dict[str, Any] | str | None:
+    """``GET /status``: the daemon's own status report; why it did not answer when it was
+    asked (the caller reports that rather than asking again)."""
+    answer = _ask("status")
+    if answer is None or isinstance(answer, str):
+        return answer
+    return answer[1] if isinstance(answer[1], dict) else None
 
 
 def standing() -> tuple[Daemon, list[dict[str, Any]]] | None:
