@@ -126,10 +126,11 @@ class Slack:
         message_ts: str,
         allow: bool = True,
         user: str = ALICE,
-        choice: int | None = None,
+        choice: int | str | None = None,
+        channel: str = CHANNEL,
     ) -> httpx.Response:
         """A press of Allow (ALLOW) or Deny, or of a question's CHOICE, on PROMPT_ID's
-        message."""
+        message (in CHANNEL)."""
         if choice is not None:
             action, value = "the_loop_answer", f"{prompt_id}.{choice}"
         else:
@@ -138,8 +139,8 @@ class Slack:
             "type": "block_actions",
             "trigger_id": uuid.uuid4().hex,
             "user": {"id": user},
-            "channel": {"id": CHANNEL},
-            "container": {"type": "message", "message_ts": message_ts, "channel_id": CHANNEL},
+            "channel": {"id": channel},
+            "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
             "actions": [{"action_id": action, "value": value, "type": "button"}],
         }
         body = urlencode({"payload": json.dumps(payload)}).encode()

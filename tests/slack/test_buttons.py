@@ -75,6 +75,10 @@ def answers(work: Work, sid: str) -> list[tuple[str, str]]:
     return [(r["command"], r["answer"]) for r in records if r["kind"] == "answer"]
 
 
+def _unknown(event: dict[str, Any]) -> bool:
+    return event["payload"]["reason"] == "unknown-prompt"  # type: ignore[no-any-return]
+
+
 def test_permission_in_the_thread_answered_once_by_a_button(asking: Slack, gh: FakeGitHub) -> None:
     slack = asking
     work = slack.work
@@ -90,6 +94,20 @@ def test_permission_in_the_thread_answered_once_by_a_button(asking: Slack, gh: F
         ("the_loop_allow", prompt_id),
         ("the_loop_deny", prompt_id),
     ]
+
+    # a press carrying this prompt from another channel, one naming a prompt that does not
+    # exist, and a choice no question has change nothing and are told so
+    assert slack.press(prompt_id, notice.ts, channel="C0OTHER").status_code == 200
+    assert slack.press("p-made-up", notice.ts).status_code == 200
+    assert slack.press(prompt_id, notice.ts, choice="x").status_code == 200
+    wait_until(
+        lambda: len([e for e in work.events("slack.dropped") if _unknown(e)]) == 3,
+        30,
+        what="three presses dropped as unknown-prompt",
+    )
+    wait_until(lambda: len(slack.fake.ephemerals) >= 3, 30, what="three ephemeral replies")
+    assert all("nothing changed" in e["text"] for e in slack.fake.ephemerals)
+    assert state(work, ref)["prompt"]["pending"] is True and answers(work, sid) == []
 
     # a stranger's press changes nothing
     assert slack.press(prompt_id, notice.ts, allow=True, user=MALLORY).status_code == 200
@@ -109,7 +127,7 @@ def test_permission_in_the_thread_answered_once_by_a_button(asking: Slack, gh: F
     assert slack.dropped("stale-answer")["payload"]["promptId"] == prompt_id
     wait_until(lambda: any(e["user"] == ALICE for e in slack.fake.ephemerals), 30)
     told = [e["text"] for e in slack.fake.ephemerals if e["user"] == ALICE]
-    assert "already allowed" in told[0], told
+    assert "already allowed" in told[-1], told
     assert answers(work, sid) == [("make deploy", "y")]
     assert notice.updates == 1
     prompts_posted = [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text]
