@@ -10,6 +10,7 @@ from typing import Any
 
 from the_loop.config import Config
 from the_loop.engine import (
+    AnswerCommand,
     AnswerPermission,
     Close,
     CloseReason,
@@ -115,7 +116,8 @@ def test_keywords_act_like_the_same_comment_on_github() -> None:
     stopped = decide(reply("the-loop stop"), live(), CONFIG)
     assert stopped.actions == (Close(ITEM, "s-15", CloseReason.STOPPED),)
     allowed = decide(reply("the-loop allow p3fa91"), live(), CONFIG)
-    assert allowed.actions == (AnswerPermission(ITEM, "s-15", True, "slack:U0ALICE", "p3fa91"),)
+    allow = AnswerCommand(allow=True, prompt_id="p3fa91")
+    assert allowed.actions == (AnswerPermission(ITEM, "s-15", "slack:U0ALICE", allow),)
     conflict = decide(reply("the-loop pause and the-loop stop"), live(), CONFIG)
     assert conflict.actions[0] == Ignore(IgnoreReason.CONFLICTING_KEYWORDS)
     assert isinstance(conflict.actions[1], Reply)

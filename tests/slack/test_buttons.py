@@ -188,3 +188,58 @@ def test_a_prompt_is_posted_once_notify_after_seconds_passed_not_at_a_safety_pas
         what="the prompt in the thread",
     )
     assert time.monotonic() - opened >= NOTIFY_AFTER - 0.5, "posted before notifyAfterSeconds"
+
+
+@pytest.fixture
+def standing_asking(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
+    """A standing session in Slack whose permission prompts are posted at once."""
+    with standing_served(work, fake_slack, attention=ATTENTION) as slack:
+        yield slack
+
+
+def test_a_standing_session_thread_answers_by_command_as_a_work_items_does(
+    standing_asking: Slack,
+) -> None:
+    """In a standing session's thread, ``the-loop allow``/``deny``/``answer`` answer its
+    prompt as in a work item's thread (one rule: ``engine.answer_command``), where such a
+    reply used to be delivered as a message and held behind the very dialog it answered. A
+    stranger's command changes nothing; a stale one is told why in the thread; a reply that is
+    no command is still a message."""
+    slack = standing_asking
+    work = slack.work
+    thread = slack.announcement(f"*{STANDING}*").ts
+    ref = f"standing:{STANDING}"
+    conversation = slack.standing_conversation()
+    wait_until(lambda: state(work, ref).get("state") == "waiting", 30, what="waiting")
+    assert slack.reply("ASK-PERMISSION: make deploy", thread).status_code == 200
+    wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
+    prompt_id = state(work, ref)["prompt"]["id"]
+    notice = slack.prompt_message(thread, prompt_id)
+
+    assert slack.reply(f"the-loop allow {prompt_id}", thread, user=MALLORY).status_code == 200
+    assert slack.dropped("unauthorized")["payload"]["user"] == MALLORY
+    assert state(work, ref)["prompt"]["pending"] is True
+
+    assert slack.reply(f"the-loop allow {prompt_id}", thread).status_code == 200
+    wait_until(lambda: answers(work, conversation), 30, what="the keys reached the agent")
+    assert answers(work, conversation) == [("make deploy", "y")]
+    wait_until(lambda: notice.updates >= 1, 30, what="the message updated")
+    assert f"*Allowed* by <@{ALICE}> (via slack)" in notice.text, notice.text
+    assert not any("the-loop allow" in p for p in work.prompts(conversation))
+
+    assert slack.reply(f"the-loop deny {prompt_id}", thread).status_code == 200
+    assert slack.dropped("stale-answer")["standing"] == STANDING
+    told = wait_until(
+        lambda: [m for m in slack.fake.thread(CHANNEL, thread) if "already allowed" in m.text],
+        30,
+        what="the stale command told in the thread",
+    )
+    assert told[0].text.startswith(f"<@{ALICE}> ")
+    assert answers(work, conversation) == [("make deploy", "y")]
+
+    assert slack.reply("thanks, carry on", thread).status_code == 200
+    wait_until(
+        lambda: any("thanks, carry on" in p for p in work.prompts(conversation)),
+        30,
+        what="a plain reply delivered as a message",
+    )

@@ -247,17 +247,29 @@ class Resume:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerCommand:
+    """What an ``allow``, ``deny`` or ``answer`` command says: allow or deny a permission, or
+    ANSWER a question when given (a choice's number or a typed answer); PROMPT_ID, when the
+    text named one, must be the very prompt that waits."""
+
+    allow: bool
+    prompt_id: str | None
+    answer: str | None = None
+
+    @property
+    def verb(self) -> str:
+        return "answer" if self.answer is not None else ("allow" if self.allow else "deny")
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerPermission:
-    """Answer the prompt SESSION_ID of ITEM waits on (PROMPT_ID, when the comment named one,
-    must be that very prompt): allow or deny a permission, or ANSWER a question when given;
-    the agent layer refuses a stale answer."""
+    """Answer the prompt SESSION_ID of ITEM waits on as COMMAND says, on behalf of ACTOR; the
+    agent layer refuses a stale answer."""
 
     item: WorkItemRef
     session_id: str
-    allow: bool
     actor: str
-    prompt_id: str | None
-    answer: str | None = None
+    command: AnswerCommand
     event_type: ClassVar[str | None] = None
 
 
@@ -550,12 +562,32 @@ def _permission(event: WorkEvent, state: RouteState, config: Config, keyword: Ke
         why = f"{keyword.value}: no live session"
         return _refuse(event, IgnoreReason.NO_LIVE_SESSION, why, _NO_SESSION_HINT)
     item, session = live[0]
-    phrase = getattr(config.routing.keywords, keyword.value)
-    prompt_id = permission_prompt_id(event.body, phrase)
-    text = answer_after(event.body, phrase) if keyword is Keyword.ANSWER else None
-    allow = keyword is Keyword.ALLOW
-    action = AnswerPermission(item, session.session_id, allow, event.actor, prompt_id, text)
+    action = AnswerPermission(
+        item, session.session_id, event.actor, _answer_of(event.body, config, keyword)
+    )
     return Decision((action,), (f"{event.actor} asked to {keyword.value} a prompt of {item}",))
+
+
+_ANSWERS = (Keyword.ALLOW, Keyword.DENY, Keyword.ANSWER)
+
+
+def answer_command(text: str | None, config: Config) -> AnswerCommand | None:
+    """The ``allow``/``deny``/``answer`` command TEXT gives when that is its one command (as
+    in a comment: one command per text); None otherwise. For texts that reach an agent with
+    no work item (a reply in a standing session's Slack thread), read by the same rule."""
+    scan = scan_commands(text, config.routing.keywords)
+    if len(scan.keywords) != 1 or scan.keywords[0] not in _ANSWERS:
+        return None
+    return _answer_of(text, config, scan.keywords[0])
+
+
+def _answer_of(text: str | None, config: Config, keyword: Keyword) -> AnswerCommand:
+    phrase = getattr(config.routing.keywords, keyword.value)
+    return AnswerCommand(
+        allow=keyword is Keyword.ALLOW,
+        prompt_id=permission_prompt_id(text, phrase),
+        answer=answer_after(text, phrase) if keyword is Keyword.ANSWER else None,
+    )
 
 
 def _conflict(event: WorkEvent, scan: CommandScan, config: Config) -> Decision:
@@ -616,6 +648,7 @@ def _ignore(reason: IgnoreReason, why: str) -> Decision:
 
 __all__ = [
     "Action",
+    "AnswerCommand",
     "AnswerPermission",
     "Close",
     "Deliver",
@@ -630,6 +663,7 @@ __all__ = [
     "RouteState",
     "Spawn",
     "Unauthorized",
+    "answer_command",
     "decide",
     "is_authorized",
     "is_start_request",

@@ -11,8 +11,10 @@ becomes a neutral ``WorkEvent`` (a comment on the item, ``source`` ``slack``, ac
 work-item policy carries the decision out; a delivered reply is mirrored, with
 ``slack.mirrorToGitHub``, as a marked comment on the item (never delivered back: it carries
 the self-marker). A refusal is also recorded as ``slack.dropped``. A reply in a standing
-session's thread is authorized by the engine's rule for Slack and delivered by
-``standing.say``; a stopped standing session is answered in the thread with how to start it.
+session's thread is authorized by the engine's rule for Slack; an ``allow``, ``deny`` or
+``answer`` command in it (read by the engine's rule, ``engine.answer_command``) answers the
+session's prompt as in a work item's thread, any other reply is delivered by ``standing.say``;
+a stopped standing session is answered in the thread with how to start it.
 
 A press is taken only from an authorized user, for a prompt posted in that same channel, and
 answered with ``attention.answer_permission`` (Allow / Deny: the rules of ``the-loop allow``,
@@ -174,6 +176,14 @@ def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) 
     if not engine.is_authorized(actor, ctx.config, SOURCE):
         return _drop(ctx, delivery_id, "unauthorized", user=m.user, channel=m.channel)
     name = key.removeprefix(outbound.STANDING_PREFIX)
+    command = engine.answer_command(text, ctx.config)
+    if command is not None:
+        try:
+            done = attention.answer_command(ctx, key, command, actor, SOURCE)
+        except (BadInput, Conflict, NotFound, Unavailable) as exc:
+            _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
+            return _drop(ctx, delivery_id, "stale-answer", user=m.user, standing=name)
+        return f"{command.verb} {done}"
     try:
         standing.say(ctx, name, text, actor=actor)
     except NotRunning:

@@ -48,16 +48,10 @@ def prompt_text(kind: str, tool: str, detail: str, prompt_id: str) -> str:
     return f"The agent is waiting for your answer (prompt `{prompt_id}`):\n{_quote(detail)}"
 
 
-def how_to_answer(ctx: Ctx, prompt: attention_store.Prompt, thread_key: str) -> str:
-    """The line under a pending question: how it is answered from this thread."""
+def how_to_answer(ctx: Ctx, prompt: attention_store.Prompt) -> str:
+    """The line under a pending question: how it is answered from its thread (a work item's
+    or a standing session's: the same command in both)."""
     picks = "Pick a choice below. " if prompt.choices else ""
-    if thread_key.startswith(outbound.STANDING_PREFIX):
-        name = thread_key.removeprefix(outbound.STANDING_PREFIX)
-        typed = f"`the-loop sessions answer standing:{slack_text(name)} --text …`"
-        return (
-            f"{picks}To type an answer: the dashboard, or {typed}. "
-            "Other replies wait until it is answered."
-        )
     keyword = slack_text(ctx.config.routing.keywords.answer)
     return (
         f"{picks}To type an answer, reply `{keyword} {slack_text(prompt.id)} <your answer>`. "
@@ -163,7 +157,7 @@ def pass_once(ctx: Ctx, now: float | None = None) -> int:
             continue
         text = prompt_text(prompt.kind, prompt.tool, prompt.text or prompt.input, prompt.id)
         if prompt.kind == "question":
-            text += "\n" + how_to_answer(ctx, prompt, due.thread_key)
+            text += "\n" + how_to_answer(ctx, prompt)
         with ctx.db.transaction() as tx:
             if store.add_prompt(tx, due.prompt_id, due.thread_key, thread.channel, now):
                 outbound.queue_post(

@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import time
 
-from the_loop.agent.attention.service import (
-    Decision,
-    answer_permission,
-    answer_question,
-)
+from the_loop.agent.attention.service import answer_command
 from the_loop.context import Ctx
 from the_loop.engine import AnswerPermission
 from the_loop.errors import BadInput, Conflict, NotFound, Unavailable
@@ -125,25 +121,9 @@ def answer_from_comment(
     """Carry out an ``allow``/``deny``/``answer`` command written on the item (or in its Slack
     thread, VIA ``slack``): a summary, and why the answer was refused (stale, nothing pending,
     the other kind of prompt) — the policy tells the author — or None when it was taken."""
-    verb = "answer" if action.answer is not None else ("allow" if action.allow else "deny")
+    verb = action.command.verb
     try:
-        done = _comment_answer(ctx, action, via)
+        done = answer_command(ctx, action.session_id, action.command, action.actor, via)
     except (BadInput, Conflict, NotFound, Unavailable) as exc:
         return f"refused {verb} ({exc.message})", exc.message
     return f"{verb} {done}", None
-
-
-def _comment_answer(ctx: Ctx, action: AnswerPermission, via: str) -> str:
-    """Answer as ACTION says; what was answered."""
-    ref = action.session_id
-    if action.answer is not None:
-        given = action.answer
-        choice = int(given) if given.isdigit() and len(given) <= 2 else None
-        text = None if choice is not None else given
-        answered = answer_question(
-            ctx, ref, action.actor, via, choice=choice, text=text, prompt_id=action.prompt_id
-        )
-        return f"{answered.prompt_id} ({answered.answer})"
-    decision: Decision = "allow" if action.allow else "deny"
-    done = answer_permission(ctx, ref, decision, action.actor, via, action.prompt_id)
-    return f"{done.prompt_id} ({done.tool or 'prompt'})"

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from the_loop.context import Ctx
+from the_loop.engine import AnswerCommand
 from the_loop.errors import BadInput, Conflict, LoopError, NotFound, Unavailable
 from the_loop.refs import WorkItemRef, names_work_item
 from the_loop.store import attention as store
@@ -418,6 +419,24 @@ def answer_question(
     return QuestionAnswered(
         agent=key, prompt_id=target.id, answer=typed.label, actor=actor, via=via
     )
+
+
+def answer_command(ctx: Ctx, ref: str, command: AnswerCommand, actor: str, via: str) -> str:
+    """Carry out an ``allow``/``deny``/``answer`` COMMAND written by ACTOR (a comment on a work
+    item, a reply in a Slack thread) for REF's agent; what was answered. A command's answer that
+    is a choice's number (up to two digits) picks that choice, any other text is typed. Raises
+    as ``answer_permission`` and ``answer_question`` do."""
+    if command.answer is not None:
+        given = command.answer
+        choice = int(given) if given.isdigit() and len(given) <= 2 else None
+        text = None if choice is not None else given
+        answered = answer_question(
+            ctx, ref, actor, via, choice=choice, text=text, prompt_id=command.prompt_id
+        )
+        return f"{answered.prompt_id} ({answered.answer})"
+    decision: Decision = "allow" if command.allow else "deny"
+    done = answer_permission(ctx, ref, decision, actor, via, command.prompt_id)
+    return f"{done.prompt_id} ({done.tool or 'prompt'})"
 
 
 def history(ctx: Ctx, ref: str, limit: int = 100) -> list[PromptView]:
