@@ -2,7 +2,8 @@
 standing session announced in a fake Slack: its ``AskUserQuestion`` dialog is posted once with
 a button per choice and how to type an answer — never "your message is delivered", since the
 delivery gate holds other replies; a stranger's press changes nothing; Alice's press types the
-choice into the dialog, the model gets it, and the message says who answered what."""
+choice into the dialog, the model gets it, and the message says who answered what; a second
+question is answered by typing ``the-loop answer <id> …`` in the thread."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def reply(request: RecordedRequest) -> str | ToolUse:
         return "THANKS-FOR-THE-ANSWER"
     if "ASK-ME" in (request.prompt or ""):
         return ToolUse("AskUserQuestion", QUESTION, "toolu_ask_1")
+    if "ASK-AGAIN" in (request.prompt or ""):
+        return ToolUse("AskUserQuestion", QUESTION, "toolu_ask_2")
     return f"FAKE-REPLY-{request.seq}"
 
 
@@ -87,3 +90,18 @@ def test_a_question_in_the_thread_is_answered_by_its_choice_button(
         60,
         what="the agent's next answer in the thread",
     )
+
+    # a second question, answered by typing the command in the thread
+    assert slack.reply("please ASK-AGAIN now", thread).status_code == 200
+    wait_until(
+        lambda: (state(work, REF).get("prompt") or {}).get("id") not in (None, prompt_id),
+        60,
+        what="the second question",
+    )
+    second = state(work, REF)["prompt"]["id"]
+    again = slack.prompt_message(thread, second)
+    assert f"reply `the-loop answer {second} <your answer>`" in again.text, again.text
+    assert slack.reply(f"the-loop answer {second} MySQL please", thread).status_code == 200
+    wait_until(lambda: "MySQL please" in answer_of(api, "toolu_ask_2"), 40, what="the typed one")
+    wait_until(lambda: again.updates >= 1, 30, what="the second message updated")
+    assert f"*Answered* `MySQL please` by <@{ALICE}> (via slack)" in again.text, again.text
