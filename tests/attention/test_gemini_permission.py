@@ -78,6 +78,12 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
 
     assert work.cli("sessions", "say", REF, "-t", "please RUN-SHELL").exit_code == 0
     asked = waits(work, "needs-permission")["prompt"]
+    # what a person decides on: the command, read from the dialog's box above the question
+    assert (asked["text"], asked["tool"], asked["input"]) == (
+        "Allow execution of [Shell]?",
+        "Shell",
+        "echo ran > ran.txt",
+    )
     said = work.cli("sessions", "say", REF, "-t", "HELD-WHILE-ASKING")
     assert said.exit_code == 0 and "held" in said.stdout, said.stdout
     assert not (cwd / "ran.txt").exists(), "the message answered the dialog"
@@ -95,6 +101,7 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
     assert work.cli("sessions", "say", REF, "-t", "now WRITE-FILE").exit_code == 0
     second = waits(work, "needs-permission")["prompt"]
     assert second["text"] == "Apply this change?" and second["id"] != asked["id"]
+    assert (second["tool"], second["input"]) == ("WriteFile", "Writing to written.txt")
     denied = work.cli("sessions", "deny", REF, "--prompt", second["id"])
     assert denied.exit_code == 0, denied.stderr
     waits(work, "waiting")

@@ -39,11 +39,18 @@ class HarnessAttention(_Model):
     )
     permission_patterns: list[str] = Field(
         default_factory=list,
-        description="Regular expressions (multi-line) that mark a permission prompt on screen.",
+        description=(
+            "Regular expressions (multi-line) that mark a permission prompt on screen. A "
+            "named group `text` is the prompt's text (else the whole match); groups `tool` "
+            "and `input` name what it asks about, read from the whole screen."
+        ),
     )
     question_patterns: list[str] = Field(
         default_factory=list,
-        description="Regular expressions (multi-line) that mark a question to a person.",
+        description=(
+            "Regular expressions (multi-line) that mark a question to a person (named groups "
+            "as for `permissionPatterns`)."
+        ),
     )
     blocked_patterns: list[str] = Field(
         default_factory=list,
@@ -92,9 +99,12 @@ def _default_harnesses() -> dict[str, Any]:
         "gemini": {
             # its confirmation dialog (shell, edit, fetch, MCP tool): the question over the
             # numbered choices, "1. Allow once" first; Escape is "No, suggest changes"
+            # and, above it in the same box, the tool and what it is about to do
+            # ("│ ? Shell  echo hi > hi.txt", "│ ? WriteFile  Writing to notes.md")
             "permissionPatterns": [
-                r"(?:Allow execution of [^\n]*?\?|Apply this change\?|Do you want to proceed\?)"
-                r"(?=(?:[^\n]*\n){1,6}[^\n]*1\. Allow once)",
+                r"(?m)^(?:│ \? (?P<tool>\w+) +(?P<input>[^\n]*?) *│?\n(?:│[^\n]*\n){0,40}?)?"
+                r"[^\n]*?(?P<text>Allow execution of [^\n]*?\?|Apply this change\?"
+                r"|Do you want to proceed\?)(?=(?:[^\n]*\n){1,6}[^\n]*1\. Allow once)",
             ],
             "allowKeys": ["1"],
             "denyKeys": ["Escape"],

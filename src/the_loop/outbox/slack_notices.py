@@ -93,7 +93,7 @@ def _button(label: str, action: str, value: str, style: str | None = None) -> di
 
 def outcome_text(prompt: attention_store.Prompt) -> str:
     """The updated message of a prompt no longer pending."""
-    head = prompt_text(prompt.kind, prompt.tool, prompt.text or prompt.input, prompt.id)
+    head = prompt_text(prompt.kind, prompt.tool, prompt.detail, prompt.id)
     if prompt.decision is not None:
         done = "Allowed" if prompt.decision == "allow" else "Denied"
         return f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})."
@@ -155,7 +155,7 @@ def pass_once(ctx: Ctx, now: float | None = None) -> int:
         prompt = attention_store.get_prompt(conn, due.prompt_id)
         if prompt is None:
             continue
-        text = prompt_text(prompt.kind, prompt.tool, prompt.text or prompt.input, prompt.id)
+        text = prompt_text(prompt.kind, prompt.tool, prompt.detail, prompt.id)
         if prompt.kind == "question":
             text += "\n" + how_to_answer(ctx, prompt)
         with ctx.db.transaction() as tx:

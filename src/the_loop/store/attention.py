@@ -99,8 +99,22 @@ class Prompt:
         options = questions[0].get("options") if isinstance(questions[0], dict) else None
         return [str(o.get("label", "")) for o in options or [] if isinstance(o, dict)]
 
+    @property
+    def detail(self) -> str:
+        """What a notice quotes of this prompt (``detail_of``)."""
+        return detail_of(self.text, self.input)
+
     def __repr__(self) -> str:
         return f"Prompt({self.id!r}, {self.kind!r}, {self.tool!r}, pending={self.pending})"
+
+
+def detail_of(text: str, given: str) -> str:
+    """What a notice quotes of a prompt: its TEXT, and under it its input GIVEN when a screen
+    pattern read one (Gemini's question line, then the command it asks to run). A hook's
+    input is the JSON (``{``…) its text sums up, and is not repeated."""
+    if text and given and not given.startswith("{"):
+        return f"{text}\n{given}"
+    return text or given
 
 
 class Row:

@@ -39,7 +39,7 @@ def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str, 
     who = f"@{row.requester} " if row.requester else ""
     if prompt.kind == "permission":
         what = prompt.tool or "a tool"
-        detail = prompt.text or prompt.input
+        detail = prompt.detail
         return (
             f"{who}the agent of this item is waiting for your permission to run **{what}** "
             f"(prompt `{prompt.id}`):\n\n{_quote(detail)}\n\n"

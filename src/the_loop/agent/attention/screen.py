@@ -66,12 +66,15 @@ class Watched:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What one look at a screen decided: the state, the rule and the matched text."""
+    """What one look at a screen decided: the state, the rule and the matched text (with the
+    tool and its input when the pattern names them)."""
 
     state: str
     rule: str
     text: str = ""
     kind: str = ""
+    tool: str = ""
+    input: str = ""
 
 
 @dataclass
@@ -184,15 +187,35 @@ def classify(
         found = re.search(pattern, tail)
         if found:
             rule = f"permissionPatterns[{index}] {pattern!r} matched"
-            return Verdict(store.NEEDS_PERMISSION, rule, found.group(0).strip(), "permission")
+            return _prompt(store.NEEDS_PERMISSION, rule, "permission", found, pattern, screen)
     for index, pattern in enumerate(settings.question_patterns):
         found = re.search(pattern, tail)
         if found:
             rule = f"questionPatterns[{index}] {pattern!r} matched"
-            return Verdict(store.NEEDS_INPUT, rule, found.group(0).strip(), "question")
+            return _prompt(store.NEEDS_INPUT, rule, "question", found, pattern, screen)
     if quiet_for >= quiet_seconds:
         return Verdict(store.WAITING, f"pane unchanged for {quiet_seconds:g}s (quietSeconds)")
     return Verdict(store.WORKING, "pane changed")
+
+
+def _prompt(
+    state: str, rule: str, kind: str, found: re.Match[str], pattern: str, screen: str
+) -> Verdict:
+    """The verdict of a prompt PATTERN FOUND in the screen's tail: its text is the group
+    ``text`` when the pattern names one, else the whole match. A pattern that names ``tool``
+    or ``input`` is matched again against the whole SCREEN, since what the dialog asks about
+    (a command, a file) may be drawn above the tail; the last match there is the dialog at the
+    bottom, and its groups are the prompt's tool and input (empty when out of sight)."""
+    groups = found.re.groupindex
+    text = found.group("text") if "text" in groups else found.group(0)
+    tool = given = ""
+    if "tool" in groups or "input" in groups:
+        matches = list(re.finditer(pattern, screen))
+        if matches:
+            last = matches[-1]
+            tool = (last.group("tool") or "") if "tool" in groups else ""
+            given = (last.group("input") or "") if "input" in groups else ""
+    return Verdict(state, rule, text.strip(), kind, tool.strip(), given.strip())
 
 
 def blocked(tail: str, settings: HarnessAttention) -> Verdict | None:
@@ -340,7 +363,11 @@ def _record(
         return False
     if not detector.settled(agent.key, row.state if row else None, verdict.state):
         return False
-    prompt = store.NewPrompt(verdict.kind, text=verdict.text) if verdict.kind else None
+    prompt = (
+        store.NewPrompt(verdict.kind, tool=verdict.tool, input=verdict.input, text=verdict.text)
+        if verdict.kind
+        else None
+    )
     last = _last_lines(screen) if verdict.state == store.WAITING else None
     with ctx.db.transaction() as tx:
         change = store.set_state(

@@ -345,7 +345,7 @@ def _target(conn: Connection, ref: str, key: str, prompt_id: str | None, kind: s
 def _named(prompt: store.Prompt) -> str:
     """PROMPT in a line: its tool (or kind) and its text, the tool said once (a hook's text
     already starts with it: ``Bash: make deploy``)."""
-    head, text = prompt.tool or prompt.kind, _clip(prompt.text or prompt.input)
+    head, text = prompt.tool or prompt.kind, _clip(" ".join(prompt.detail.split()))
     return text if text.startswith(f"{head}:") else f"{head}: {text}"
 
 
