@@ -3,6 +3,7 @@ shared services of this process, each a typed field built once."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -31,6 +32,9 @@ class Ctx:
     """Restart-only settings whose value in the loaded config differs from ``started_with``."""
     config_rejected: str | None = None
     """The digest of the last config file a reload refused (reported once per content)."""
+    stopping: threading.Event = field(default_factory=threading.Event)
+    """Set when the daemon stops: a thread that waits on an agent (for it to take input)
+    gives up then, so that the process can exit."""
 
     @property
     def config(self) -> Config:

@@ -69,9 +69,11 @@ LOGINS = (
     ("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
     ("CODEX_HOME", ".codex", "auth.json"),
     ("", ".gemini", "oauth_creds.json"),
+    ("", ".gemini", "settings.json"),
 )
 """Each harness's login file: the variable naming its folder, the folder under ``$HOME``, the
-file."""
+file. Gemini's ``settings.json`` holds the sign-in its operator chose (Google, API key, Vertex):
+without it, Gemini asks how to sign in before anything else."""
 
 
 def carry_logins(env: Mapping[str, str], home: Path) -> list[Path]:

@@ -250,7 +250,9 @@ class TmuxAgents:
         if target in ctx.ready:
             return True
         adapter = adapter_for(ctx, agent.harness, agent.args)
-        ok = ctx.runners.tmux.wait_ready(target, adapter.ready_pattern, timeout=timeout)
+        ok = ctx.runners.tmux.wait_ready(
+            target, adapter.ready_pattern, timeout=timeout, stop=ctx.stopping
+        )
         if ok:
             ctx.ready.add(target)
         return ok
@@ -263,7 +265,7 @@ class TmuxAgents:
         tmux = ctx.runners.tmux
         pattern = adapter_for(ctx, agent.harness, agent.args).ready_pattern
         if pattern is not None and seconds > 0:
-            if tmux.wait_ready(agent.tmux_target, pattern, timeout=seconds):
+            if tmux.wait_ready(agent.tmux_target, pattern, timeout=seconds, stop=ctx.stopping):
                 ctx.ready.add(agent.tmux_target)
                 return True
             return tmux.probe(agent.tmux_target) is Probe.LIVE

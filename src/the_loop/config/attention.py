@@ -108,6 +108,12 @@ def _default_harnesses() -> dict[str, Any]:
             ],
             "allowKeys": ["1"],
             "denyKeys": ["Escape"],
+            # no sign-in chosen (a home without its settings): it asks how before anything
+            # else; the bottom of that box, and its question above it as the reason
+            "blockedPatterns": [
+                r"(?m)^(?:[^\n]*?(?P<text>How would you like to authenticate[^\n│]*?) *│?\n"
+                r"(?:│[^\n]*\n){0,30}?)?[^\n]*Terms of Services and Privacy Notice for Gemini"
+            ],
         },
     }
 

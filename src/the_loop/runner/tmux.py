@@ -32,6 +32,7 @@ import re
 import shlex
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -262,12 +263,15 @@ class TmuxRunner:
         pattern: str | None = None,
         timeout: float = 30.0,
         interval: float = 0.05,
+        stop: threading.Event | None = None,
     ) -> bool:
         """Wait until TARGET's screen matches PATTERN (a regex; None: any visible text) while
-        its pane is alive. False on timeout or when the pane died or vanished; never raises."""
+        its pane is alive. False on timeout, when the pane died or vanished, or once STOP is
+        set; never raises."""
         regex = re.compile(pattern) if pattern else None
         deadline = time.monotonic() + timeout
-        while True:
+        stop = stop or threading.Event()
+        while not stop.is_set():
             screen = self._screen_if_alive(target)
             if screen is False:
                 return False
@@ -275,7 +279,8 @@ class TmuxRunner:
                 return True
             if time.monotonic() >= deadline:
                 return False
-            time.sleep(interval)
+            stop.wait(interval)
+        return False
 
     def _screen_if_alive(self, target: str) -> str | bool | None:
         """The visible screen when the pane is alive, False when it is dead or absent, None

@@ -88,6 +88,7 @@ def create_app(
                 yield
         finally:
             stop.set()
+            ctx.stopping.set()  # threads waiting on an agent give up
             await Bridge.close_all()  # browser terminals still open: their tmux clients end
             for task in tasks:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):

@@ -180,7 +180,7 @@ def classify(
 ) -> Verdict:
     """The attention SCREEN shows (unchanged for QUIET_FOR seconds); pure."""
     tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
-    stuck = blocked(tail, settings)
+    stuck = blocked(tail, settings, screen)
     if stuck is not None:
         return stuck
     for index, pattern in enumerate(settings.permission_patterns):
@@ -201,31 +201,33 @@ def classify(
 def _prompt(
     state: str, rule: str, kind: str, found: re.Match[str], pattern: str, screen: str
 ) -> Verdict:
-    """The verdict of a prompt PATTERN FOUND in the screen's tail: its text is the group
-    ``text`` when the pattern names one, else the whole match. A pattern that names ``tool``
-    or ``input`` is matched again against the whole SCREEN, since what the dialog asks about
-    (a command, a file) may be drawn above the tail; the last match there is the dialog at the
-    bottom, and its groups are the prompt's tool and input (empty when out of sight)."""
+    """The verdict of a PATTERN FOUND in the screen's tail. Its text is the group ``text``
+    when the pattern names one, else the whole match; groups ``tool`` and ``input`` name what
+    the prompt asks about. What the tail does not show (Gemini draws the command, or the
+    question of its sign-in dialog, above the lines the patterns are matched in) is read from
+    the pattern's last match in the whole SCREEN: the dialog at the bottom."""
     groups = found.re.groupindex
     text = found.group("text") if "text" in groups else found.group(0)
     tool = given = ""
-    if "tool" in groups or "input" in groups:
+    if "tool" in groups or "input" in groups or text is None:
         matches = list(re.finditer(pattern, screen))
-        if matches:
-            last = matches[-1]
-            tool = (last.group("tool") or "") if "tool" in groups else ""
-            given = (last.group("input") or "") if "input" in groups else ""
+        last = matches[-1] if matches else found
+        tool = (last.group("tool") or "") if "tool" in groups else ""
+        given = (last.group("input") or "") if "input" in groups else ""
+        if text is None:
+            text = last.group("text") or found.group(0)
     return Verdict(state, rule, text.strip(), kind, tool.strip(), given.strip())
 
 
-def blocked(tail: str, settings: HarnessAttention) -> Verdict | None:
-    """``blocked`` with the matched line as the reason when TAIL shows that the agent cannot
-    work (``blockedPatterns``); None otherwise. Pure."""
+def blocked(tail: str, settings: HarnessAttention, screen: str = "") -> Verdict | None:
+    """``blocked`` with the matched line (or the pattern's group ``text``, read as
+    ``_prompt`` reads it) as the reason when TAIL, the end of SCREEN, shows that the agent
+    cannot work (``blockedPatterns``); None otherwise. Pure."""
     for index, pattern in enumerate(settings.blocked_patterns):
         found = re.search(pattern, tail)
         if found:
             rule = f"blockedPatterns[{index}] {pattern!r} matched"
-            return Verdict(store.BLOCKED, rule, found.group(0).strip(), "blocked")
+            return _prompt(store.BLOCKED, rule, "blocked", found, pattern, screen or tail)
     return None
 
 
@@ -233,7 +235,7 @@ def _hooks_verdict(screen: str, settings: HarnessAttention, state: str | None) -
     """For a harness that reports through hooks only what they cannot say: that it is
     blocked, and that it no longer is (then ``waiting``: it takes input again)."""
     tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
-    found = blocked(tail, settings)
+    found = blocked(tail, settings, screen)
     if found is None and state == store.BLOCKED:
         return Verdict(store.WAITING, "the blocking message is gone")
     return found
