@@ -84,6 +84,9 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
         "Shell",
         "echo ran > ran.txt",
     )
+    assert asked["detail"] == "Allow execution of [Shell]?\necho ran > ran.txt"
+    listed = work.cli("attention")
+    assert "Allow execution of [Shell]? echo ran > ran.txt" in listed.stdout, listed.stdout
     said = work.cli("sessions", "say", REF, "-t", "HELD-WHILE-ASKING")
     assert said.exit_code == 0 and "held" in said.stdout, said.stdout
     assert not (cwd / "ran.txt").exists(), "the message answered the dialog"

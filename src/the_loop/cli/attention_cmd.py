@@ -38,7 +38,7 @@ def app(click_ctx: click.Context, fmt: str) -> None:
                 common.ago(v.since).removesuffix(" ago"),
                 v.prompt.id if v.prompt else "-",
                 v.requester or "-",
-                _question(v.prompt.text if v.prompt else "", v.last_message),
+                _question(v.prompt.detail if v.prompt else "", v.last_message),
             )
             for v in views
         ],
@@ -67,7 +67,8 @@ def explain(ref: str, fmt: str) -> None:
     if view.prompt is not None:
         p = view.prompt
         state = "pending" if p.pending else (p.decision or p.outcome or "closed")
-        print(f"prompt: {p.id} ({p.kind}, {state}) {p.text}")
+        detail = p.detail.replace("\n", "\n        ")
+        print(f"prompt: {p.id} ({p.kind}, {state}) {detail}")
 
 
 @app.command("history")
@@ -93,7 +94,7 @@ def history(ref: str, limit: int, fmt: str) -> None:
                 "pending" if p.pending else (p.decision or p.outcome or "closed"),
                 p.answered_by or "-",
                 p.answered_via or "-",
-                _question(p.text or p.input, ""),
+                _question(p.detail, ""),
             )
             for p in views
         ],

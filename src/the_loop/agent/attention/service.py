@@ -54,6 +54,9 @@ class PromptView(_View):
     choices: list[str] = []
     """The numbered choices of a one-question dialog (Claude Code's ``AskUserQuestion``), in
     order: ``{"choice": N}`` picks the Nth; empty for any other prompt."""
+    detail: str = ""
+    """What the notices quote of it: the text, and under it the input a screen pattern read
+    (the command a Gemini dialog asks to run)."""
     created_at: UtcDatetime
     pending: bool
     decision: str | None = None
@@ -121,6 +124,7 @@ def _prompt_view(p: store.Prompt) -> PromptView:
         input=p.input,
         text=p.text,
         choices=p.choices or [],
+        detail=p.detail,
         created_at=_when(p.created_at),
         pending=p.pending,
         decision=p.decision,
