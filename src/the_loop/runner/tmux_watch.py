@@ -333,7 +333,7 @@ def release_left_behind(work_dir: Path) -> int:
     with contextlib.suppress(OSError):
         for found in work_dir.glob("watch-*"):
             pid = found.name.removeprefix("watch-")
-            if not pid.isdigit() or int(pid) == os.getpid() or _exists(int(pid)):
+            if not pid.isdigit() or int(pid) == os.getpid() or process_identity(int(pid)):
                 continue
             for fifo in found.iterdir():
                 with contextlib.suppress(OSError):
@@ -345,17 +345,6 @@ def release_left_behind(work_dir: Path) -> int:
             with contextlib.suppress(OSError):
                 found.rmdir()
     return released
-
-
-def _exists(pid: int) -> bool:
-    """Whether a process PID exists (ours or not: a dir of one that does is left alone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def probe_many(runner: TmuxRunner, targets: Sequence[str]) -> dict[str, Probe] | None:
