@@ -163,3 +163,25 @@ def test_doctor_asks_the_tmux_doorway_for_the_version(tmp_path: Path) -> None:
     good = TmuxRunner("doctor-test", binary=_fake_tmux(tmp_path, 'echo "tmux 3.4"'))
     check = {c.name: c for c in run_doctor(config, tmux=good).checks}["tmux"]
     assert check.status == "ok" and check.detail.startswith("tmux 3.4 (")
+
+
+def test_doctor_says_when_gemini_has_no_sign_in_chosen(loop_env: Env, tmp_path: Path) -> None:
+    """With a key but no sign-in chosen in its settings, Gemini asks how to sign in before
+    anything else and its agents are blocked (decision 0078): doctor says so, and how to fix
+    it; once a sign-in is chosen, the check is ok."""
+    home = tmp_path / "operator"
+    (home / ".gemini").mkdir(parents=True)
+    env = {"HOME": str(home), "GEMINI_API_KEY": "a-key"}
+    loop_env.write_config(harnesses={"gemini": {"env": env}}, routing={"defaultHarness": "gemini"})
+
+    def sign_in() -> dict[str, str]:
+        report = json.loads(loop_env.run("doctor", "--format", "json").stdout)
+        return next(c for c in report["checks"] if c["name"] == "harness gemini sign-in")
+
+    missing = sign_in()
+    assert missing["status"] == "warning" and "no sign-in chosen" in missing["detail"], missing
+    assert "run `gemini` once" in missing["hint"]
+    settings = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    chosen = sign_in()
+    assert chosen["status"] == "ok" and chosen["detail"].startswith("gemini-api-key"), chosen

@@ -5,6 +5,7 @@ Each missing piece carries one line of install guidance per platform.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -145,10 +146,39 @@ def check_harnesses(config: Config) -> list[Check]:
         )
         checks.append(check_harness_binary(name, binary, config.harness(name).env, required))
         checks.append(check_permission_mode(name, config.harness(name).permission_mode))
-        login = check_login(name, config.harness(name).adapter or name, config.harness(name).env)
+        adapter, env = config.harness(name).adapter or name, config.harness(name).env
+        login = check_login(name, adapter, env)
         if login is not None:
             checks.append(login)
+        if adapter == "gemini":
+            checks.append(check_gemini_sign_in(name, env))
     return checks
+
+
+def check_gemini_sign_in(name: str, env: dict[str, str]) -> Check:
+    """Whether Gemini has a sign-in chosen (``security.auth.selectedType`` in its
+    ``settings.json``, carried into a confined agent's home): without one it asks how to sign
+    in before anything else, even with a key set, and its agents are blocked (decision 0078)."""
+    title = f"harness {name} sign-in"
+    home = env.get("HOME") or os.environ.get("HOME") or str(Path.home())
+    settings = Path(home) / ".gemini" / "settings.json"
+    try:
+        data = json.loads(settings.read_text())
+        auth = data.get("security", {}).get("auth", {}) if isinstance(data, dict) else {}
+        chosen = auth.get("selectedType") if isinstance(auth, dict) else None
+    except (OSError, ValueError, AttributeError):
+        chosen = None
+    if isinstance(chosen, str) and chosen:
+        return Check(name=title, status=CheckStatus.ok, detail=f"{chosen} ({settings})")
+    return Check(
+        name=title,
+        status=CheckStatus.warning,
+        required=False,
+        detail=f"no sign-in chosen in {settings}: Gemini asks how to sign in before anything "
+        "else, and its agents are blocked",
+        hint="run `gemini` once on this host and choose how to sign in (with a key set: "
+        '"Use Gemini API Key")',
+    )
 
 
 _LOGINS: dict[str, tuple[tuple[str, ...], str, str, str]] = {
