@@ -41,10 +41,12 @@ def test_say_takes_the_message_after_the_target_or_with_text_never_both(work: Wo
     said = work.env.run("sessions", "say", REF, "please", "rebase on main", "--actor", "ops")
     assert said.exit_code == 0, said.stderr
     assert work.wait_prompts(sid, 2)[1].endswith("\n\nplease rebase on main")
-    for args in ([], ["hi", "--text", "hello"], ["  "]):
+    for args in ([], ["hi", "--text", "hello"]):
         refused = work.env.run("sessions", "say", REF, *args)
         assert refused.exit_code == 2 and refused.stderr.startswith("error: give the message")
         assert "Traceback" not in refused.stderr
+    blank = work.env.run("sessions", "say", REF, "  ")
+    assert blank.exit_code == 2 and "empty message" in blank.stderr, blank.stderr
     assert work.env.run("sessions", "say", REF, "-t", "last").exit_code == 0
     texts = work.wait_prompts(sid, 3)
     assert len(texts) == 3 and texts[2].endswith("\n\nlast")

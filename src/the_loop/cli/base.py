@@ -54,11 +54,12 @@ def message_option(command: F) -> F:
 
 
 def message_text(words: tuple[str, ...], text: str | None) -> str:
-    """The message ``message_option`` read; a usage error when it is missing or given twice."""
+    """The message ``message_option`` read; a usage error when it is missing or given twice
+    (a blank one is the service's to refuse, as from every surface)."""
     if words and text is not None:
         raise click.UsageError("give the message once: after the target, or with --text")
     said = " ".join(words) if words else text
-    if not said or not said.strip():
+    if said is None:
         raise click.UsageError("give the message after the target, or with --text")
     return said
 

@@ -1,5 +1,8 @@
 """The tmux runner: the only code that runs tmux.
 
+Long because it is that one doorway: every tmux command the-loop sends is built and answered
+here, each with the facts below in mind.
+
 Every call goes through ``TmuxRunner.run``, which always names the private server
 (``tmux -L <socket> -f <config file>``), never raises and returns a ``TmuxResult`` saying
 whether tmux answered, answered "no such session", or did not answer at all (timeout, crash,
