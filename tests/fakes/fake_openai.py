@@ -3,9 +3,13 @@
 Real HTTP (``ThreadingHTTPServer`` in a background thread). ``POST /v1/responses`` answers a
 streamed response as server-sent events (``response.created``, ``response.output_item.added``,
 ``response.output_text.delta``, ``response.output_item.done``, ``response.completed``) whose
-one output item is an assistant message; ``GET /v1/models`` lists one model; anything else gets
-the API's JSON error shape with 404. Every request is recorded (method, path, headers, parsed
-JSON body).
+one output item is an assistant message, or, when the reply is a ``FunctionCall``, a call of
+one of the tools the request offers (an output item of type ``function_call``: ``call_id``,
+``name``, ``arguments`` as JSON text, streamed with ``response.function_call_arguments.delta``
+and ``.done``); ``GET /v1/models`` lists one model; anything else gets the API's JSON error
+shape with 404. Every request is recorded (method, path, headers, parsed JSON body). The
+request that carries the call's result (a ``function_call_output`` input item) is told by
+``ResponsesRequest.answers_a_tool``.
 
 Codex is pointed at it with a model provider of its own in ``$CODEX_HOME/config.toml``
 (``codex_home`` writes one) and the key in the environment variable that provider names: no
@@ -36,9 +40,21 @@ MODEL = "fake-codex-model"
 KEY_ENV = "FAKE_OPENAI_API_KEY"
 PLACEHOLDER_KEY = "sk-fake-openai-key-for-tests"
 
-Reply = Callable[["ResponsesRequest"], str]
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """A reply that calls the tool NAME with ARGUMENTS (sent as JSON text); ``call_id`` is
+    made from the request's ``seq`` when not given."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str = ""
+
+
+Reply = Callable[["ResponsesRequest"], "str | FunctionCall"]
 Usage = Callable[["ResponsesRequest", str], dict[str, Any]]
-"""The ``usage`` object of a response to a request with reply text (``default_usage``)."""
+"""The ``usage`` object of a response to a request with reply text (``default_usage``; a
+function call's text is its arguments' JSON)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,36 @@ class ResponsesRequest:
     def prompt(self) -> str | None:
         texts = self.user_texts()
         return texts[-1] if texts else None
+
+    def tool_names(self) -> list[str]:
+        """The names of the function tools this request offers (namespaces left out)."""
+        if not isinstance(self.body, dict):
+            return []
+        tools = [t for t in self.body.get("tools") or [] if isinstance(t, dict)]
+        return [str(t["name"]) for t in tools if t.get("type") == "function" and "name" in t]
+
+    def tool_outputs(self) -> list[dict[str, Any]]:
+        """Every ``function_call_output`` item the CLI sent back in this request, in order."""
+        return [i for i in self.items if i.get("type") == "function_call_output"]
+
+    @property
+    def answers_a_tool(self) -> bool:
+        """Whether the newest input item carries a tool's result (the turn goes on)."""
+        items = self.items
+        return bool(items) and items[-1].get("type") == "function_call_output"
+
+    def shell_call(self, command: str, justification: str = "") -> FunctionCall:
+        """A call of the shell tool this request offers (``exec_command``, one shell string in
+        ``cmd``, as Codex 0.171 offers it) to run COMMAND. With a JUSTIFICATION it asks to run
+        outside the sandbox: Codex then asks the user first (in its ``on-request`` approval
+        mode a sandboxed command runs without asking)."""
+        offered = self.tool_names()
+        assert "exec_command" in offered, f"no exec_command tool offered: {offered}"
+        arguments: dict[str, Any] = {"cmd": command}
+        if justification:
+            arguments["sandbox_permissions"] = "require_escalated"
+            arguments["justification"] = justification
+        return FunctionCall("exec_command", arguments)
 
 
 def default_reply(request: ResponsesRequest) -> str:
@@ -201,7 +247,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _respond(self, request: ResponsesRequest) -> None:
-        text = self.fake.reply(request)
+        answer = self.fake.reply(request)
+        text = json.dumps(answer.arguments) if isinstance(answer, FunctionCall) else answer
         usage = (self.fake.usage or default_usage)(request, text)
         with self.fake._lock:
             self.fake.sent_usage[request.seq] = usage
@@ -210,7 +257,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-cache")
         self.send_header("connection", "close")
         self.end_headers()
-        for event in _events(request.seq, text, usage):
+        events = (
+            _call_events(request.seq, answer, usage)
+            if isinstance(answer, FunctionCall)
+            else _events(request.seq, answer, usage)
+        )
+        for event in events:
             self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
             self.wfile.flush()
         self.close_connection = True
@@ -231,16 +283,19 @@ def default_usage(request: ResponsesRequest, text: str) -> dict[str, Any]:
     }
 
 
-def _events(seq: int, text: str, usage: dict[str, Any]) -> list[dict[str, Any]]:
-    response_id, item_id = f"resp_fake_{seq:06d}", f"msg_fake_{seq:06d}"
-    response = {
-        "id": response_id,
+def _response(seq: int) -> dict[str, Any]:
+    return {
+        "id": f"resp_fake_{seq:06d}",
         "object": "response",
         "created_at": int(time.time()),
         "status": "in_progress",
         "model": MODEL,
         "output": [],
     }
+
+
+def _events(seq: int, text: str, usage: dict[str, Any]) -> list[dict[str, Any]]:
+    response, item_id = _response(seq), f"msg_fake_{seq:06d}"
     done_item = {
         "id": item_id,
         "type": "message",
@@ -262,6 +317,36 @@ def _events(seq: int, text: str, usage: dict[str, Any]) -> list[dict[str, Any]]:
             "content_index": 0,
             "delta": text,
         },
+        {"type": "response.output_item.done", "output_index": 0, "item": done_item},
+        {
+            "type": "response.completed",
+            "response": {**response, "status": "completed", "output": [done_item], "usage": usage},
+        },
+    ]
+
+
+def _call_events(seq: int, call: FunctionCall, usage: dict[str, Any]) -> list[dict[str, Any]]:
+    """A response whose one output item calls CALL's tool, streamed as the API streams it."""
+    response, item_id = _response(seq), f"fc_fake_{seq:06d}"
+    arguments = json.dumps(call.arguments)
+    done_item = {
+        "id": item_id,
+        "type": "function_call",
+        "status": "completed",
+        "call_id": call.call_id or f"call_fake_{seq:06d}",
+        "name": call.name,
+        "arguments": arguments,
+    }
+    at = {"item_id": item_id, "output_index": 0}
+    return [
+        {"type": "response.created", "response": response},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**done_item, "status": "in_progress", "arguments": ""},
+        },
+        {"type": "response.function_call_arguments.delta", **at, "delta": arguments},
+        {"type": "response.function_call_arguments.done", **at, "arguments": arguments},
         {"type": "response.output_item.done", "output_index": 0, "item": done_item},
         {
             "type": "response.completed",

@@ -88,8 +88,25 @@ def _default_harnesses() -> dict[str, Any]:
         },
         "codex": {
             "signals": "notify",
+            # its approval dialog (a command, an edit) is often taller than the lines prompts
+            # are matched in (a reason that wraps, a command of many lines; Codex clips a
+            # taller one to the screen, "[… 108 lines] ^a view all"): it is found by its
+            # bottom, the last lines of the screen ("2. No, and tell Codex what to do
+            # differently (esc)" over "Press enter to confirm or esc to cancel", wrapped or
+            # not); its question and what it asks about are read above that, inside the same
+            # dialog: after the question and its paragraphs ("Environment: local", "Reason:
+            # …", an edit's "Description: …") comes the command after "$ ", every line of it
+            # up to the dialog's own choices (the last "1. Yes, proceed (y)" over that
+            # bottom), or an edit's "Destination: …" lines
             "permissionPatterns": [
-                r"Would you like to (run the following command|make the following edits)\?",
+                r"(?m)^(?: *(?P<text>Would\s+you\s+like\s+to\s+(?:run\s+the\s+following\s+"
+                r"command|make\s+the\s+following\s+edits)\?)[ \t]*\n(?:[ \t]*\n)+"
+                r"(?:  \w[\w ]*: [^\n]*\n(?:[ \t]*\S[^\n]*\n)*(?:[ \t]*\n)+)*"
+                r"(?:  (?!\$ |Destination: )\S[^\n]*\n)*"
+                r"  (?:\$ |(?=Destination: ))(?P<input>[^\n]*+(?:\n[^\n]*+)*)"
+                r"\n(?:[ \t]*\n)*[\u203a ] 1\. Yes, proceed \(y\)[ \t]*\n(?:[^\n]*\n)*?)?"
+                r"[\u203a ] \d\. No,\s+and\s+tell\s+Codex\s+what\s+to\s+do\s+differently\s+\(esc\)"
+                r"(?=\s*\n\s*Press\s+enter\s+to\s+confirm\s+or\s+esc\s+to\s+cancel[ \t]*\Z)",
                 r"Allow this request and continue",
             ],
             "allowKeys": ["y"],
