@@ -86,6 +86,17 @@ class Work:
         assert result.exit_code == 0, result.stderr
         return json.loads(result.stdout)  # type: ignore[no-any-return]
 
+    def attention(self, ref: str) -> dict[str, Any]:
+        """``attention explain REF`` as JSON; empty while REF has no attention yet."""
+        found = self.cli("attention", "explain", ref, "--format", "json")
+        return json.loads(found.stdout) if found.exit_code == 0 else {}  # type: ignore[no-any-return]
+
+    def wait_attention(self, ref: str, state: str, timeout: float = 60) -> dict[str, Any]:
+        """REF's attention once it is in STATE (waited for)."""
+        return wait_until(  # type: ignore[no-any-return]
+            lambda: (a := self.attention(ref)).get("state") == state and a, timeout, what=state
+        )
+
     def prompts(self, conversation: str) -> list[str]:
         return [p.text for p in fake_agent.read_prompts(self.agent_dir, conversation)]
 

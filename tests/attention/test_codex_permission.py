@@ -71,14 +71,11 @@ def codex(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
 
 
 def attention(work: Work) -> dict[str, Any]:
-    found = work.cli("attention", "explain", REF, "--format", "json")
-    return json.loads(found.stdout) if found.exit_code == 0 else {}  # type: ignore[no-any-return]
+    return work.attention(REF)
 
 
 def waits(work: Work, state: str, timeout: float = 60) -> dict[str, Any]:
-    return wait_until(  # type: ignore[no-any-return]
-        lambda: (a := attention(work)).get("state") == state and a, timeout, what=state
-    )
+    return work.wait_attention(REF, state, timeout)
 
 
 @pytest.mark.slow

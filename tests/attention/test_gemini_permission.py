@@ -56,14 +56,11 @@ def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
 
 
 def attention(work: Work) -> dict[str, Any]:
-    found = work.cli("attention", "explain", REF, "--format", "json")
-    return json.loads(found.stdout) if found.exit_code == 0 else {}  # type: ignore[no-any-return]
+    return work.attention(REF)
 
 
 def waits(work: Work, state: str, timeout: float = 60) -> dict[str, Any]:
-    return wait_until(  # type: ignore[no-any-return]
-        lambda: (a := attention(work)).get("state") == state and a, timeout, what=state
-    )
+    return work.wait_attention(REF, state, timeout)
 
 
 def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(

@@ -7,10 +7,8 @@ seemingly waiting for a prompt it would never take."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 
@@ -50,11 +48,6 @@ def confined(work: Work, api: FakeGemini, settings: bool) -> Iterator[Daemon]:
         yield daemon
 
 
-def attention(work: Work) -> dict[str, Any]:
-    found = work.cli("attention", "explain", REF, "--format", "json")
-    return json.loads(found.stdout) if found.exit_code == 0 else {}  # type: ignore[no-any-return]
-
-
 def test_a_confined_gemini_signs_in_as_its_operator_does(work: Work) -> None:
     with FakeGemini(reply=reply) as api, confined(work, api, settings=True):
         started = work.cli("sessions", "start", REF, "--prompt", "say hello")
@@ -72,11 +65,7 @@ def test_a_confined_gemini_signs_in_as_its_operator_does(work: Work) -> None:
 def test_a_confined_gemini_with_no_sign_in_chosen_is_blocked_and_says_why(work: Work) -> None:
     with FakeGemini(reply=reply) as api, confined(work, api, settings=False):
         work.cli("sessions", "start", REF, "--prompt", "say hello")
-        found = wait_until(
-            lambda: (a := attention(work)).get("state") == "blocked" and a,
-            90,
-            what="blocked",
-        )
+        found = work.wait_attention(REF, "blocked", 90)
         assert "How would you like to authenticate" in found["prompt"]["text"], found
         assert not api.user_prompts()
 

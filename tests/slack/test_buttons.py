@@ -5,7 +5,6 @@ ephemeral reply; a press by an unauthorized user changes nothing."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -60,9 +59,8 @@ def asking(work: Work, fake_slack: FakeSlack, gh: FakeGitHub) -> Iterator[Slack]
         daemon.stop()
 
 
-def state(work: Work, ref: str) -> dict[str, Any]:
-    result = work.cli("attention", "explain", ref, "--format", "json")
-    return json.loads(result.stdout) if result.exit_code == 0 else {}  # type: ignore[no-any-return]
+state = Work.attention
+"""REF's attention as JSON (``Work.attention``), named for the Slack tests that share it."""
 
 
 def buttons(message: Message) -> list[dict[str, Any]]:
