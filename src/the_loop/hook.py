@@ -70,7 +70,7 @@ def main(args: list[str], env: Mapping[str, str] | None = None) -> int:
     started = started_at()
     env = os.environ if env is None else env
     if args[:1] == [CODEX_NOTIFY]:
-        return codex_notify(args[1:], env)
+        return codex_notify(args[1:], env, started)
     channel = _channel(env)
     if channel is None:
         return 0
@@ -105,16 +105,18 @@ def started_at() -> float:
     return time.time() - max(age, 0.0)
 
 
-def codex_notify(args: list[str], env: Mapping[str, str]) -> int:
-    """Codex's ``notify``: ARGS is ``[PROGRAM …] JSON``; report a finished turn, then run
-    PROGRAM (the operator's own notify) with the JSON. Always returns 0."""
+def codex_notify(args: list[str], env: Mapping[str, str], started: float | None = None) -> int:
+    """Codex's ``notify``: ARGS is ``[PROGRAM …] JSON``; report a finished turn (STARTED, when
+    Codex started this program: the daemon drops a report overtaken by a later delivery), then
+    run PROGRAM (the operator's own notify) with the JSON. Always returns 0."""
     if not args:
         return 0
     channel = _channel(env)
     data = os.fsencode(args[-1]).strip()
     try:
         if channel is not None and CODEX_TURN.encode() in data:
-            send(channel[2], report_line(channel, CODEX_NOTIFY, data), env.get(SPOOL_ENV))
+            line = report_line(channel, CODEX_NOTIFY, data, started)
+            send(channel[2], line, env.get(SPOOL_ENV))
     except (OSError, ValueError) as exc:
         print(f"the-loop hook: {exc}", file=sys.stderr)
     if len(args) > 1:

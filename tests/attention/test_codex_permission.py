@@ -113,15 +113,30 @@ def test_a_codex_approval_holds_messages_and_is_answered_through_the_loop(
         what="the held message delivered after the answer",
     )
 
-    waits(work, "waiting")
+    # the held message's turn over (a notify of the turn before it may come after it
+    # started, when Codex spawned its notify program late: that one is not asserted on)
+    answered = wait_until(
+        lambda: (
+            (a := attention(work)).get("state") == "waiting"
+            and str(a.get("lastMessage")).startswith("FAKE-CODEX-REPLY-")
+            and a["lastMessage"]
+        ),
+        60,
+        what="the held message's turn finished",
+    )
     assert work.cli("sessions", "say", REF, "-t", "now RUN-AGAIN").exit_code == 0
     second = waits(work, "needs-permission")["prompt"]
     assert second["id"] != asked["id"]
     assert (second["text"], second["input"]) == (QUESTION, "echo denied > denied.txt"), second
     denied = work.cli("sessions", "deny", REF, "--prompt", second["id"])
     assert denied.exit_code == 0, denied.stderr
-    # Escape cancels the request and interrupts Codex's turn (no notify follows)
-    wait_until(lambda: attention(work).get("state") != "needs-permission", 30, what="closed")
+    # Escape cancels the request and interrupts Codex's turn (no notify follows): the
+    # interruption on its screen says it waits for input, its last message kept
+    back = wait_until(
+        lambda: (a := attention(work)).get("state") == "waiting" and a, 30, what="waiting"
+    )
+    assert back["rule"].startswith("waitingPatterns[0]"), back
+    assert back["lastMessage"] == answered, back
     assert not (cwd / "denied.txt").exists()
 
     history = json.loads(work.cli("attention", "history", REF, "--format", "json").stdout)
@@ -330,3 +345,32 @@ def test_reading_a_full_screen_stays_cheap() -> None:
 
     assert _read(screen).input.endswith("word 44")
     assert min(once() for _ in range(5)) < 0.005
+
+
+FOOTER = [
+    "\u203a Ask Codex to do anything",
+    "",
+    "  fake-codex-model default \u00b7 /work/local-cdx",
+    "  \u2190 for agents \u00b7 ? for shortcuts",
+]
+
+
+def test_a_turn_interrupted_by_a_denial_is_a_wait_for_input() -> None:
+    """Escape cancels the request and interrupts Codex's turn, and no notify follows: the
+    interruption right over the empty composer is ``waiting`` (``waitingPatterns``), where the
+    session read ``working`` until its next turn. Once a message follows the interruption, or
+    without one, it is not."""
+    denied = [
+        *HISTORY,
+        "\u2717 You canceled the request to run echo denied > denied.txt",
+        "",
+        "\u25a0 Conversation interrupted - use /feedback if something went wrong",
+        "",
+        *FOOTER,
+    ]
+    verdict = _read("\n".join(line or " " for line in denied))
+    assert verdict.state == store.WAITING and verdict.rule.startswith("waitingPatterns[0]")
+    resumed = [*denied[:-4], "\u203a Message from alice:", "  go on", "", "\u2022 Working", *FOOTER]
+    assert _read("\n".join(line or " " for line in resumed)).state == store.WORKING
+    idle = [*HISTORY, "\u2022 FAKE-CODEX-REPLY-4", "", *FOOTER]
+    assert _read("\n".join(line or " " for line in idle)).state == store.WORKING

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from tests.attention.hooks import (
 from tests.conftest import BACKENDS, Env
 from tests.daemon import Daemon
 from tests.helpers import wait_until
+from the_loop.agent.attention.spawn import DELIVERY
 from the_loop.harness.claude_hooks import hook_argv
 from the_loop.store import attention as store
 from the_loop.store import open_database
@@ -204,3 +206,40 @@ def test_codex_notify_records_the_turn_then_runs_the_operators_program(
     assert found.last_message == "All four tests pass."
     wait_until(lambda: seen.exists() and seen.read_text().count("\n") == 2, 30, what="chained")
     assert seen.read_text().splitlines() == ["x", json.dumps(turn)]
+
+
+def test_a_codex_notify_begun_before_a_delivery_leaves_the_agent_working(
+    loop_env: Env, daemon: Daemon
+) -> None:
+    """Codex takes input as soon as its turn ends, before its notify program reports: a
+    prompt delivered in between starts a turn, and the earlier turn's notify, arriving after
+    it, must not say the agent waits (each report carries when its program started)."""
+    env = hook_env(loop_env, issue(loop_env))
+
+    def delivered(at: float) -> None:
+        db = open_database(loop_env.state_dir, loop_env.database_url)
+        try:
+            with db.transaction() as tx:
+                store.set_state(
+                    tx, AGENT, store.WORKING, DELIVERY, "a prompt was delivered", now=at,
+                    work_item="local:cx", source=DELIVERY,
+                )  # fmt: skip
+        finally:
+            db.close()
+
+    def notify(message: str) -> None:
+        turn = {"type": "agent-turn-complete", "last-assistant-message": message}
+        argv = [sys.executable, "-m", "the_loop", "hook", "codex-notify", json.dumps(turn)]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+
+    delivered(time.time() - 3600)  # a delivery before the notify program below starts
+    notify("the delivered prompt's turn")
+    found = row(loop_env)
+    assert found is not None and found.state == "waiting", found
+    assert found.last_message == "the delivered prompt's turn"
+    delivered(time.time() + 3600)  # a delivery after the next notify program starts
+    notify("the turn before that delivery")
+    found = row(loop_env)
+    assert found is not None and (found.state, found.signal) == ("working", DELIVERY), found
+    assert found.last_message == "the delivered prompt's turn"

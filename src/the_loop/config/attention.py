@@ -52,6 +52,15 @@ class HarnessAttention(_Model):
             "as for `permissionPatterns`)."
         ),
     )
+    waiting_patterns: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Regular expressions (multi-line) that mark, at the bottom of the screen, an agent "
+            "waiting for input whose turn ended without its report (Codex interrupted by a "
+            "denied request sends no notify); mostly for `notify` harnesses, which have no "
+            "quiet rule."
+        ),
+    )
     blocked_patterns: list[str] = Field(
         default_factory=list,
         description=(
@@ -72,6 +81,7 @@ class HarnessAttention(_Model):
     _check_permission = field_validator("permission_patterns")(_regexes)
     _check_question = field_validator("question_patterns")(_regexes)
     _check_blocked = field_validator("blocked_patterns")(_regexes)
+    _check_waiting = field_validator("waiting_patterns")(_regexes)
 
 
 def _default_harnesses() -> dict[str, Any]:
@@ -111,6 +121,12 @@ def _default_harnesses() -> dict[str, Any]:
             ],
             "allowKeys": ["y"],
             "denyKeys": ["Escape"],
+            # a denied request (Escape) interrupts its turn and no notify follows: the
+            # interruption right over its empty composer and footer is a wait for input
+            "waitingPatterns": [
+                r"(?m)^\u25a0 Conversation interrupted[^\n]*\n\u203a [^\n]*\n(?:[^\n]*\n){0,2}?"
+                r"[^\n]*\? for shortcuts[^\n]*\Z"
+            ],
             "blockedPatterns": [r"Not logged in[^\n]*", r"401 Unauthorized[^\n]*"],
         },
         "gemini": {

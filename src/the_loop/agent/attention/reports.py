@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from the_loop import events as ev
-from the_loop.agent.attention.spawn import token_hash
+from the_loop.agent.attention.spawn import DELIVERY, token_hash
 from the_loop.agent.spend.transcripts import new_lines
 from the_loop.harness.claude_hooks import ASYNC_HOOK_EVENTS
 from the_loop.hook import CODEX_NOTIFY, CODEX_TURN, KIND_HOOK, PERMISSION
@@ -216,8 +216,15 @@ def flushed(path: str, last: str) -> bool:
 
 def _late(tx: Any, report: Report) -> bool:
     """Whether REPORT is of a hook nobody waited for and a later-started hook of its agent
-    was applied already, or a dialog it would move on opened after the hook began."""
-    if report.at is None or report.data.get("hook_event_name") not in ASYNC_EVENTS:
+    was applied already, or a dialog it would move on opened after the hook began; or a
+    finished Codex turn whose notify began before a prompt was delivered (the agent works on
+    that one: Codex takes input as soon as its turn ends, before its notify program reports)."""
+    if report.at is None:
+        return False
+    if report.kind == CODEX_NOTIFY:
+        current = store.get(tx, report.who.agent)
+        return current is not None and current.signal == DELIVERY and current.since > report.at
+    if report.data.get("hook_event_name") not in ASYNC_EVENTS:
         return False
     if hook_tokens.applied_since(tx, report.who.agent, report.at):
         return True

@@ -193,6 +193,9 @@ def classify(
         if found:
             rule = f"questionPatterns[{index}] {pattern!r} matched"
             return _prompt(store.NEEDS_INPUT, rule, "question", found, pattern, screen)
+    for index, pattern in enumerate(settings.waiting_patterns):
+        if re.search(pattern, tail):
+            return Verdict(store.WAITING, f"waitingPatterns[{index}] {pattern!r} matched")
     if quiet_for >= quiet_seconds:
         return Verdict(store.WAITING, f"pane unchanged for {quiet_seconds:g}s (quietSeconds)")
     return Verdict(store.WORKING, "pane changed")
@@ -337,9 +340,12 @@ def _still(
     ctx: Ctx, detector: ScreenDetector, agent: Watched, settings: HarnessAttention, now: float
 ) -> int:
     """An agent whose pane printed nothing since it was read: judged again from the screen
-    it kept only when time alone can change the verdict (working → waiting)."""
+    it kept only when time alone can change the verdict (working → waiting), or when a
+    prompt leaving it wants its second look (``settled``)."""
     seen = detector.seen.get(agent.key)
-    if seen is None or settings.signals == "hooks" or seen.state != store.WORKING:
+    if seen is None or settings.signals == "hooks":
+        return 0
+    if seen.state != store.WORKING and agent.key not in detector.leaving:
         return 0
     return _judge(ctx, detector, agent, settings, seen.screen, now - seen.changed_at, now)
 
@@ -370,7 +376,9 @@ def _record(
         if verdict.kind
         else None
     )
-    last = _last_lines(screen) if verdict.state == store.WAITING else None
+    # a harness that reports its turns says its last message itself: a wait read from its
+    # screen (a waitingPatterns match) is no finished turn to post
+    last = _last_lines(screen) if verdict.state == store.WAITING and not notify else None
     with ctx.db.transaction() as tx:
         change = store.set_state(
             tx,

@@ -520,9 +520,13 @@ def _answer_by_keys(
         _send_keys(ctx, key, harness, target, decision)
     done = "allowed" if decision == "allow" else "denied"
     with ctx.db.transaction() as tx:
+        before = store.get_prompt(tx, target.id)
         store.decide(tx, target.id, decision, actor, via, claimed)
-        rule = f"{target.tool or 'the prompt'} {done} by {actor} via {via}"
-        store.set_state(tx, key, store.WORKING, "answer:keys", rule, now=time.time())
+        # the screen that saw the dialog go has said what came after it (a denied Codex
+        # waits at once): that is newer than this answer's guess
+        if before is not None and before.closed_at is None:
+            rule = f"{target.tool or 'the prompt'} {done} by {actor} via {via}"
+            store.set_state(tx, key, store.WORKING, "answer:keys", rule, now=time.time())
 
 
 def _send_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, decision: Decision) -> None:

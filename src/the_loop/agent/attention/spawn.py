@@ -132,6 +132,10 @@ def keep_previous_token(ctx: Ctx, agent: Agent, env: Mapping[str, str]) -> None:
         hook_tokens.keep_previous(tx, agent.key)
 
 
+DELIVERY = "delivery"
+"""The signal (and source) of the ``working`` a delivered prompt starts for a notify harness."""
+
+
 def note_delivered(ctx: Ctx, tx: Connection, agent: Agent) -> None:
     """In TX (the one that marks a prompt delivered): AGENT is ``working`` when its harness
     reports only finished turns (``signals: notify``): a delivered prompt starts a turn, and
@@ -145,10 +149,10 @@ def note_delivered(ctx: Ctx, tx: Connection, agent: Agent) -> None:
         tx,
         agent.key,
         store.WORKING,
-        "delivery",
+        DELIVERY,
         "a prompt was delivered",
         now=time.time(),
         work_item=None if standing else agent.label or None,
         standing=agent.key.removeprefix(store.STANDING_PREFIX) if standing else None,
-        source="delivery",
+        source=DELIVERY,
     )
