@@ -102,5 +102,7 @@ def test_a_notice_quotes_the_question_and_under_it_the_command() -> None:
     shown = store.detail_of("Allow execution of [Shell]?", "make deploy > out.log")
     assert shown == "Allow execution of [Shell]?\nmake deploy > out.log"
     assert store.detail_of("make deploy", '{"command":"make deploy"}') == "make deploy"
+    braced = store.detail_of("Allow execution of [Shell]?", "{ make; } > build.log")
+    assert braced == "Allow execution of [Shell]?\n{ make; } > build.log"
     assert store.detail_of("", '{"command":"make deploy"}') == '{"command":"make deploy"}'
     assert store.detail_of("Which database?", "") == "Which database?"

@@ -111,10 +111,20 @@ class Prompt:
 def detail_of(text: str, given: str) -> str:
     """What a notice quotes of a prompt: its TEXT, and under it its input GIVEN when a screen
     pattern read one (Gemini's question line, then the command it asks to run). A hook's
-    input is the JSON (``{``…) its text sums up, and is not repeated."""
-    if text and given and not given.startswith("{"):
+    input is the JSON object its text sums up, and is not repeated (a command that merely
+    starts with ``{``, as ``{ make; } > log`` does, is shown)."""
+    if text and given and not _json_object(given):
         return f"{text}\n{given}"
     return text or given
+
+
+def _json_object(given: str) -> bool:
+    if not given.startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(given), dict)
+    except ValueError:
+        return False
 
 
 class Row:
