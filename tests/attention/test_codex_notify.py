@@ -1,7 +1,8 @@
 """The real Codex CLI under the daemon, against the fake Responses API: its turn-complete
 ``notify`` program (``the-loop hook codex-notify``) reports over the hook channel ``waiting``
-with the agent's last message (nothing refused); a delivered follow-up is ``working`` until
-the next notify; explain names the signal."""
+with the agent's last message (nothing refused); the notify of the thread Codex titles the
+conversation in is not taken for a turn of the agent's; a delivered follow-up is ``working``
+until the next notify; explain names the signal."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 
 from tests.daemon import Daemon, served
 from tests.fakes import payloads as P
-from tests.fakes.fake_openai import FakeOpenAI
+from tests.fakes.fake_openai import FakeOpenAI, ResponsesRequest
 from tests.harness.agent_clis import REPO
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.store import open_database
 
 CODEX_BIN = REPO / "node_modules" / ".bin" / "codex"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -24,10 +26,15 @@ REF = "github:octo/repo#31"
 NOTIFY = "codex-notify:agent-turn-complete"
 
 
+def reply(request: ResponsesRequest) -> str:
+    kind = "REPLY" if request.is_conversation else "TITLE"  # Codex titles it in a thread aside
+    return f"FAKE-CODEX-{kind}-{request.seq}"
+
+
 @pytest.fixture
 def daemon(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
     assert CODEX_BIN.exists(), f"the pinned Codex CLI is missing at {CODEX_BIN} (make setup)"
-    with FakeOpenAI() as api:
+    with FakeOpenAI(reply=reply) as api:
         env = {**api.codex_env(work.env.root / "codex-home"), "HOME": str(work.env.root / "home")}
         work.env.write_config(
             harnesses={"codex": {"binary": str(CODEX_BIN), "env": env}},
@@ -57,6 +64,9 @@ def test_codex_notify_reports_finished_turns_and_delivery_starts_one(
     )
     assert first["state"] == "waiting" and first["rule"] == "the turn finished"
     assert first["lastMessage"].startswith("FAKE-CODEX-REPLY-"), first
+    # Codex reports the end of the title's thread as a turn too, the title its last message
+    wait_until(lambda: _reports(work, first["agent"]) >= 2, 60, what="the title thread's notify")
+    assert explain(work)["lastMessage"] == first["lastMessage"]
     turns = len(api.conversation_turns())
 
     follow = P.issue_comment_event("also the planets", number=31)
@@ -79,3 +89,13 @@ def test_codex_notify_reports_finished_turns_and_delivery_starts_one(
     working = seen.index(("working", "delivery"))
     assert ("waiting", NOTIFY) in seen[working:], seen
     assert d.api("GET", "/events", params={"type": "hook.refused"}).json() == []
+
+
+def _reports(work: Work, agent: str) -> int:
+    """How many hook-channel reports of AGENT the daemon has taken (applied or set aside)."""
+    db = open_database(work.env.state_dir, work.env.database_url)
+    try:
+        found = db.connect().execute("SELECT COUNT(*) FROM hook_reports WHERE agent = ?", (agent,))
+        return int(found.fetchone()[0])
+    finally:
+        db.close()

@@ -185,3 +185,35 @@ def test_doctor_says_when_gemini_has_no_sign_in_chosen(loop_env: Env, tmp_path: 
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
     chosen = sign_in()
     assert chosen["status"] == "ok" and chosen["detail"].startswith("gemini-api-key"), chosen
+
+
+def test_doctor_takes_a_codex_provider_of_its_own_for_a_login(
+    loop_env: Env, tmp_path: Path
+) -> None:
+    """A Codex whose ``config.toml`` chooses a model provider of its own needs no OpenAI
+    login: doctor checks the key that provider reads instead (its ``env_key``)."""
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        'model_provider = "local"\n[model_providers.local]\nname = "local"\n'
+        'base_url = "http://127.0.0.1:9/v1"\nenv_key = "LOCAL_MODEL_KEY"\n',
+        encoding="utf-8",
+    )
+    env = {"CODEX_HOME": str(home), "HOME": str(tmp_path)}
+    loop_env.write_config(harnesses={"codex": {"env": env}}, routing={"defaultHarness": "codex"})
+
+    def login() -> dict[str, str]:
+        report = json.loads(loop_env.run("doctor", "--format", "json").stdout)
+        return next(c for c in report["checks"] if c["name"] == "harness codex login")
+
+    missing = login()
+    assert missing["status"] == "warning", missing
+    assert (
+        missing["detail"]
+        == "model provider local reads its key from LOCAL_MODEL_KEY, which is not set"
+    )
+    env["LOCAL_MODEL_KEY"] = "a-key"
+    loop_env.write_config(harnesses={"codex": {"env": env}}, routing={"defaultHarness": "codex"})
+    found = login()
+    assert found["status"] == "ok", found
+    assert found["detail"] == "model provider local of its own config.toml, LOCAL_MODEL_KEY is set"

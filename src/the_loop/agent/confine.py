@@ -68,12 +68,15 @@ def prepare(ctx: Ctx, agent: Agent, launch: Launch) -> Launch:
 LOGINS = (
     ("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
     ("CODEX_HOME", ".codex", "auth.json"),
+    ("CODEX_HOME", ".codex", "config.toml"),
     ("", ".gemini", "oauth_creds.json"),
     ("", ".gemini", "settings.json"),
 )
 """Each harness's login file: the variable naming its folder, the folder under ``$HOME``, the
 file. Gemini's ``settings.json`` holds the sign-in its operator chose (Google, API key, Vertex):
-without it, Gemini asks how to sign in before anything else."""
+without it, Gemini asks how to sign in before anything else. Codex's ``config.toml`` holds the
+model and the provider its operator chose (a provider of their own has no ``auth.json``: Codex
+without it asks how to sign in)."""
 
 
 def carry_logins(env: Mapping[str, str], home: Path) -> list[Path]:

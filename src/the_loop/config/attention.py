@@ -127,7 +127,15 @@ def _default_harnesses() -> dict[str, Any]:
                 r"(?m)^\u25a0 Conversation interrupted[^\n]*\n\u203a [^\n]*\n(?:[^\n]*\n){0,2}?"
                 r"[^\n]*\? for shortcuts[^\n]*\Z"
             ],
-            "blockedPatterns": [r"Not logged in[^\n]*", r"401 Unauthorized[^\n]*"],
+            "blockedPatterns": [
+                r"Not logged in[^\n]*",
+                r"401 Unauthorized[^\n]*",
+                # no login and no provider of its own: its sign-in choice, before anything
+                # else; the list's last choice and its footer, the heading above as the reason
+                r"(?m)^(?:[^\n]*?(?P<text>Choose how you want to use Codex)[^\n]*\n"
+                r"(?:[^\n]*\n){0,12}?)?[^\n]*\d\. Sign in another way[^\n]*\n"
+                r"(?:[^\n]*\n){0,3}?[ \t]*Press enter to continue[ \t]*\Z",
+            ],
         },
         "gemini": {
             # its confirmation dialog (shell, edit, fetch, MCP tool): the question over the

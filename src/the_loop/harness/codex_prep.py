@@ -10,6 +10,7 @@ after checking that the result still parses. Headless runs (``codex exec``) need
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tomllib
@@ -30,6 +31,53 @@ def codex_home(env: Mapping[str, str], base_env: Mapping[str, str] | None = None
         return Path(configured).expanduser()
     home = env.get("HOME") or base.get("HOME")
     return (Path(home) if home else Path.home()) / ".codex"
+
+
+def provider_urls(env: Mapping[str, str]) -> list[str]:
+    """The ``base_url`` of each model provider the operator's ``config.toml`` (ENV's
+    ``CODEX_HOME``) declares under ``[model_providers.NAME]``: where a Codex of theirs talks to
+    its model. Empty when the file is missing or not TOML (Codex says so itself)."""
+    providers = _providers(env)[1]
+    urls = (entry.get("base_url") for entry in providers.values())
+    return [url for url in urls if isinstance(url, str) and url]
+
+
+def own_provider(env: Mapping[str, str]) -> tuple[str, str | None] | None:
+    """The model provider the operator's ``config.toml`` chooses (``model_provider``) when it
+    declares it itself: its name and the variable its key is read from (``env_key``, None
+    when it needs none); None for Codex's own providers (a login or ``OPENAI_API_KEY``)."""
+    chosen, providers = _providers(env)
+    entry = providers.get(chosen) if chosen else None
+    if chosen is None or entry is None:
+        return None
+    key = entry.get("env_key")
+    return chosen, key if isinstance(key, str) and key else None
+
+
+def _providers(env: Mapping[str, str]) -> tuple[str | None, dict[str, dict[str, object]]]:
+    path = codex_home(env) / CONFIG_FILE
+    try:
+        found = path.stat()
+    except OSError:
+        return None, {}
+    return _read_providers(str(path), found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_providers(
+    path: str, mtime_ns: int, size: int
+) -> tuple[str | None, dict[str, dict[str, object]]]:
+    """The chosen ``model_provider`` and the ``model_providers`` tables of the file at PATH as
+    it was at MTIME_NS and SIZE (read once: the egress proxy asks on every connection)."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, {}
+    chosen = data.get("model_provider")
+    tables = data.get("model_providers")
+    entries = tables.items() if isinstance(tables, dict) else ()
+    providers = {name: entry for name, entry in entries if isinstance(entry, dict)}
+    return (chosen if isinstance(chosen, str) else None), providers
 
 
 def prepare_codex_config(

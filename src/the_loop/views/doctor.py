@@ -199,6 +199,8 @@ def check_login(name: str, adapter: str, env: dict[str, str]) -> Check | None:
         return None
     keys, dir_var, default_dir, credentials = known
     title = f"harness {name} login"
+    if adapter == "codex" and (own := _codex_provider(title, env)) is not None:
+        return own
     given = next((k for k in keys if env.get(k) or os.environ.get(k)), None)
     if given is not None:
         return Check(name=title, status=CheckStatus.ok, detail=f"{given} is set", required=False)
@@ -216,6 +218,29 @@ def check_login(name: str, adapter: str, env: dict[str, str]) -> Check | None:
         detail=f"no key ({' or '.join(keys)}) and no login ({found}): its agents will be blocked",
         hint=f"log in once with `{adapter}` on this host, or set {keys[0]} in "
         f"harnesses.{name}.env or the daemon's environment",
+    )
+
+
+def _codex_provider(title: str, env: dict[str, str]) -> Check | None:
+    """The login check of a Codex whose ``config.toml`` chooses a model provider of its own
+    (no OpenAI login needed: the key its ``env_key`` names, if any); None otherwise."""
+    # lazy: the harness package is only needed by doctor's harness checks
+    from the_loop.harness.codex_prep import own_provider
+
+    found = own_provider(env)
+    if found is None:
+        return None
+    provider, key = found
+    if key is None or env.get(key) or os.environ.get(key):
+        given = f", {key} is set" if key else ""
+        detail = f"model provider {provider} of its own config.toml{given}"
+        return Check(name=title, status=CheckStatus.ok, detail=detail, required=False)
+    return Check(
+        name=title,
+        status=CheckStatus.warning,
+        required=False,
+        detail=f"model provider {provider} reads its key from {key}, which is not set",
+        hint=f"set {key} in the harness's env or the daemon's environment",
     )
 
 

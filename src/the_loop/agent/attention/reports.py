@@ -178,7 +178,8 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
         done = hook_tokens.applied(tx, report.id)
         if done is not None:
             return done[1]
-        prompt_id = None if _late(tx, report) else _write(tx, report, transcript, last)
+        skip = _late(tx, report) or _aside(report, transcript)
+        prompt_id = None if skip else _write(tx, report, transcript, last)
         at = time.time() if report.at is None else report.at
         hook_tokens.record(tx, report.id, report.who.agent, prompt_id, at)
     event = report.data.get("hook_event_name")
@@ -230,6 +231,14 @@ def _late(tx: Any, report: Report) -> bool:
         return True
     waiting = store.pending_of(tx, report.who.agent)
     return waiting is not None and waiting.created_at > report.at
+
+
+def _aside(report: Report, transcript: str | None) -> bool:
+    """Whether REPORT is a Codex notify of a thread that is not the agent's conversation:
+    Codex titles a new conversation in a thread of its own, which leaves no rollout, and
+    reports its end like a turn's, the title as its last message. Known only when the agent's
+    Codex home is (the rollout of its conversation is looked for there: ``_transcript``)."""
+    return report.kind == CODEX_NOTIFY and bool(report.who.transcript_root) and not transcript
 
 
 def _transcript(db: Database, report: Report) -> str | None:
