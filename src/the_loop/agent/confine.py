@@ -67,6 +67,7 @@ def prepare(ctx: Ctx, agent: Agent, launch: Launch) -> Launch:
 
 LOGINS = (
     ("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
+    ("CLAUDE_CONFIG_DIR", ".claude", "settings.json"),
     ("CODEX_HOME", ".codex", "auth.json"),
     ("CODEX_HOME", ".codex", "config.toml"),
     ("", ".gemini", "oauth_creds.json"),
@@ -76,7 +77,9 @@ LOGINS = (
 file. Gemini's ``settings.json`` holds the sign-in its operator chose (Google, API key, Vertex):
 without it, Gemini asks how to sign in before anything else. Codex's ``config.toml`` holds the
 model and the provider its operator chose (a provider of their own has no ``auth.json``: Codex
-without it asks how to sign in)."""
+without it asks how to sign in); Claude Code's ``settings.json`` their model, environment (a
+gateway's ``ANTHROPIC_BASE_URL``) and permission rules. The-loop's own hooks reach Claude Code
+on its command line, not in that file."""
 
 
 def carry_logins(env: Mapping[str, str], home: Path) -> list[Path]:

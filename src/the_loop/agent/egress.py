@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from the_loop import events as ev
 from the_loop.agent import github_broker
 from the_loop.agent.attention.spawn import token_hash
-from the_loop.harness.codex_prep import provider_urls
+from the_loop.harness import own_settings
 from the_loop.refs import standing_of
 from the_loop.store import hook_tokens
 
@@ -59,8 +59,8 @@ def egress_dir(state_dir: Path) -> Path:
 
 def allow_hosts(config: Config) -> list[str]:
     """``sandbox.allowHosts``, or its default: the model APIs of the configured harnesses (and
-    the hosts their ``*_BASE_URL`` name, or the operator's Codex ``config.toml`` names for its
-    own model providers) and the GitHub host and API host."""
+    the hosts their ``*_BASE_URL`` name, in their ``env`` or in the operator's own settings
+    files: ``own_settings.model_urls``) and the GitHub host and API host."""
     if config.sandbox.allow_hosts is not None:
         return list(config.sandbox.allow_hosts)
     hosts: list[str] = []
@@ -72,8 +72,9 @@ def allow_hosts(config: Config) -> list[str]:
             url = harness.env.get(variable)
             if url:
                 hosts.append(_netloc(url))
-        if (harness.adapter or name) == "codex":  # providers of its own, in its config.toml
-            hosts += [_netloc(url) for url in provider_urls(harness.env)]
+        hosts += [
+            _netloc(url) for url in own_settings.model_urls(harness.adapter or name, harness.env)
+        ]
     api = urlsplit(config.github.api_url)
     hosts += ["github.com", _netloc(config.github.api_url) if api.hostname else "api.github.com"]
     return sorted({h for h in hosts if h})

@@ -41,8 +41,9 @@ class SandboxConfig(BaseModel):
         description=(
             "Hosts (`name`, `name:port`, `*.suffix`) an `allowlist` agent may reach. Unset: "
             "the model APIs of the configured harnesses (and the host of an `ANTHROPIC_BASE_URL`"
-            " / `OPENAI_BASE_URL` they set, or of a model provider's `base_url` in the "
-            "operator's Codex `config.toml`) and the GitHub host and API host. A loopback "
+            " / `OPENAI_BASE_URL` they set, in their `env` or in the operator's Claude Code "
+            "`settings.json`, and of each model provider's `base_url` in the operator's Codex "
+            "`config.toml`) and the GitHub host and API host. A loopback "
             "`127.0.0.1:PORT` is mirrored inside the sandbox on the same port."
         ),
     )

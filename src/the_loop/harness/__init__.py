@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from the_loop.harness import claude, codex, command, cursor, demo, gemini
+from the_loop.harness import claude, codex, command, cursor, demo, gemini, own_settings
 from the_loop.harness.base import (
     HarnessAdapter,
     Launch,
@@ -56,6 +56,7 @@ __all__ = [
     "gemini",
     "get_adapter",
     "locate",
+    "own_settings",
     "prepare_claude_config",
     "register_adapter",
     "registered_adapters",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.errors import SpawnFailed
+from the_loop.harness.operator_files import parsed
 
 CONFIG_FILE = ".claude.json"
 BYPASS_MODES = frozenset({"bypassPermissions"})
@@ -41,6 +42,23 @@ def claude_config_dir(env: Mapping[str, str], base_env: Mapping[str, str] | None
         return Path(configured).expanduser()
     home = env.get("HOME") or base.get("HOME")
     return Path(home) if home else Path.home()
+
+
+def settings_base_url(env: Mapping[str, str]) -> str | None:
+    """The ``ANTHROPIC_BASE_URL`` the operator's own ``settings.json`` (in ENV's
+    ``CLAUDE_CONFIG_DIR``, else ``~/.claude``) sets in its ``env``: where a Claude Code of
+    theirs talks to its model (a gateway of their own). None when it sets none."""
+    configured = env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
+    home = env.get("HOME") or os.environ.get("HOME")
+    folder = Path(configured) if configured else (Path(home) if home else Path.home()) / ".claude"
+    found = parsed(folder / "settings.json", _base_url)
+    return found if isinstance(found, str) and found else None
+
+
+def _base_url(text: str) -> object:
+    given = json.loads(text)
+    variables = given.get("env") if isinstance(given, dict) else None
+    return variables.get("ANTHROPIC_BASE_URL") if isinstance(variables, dict) else None
 
 
 def asks_for_bypass(options: Sequence[str]) -> bool:

@@ -10,7 +10,6 @@ after checking that the result still parses. Headless runs (``codex exec``) need
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import tomllib
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from the_loop.errors import SpawnFailed
 from the_loop.harness.claude_prep import locked_file, trusted_paths
+from the_loop.harness.operator_files import parsed
 
 CONFIG_FILE = "config.toml"
 
@@ -55,24 +55,14 @@ def own_provider(env: Mapping[str, str]) -> tuple[str, str | None] | None:
 
 
 def _providers(env: Mapping[str, str]) -> tuple[str | None, dict[str, dict[str, object]]]:
-    path = codex_home(env) / CONFIG_FILE
-    try:
-        found = path.stat()
-    except OSError:
-        return None, {}
-    return _read_providers(str(path), found.st_mtime_ns, found.st_size)
+    """The chosen ``model_provider`` and the ``model_providers`` tables of the operator's
+    ``config.toml`` (nothing when it is missing or not TOML)."""
+    found = parsed(codex_home(env) / CONFIG_FILE, _read_providers)
+    return found if found is not None else (None, {})
 
 
-@functools.lru_cache(maxsize=16)
-def _read_providers(
-    path: str, mtime_ns: int, size: int
-) -> tuple[str | None, dict[str, dict[str, object]]]:
-    """The chosen ``model_provider`` and the ``model_providers`` tables of the file at PATH as
-    it was at MTIME_NS and SIZE (read once: the egress proxy asks on every connection)."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, {}
+def _read_providers(text: str) -> tuple[str | None, dict[str, dict[str, object]]]:
+    data = tomllib.loads(text)
     chosen = data.get("model_provider")
     tables = data.get("model_providers")
     entries = tables.items() if isinstance(tables, dict) else ()

@@ -225,9 +225,9 @@ def _codex_provider(title: str, env: dict[str, str]) -> Check | None:
     """The login check of a Codex whose ``config.toml`` chooses a model provider of its own
     (no OpenAI login needed: the key its ``env_key`` names, if any); None otherwise."""
     # lazy: the harness package is only needed by doctor's harness checks
-    from the_loop.harness.codex_prep import own_provider
+    from the_loop.harness import own_settings
 
-    found = own_provider(env)
+    found = own_settings.own_provider(env)
     if found is None:
         return None
     provider, key = found

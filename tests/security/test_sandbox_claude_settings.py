@@ -1,0 +1,56 @@
+"""The real Claude Code, confined (``sandbox.mode: bwrap``, ``network: allowlist``): the
+operator's own ``settings.json`` (their model, and the gateway their ``env`` names in
+``ANTHROPIC_BASE_URL``) is carried into the agent's own home with their login, and the default
+allowlist reaches that gateway, so the confined agent talks to the model its operator chose
+where they chose it; the-loop's hooks still report (they come on the command line)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.daemon import served
+from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.harness.agent_clis import CLAUDE_BIN
+from tests.helpers import wait_until
+from tests.work import Work
+from the_loop.runner.sandbox import bwrap_works
+
+pytestmark = [
+    pytest.mark.claude,
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
+    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+]
+REF = "local:settled"
+MODEL = "claude-operators-own-choice"
+
+
+def test_a_confined_claude_code_keeps_its_operators_settings(work: Work) -> None:
+    with FakeAnthropic() as api:
+        config_dir = work.env.root / "operator-claude"
+        env = api.claude_env(config_dir)
+        gateway = env.pop("ANTHROPIC_BASE_URL")  # named only in the operator's settings
+        config_dir.mkdir(parents=True)
+        settings = {"model": MODEL, "env": {"ANTHROPIC_BASE_URL": gateway}}
+        (config_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+        env["HOME"] = str(work.env.root / "operator-home")
+        work.configure(
+            harnesses={"claude": {"binary": str(CLAUDE_BIN), "env": env}},
+            routing={"defaultHarness": "claude"},
+            sandbox={"mode": "bwrap", "network": "allowlist"},
+            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+        )
+        with served(work):
+            started = work.cli("sessions", "start", REF, "--prompt", "say hello")
+            assert started.exit_code == 0, started.stderr
+            asked = wait_until(
+                lambda: api.conversation_requests(), 90, what="a turn at the operator's gateway"
+            )
+            assert {r.body.get("model") for r in asked} == {MODEL}
+            found = work.wait_attention(REF, "waiting", 60)
+            assert found["signal"] == "claude-hook:Stop", found  # its hooks report as before
+            homes = list((work.env.state_dir / "homes").glob("*/.claude/settings.json"))
+            assert len(homes) == 1 and homes[0].stat().st_mode & 0o777 == 0o600
