@@ -173,3 +173,23 @@ def test_a_local_work_item_is_named_like_any_other(screen_daemon: Daemon) -> Non
         "POST", f"/sessions/{ref}/permission", json={"decision": "deny", "promptId": prompt["id"]}
     )
     assert again.status_code == 409 and "already allowed" in again.text, again.text
+
+
+def test_a_restarted_daemon_keeps_idle_agents_waiting(screen_daemon: Daemon) -> None:
+    """A daemon that starts again does not read every idle agent ``working`` until its quiet
+    time is over: a pane that has not printed since is as quiet as its recorded ``waiting``.
+    A pane that does print is read at once, as ever."""
+    d = screen_daemon
+    work = d.work
+    idle, busy = spawn(d, 61), spawn(d, 62)
+    for ref in (idle, busy):
+        wait_until(lambda ref=ref: state(work, ref) == "waiting", 30, what=f"{ref} waiting")
+    d.stop()
+    d.start()
+    say(d, busy, "print something")
+    # the first pass after the start read every pane, the idle one with it
+    wait_until(lambda: state(work, busy) == "working", 30, what="the busy pane read working")
+    found = d.api("GET", "/events", params={"type": "session.attention_changed", "limit": 200})
+    moved = [e["payload"] for e in found.json() if e["workItem"] == idle]
+    assert [(m["from"], m["to"]) for m in moved] == [("working", "waiting")], moved
+    assert state(work, idle) == "waiting"

@@ -114,11 +114,22 @@ class ScreenDetector:
         self.leaving[key] = after
         return False
 
-    def look(self, key: str, screen: str, now: float, printed: float | None = None) -> float:
+    def look(
+        self,
+        key: str,
+        screen: str,
+        now: float,
+        printed: float | None = None,
+        settled: float | None = None,
+    ) -> float:
         """Record SCREEN of KEY read at NOW (its pane last printed at PRINTED, when tmux
-        said); how long (seconds) it has been unchanged."""
+        said); how long (seconds) it has been unchanged. A pane seen for the first time that
+        has not printed since it was watched counts as unchanged since SETTLED, when given."""
         digest = hashlib.blake2b(screen.encode(), digest_size=16).hexdigest()
         prior = self.seen.get(key)
+        if prior is None and printed is None and settled is not None:
+            self.seen[key] = _Seen(digest, min(settled, now), screen, now)
+            return now - min(settled, now)
         if prior is None or prior.digest != digest:
             changed = now if printed is None else min(printed, now)
             self.seen[key] = _Seen(digest, changed, screen, now)
@@ -309,10 +320,19 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
             if found is not None and _record(ctx, agent, found, screen, now, False, detector):
                 changed += 1
             continue
-        quiet = detector.look(agent.key, screen, now, printed.get(agent.target))
+        settled = None if agent.key in detector.seen else _waiting_since(ctx, agent)
+        quiet = detector.look(agent.key, screen, now, printed.get(agent.target), settled)
         changed += _judge(ctx, detector, agent, settings, screen, quiet, now)
     detector.due = detector.next_due(agents, now, failed)
     return changed
+
+
+def _waiting_since(ctx: Ctx, agent: Watched) -> float | None:
+    """Since when AGENT has been recorded ``waiting``, None when it is not: a detector that
+    starts (the daemon restarted) takes a pane that has not printed since for as quiet as
+    that, rather than reading every idle agent ``working`` until its quiet time is over."""
+    row = store.get(ctx.db.connect(), agent.key)
+    return row.since if row is not None and row.state == store.WAITING else None
 
 
 def _judge(
