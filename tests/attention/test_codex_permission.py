@@ -19,7 +19,6 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -70,14 +69,6 @@ def codex(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
             yield daemon, api
 
 
-def attention(work: Work) -> dict[str, Any]:
-    return work.attention(REF)
-
-
-def waits(work: Work, state: str, timeout: float = 60) -> dict[str, Any]:
-    return work.wait_attention(REF, state, timeout)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 @needs_codex
@@ -88,12 +79,12 @@ def test_a_codex_approval_holds_messages_and_is_answered_through_the_loop(
     work = daemon.work
     started = work.cli("sessions", "start", REF, "--prompt", "say hello")
     assert started.exit_code == 0, started.stderr
-    waits(work, "waiting", 120)
+    work.wait_attention(REF, "waiting", 120)
     assert work.session_json(REF)["permissionMode"] == "ask"
     cwd = Path(work.session_json(REF)["cwd"])
 
     assert work.cli("sessions", "say", REF, "-t", "please RUN-SHELL").exit_code == 0
-    asked = waits(work, "needs-permission")["prompt"]
+    asked = work.wait_attention(REF, "needs-permission")["prompt"]
     # what a person decides on: the command, read from the dialog under the question
     assert (asked["text"], asked["input"]) == (QUESTION, "echo ran > ran.txt"), asked
     listed = work.cli("attention")
@@ -117,7 +108,7 @@ def test_a_codex_approval_holds_messages_and_is_answered_through_the_loop(
     # started, when Codex spawned its notify program late: that one is not asserted on)
     answered = wait_until(
         lambda: (
-            (a := attention(work)).get("state") == "waiting"
+            (a := work.attention(REF)).get("state") == "waiting"
             and str(a.get("lastMessage")).startswith("FAKE-CODEX-REPLY-")
             and a["lastMessage"]
         ),
@@ -125,7 +116,7 @@ def test_a_codex_approval_holds_messages_and_is_answered_through_the_loop(
         what="the held message's turn finished",
     )
     assert work.cli("sessions", "say", REF, "-t", "now RUN-AGAIN").exit_code == 0
-    second = waits(work, "needs-permission")["prompt"]
+    second = work.wait_attention(REF, "needs-permission")["prompt"]
     assert second["id"] != asked["id"]
     assert (second["text"], second["input"]) == (QUESTION, "echo denied > denied.txt"), second
     denied = work.cli("sessions", "deny", REF, "--prompt", second["id"])
@@ -133,7 +124,7 @@ def test_a_codex_approval_holds_messages_and_is_answered_through_the_loop(
     # Escape cancels the request and interrupts Codex's turn (no notify follows): the
     # interruption on its screen says it waits for input, its last message kept
     back = wait_until(
-        lambda: (a := attention(work)).get("state") == "waiting" and a, 30, what="waiting"
+        lambda: (a := work.attention(REF)).get("state") == "waiting" and a, 30, what="waiting"
     )
     assert back["rule"].startswith("waitingPatterns[0]"), back
     assert back["lastMessage"] == answered, back

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -55,14 +54,6 @@ def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
             yield daemon, api
 
 
-def attention(work: Work) -> dict[str, Any]:
-    return work.attention(REF)
-
-
-def waits(work: Work, state: str, timeout: float = 60) -> dict[str, Any]:
-    return work.wait_attention(REF, state, timeout)
-
-
 def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
     gemini: tuple[Daemon, FakeGemini],
 ) -> None:
@@ -70,11 +61,11 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
     work = daemon.work
     started = work.cli("sessions", "start", REF, "--prompt", "say hello")
     assert started.exit_code == 0, started.stderr
-    waits(work, "waiting", 90)
+    work.wait_attention(REF, "waiting", 90)
     cwd = Path(work.session_json(REF)["cwd"])
 
     assert work.cli("sessions", "say", REF, "-t", "please RUN-SHELL").exit_code == 0
-    asked = waits(work, "needs-permission")["prompt"]
+    asked = work.wait_attention(REF, "needs-permission")["prompt"]
     # what a person decides on: the command, read from the dialog's box above the question
     assert (asked["text"], asked["tool"], asked["input"]) == (
         "Allow execution of [Shell]?",
@@ -97,14 +88,14 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
         what="the held message delivered after the answer",
     )
 
-    waits(work, "waiting")
+    work.wait_attention(REF, "waiting")
     assert work.cli("sessions", "say", REF, "-t", "now WRITE-FILE").exit_code == 0
-    second = waits(work, "needs-permission")["prompt"]
+    second = work.wait_attention(REF, "needs-permission")["prompt"]
     assert second["text"] == "Apply this change?" and second["id"] != asked["id"]
     assert (second["tool"], second["input"]) == ("WriteFile", "Writing to written.txt")
     denied = work.cli("sessions", "deny", REF, "--prompt", second["id"])
     assert denied.exit_code == 0, denied.stderr
-    waits(work, "waiting")
+    work.wait_attention(REF, "waiting")
     assert not (cwd / "written.txt").exists()
     # each answer is recorded as given, though the screen saw its dialog go the moment the
     # keys took (it used to close it first as moved-on, and the answer was called stale)
