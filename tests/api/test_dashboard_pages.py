@@ -83,6 +83,11 @@ def test_filters_narrow_and_bad_ones_are_refused(site: Daemon) -> None:
     client, _ = logged_in(site, site.token)
     assert "github:octo/repo#52" in client.get("/", params={"repo": "octo/repo"}).text
     assert "github:octo/repo#52" not in client.get("/", params={"repo": "other/repo"}).text
+    # a local item has no repository: it is not offered as one (each was, by its own name)
+    started = site.api("POST", "/sessions", json={"ref": "local:no-repo", "prompt": "hi"})
+    assert started.status_code in (200, 201, 202), started.text
+    offered = re.findall(r'<option value="([^"]+)"', client.get("/").text)
+    assert "octo/repo" in offered and not [o for o in offered if "no-repo" in o], offered
     assert "github:octo/repo#52" not in client.get("/", params={"status": "closed"}).text
     assert "github:octo/repo#52" in client.get("/", params={"status": "active"}).text
     bad = client.get("/", params={"status": "sleeping"})

@@ -60,7 +60,10 @@ class SessionRow:
 
 def repo_of(work_item: str) -> str:
     """``OWNER/REPO`` of a stored work item ref (``github:[HOST/]OWNER/REPO#N``, written by
-    ``WorkItemRef``, so already valid): the path without the host and the number."""
+    ``WorkItemRef``, so already valid): the path without the host and the number; ``""`` for
+    a ``local:NAME`` item, which has no repository."""
+    if not work_item.startswith("github:"):
+        return ""
     path = work_item.removeprefix("github:").partition("#")[0]
     return "/".join(path.split("/")[-2:])
 
@@ -96,7 +99,7 @@ def narrow(
 
 def repos(rows: list[SessionRow]) -> list[str]:
     """The repositories of ROWS, sorted, each once (the Sessions page's repo filter)."""
-    return sorted({r.repo for r in rows})
+    return sorted({r.repo for r in rows if r.repo})
 
 
 @dataclass(frozen=True, slots=True)
