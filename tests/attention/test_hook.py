@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,3 +244,56 @@ def test_a_codex_notify_begun_before_a_delivery_leaves_the_agent_working(
     found = row(loop_env)
     assert found is not None and (found.state, found.signal) == ("working", DELIVERY), found
     assert found.last_message == "the delivered prompt's turn"
+
+
+def test_a_codex_notify_of_a_turn_before_the_running_one_leaves_the_agent_working(
+    loop_env: Env, daemon: Daemon
+) -> None:
+    """Codex may start a turn's notify program only after it took a delivered prompt and
+    started the next turn: its rollout, whose last turn boundary is that turn's start, says
+    the notify is of a turn before the running one, and the agent stays working. A notify of
+    the running turn, or of one the rollout says ended, is applied."""
+    home = loop_env.root / "codex-home"
+    env = hook_env(loop_env, issue(loop_env, root=home))
+    day = home / "sessions" / "2026" / "12" / "05"
+    day.mkdir(parents=True)
+    rollout = day / "rollout-2026-12-05T08-00-00-thread-1.jsonl"
+
+    def boundary(kind: str, turn: str) -> None:
+        payload: dict[str, Any] = {"type": kind}
+        if kind == "task_started":
+            payload["turn_attribution"] = {"turn_id": turn, "turn_trigger": "user"}
+        else:
+            payload["turn_id"] = turn
+        with rollout.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"type": "event_msg", "payload": payload}) + "\n")
+
+    def notify(turn: str, message: str) -> store.Row:
+        data = {"type": "agent-turn-complete", "thread-id": "thread-1", "turn-id": turn,
+                "last-assistant-message": message}  # fmt: skip
+        argv = [sys.executable, "-m", "the_loop", "hook", "codex-notify", json.dumps(data)]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        found = row(loop_env)
+        assert found is not None
+        return found
+
+    boundary("task_started", "turn-1")
+    boundary("task_complete", "turn-1")
+    found = notify("turn-1", "the first turn's answer")
+    assert (found.state, found.last_message) == ("waiting", "the first turn's answer"), found
+    boundary("task_started", "turn-2")  # a delivered prompt's turn, started by Codex at once
+    db = open_database(loop_env.state_dir, loop_env.database_url)
+    try:
+        with db.transaction() as tx:
+            store.set_state(
+                tx, AGENT, store.WORKING, DELIVERY, "a prompt was delivered", now=time.time(),
+                work_item="local:cx", source=DELIVERY,
+            )  # fmt: skip
+    finally:
+        db.close()
+    found = notify("turn-1", "the first turn's answer, told again late")
+    assert (found.state, found.signal) == ("working", DELIVERY), found
+    boundary("task_complete", "turn-2")
+    found = notify("turn-2", "the second turn's answer")
+    assert (found.state, found.last_message) == ("waiting", "the second turn's answer"), found

@@ -13,7 +13,8 @@ Applied as the hook applied it before: ``UserPromptSubmit`` → working; ``Sessi
 ``Stop`` → waiting (with the last message); ``SessionEnd`` → exited; a ``Notification`` asking
 something → needs-input or needs-permission; ``PermissionRequest`` opens the permission prompt
 with its tool and input (once per report id: a resend finds the same prompt); Codex's
-``agent-turn-complete`` → waiting. A report carries when its hook started (``at``), and
+``agent-turn-complete`` → waiting (unless its rollout says a later turn of the conversation
+already runs, or it is of the thread Codex titles the conversation in). A report carries when its hook started (``at``), and
 is recorded as applied at that time; the report of a hook the harness does not wait for
 (``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that started later was applied
 first (it arrived late: a prompt's report after its turn's ``Stop``). On PostgreSQL the
@@ -30,6 +31,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -178,7 +180,7 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
         done = hook_tokens.applied(tx, report.id)
         if done is not None:
             return done[1]
-        skip = _late(tx, report) or _aside(report, transcript)
+        skip = _late(tx, report) or _behind(report, transcript) or _aside(report, transcript)
         prompt_id = None if skip else _write(tx, report, transcript, last)
         at = time.time() if report.at is None else report.at
         hook_tokens.record(tx, report.id, report.who.agent, prompt_id, at)
@@ -231,6 +233,37 @@ def _late(tx: Any, report: Report) -> bool:
         return True
     waiting = store.pending_of(tx, report.who.agent)
     return waiting is not None and waiting.created_at > report.at
+
+
+def _behind(report: Report, transcript: str | None) -> bool:
+    """Whether REPORT is a Codex notify of a turn before the one its conversation runs: the
+    rollout's last turn boundary is another turn's start. Codex takes a delivered prompt and
+    starts its turn as soon as the one before ends, and may start that one's notify program
+    only after (too late for ``_late`` to know by the time)."""
+    if report.kind != CODEX_NOTIFY or transcript is None:
+        return False
+    turn = report.data.get("turn-id")
+    running = codex_running_turn(transcript)
+    return isinstance(turn, str) and running is not None and running != turn
+
+
+def codex_running_turn(rollout: str) -> str | None:
+    """The id of the turn Codex's ROLLOUT says is running: the last turn boundary written
+    there is a ``task_started`` (not a ``task_complete`` or ``turn_aborted``); else None."""
+    for entry in _last_entries(rollout):
+        payload = entry.get("payload")
+        if entry.get("type") != "event_msg" or not isinstance(payload, dict):
+            continue
+        kind = payload.get("type")
+        if kind in ("task_complete", "turn_aborted"):
+            return None
+        if kind == "task_started":
+            started = payload.get("turn_attribution")
+            turn = payload.get("turn_id") or (
+                started.get("turn_id") if isinstance(started, dict) else None
+            )
+            return turn if isinstance(turn, str) and turn else None
+    return None
 
 
 def _aside(report: Report, transcript: str | None) -> bool:
@@ -415,8 +448,9 @@ def _last_message(report: Report, transcript: str | None) -> str | None:
     return transcript_last_message(transcript)
 
 
-def transcript_last_message(path: str, tail: int = 256 * 1024) -> str | None:
-    """The text of the last assistant message in the JSONL transcript at PATH."""
+def _last_entries(path: str, tail: int = 256 * 1024) -> Iterator[dict[str, Any]]:
+    """The JSON objects of the last TAIL bytes of the JSONL file at PATH, last first (none
+    when it cannot be read)."""
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -424,13 +458,20 @@ def transcript_last_message(path: str, tail: int = 256 * 1024) -> str | None:
             handle.seek(max(0, size - tail))
             lines = handle.read().decode("utf-8", "replace").splitlines()
     except OSError:
-        return None
+        return
     for line in reversed(lines):
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        message = entry.get("message") if isinstance(entry, dict) else None
+        if isinstance(entry, dict):
+            yield entry
+
+
+def transcript_last_message(path: str) -> str | None:
+    """The text of the last assistant message in the JSONL transcript at PATH."""
+    for entry in _last_entries(path):
+        message = entry.get("message")
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         content = message.get("content")
