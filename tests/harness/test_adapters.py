@@ -21,6 +21,7 @@ from the_loop.harness import (
     registered_adapters,
 )
 from the_loop.harness.base import options_before_separator
+from the_loop.harness.claude import project_slug
 from the_loop.harness.claude_hooks import settings_argv
 from the_loop.harness.codex_notify import notify_args
 from the_loop.runner.tmux_core import paste_command
@@ -391,3 +392,25 @@ def test_an_operators_notify_override_in_args_is_left_alone() -> None:
     argv = codex.interactive(spec(session_id=None)).argv
     assert argv.count("-c") == 1 and mine in argv
     assert not any("attention_hook" in a for a in argv)
+
+
+def test_claude_codes_transcript_is_under_its_folder_not_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file another node's transcript is restored to (``conversation_file``) is where
+    Claude Code reads it: ``~/.claude/projects/…`` by default (it was ``~/projects/…``: the
+    folder of ``.claude.json``), ``$CLAUDE_CONFIG_DIR/projects/…`` when set, the harness's own
+    environment before the daemon's."""
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    home = tmp_path / "home"
+
+    def transcript(**env: str) -> Path | None:
+        adapter = build_adapter("claude", HarnessConfig(env={"HOME": str(home), **env}))
+        return adapter.conversation_file(adapter.interactive(spec()))
+
+    slug = project_slug(CWD)
+    assert transcript() == home / ".claude" / "projects" / slug / f"{U}.jsonl"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "daemons"))
+    assert transcript() == tmp_path / "daemons" / "projects" / slug / f"{U}.jsonl"
+    own = tmp_path / "own"
+    assert transcript(CLAUDE_CONFIG_DIR=str(own)) == own / "projects" / slug / f"{U}.jsonl"

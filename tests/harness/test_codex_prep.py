@@ -11,7 +11,8 @@ import pytest
 from the_loop.config import HarnessConfig
 from the_loop.errors import SpawnFailed
 from the_loop.harness import LaunchSpec, build_adapter
-from the_loop.harness.codex_prep import codex_home, prepare_codex_config
+from the_loop.harness.codex_prep import prepare_codex_config
+from the_loop.harness.homes import codex_home
 
 
 def test_the_workspace_is_trusted_once_and_other_settings_stay(tmp_path: Path) -> None:

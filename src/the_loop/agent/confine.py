@@ -86,11 +86,11 @@ def carry_logins(env: Mapping[str, str], home: Path) -> list[Path]:
     """Copy the operator's harness logins (ENV: the harness's environment, else the daemon's)
     into the agent's own HOME, so that a confined agent is logged in as its operator is; a copy
     the agent refreshed since (newer) is kept. The files copied; never raises."""
-    operator = Path(env.get("HOME") or os.environ.get("HOME") or str(Path.home()))
+    from the_loop.harness import harness_dir
+
     copied: list[Path] = []
     for variable, folder, name in LOGINS:
-        given = (env.get(variable) or os.environ.get(variable)) if variable else None
-        source = Path(given or operator / folder) / name
+        source = harness_dir(variable, folder, env) / name
         target = home / folder / name
         try:
             if not source.is_file() or source.resolve() == target.resolve():

@@ -23,6 +23,7 @@ from the_loop.harness.base import (
 )
 from the_loop.harness.binaries import Located, locate, with_located_binary
 from the_loop.harness.claude_prep import prepare_claude_config
+from the_loop.harness.homes import claude_dir, codex_home, harness_dir
 
 if TYPE_CHECKING:
     from the_loop.config import Config
@@ -47,14 +48,17 @@ __all__ = [
     "RunnerKind",
     "build_adapter",
     "claude",
+    "claude_dir",
     "claude_hooks",
     "codex",
+    "codex_home",
     "command",
     "configured_adapter",
     "cursor",
     "demo",
     "gemini",
     "get_adapter",
+    "harness_dir",
     "locate",
     "own_settings",
     "prepare_claude_config",

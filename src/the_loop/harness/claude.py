@@ -29,7 +29,8 @@ from the_loop.harness.base import (
     register_adapter,
 )
 from the_loop.harness.claude_hooks import settings_argv
-from the_loop.harness.claude_prep import claude_config_dir, prepare_claude_config
+from the_loop.harness.claude_prep import prepare_claude_config
+from the_loop.harness.homes import claude_dir
 
 # The input box: a horizontal rule (U+2500) directly followed by the prompt line that starts
 # with U+276F and a (non-breaking) space. Dialogs use that sign as their cursor too, but
@@ -92,11 +93,11 @@ class ClaudeAdapter(HarnessAdapter):
             prepare_claude_config(launch.cwd, launch.env, options, roots=roots)
 
     def conversation_file(self, launch: Launch) -> Path | None:
-        """``<config dir>/projects/<slug of the cwd>/<id>.jsonl``, the transcript the CLI
-        resumes from (the config dir as ``prepare`` finds it)."""
+        """``<CLAUDE_CONFIG_DIR or ~/.claude>/projects/<slug of the cwd>/<id>.jsonl``, the
+        transcript the CLI resumes from."""
         if launch.session_id is None:
             return None
-        projects = claude_config_dir(launch.env) / "projects"
+        projects = claude_dir(launch.env) / "projects"
         return projects / project_slug(launch.cwd) / f"{launch.session_id}.jsonl"
 
     def session_id_from_output(self, output: str) -> str | None:

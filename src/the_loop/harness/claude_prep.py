@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.errors import SpawnFailed
+from the_loop.harness.homes import claude_dir, harness_dir
 from the_loop.harness.operator_files import parsed
 
 CONFIG_FILE = ".claude.json"
@@ -36,22 +37,14 @@ _BYPASS_FLAGS = frozenset({"--dangerously-skip-permissions"})
 def claude_config_dir(env: Mapping[str, str], base_env: Mapping[str, str] | None = None) -> Path:
     """The directory holding ``.claude.json``: ``CLAUDE_CONFIG_DIR`` from ENV, then from the
     process environment, else ``$HOME``."""
-    base = os.environ if base_env is None else base_env
-    configured = env.get("CLAUDE_CONFIG_DIR") or base.get("CLAUDE_CONFIG_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    home = env.get("HOME") or base.get("HOME")
-    return Path(home) if home else Path.home()
+    return harness_dir("CLAUDE_CONFIG_DIR", "", env, base_env)
 
 
 def settings_base_url(env: Mapping[str, str]) -> str | None:
     """The ``ANTHROPIC_BASE_URL`` the operator's own ``settings.json`` (in ENV's
     ``CLAUDE_CONFIG_DIR``, else ``~/.claude``) sets in its ``env``: where a Claude Code of
     theirs talks to its model (a gateway of their own). None when it sets none."""
-    configured = env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
-    home = env.get("HOME") or os.environ.get("HOME")
-    folder = Path(configured) if configured else (Path(home) if home else Path.home()) / ".claude"
-    found = parsed(folder / "settings.json", _base_url)
+    found = parsed(claude_dir(env) / "settings.json", _base_url)
     return found if isinstance(found, str) and found else None
 
 

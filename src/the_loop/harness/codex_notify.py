@@ -16,7 +16,8 @@ import tomllib
 from collections.abc import Mapping
 
 from the_loop.harness.claude_hooks import hook_argv
-from the_loop.harness.codex_prep import CONFIG_FILE, codex_home
+from the_loop.harness.codex_prep import CONFIG_FILE
+from the_loop.harness.homes import codex_home
 
 NOTIFY_MODE = "codex-notify"
 

@@ -18,19 +18,10 @@ from pathlib import Path
 
 from the_loop.errors import SpawnFailed
 from the_loop.harness.claude_prep import locked_file, trusted_paths
+from the_loop.harness.homes import codex_home
 from the_loop.harness.operator_files import parsed
 
 CONFIG_FILE = "config.toml"
-
-
-def codex_home(env: Mapping[str, str], base_env: Mapping[str, str] | None = None) -> Path:
-    """``CODEX_HOME`` from ENV, then from the process environment, else ``$HOME/.codex``."""
-    base = os.environ if base_env is None else base_env
-    configured = env.get("CODEX_HOME") or base.get("CODEX_HOME")
-    if configured:
-        return Path(configured).expanduser()
-    home = env.get("HOME") or base.get("HOME")
-    return (Path(home) if home else Path.home()) / ".codex"
 
 
 def provider_urls(env: Mapping[str, str]) -> list[str]:

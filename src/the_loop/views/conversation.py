@@ -330,8 +330,9 @@ def _guessed(files: AgentFiles) -> Path | None:
         return None
     home = Path(files.env.get("HOME") or os.environ.get("HOME") or Path.home())
     if files.harness == "claude":
-        configured = files.env.get("CLAUDE_CONFIG_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
-        root = Path(configured) if configured else home / ".claude"
+        from the_loop.harness import claude_dir
+
+        root = claude_dir(files.env)
         slug = re.sub(r"[^A-Za-z0-9]", "-", os.path.abspath(files.cwd))
         return root / "projects" / slug / f"{conversation}.jsonl"
     if files.harness == "gemini":

@@ -204,9 +204,9 @@ def check_login(name: str, adapter: str, env: dict[str, str]) -> Check | None:
     given = next((k for k in keys if env.get(k) or os.environ.get(k)), None)
     if given is not None:
         return Check(name=title, status=CheckStatus.ok, detail=f"{given} is set", required=False)
-    home = env.get("HOME") or os.environ.get("HOME") or str(Path.home())
-    folder = env.get(dir_var) or os.environ.get(dir_var) or str(Path(home) / default_dir)
-    found = Path(folder) / credentials
+    from the_loop.harness import harness_dir
+
+    found = harness_dir(dir_var, default_dir, env) / credentials
     if found.is_file():
         return Check(
             name=title, status=CheckStatus.ok, detail=f"logged in ({found})", required=False

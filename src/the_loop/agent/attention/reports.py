@@ -14,13 +14,13 @@ Applied as the hook applied it before: ``UserPromptSubmit`` → working; ``Sessi
 something → needs-input or needs-permission; ``PermissionRequest`` opens the permission prompt
 with its tool and input (once per report id: a resend finds the same prompt); Codex's
 ``agent-turn-complete`` → waiting (unless its rollout says a later turn of the conversation
-already runs, or it is of the thread Codex titles the conversation in). A report carries when its hook started (``at``), and
-is recorded as applied at that time; the report of a hook the harness does not wait for
-(``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that started later was applied
-first (it arrived late: a prompt's report after its turn's ``Stop``). On PostgreSQL the
-conversation's transcript is kept at the end of a turn (again once the turn's last message
-reaches the file, which Claude Code writes after its ``Stop`` hook ran). Blocking: the channel
-runs these in worker threads.
+already runs, or it is of the thread Codex titles the conversation in). A report carries when
+its hook started (``at``), and is recorded as applied at that time; the report of a hook the
+harness does not wait for (``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that
+started later was applied first (it arrived late: a prompt's report after its turn's ``Stop``).
+On PostgreSQL the conversation's transcript is kept at the end of a turn (again once the turn's
+last message reaches the file, which Claude Code writes after its ``Stop`` hook ran). Blocking:
+the channel runs these in worker threads.
 """
 
 from __future__ import annotations

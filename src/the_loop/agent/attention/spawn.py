@@ -110,17 +110,13 @@ def transcript_root(adapter: str, env: Mapping[str, str]) -> Path | None:
     its transcripts under: Claude Code's config dir (``CLAUDE_CONFIG_DIR``, else
     ``~/.claude``), Codex's ``CODEX_HOME`` (else ``~/.codex``); None for any other adapter (a
     reported transcript path is then not taken)."""
-    variable, default = _CONFIG_DIRS.get(adapter, (None, None))
-    if variable is None or default is None:
-        return None
-    configured = env.get(variable) or os.environ.get(variable)
-    if configured:
-        return Path(configured).expanduser().absolute()
-    home = env.get("HOME") or os.environ.get("HOME")
-    return (Path(home) if home else Path.home()).absolute() / default
+    from the_loop.harness import claude_dir, codex_home
 
-
-_CONFIG_DIRS = {"claude": ("CLAUDE_CONFIG_DIR", ".claude"), "codex": ("CODEX_HOME", ".codex")}
+    if adapter == "claude":
+        return claude_dir(env).absolute()
+    if adapter == "codex":
+        return codex_home(env).absolute()
+    return None
 
 
 def keep_previous_token(ctx: Ctx, agent: Agent, env: Mapping[str, str]) -> None:
