@@ -162,6 +162,17 @@ def cli(loop_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     return run
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``bwrap`` is skipped, with the reason, where bubblewrap cannot make a
+    sandbox (asked once per run, when the first such test starts)."""
+    if item.get_closest_marker("bwrap") is not None:
+        from the_loop.runner.sandbox import bwrap_works
+
+        works, why = bwrap_works()
+        if not works:
+            pytest.skip(why)
+
+
 from tests.daemon import daemon  # noqa: E402,F401
 from tests.pg import pg_server, pg_url  # noqa: E402,F401  (PostgreSQL for the store tests)
 from tests.work import work  # noqa: E402,F401  (the fixture, shared by several test folders)

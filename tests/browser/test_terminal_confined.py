@@ -11,12 +11,11 @@ import pytest
 from tests.browser.conftest import Login, Site, screen_text, shot
 from tests.browser.test_terminal import PHONE, open_terminal
 from tests.helpers import wait_until
-from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.xdist_group("browser-confined"),
-    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+    pytest.mark.bwrap,
 ]
 
 SITE_SANDBOX = True

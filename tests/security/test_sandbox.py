@@ -17,9 +17,8 @@ from tests.daemon import Daemon
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.daemon.serve import read_info
-from the_loop.runner.sandbox import bwrap_works
 
-pytestmark = pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1])
+pytestmark = pytest.mark.bwrap
 
 PROBE = r"""
 check() { if eval "$2" >/dev/null 2>&1; then echo "$1:OPEN"; else echo "$1:DENIED"; fi; }

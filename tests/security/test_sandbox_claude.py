@@ -34,13 +34,12 @@ from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.daemon.serve import read_info
-from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
-    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+    pytest.mark.bwrap,
 ]
 PROBE: dict[str, str] = {}
 """The Bash command the fake model asks to run (set once the paths are known)."""

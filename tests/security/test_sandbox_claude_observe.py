@@ -27,14 +27,13 @@ from tests.fakes.fake_github import FakeGitHub
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.timeout(400),
     pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
-    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+    pytest.mark.bwrap,
 ]
 
 

@@ -16,13 +16,12 @@ from tests.daemon import Daemon, served
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.harness.test_codex_e2e import CODEX_BIN
 from tests.work import Work
-from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(240),
     pytest.mark.skipif(not CODEX_BIN.exists(), reason=f"no Codex CLI at {CODEX_BIN}"),
-    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+    pytest.mark.bwrap,
 ]
 REF = "local:cdx"
 

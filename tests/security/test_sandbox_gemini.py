@@ -17,13 +17,12 @@ from tests.fakes.fake_gemini import FakeGemini, GeminiRequest
 from tests.harness.test_gemini_e2e import GEMINI_BIN
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(240),
     pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}"),
-    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+    pytest.mark.bwrap,
 ]
 REF = "local:gem"
 

@@ -14,9 +14,9 @@ import pytest
 from tests.daemon import Daemon
 from tests.helpers import wait_until
 from tests.work import Work
-from the_loop.runner.sandbox import bwrap_works, git_dirs
+from the_loop.runner.sandbox import git_dirs
 
-pytestmark = pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1])
+pytestmark = pytest.mark.bwrap
 
 PROBE = r"""
 check() { if eval "$2" >/dev/null 2>&1; then echo "$1:OPEN"; else echo "$1:DENIED"; fi; }

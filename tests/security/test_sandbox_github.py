@@ -25,10 +25,9 @@ from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.refs import WorkItemRef, branch_name
-from the_loop.runner.sandbox import bwrap_works
 from the_loop.work import SELF_MARKER
 
-pytestmark = pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1])
+pytestmark = pytest.mark.bwrap
 
 REPO = "octo/repo"
 BRANCH = branch_name(WorkItemRef(owner="octo", repo="repo", number=1, host="127.0.0.1"))

@@ -21,14 +21,13 @@ from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.refs import WorkItemRef, branch_name
-from the_loop.runner.sandbox import bwrap_works
 from the_loop.work import SELF_MARKER
 
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
-    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+    pytest.mark.bwrap,
 ]
 BRANCH = branch_name(WorkItemRef(owner="octo", repo="repo", number=1, host="127.0.0.1"))
 SCRIPT = r"""

@@ -15,9 +15,8 @@ from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.agent.confine import agent_hash
 from the_loop.runner import limits
-from the_loop.runner.sandbox import bwrap_works
 
-pytestmark = pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1])
+pytestmark = pytest.mark.bwrap
 
 FORKS = """
 import os, sys, time

@@ -14,10 +14,9 @@ import sys
 import pytest
 
 from the_loop.runner import limits
-from the_loop.runner.sandbox import bwrap_works
 
 pytestmark = [
-    pytest.mark.skipif(not bwrap_works()[0], reason=bwrap_works()[1]),
+    pytest.mark.bwrap,
     pytest.mark.skipif(shutil.which("prlimit") is None, reason="no prlimit"),
     pytest.mark.skipif(
         os.getuid() == 0 and shutil.which("setpriv") is None, reason="no setpriv to drop root"
