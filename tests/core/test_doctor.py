@@ -141,6 +141,24 @@ def test_webhook_without_a_secret_and_slack_are_warned(loop_env: Env) -> None:
     assert "Slack" not in quiet.stdout + quiet.stderr
 
 
+def test_nobody_authorized_is_warned_without_saying_nobody_can_start_an_agent(
+    loop_env: Env,
+) -> None:
+    """The embedded defaults authorize nobody on GitHub: the warning says what that closes
+    (comments) and what still starts an agent, since the README's next step is a start by
+    hand (it said "nobody can start an agent", and a newcomer then did)."""
+    loop_env.write_config(routing={"authorizedUsers": []})
+    told = loop_env.run("config", "validate")
+    assert told.exit_code == 0, told.stderr
+    assert (
+        "warning: routing.authorizedUsers is empty: no GitHub comment can start or steer an "
+        "agent (fail closed); `the-loop sessions start`, the API and the dashboard still can"
+    ) in told.stdout + told.stderr
+    loop_env.write_config(routing={"authorizedUsers": ["alice"]})
+    assert "authorizedUsers" not in (quiet := loop_env.run("config", "validate")).stderr
+    assert "authorizedUsers" not in quiet.stdout
+
+
 def _fake_tmux(tmp_path: Path, script: str) -> str:
     binary = tmp_path / "old-tmux"
     binary.write_text(f"#!/bin/sh\n{script}\n")

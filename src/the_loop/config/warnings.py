@@ -21,7 +21,10 @@ def of(config: Config) -> list[str]:
             "never reaches the sessions"
         )
     if config.routing.enabled and not config.routing.authorized_users:
-        out.append("routing.authorizedUsers is empty: nobody can start an agent (fail closed)")
+        out.append(
+            "routing.authorizedUsers is empty: no GitHub comment can start or steer an agent "
+            "(fail closed); `the-loop sessions start`, the API and the dashboard still can"
+        )
     hook = config.github.webhook
     signed_or_allowed = hook.allow_unsigned or os.environ.get(hook.secret_env)
     if config.github.enabled and hook.enabled and not signed_or_allowed:
