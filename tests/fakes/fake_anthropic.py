@@ -45,7 +45,17 @@ class ToolUse:
     text: str = ""
 
 
-Reply = Callable[["RecordedRequest"], "str | ToolUse"]
+@dataclass(frozen=True)
+class ApiError:
+    """An answer of the API's error shape: STATUS with ``{"type": "error", "error": {TYPE,
+    MESSAGE}}`` (401 ``authentication_error``, 429 ``rate_limit_error``, …)."""
+
+    status: int
+    type: str
+    message: str
+
+
+Reply = Callable[["RecordedRequest"], "str | ToolUse | ApiError"]
 UsageOf = Callable[["RecordedRequest"], "dict[str, int] | None"]
 """Known usage figures for a request (``input_tokens``, ``output_tokens``,
 ``cache_creation_input_tokens``, ``cache_read_input_tokens``); None: the default estimate."""
@@ -255,6 +265,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _messages(self, request: RecordedRequest) -> None:
         body = request.body if isinstance(request.body, dict) else {}
         answer = self.fake.reply(request)
+        if isinstance(answer, ApiError):
+            error = {"type": answer.type, "message": answer.message}
+            self._json(answer.status, {"type": "error", "error": error})
+            return
         text = answer if isinstance(answer, str) else answer.text
         tool = None if isinstance(answer, str) else answer
         model = str(body.get("model") or self.fake.model)

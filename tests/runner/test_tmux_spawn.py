@@ -51,6 +51,33 @@ def test_no_value_of_the_environment_is_on_a_command_line(
     assert list((runner.work_dir / "spool").iterdir()) == [], "the launch script is left"
 
 
+def test_an_agent_gets_the_daemons_environment_as_it_is_now(
+    runner: TmuxRunner, agents: FakeAgents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tmux server keeps the environment of the daemon that started it, and outlives it:
+    a daemon started later (a key exported since, one removed since, a secret withheld since)
+    gives its agents its own environment as it is now, not the server's (a person exported
+    ANTHROPIC_API_KEY, restarted the-loop, and the agent still said "Not logged in")."""
+    monkeypatch.setenv("LOOP_T_KEY", "old")
+    monkeypatch.setenv("LOOP_T_GONE", "x")
+    monkeypatch.setenv("LOOP_T_SECRET", "s3cret")
+    agents.spawn("loop-first", "c-first")
+    first = fake_agent.read_starts(agents.directory, "c-first")[0].env
+    assert (first["LOOP_T_KEY"], first["LOOP_T_GONE"]) == ("old", "x"), "not the server's"
+    monkeypatch.setenv("LOOP_T_KEY", "new")
+    monkeypatch.setenv("LOOP_T_ADDED", "y")
+    monkeypatch.delenv("LOOP_T_GONE")
+    later = TmuxRunner(
+        runner.socket, work_dir=runner.work_dir, columns=120, rows=40,
+        withheld_env=("LOOP_T_SECRET",),
+    )  # fmt: skip
+    FakeAgents(later, agents.directory, agents.cwd).spawn("loop-later", "c-later")
+    env = fake_agent.read_starts(agents.directory, "c-later")[0].env
+    assert (env["LOOP_T_KEY"], env["LOOP_T_ADDED"]) == ("new", "y"), env
+    assert "LOOP_T_GONE" not in env and "LOOP_T_SECRET" not in env, env
+    assert env["TMUX_SET"] == "1"
+
+
 def test_live_occupant_is_never_killed(runner: TmuxRunner, agents: FakeAgents) -> None:
     pid = agents.spawn("loop-busy", "first")
     with pytest.raises(Refused) as refused:

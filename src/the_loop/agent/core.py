@@ -177,11 +177,14 @@ SCREEN_TAIL = 8
 
 def dialog(ctx: Ctx, agent: Agent) -> str | None:
     """Why nothing may be pasted into AGENT now: the dialog it shows — a pending question or
-    permission prompt (its attention waits on a person), or (harnesses read from the screen)
-    one its screen shows right now by the harness's patterns; None when it shows none."""
+    permission prompt (its attention waits on a person), a ``blocked`` that holds (a sign-in
+    screen, recorded or on the screen right now by the harness's ``blockedPatterns``; a turn
+    that failed for want of a login or credit: ``attention_store.holds``), or (harnesses read
+    from the screen) a prompt its screen shows right now by the harness's patterns; None when
+    it shows none. Any other ``blocked`` (a rate limit, the harness exited) holds nothing: the
+    next message is the retry, or restarts the agent."""
     row = attention_store.get(ctx.db.connect(), agent.key)
-    crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL
-    if row is not None and row.state == attention_store.BLOCKED and not crashed:
+    if row is not None and attention_store.holds(row):
         return f"held while the agent cannot work ({row.prompt.text if row.prompt else 'blocked'})"
     if row is not None and row.state in attention_store.HUMAN:
         shown = row.prompt
@@ -193,14 +196,20 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     settings = ctx.config.attention.harness(
         agent.harness, configured.adapter if configured else None
     )
-    patterns = [*settings.permission_patterns, *settings.question_patterns]
-    if settings.signals not in ("screen", "notify") or not patterns:
+    read = settings.signals in ("screen", "notify")
+    patterns = [*settings.permission_patterns, *settings.question_patterns] if read else []
+    if not patterns and not settings.blocked_patterns:
         return None
     capture = ctx.runners.tmux.capture(agent.tmux_target, 60)
     lines = [line for line in capture.text.splitlines() if line.strip()] if capture.ok else []
     tail = "\n".join(lines[-SCREEN_TAIL:])
     if any(re.search(pattern, tail) for pattern in patterns):
         return "held behind a dialog on the agent's screen"
+    # what the screen says right now, before the detector has read it (the first prompt of
+    # an agent with no login): a sign-in screen, a footer saying there is no login
+    crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL  # restarts it
+    if not crashed and any(re.search(pattern, tail) for pattern in settings.blocked_patterns):
+        return "held while the agent cannot work (its screen says so)"
     return None
 
 

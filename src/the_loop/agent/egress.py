@@ -59,8 +59,9 @@ def egress_dir(state_dir: Path) -> Path:
 
 def allow_hosts(config: Config) -> list[str]:
     """``sandbox.allowHosts``, or its default: the model APIs of the configured harnesses (and
-    the hosts their ``*_BASE_URL`` name, in their ``env`` or in the operator's own settings
-    files: ``own_settings.model_urls``) and the GitHub host and API host."""
+    the hosts their ``*_BASE_URL`` name, in their ``env``, else the daemon's environment, or
+    in the operator's own settings files: ``own_settings.model_urls``) and the GitHub host and
+    API host."""
     if config.sandbox.allow_hosts is not None:
         return list(config.sandbox.allow_hosts)
     hosts: list[str] = []
@@ -68,8 +69,8 @@ def allow_hosts(config: Config) -> list[str]:
     for name in sorted(names):
         harness = config.harness(name)
         hosts += MODEL_HOSTS.get(harness.adapter or name, [])
-        for variable in _BASE_URLS:
-            url = harness.env.get(variable)
+        for variable in _BASE_URLS:  # as the agent gets it: its harness's env, else ours
+            url = harness.env.get(variable) or os.environ.get(variable)
             if url:
                 hosts.append(_netloc(url))
         hosts += [

@@ -89,12 +89,11 @@ def _default_harnesses() -> dict[str, Any]:
     return {
         "claude": {
             "signals": "hooks",
-            "blockedPatterns": [
-                r"Not logged in[^\n]*",
-                r"Invalid API key[^\n]*",
-                r"API Error: (?:401|403|429|5\d\d)[^\n]*",
-                r"Credit balance is too low[^\n]*",
-            ],
+            # none read from its screen: a turn that fails on an API error (no login, no
+            # credit, a rate limit) is told by its StopFailure hook, while the words it shows
+            # ("Not logged in · Please run /login") stay in the conversation, and in the
+            # history a resumed one draws, long after they stopped being true
+            "blockedPatterns": [],
         },
         "codex": {
             "signals": "notify",

@@ -14,7 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "Notification", "SessionEnd")
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "Stop",
+    "StopFailure",
+    "Notification",
+    "SessionEnd",
+)
+"""``StopFailure`` runs instead of ``Stop`` when an API error ended the turn (its ``error``:
+``rate_limit``, ``authentication_failed``, ``billing_error``, ``overloaded``, …)."""
 PERMISSION_EVENT = "PermissionRequest"
 PERMISSION_HOOK_TIMEOUT = 86_400
 """Seconds Claude Code lets the permission hook wait for the daemon's decision (the daemon

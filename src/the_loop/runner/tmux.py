@@ -15,11 +15,16 @@ Facts this module is built around (tmux 3.3a):
 - pasting into a dead pane (``remain-on-exit``) crashes the whole tmux server, so a delivery
   checks ``#{pane_dead}`` and pastes in the same command queue run (``if-shell -F``), where no
   pane can die in between;
-- one tmux command may be at most about 16 KB long ("command too long"), so an argv too long
-  for that is handed to the pane through a private file and a tiny launcher that ``exec``s it
-  (the pane pid stays the harness's pid);
-- ``new-session`` runs a single-element command through ``sh -c``; a one-element argv is
-  therefore prefixed with ``env --`` so that it is never read by a shell;
+- one tmux command may be at most about 16 KB long ("command too long"), and its argv is
+  readable by every local user, so every spawn hands the agent's argv and environment to the
+  pane through a private file and a tiny launcher that ``exec``s it (the pane pid stays the
+  harness's pid);
+- ``new-session`` runs a single-element command through ``sh -c``; the launcher is two
+  (``sh <script>``), and the script quotes every word of the argv, so no argv is read by a
+  shell;
+- a pane's environment is the tmux server's, which is the one of the daemon that started the
+  server (maybe an older run's), so the launch script sets the daemon's environment as it is
+  now and unsets what the server holds beyond it;
 - a server whose last session was killed exits, and a command sent meanwhile gets "server
   exited unexpectedly"; queries and ``new-session`` ask once more after that answer (a server
   that went away holds no session, so asking again is safe) instead of reporting ``unknown``;
@@ -68,7 +73,13 @@ from the_loop.runner.tmux_core import OWNER_VAR as OWNER_VAR
 from the_loop.runner.tmux_core import PANE_FORMAT as PANE_FORMAT
 from the_loop.runner.tmux_core import SOCKET_RE as SOCKET_RE
 from the_loop.runner.tmux_core import STAGE_FORMAT as STAGE_FORMAT
-from the_loop.runner.tmux_core import VIEWER_SIZE_FORMAT, submit_gap, viewer_hooks
+from the_loop.runner.tmux_core import (
+    VIEWER_SIZE_FORMAT,
+    agent_env,
+    stale_names,
+    submit_gap,
+    viewer_hooks,
+)
 from the_loop.runner.tmux_core import PaneInfo as PaneInfo
 from the_loop.runner.tmux_core import PaneStatus as PaneStatus
 from the_loop.runner.tmux_core import TerminateReport as TerminateReport
@@ -122,6 +133,7 @@ class TmuxRunner:
         self.config_file = config_file
         self.withheld_env = tuple(withheld_env)
         self._locks = KeyedLock(self.work_dir / "locks", f"tmux-{socket}")
+        self._stale: list[str] | None = None
 
     @classmethod
     def from_config(cls, config: Config, work_dir: Path | None = None) -> TmuxRunner:
@@ -309,7 +321,8 @@ class TmuxRunner:
         env: Mapping[str, str] | None = None,
         owner: str | None = None,
     ) -> SpawnResult:
-        """Start ARGV in a new tmux session TARGET in CWD with ENV added to the server's.
+        """Start ARGV in a new tmux session TARGET in CWD with ENV added to the daemon's own
+        environment (``agent_env``: its secrets withheld).
 
         OWNER, when given, is recorded on the tmux session (``THE_LOOP_OWNER``) in the same tmux
         invocation, so ``owner_of`` can later prove the session is the one we started.
@@ -379,12 +392,11 @@ class TmuxRunner:
     def _new_session(
         self, target: str, argv: list[str], cwd: Path, env: dict[str, str], owner: str | None
     ) -> tuple[TmuxResult, bool]:
-        # an environment or a long argv goes through a private launch script, never on tmux's
-        # command line (``launcher_command``: command lines are readable by every local user)
-        command = argv if len(argv) > 1 else ["env", "--", *argv]
-        via_launcher = bool(env) or command_size(command) > COMMAND_BUDGET
-        if via_launcher:
-            command = launcher_command(self.work_dir, argv, env)
+        # the environment and the argv go through a private launch script, never on tmux's
+        # command line (``launcher_command``: command lines are readable by every local user);
+        # it sets the daemon's environment as it is now (``agent_env``)
+        launch = agent_env(self.withheld_env, env)
+        command = launcher_command(self.work_dir, argv, launch, self._stale_names())
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
         size = ["-x", str(self.columns), "-y", str(self.rows)]
         args = [*head, *size, "--", *command, *self._session_options(target)]
@@ -392,10 +404,19 @@ class TmuxRunner:
             args += [";", "set-environment", "-t", f"={target}", OWNER_VAR, owner]
             args += [";", "set-option", "-t", f"={target}:", OWNER_OPTION, owner]
         result = self.run(*args)
-        if via_launcher and not result.ok:
+        if not result.ok:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(command[-1])
-        return result, via_launcher
+        return result, True
+
+    def _stale_names(self) -> list[str]:
+        """The variables an agent's launch script unsets (``stale_names``): asked of the tmux
+        server once per runner, before its first spawn (a server this runner starts has the
+        daemon's environment, and nothing of the-loop changes it after)."""
+        if self._stale is None:
+            shown = self.run("show-environment", "-g")
+            self._stale = stale_names(shown.stdout, self.withheld_env) if shown.ok else []
+        return self._stale
 
     def _session_options(self, target: str) -> list[str]:
         """Options chained after ``new-session`` in the same invocation, so they hold before

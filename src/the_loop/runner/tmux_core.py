@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -292,6 +292,29 @@ def secret_env_names(config: Config) -> tuple[str, ...]:
     return names if config.github.token_to_agents else (*names, config.github.token_env)
 
 
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A name ``sh`` can export or unset (an environment may hold others, such as bash's
+exported functions)."""
+
+
+def agent_env(withheld: Collection[str], env: Mapping[str, str]) -> dict[str, str]:
+    """An agent's environment as its launch script sets it: the daemon's own as it is now
+    (``client_env``: its secrets withheld; names ``sh`` cannot export left out), then ENV. The
+    tmux server's environment is the one of the daemon that started it, which may be an older
+    run's: a key exported before a restart would not reach the agents otherwise."""
+    own = {k: v for k, v in client_env(withheld).items() if SHELL_NAME.fullmatch(k)}
+    return {**own, **env}
+
+
+def stale_names(shown: str, withheld: Collection[str]) -> list[str]:
+    """The variables of the tmux server's global environment (SHOWN: ``show-environment -g``)
+    that the daemon's own lacks now: an older run's, or a secret since withheld. Unset in each
+    agent's launch script."""
+    now = client_env(withheld)
+    names = {line.partition("=")[0] for line in shown.splitlines() if "=" in line}
+    return sorted(n for n in names if SHELL_NAME.fullmatch(n) and n not in now)
+
+
 def client_env(withheld: Collection[str] = ()) -> dict[str, str]:
     """The environment of a tmux client: ours without TMUX (no nesting) and without the
     WITHHELD variables — a client that starts the server gives it its environment, which every
@@ -330,15 +353,19 @@ def wait_gone(identities: Sequence[ProcessIdentity], grace: float) -> list[Proce
     return alive
 
 
-def launcher_command(work_dir: Path, argv: list[str], env: dict[str, str]) -> list[str]:
+def launcher_command(
+    work_dir: Path, argv: list[str], env: dict[str, str], unset: Collection[str] = ()
+) -> list[str]:
     """Argv of a launcher: ``sh`` running a private script (0600, in a 0700 spool) that removes
-    itself, exports ENV and ``exec``s ARGV (the pane's pid stays the program's). Neither the
-    environment's values (an agent's hook token, a harness's API key) nor a long argv is then
-    on any command line: ``/proc/<pid>/cmdline`` is readable by every user of the host, and the
-    tmux server keeps the command line of the client that started it for its whole life."""
+    itself, unsets UNSET, exports ENV and ``exec``s ARGV (the pane's pid stays the program's).
+    Neither the environment's values (an agent's hook token, a harness's API key) nor a long
+    argv is then on any command line: ``/proc/<pid>/cmdline`` is readable by every user of the
+    host, and the tmux server keeps the command line of the client that started it for its
+    whole life."""
     spool = private_dir(work_dir / "spool")
     path = spool / f"launch-{uuid.uuid4().hex}.sh"
     lines = [f"rm -f -- {shlex.quote(str(path))}"]
+    lines += [f"unset {name}" for name in unset if SHELL_NAME.fullmatch(name)]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     lines.append("exec " + " ".join(shlex.quote(arg) for arg in argv))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -64,6 +64,7 @@ CLAUDE_EVENTS = frozenset(
         "PostToolUseFailure",
         "Notification",
         "Stop",
+        "StopFailure",
         "SubagentStart",
         "SubagentStop",
         "PreCompact",
@@ -325,6 +326,8 @@ def _write(tx: Any, report: Report, transcript: str | None, last: str | None) ->
         write(store.WAITING, signal, "the agent started and waits for input")
     elif event == "Stop":
         write(store.WAITING, signal, "the turn finished", last_message=last)
+    elif event == "StopFailure":
+        _failed(data, last, signal, write)
     elif event == "SessionEnd":
         write(store.EXITED, signal, "the agent's session ended")
     elif event == "Notification":
@@ -332,6 +335,33 @@ def _write(tx: Any, report: Report, transcript: str | None, last: str | None) ->
     elif event == PERMISSION:
         return _permission(tx, agent, data, signal, write)
     return None
+
+
+LASTING_ERRORS = frozenset(
+    {
+        "authentication_failed",
+        "oauth_org_not_allowed",
+        "account_on_hold",
+        "verification_required",
+        "billing_error",
+        "model_not_found",
+        "cloud_credential_error",
+    }
+)
+"""``StopFailure`` errors that last until someone fixes them (a login, a key, credit, the
+model's name): messages wait. Any other (``rate_limit``, ``overloaded``, ``server_error``,
+``invalid_request``, …) may pass: the next message is its retry."""
+
+
+def _failed(data: dict[str, Any], shown: str | None, signal: str, write: Any) -> None:
+    """An API error ended the turn (Claude Code's ``StopFailure``): ``blocked``, its reason
+    the error's kind and what the agent showed, until the next turn starts or the agent
+    restarts; it holds messages only while the error lasts (``LASTING_ERRORS``)."""
+    kind = str(data.get("error") or "unknown")
+    text = " ".join((shown or str(data.get("error_details") or "")).split())[:INPUT_LIMIT]
+    prompt = store.NewPrompt("blocked", text=f"{kind}: {text}" if text else kind)
+    lasting = store.LASTING_FAILURE if kind in LASTING_ERRORS else store.PASSING_FAILURE
+    write(store.BLOCKED, signal, f"{lasting} ({kind})", prompt=prompt)
 
 
 def _notification(data: dict[str, Any], signal: str, write: Any) -> None:

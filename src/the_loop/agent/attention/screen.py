@@ -43,7 +43,7 @@ SCREEN_LINES = 60
 TAIL_LINES = 8
 """Prompt patterns are matched against the last TAIL_LINES non-blank lines of the screen (a
 prompt answered and scrolled up no longer counts)."""
-SIGNAL = "screen"
+SIGNAL = store.SCREEN_SIGNAL
 READ = ("screen", "notify")
 """The ``signals`` modes the detector reads the screen for."""
 REREAD_SECONDS = 300.0
@@ -245,12 +245,15 @@ def blocked(tail: str, settings: HarnessAttention, screen: str = "") -> Verdict 
     return None
 
 
-def _hooks_verdict(screen: str, settings: HarnessAttention, state: str | None) -> Verdict | None:
+def _hooks_verdict(
+    screen: str, settings: HarnessAttention, row: store.Row | None
+) -> Verdict | None:
     """For a harness that reports through hooks only what they cannot say: that it is
-    blocked, and that it no longer is (then ``waiting``: it takes input again)."""
+    blocked, and that it no longer is (then ``waiting``: it takes input again) — a
+    ``blocked`` the screen read, not one a hook reported (a failed turn)."""
     tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
     found = blocked(tail, settings, screen)
-    if found is None and state == store.BLOCKED:
+    if found is None and row is not None and (row.state, row.signal) == (store.BLOCKED, SIGNAL):
         return Verdict(store.WAITING, "the blocking message is gone")
     return found
 
@@ -316,7 +319,7 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
         if settings.signals == "hooks":
             detector.look(agent.key, screen, now, printed.get(agent.target))
             row = store.get(ctx.db.connect(), agent.key)
-            found = _hooks_verdict(screen, settings, row.state if row else None)
+            found = _hooks_verdict(screen, settings, row)
             if found is not None and _record(ctx, agent, found, screen, now, False, detector):
                 changed += 1
             continue
