@@ -287,8 +287,10 @@ def test_starting_an_agent_on_a_phone_shows_what_happened(site: Site, login: Log
     screen, so a person saw the form clear and nothing else)."""
     site.spawn(35)
     page = login(**PHONE)
-    first = page.locator("table.sessions tbody tr").first.bounding_box()
-    assert first is not None and first["y"] + first["height"] <= 844, first
+    row = page.locator("table.sessions tbody tr").first
+    expect(row).to_be_visible()  # a live re-render may replace it a moment: asked again then
+    first = wait_until(row.bounding_box, 10, what="the first session's box")
+    assert first["y"] + first["height"] <= 844, first
     expect(page.get_by_label("Work item")).not_to_be_visible()
     page.get_by_text("Start an agent").click()
     page.get_by_label("Work item").fill("local:from-a-phone")

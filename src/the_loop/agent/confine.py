@@ -21,6 +21,7 @@ from the_loop.agent import egress, github_broker
 from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.agent.home import write_in_home
 from the_loop.errors import SpawnFailed
+from the_loop.harness import harness_dir
 from the_loop.hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
 from the_loop.runner import limits, sandbox
 from the_loop.runner.tmux_core import secret_env_names
@@ -86,8 +87,6 @@ def carry_logins(env: Mapping[str, str], home: Path) -> list[Path]:
     """Copy the operator's harness logins (ENV: the harness's environment, else the daemon's)
     into the agent's own HOME, so that a confined agent is logged in as its operator is; a copy
     the agent refreshed since (newer) is kept. The files copied; never raises."""
-    from the_loop.harness import harness_dir
-
     copied: list[Path] = []
     for variable, folder, name in LOGINS:
         source = harness_dir(variable, folder, env) / name

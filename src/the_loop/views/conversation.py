@@ -330,7 +330,7 @@ def _guessed(files: AgentFiles) -> Path | None:
         return None
     home = Path(files.env.get("HOME") or os.environ.get("HOME") or Path.home())
     if files.harness == "claude":
-        from the_loop.harness import claude_dir
+        from the_loop.harness import claude_dir  # lazy: the harness package, for Claude Code only
 
         root = claude_dir(files.env)
         slug = re.sub(r"[^A-Za-z0-9]", "-", os.path.abspath(files.cwd))

@@ -204,6 +204,7 @@ def check_login(name: str, adapter: str, env: dict[str, str]) -> Check | None:
     given = next((k for k in keys if env.get(k) or os.environ.get(k)), None)
     if given is not None:
         return Check(name=title, status=CheckStatus.ok, detail=f"{given} is set", required=False)
+    # lazy: the harness package is only needed by doctor's harness checks
     from the_loop.harness import harness_dir
 
     found = harness_dir(dir_var, default_dir, env) / credentials

@@ -359,7 +359,8 @@ def _failed(data: dict[str, Any], shown: str | None, signal: str, write: Any) ->
     restarts; it holds messages only while the error lasts (``LASTING_ERRORS``)."""
     kind = str(data.get("error") or "unknown")
     text = " ".join((shown or str(data.get("error_details") or "")).split())[:INPUT_LIMIT]
-    prompt = store.NewPrompt("blocked", text=f"{kind}: {text}" if text else kind)
+    named = "" if kind == "unknown" else f"{kind}: "  # "unknown" adds nothing to the text
+    prompt = store.NewPrompt("blocked", text=f"{named}{text}" if text else kind)
     lasting = store.LASTING_FAILURE if kind in LASTING_ERRORS else store.PASSING_FAILURE
     write(store.BLOCKED, signal, f"{lasting} ({kind})", prompt=prompt)
 

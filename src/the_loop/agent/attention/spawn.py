@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from the_loop.harness import claude_dir, codex_home
 from the_loop.hook import (
     AGENT_ENV,
     HOOK_DIR_ENV,
@@ -110,8 +111,6 @@ def transcript_root(adapter: str, env: Mapping[str, str]) -> Path | None:
     its transcripts under: Claude Code's config dir (``CLAUDE_CONFIG_DIR``, else
     ``~/.claude``), Codex's ``CODEX_HOME`` (else ``~/.codex``); None for any other adapter (a
     reported transcript path is then not taken)."""
-    from the_loop.harness import claude_dir, codex_home
-
     if adapter == "claude":
         return claude_dir(env).absolute()
     if adapter == "codex":
