@@ -163,8 +163,14 @@ def cli(loop_env: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test marked ``bwrap`` is skipped, with the reason, where bubblewrap cannot make a
-    sandbox (asked once per run, when the first such test starts)."""
+    """A test marked ``claude`` is skipped when the pinned Claude Code CLI is missing, one
+    marked ``bwrap`` where bubblewrap cannot make a sandbox (asked once per run, when the
+    first such test starts); each with the reason."""
+    if item.get_closest_marker("claude") is not None:
+        from tests.harness.agent_clis import CLAUDE_BIN
+
+        if not CLAUDE_BIN.exists():
+            pytest.skip(f"no Claude Code CLI at {CLAUDE_BIN} (make setup)")
     if item.get_closest_marker("bwrap") is not None:
         from the_loop.runner.sandbox import bwrap_works
 

@@ -19,14 +19,12 @@ from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
 from tests.fakes.fake_github import FakeGitHub
-from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
 ]
 REPO = "octo/repo"
 REF = "github:127.0.0.1/octo/repo#1"

@@ -38,14 +38,12 @@ from tests.daemon import Daemon
 from tests.fakes import payloads
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.fake_github import FakeGitHub
-from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
 ]
 CI_MARK = "workflow_run.conclusion: failure"
 PACE = 15.0

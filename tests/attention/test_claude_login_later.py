@@ -21,7 +21,6 @@ pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.timeout(300),
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
     pytest.mark.bwrap,
 ]
 REF = "standing:helper"

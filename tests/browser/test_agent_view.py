@@ -35,7 +35,6 @@ pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.xdist_group("browser-agent-view"),
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
 ]
 
 DESKTOP: dict[str, Any] = {"viewport": {"width": 1366, "height": 768}}

@@ -20,10 +20,6 @@ from the_loop.runner.tmux import Probe, TmuxRunner
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not CLAUDE_BIN.exists(),
-        reason=f"Claude Code CLI not installed at {CLAUDE_BIN} (run `make setup`)",
-    ),
 ]
 TARGET = "loop-claude-e2e"
 

@@ -29,10 +29,6 @@ pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.timeout(400),
-    pytest.mark.skipif(
-        not CLAUDE_BIN.exists(),
-        reason=f"Claude Code CLI not installed at {CLAUDE_BIN} (run `make setup`)",
-    ),
 ]
 FIRST, AFTER = "tok-1-0-end", "tok-1-1-end"
 

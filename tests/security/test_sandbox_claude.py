@@ -30,7 +30,6 @@ from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
 from tests.fakes.fake_github import FakeGitHub
-from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.daemon.serve import read_info
@@ -38,7 +37,6 @@ from the_loop.daemon.serve import read_info
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
     pytest.mark.bwrap,
 ]
 PROBE: dict[str, str] = {}

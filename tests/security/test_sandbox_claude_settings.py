@@ -20,7 +20,6 @@ pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.timeout(240),
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
     pytest.mark.bwrap,
 ]
 REF = "local:settled"

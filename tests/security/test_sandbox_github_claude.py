@@ -17,7 +17,6 @@ from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse
 from tests.fakes.fake_git_host import FakeGitHost
 from tests.fakes.fake_github import DEFAULT_TOKEN, FakeGitHub
-from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.refs import WorkItemRef, branch_name
@@ -26,7 +25,6 @@ from the_loop.work import SELF_MARKER
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
     pytest.mark.bwrap,
 ]
 BRANCH = branch_name(WorkItemRef(owner="octo", repo="repo", number=1, host="127.0.0.1"))

@@ -19,10 +19,6 @@ pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
     pytest.mark.timeout(300),
-    pytest.mark.skipif(
-        not CLAUDE_BIN.exists(),
-        reason=f"Claude Code CLI not installed at {CLAUDE_BIN} (run `make setup`)",
-    ),
 ]
 
 

@@ -24,7 +24,6 @@ from tests.work import Work
 pytestmark = [
     pytest.mark.claude,
     pytest.mark.slow,
-    pytest.mark.skipif(not CLAUDE_BIN.exists(), reason=f"no Claude Code CLI at {CLAUDE_BIN}"),
 ]
 REF = f"standing:{STANDING}"
 

@@ -55,6 +55,11 @@ def test_create_starts_the_directive_then_the_brief_and_list_shows_it(st: Standi
     )
     types = [(e["type"], e["standing"]) for e in st.events("standing.*")]
     assert types == [("standing.created", "probe"), ("standing.started", "probe")]
+    # its attention names its harness, as a work item's does (the Attention page read "· waiting")
+    explained = json.loads(
+        st.ok("attention", "explain", "standing:probe", "--format", "json").stdout
+    )
+    assert (explained["harness"], explained["standing"]) == ("fake", "probe"), explained
 
 
 def test_say_pastes_the_operator_header_a_blank_line_and_the_text(st: Standing) -> None:

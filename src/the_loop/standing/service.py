@@ -43,7 +43,7 @@ from the_loop.errors import (
 from the_loop.faults import crash_point
 from the_loop.outbox.slack import announce_standing
 from the_loop.prompts import render_standing
-from the_loop.refs import new_session_id, standing_target, validate_standing_name
+from the_loop.refs import new_session_id, standing_key, standing_target, validate_standing_name
 from the_loop.runner import Probe
 from the_loop.standing import node as pinning
 from the_loop.standing import spend as standing_spend
@@ -73,6 +73,7 @@ from the_loop.standing.defs import (
 )
 from the_loop.standing.spend import agent_of
 from the_loop.standing.views import auto_start_names, health_problems, list_standing
+from the_loop.store import attention as attention_store
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 
@@ -353,8 +354,13 @@ def _spawn(
 
 
 def _mark_running(ctx: Ctx, defn: Definition, conversation: str) -> None:
-    """Record that a spawn of CONVERSATION is about to happen (before it happens)."""
+    """Record that a spawn of CONVERSATION is about to happen (before it happens), and the
+    agent's harness for its attention (a work item's is recorded with its session)."""
     with ctx.db.transaction() as tx:
+        attention_store.register(
+            tx, standing_key(defn.name), work_item=None, standing=defn.name,
+            harness=defn.harness, requester="", now=time.time(),
+        )  # fmt: skip
         rec = store.get(tx, defn.name)
         if rec is None:
             store.insert(tx, declared_record(defn, conversation, pinning.pin(ctx)))
