@@ -279,7 +279,9 @@ def test_a_late_report_of_a_hook_nobody_waited_for_never_undoes_a_later_one(
 ) -> None:
     """Claude Code does not wait for the prompt hook: each report carries when its hook
     started, and a prompt's report that arrives after its turn's Stop (which started later)
-    is dropped instead of leaving a finished agent ``working``; a later prompt's applies."""
+    is dropped instead of leaving a finished agent ``working``; a later prompt's applies. So
+    is a failed turn's ``StopFailure`` (fire-and-forget) that arrives after the next turn
+    began: it does not make a working agent ``blocked``."""
     env = work.env
     token = issue(env)
 
@@ -296,3 +298,7 @@ def test_a_late_report_of_a_hook_nobody_waited_for_never_undoes_a_later_one(
     assert row(env).state == "waiting"  # type: ignore[union-attr]
     send("UserPromptSubmit", 1004.0)
     assert row(env).state == "working"  # type: ignore[union-attr]
+    send("StopFailure", 1003.5)  # a failed turn's, not waited for, told after the next began
+    assert row(env).state == "working"  # type: ignore[union-attr]
+    send("StopFailure", 1005.0)
+    assert row(env).state == "blocked"  # type: ignore[union-attr]

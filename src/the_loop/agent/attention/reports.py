@@ -51,9 +51,10 @@ if TYPE_CHECKING:
 SOURCE = "hook"
 INPUT_LIMIT = 2000
 ENVELOPE = frozenset({"token", "agent", "report", "kind", "data", "at"})
-ASYNC_EVENTS = frozenset(ASYNC_HOOK_EVENTS)
-"""Hooks the harness runs without waiting: their report may arrive after a later hook's, so
-it is dropped when a report of a hook that started after it was applied already."""
+ASYNC_EVENTS = frozenset((*ASYNC_HOOK_EVENTS, "StopFailure"))
+"""Hooks the harness runs without waiting (``StopFailure`` is fire-and-forget by Claude
+Code's own account): their report may arrive after a later hook's, so it is dropped when a
+report of a hook that started after it was applied already."""
 CLAUDE_EVENTS = frozenset(
     {
         "SessionStart",
