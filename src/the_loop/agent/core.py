@@ -205,8 +205,8 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     tail = "\n".join(lines[-SCREEN_TAIL:])
     if any(re.search(pattern, tail) for pattern in patterns):
         return "held behind a dialog on the agent's screen"
-    # what the screen says right now, before the detector has read it (the first prompt of
-    # an agent with no login): a sign-in screen, a footer saying there is no login
+    # what the screen says right now, before the attention pass has read it: a sign-in
+    # screen (the first prompt of an agent with no login)
     crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL  # restarts it
     if not crashed and any(re.search(pattern, tail) for pattern in settings.blocked_patterns):
         return "held while the agent cannot work (its screen says so)"

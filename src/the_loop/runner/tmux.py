@@ -22,9 +22,10 @@ Facts this module is built around (tmux 3.3a):
 - ``new-session`` runs a single-element command through ``sh -c``; the launcher is two
   (``sh <script>``), and the script quotes every word of the argv, so no argv is read by a
   shell;
-- a pane's environment is the tmux server's, which is the one of the daemon that started the
-  server (maybe an older run's), so the launch script sets the daemon's environment as it is
-  now and unsets what the server holds beyond it;
+- a pane's environment is the tmux server's, which is the one of whoever started the server
+  (maybe an older run's daemon), so the launch script sets the environment of the process that
+  starts the agent (the daemon, or the CLI) as it is now and unsets what the server holds
+  beyond it;
 - a server whose last session was killed exits, and a command sent meanwhile gets "server
   exited unexpectedly"; queries and ``new-session`` ask once more after that answer (a server
   that went away holds no session, so asking again is safe) instead of reporting ``unknown``;
@@ -321,8 +322,8 @@ class TmuxRunner:
         env: Mapping[str, str] | None = None,
         owner: str | None = None,
     ) -> SpawnResult:
-        """Start ARGV in a new tmux session TARGET in CWD with ENV added to the daemon's own
-        environment (``agent_env``: its secrets withheld).
+        """Start ARGV in a new tmux session TARGET in CWD with ENV added to this process's own
+        environment (the daemon's, or the CLI's; ``agent_env``: the-loop's secrets withheld).
 
         OWNER, when given, is recorded on the tmux session (``THE_LOOP_OWNER``) in the same tmux
         invocation, so ``owner_of`` can later prove the session is the one we started.
@@ -394,7 +395,7 @@ class TmuxRunner:
     ) -> tuple[TmuxResult, bool]:
         # the environment and the argv go through a private launch script, never on tmux's
         # command line (``launcher_command``: command lines are readable by every local user);
-        # it sets the daemon's environment as it is now (``agent_env``)
+        # it sets this process's environment as it is now (``agent_env``)
         launch = agent_env(self.withheld_env, env)
         command = launcher_command(self.work_dir, argv, launch, self._stale_names())
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
@@ -411,8 +412,8 @@ class TmuxRunner:
 
     def _stale_names(self) -> list[str]:
         """The variables an agent's launch script unsets (``stale_names``): asked of the tmux
-        server once per runner, before its first spawn (a server this runner starts has the
-        daemon's environment, and nothing of the-loop changes it after)."""
+        server once per runner, before its first spawn (a server this runner starts has this
+        process's environment, and nothing of the-loop changes it after)."""
         if self._stale is None:
             shown = self.run("show-environment", "-g")
             self._stale = stale_names(shown.stdout, self.withheld_env) if shown.ok else []

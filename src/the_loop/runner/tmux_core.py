@@ -298,18 +298,19 @@ exported functions)."""
 
 
 def agent_env(withheld: Collection[str], env: Mapping[str, str]) -> dict[str, str]:
-    """An agent's environment as its launch script sets it: the daemon's own as it is now
-    (``client_env``: its secrets withheld; names ``sh`` cannot export left out), then ENV. The
-    tmux server's environment is the one of the daemon that started it, which may be an older
-    run's: a key exported before a restart would not reach the agents otherwise."""
+    """An agent's environment as its launch script sets it: that of the process starting it
+    (the daemon, or the CLI) as it is now (``client_env``: the-loop's secrets withheld; names
+    ``sh`` cannot export left out), then ENV. The tmux server's environment is the one of
+    whoever started it, which may be an older run's daemon: a key exported before a restart
+    would not reach the agents otherwise."""
     own = {k: v for k, v in client_env(withheld).items() if SHELL_NAME.fullmatch(k)}
     return {**own, **env}
 
 
 def stale_names(shown: str, withheld: Collection[str]) -> list[str]:
     """The variables of the tmux server's global environment (SHOWN: ``show-environment -g``)
-    that the daemon's own lacks now: an older run's, or a secret since withheld. Unset in each
-    agent's launch script."""
+    that this process's own lacks now: an older run's, or a secret since withheld. Unset in
+    each agent's launch script."""
     now = client_env(withheld)
     names = {line.partition("=")[0] for line in shown.splitlines() if "=" in line}
     return sorted(n for n in names if SHELL_NAME.fullmatch(n) and n not in now)

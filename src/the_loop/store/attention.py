@@ -37,6 +37,8 @@ HUMAN = (NEEDS_INPUT, NEEDS_PERMISSION)
 NEEDS_PERSON = (NEEDS_INPUT, NEEDS_PERMISSION, BLOCKED)
 """The states a person has to act on (the Attention lists, the delivery gate)."""
 CRASH_SIGNAL = "reconciler"
+"""The signal of ``blocked`` for an agent that is gone: a delivery revives it, so it holds
+nothing back."""
 SCREEN_SIGNAL = "screen"
 """The signal of what the screen detector read; a ``blocked`` it read (a sign-in screen)
 holds deliveries while the screen shows it."""
@@ -46,19 +48,6 @@ someone fixes it (no login, no credit): it holds deliveries as a sign-in screen 
 PASSING_FAILURE = "the turn failed on an API error"
 """The rule of a ``blocked`` for an error the next turn may not meet (a rate limit, an
 overloaded API): the next message is its retry."""
-
-
-def holds(row: Row) -> bool:
-    """Whether ROW's ``blocked`` holds deliveries: one read from the screen, or a lasting
-    failure a hook reported; not a passing failure, nor a harness that exited (the next
-    message restarts it)."""
-    if row.state != BLOCKED:
-        return False
-    return row.signal == SCREEN_SIGNAL or row.rule.startswith(LASTING_FAILURE)
-
-
-"""The signal of ``blocked`` for an agent that is gone: a delivery revives it, so it holds
-nothing back."""
 HELD = ("over-budget", "suspended")
 """States only the spend policy (source ``spend``) sets and lifts: a hook or the screen
 detector reporting the stopped harness (``exited``, ``waiting``) does not override them."""
@@ -258,6 +247,15 @@ def agents_in(conn: Connection, states: tuple[str, ...]) -> list[tuple[str, str]
     marks = ", ".join("?" * len(states))
     found = conn.execute(f"SELECT agent, state FROM attention WHERE state IN ({marks})", states)
     return [(str(a), str(st)) for a, st in found.fetchall()]
+
+
+def holds(row: Row) -> bool:
+    """Whether ROW's ``blocked`` holds deliveries: one read from the screen, or a lasting
+    failure a hook reported; not a passing failure, nor a harness that exited (the next
+    message restarts it)."""
+    if row.state != BLOCKED:
+        return False
+    return row.signal == SCREEN_SIGNAL or row.rule.startswith(LASTING_FAILURE)
 
 
 def register(
