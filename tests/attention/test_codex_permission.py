@@ -365,3 +365,44 @@ def test_a_turn_interrupted_by_a_denial_is_a_wait_for_input() -> None:
     assert _read("\n".join(line or " " for line in resumed)).state == store.WORKING
     idle = [*HISTORY, "\u2022 FAKE-CODEX-REPLY-4", "", *FOOTER]
     assert _read("\n".join(line or " " for line in idle)).state == store.WORKING
+
+
+FAILED_TURN = [
+    "\u203a Message from root to standing session cx:",
+    "  FAIL401 please",
+    "\u25a0 unexpected status 401 Unauthorized: Incorrect API key provided, url: http://x/v1",
+    "\u203a Ask Codex to do anything",
+    "  fake-codex-model default \u00b7 /tmp/cx",
+    "  \u2190 for agents \u00b7 ? for shortcuts",
+]
+
+
+def test_a_failed_turns_line_is_blocked_only_above_the_input_box_and_holds_nothing() -> None:
+    """Codex ends a turn the API refused with a line above its input box: ``blocked`` with
+    that line, but as a failed turn whose next message is the retry (it holds nothing), since
+    a resumed conversation redraws the old line where it was (seen with the pinned Codex: a
+    session restarted with a working key stayed ``blocked``, its message held for good). A
+    later turn under the line ends it."""
+    failed = _read("\n".join(FAILED_TURN))
+    assert failed.state == store.BLOCKED, failed
+    assert failed.text.startswith("401 Unauthorized: Incorrect API key provided"), failed
+    assert failed.rule.startswith(store.PASSING_FAILURE), failed.rule
+    later = [
+        *FAILED_TURN[:3],
+        "\u203a are you there?",
+        "\u2022 FAKE-CODEX-REPLY-3",
+        *FAILED_TURN[3:],
+    ]
+    assert _read("\n".join(later)).state != store.BLOCKED
+    sign_in = _read(
+        "\n".join(
+            [
+                "  Choose how you want to use Codex",
+                "  1. Sign in with ChatGPT",
+                "  2. Provide your own API key",
+                "  3. Sign in another way",
+                "  Press enter to continue",
+            ]
+        )
+    )  # the whole screen: it holds messages
+    assert sign_in.state == store.BLOCKED and not sign_in.rule.startswith(store.PASSING_FAILURE)

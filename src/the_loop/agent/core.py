@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from the_loop import events as ev
 from the_loop.agent import kinds
+from the_loop.agent.attention import screen as screen_reading
 from the_loop.agent.attention.spawn import note_delivered
 from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started
 from the_loop.agent.runners import foreign_occupant, runner_for
@@ -208,8 +209,9 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     # what the screen says right now, before the attention pass has read it: a sign-in
     # screen (the first prompt of an agent with no login)
     crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL  # restarts it
-    if not crashed and any(re.search(pattern, tail) for pattern in settings.blocked_patterns):
-        return "held while the agent cannot work (its screen says so)"
+    stuck = None if crashed else screen_reading.blocked(tail, settings)
+    if stuck is not None and not stuck.rule.startswith(attention_store.PASSING_FAILURE):
+        return f"held while the agent cannot work ({stuck.text})"
     return None
 
 

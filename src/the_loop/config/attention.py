@@ -126,9 +126,15 @@ def _default_harnesses() -> dict[str, Any]:
                 r"(?m)^\u25a0 Conversation interrupted[^\n]*\n\u203a [^\n]*\n(?:[^\n]*\n){0,2}?"
                 r"[^\n]*\? for shortcuts[^\n]*\Z"
             ],
+            # a failed turn's line right above its input box (U+203A, then its footer), not
+            # once a later turn is under it; the input box under it (group input_box) means
+            # the next message is the retry: it holds nothing, so the old line a resumed
+            # conversation redraws cannot hold messages for good
             "blockedPatterns": [
-                r"Not logged in[^\n]*",
-                r"401 Unauthorized[^\n]*",
+                r"(?m)^[^\n]*?(?P<text>Not logged in[^\n]*)\n(?:(?!\u203a )[^\n]*\n)?"
+                r"(?P<input_box>\u203a [^\n]*)(?:\n[^\n]*){0,3}\Z",
+                r"(?m)^[^\n]*?(?P<text>401 Unauthorized[^\n]*)\n(?:(?!\u203a )[^\n]*\n)?"
+                r"(?P<input_box>\u203a [^\n]*)(?:\n[^\n]*){0,3}\Z",
                 # no login and no provider of its own: its sign-in choice, before anything
                 # else; the list's last choice and its footer, the heading above as the reason
                 r"(?m)^(?:[^\n]*?(?P<text>Choose how you want to use Codex)[^\n]*\n"

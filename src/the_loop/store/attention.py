@@ -47,7 +47,8 @@ LASTING_FAILURE = "the agent cannot work until this is fixed"
 someone fixes it (no login, no credit): it holds deliveries as a sign-in screen does."""
 PASSING_FAILURE = "the turn failed on an API error"
 """The rule of a ``blocked`` for an error the next turn may not meet (a rate limit, an
-overloaded API): the next message is its retry."""
+overloaded API), or one read from a failed turn's line with the agent's input box under it:
+the next message is its retry."""
 HELD = ("over-budget", "suspended")
 """States only the spend policy (source ``spend``) sets and lifts: a hook or the screen
 detector reporting the stopped harness (``exited``, ``waiting``) does not override them."""
@@ -253,7 +254,7 @@ def holds(row: Row) -> bool:
     """Whether ROW's ``blocked`` holds deliveries: one read from the screen, or a lasting
     failure a hook reported; not a passing failure, nor a harness that exited (the next
     message restarts it)."""
-    if row.state != BLOCKED:
+    if row.state != BLOCKED or row.rule.startswith(PASSING_FAILURE):
         return False
     return row.signal == SCREEN_SIGNAL or row.rule.startswith(LASTING_FAILURE)
 

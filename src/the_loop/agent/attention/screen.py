@@ -236,11 +236,16 @@ def _prompt(
 def blocked(tail: str, settings: HarnessAttention, screen: str = "") -> Verdict | None:
     """``blocked`` with the matched line (or the pattern's group ``text``, read as
     ``_prompt`` reads it) as the reason when TAIL, the end of SCREEN, shows that the agent
-    cannot work (``blockedPatterns``); None otherwise. Pure."""
+    cannot work (``blockedPatterns``); None otherwise. A match whose group ``input_box`` took
+    part is a failed turn, not a screen the agent is stuck on: it holds no message. Pure."""
     for index, pattern in enumerate(settings.blocked_patterns):
         found = re.search(pattern, tail)
         if found:
             rule = f"blockedPatterns[{index}] {pattern!r} matched"
+            if "input_box" in found.re.groupindex and found.group("input_box") is not None:
+                # a failed turn's line with the agent's input box under it: the next
+                # message is its retry, it holds nothing (``store.attention.holds``)
+                rule = f"{store.PASSING_FAILURE} ({rule}, the input box under it)"
             return _prompt(store.BLOCKED, rule, "blocked", found, pattern, screen or tail)
     return None
 
