@@ -171,11 +171,6 @@ def flush(
     return done
 
 
-SCREEN_TAIL = 8
-"""How many non-blank bottom lines of a pane the gate reads for a dialog the harness's
-``attention`` patterns describe."""
-
-
 def dialog(ctx: Ctx, agent: Agent) -> str | None:
     """Why nothing may be pasted into AGENT now: the dialog it shows — a pending question or
     permission prompt (its attention waits on a person), a ``blocked`` that holds (a sign-in
@@ -197,13 +192,12 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     settings = ctx.config.attention.harness(
         agent.harness, configured.adapter if configured else None
     )
-    read = settings.signals in ("screen", "notify")
+    read = settings.signals in screen_reading.READ
     patterns = [*settings.permission_patterns, *settings.question_patterns] if read else []
     if not patterns and not settings.blocked_patterns:
         return None
     capture = ctx.runners.tmux.capture(agent.tmux_target, 60)
-    lines = [line for line in capture.text.splitlines() if line.strip()] if capture.ok else []
-    tail = "\n".join(lines[-SCREEN_TAIL:])
+    tail = screen_reading.tail_of(capture.text) if capture.ok else ""
     if any(re.search(pattern, tail) for pattern in patterns):
         return "held behind a dialog on the agent's screen"
     # what the screen says right now, before the attention pass has read it: a sign-in

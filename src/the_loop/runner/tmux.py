@@ -349,14 +349,14 @@ class TmuxRunner:
                     if isinstance(room, SpawnResult):
                         return room
                     cleared = room or cleared
-                result, via_launcher = self._new_session(target, argv, cwd, env, owner)
+                result = self._new_session(target, argv, cwd, env, owner)
                 if result.ok:
                     pid = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
                     return SpawnResult(
                         target=target,
                         pane_pid=int(pid) if pid.isdigit() else None,
                         cleared_dead=cleared,
-                        via_launcher=via_launcher,
+                        via_launcher=True,
                     )
                 if not ((result.duplicate or result.server_lost) and attempt < 3):
                     return spawn_failure(target, result)
@@ -392,7 +392,7 @@ class TmuxRunner:
 
     def _new_session(
         self, target: str, argv: list[str], cwd: Path, env: dict[str, str], owner: str | None
-    ) -> tuple[TmuxResult, bool]:
+    ) -> TmuxResult:
         # the environment and the argv go through a private launch script, never on tmux's
         # command line (``launcher_command``: command lines are readable by every local user);
         # it sets this process's environment as it is now (``agent_env``)
@@ -408,7 +408,7 @@ class TmuxRunner:
         if not result.ok:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(command[-1])
-        return result, True
+        return result
 
     def _stale_names(self) -> list[str]:
         """The variables an agent's launch script unsets (``stale_names``): asked of the tmux

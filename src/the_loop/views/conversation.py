@@ -328,15 +328,15 @@ def _guessed(files: AgentFiles) -> Path | None:
     conversation = files.conversation_id
     if not conversation or not re.fullmatch(r"[A-Za-z0-9._-]+", conversation):
         return None
-    home = Path(files.env.get("HOME") or os.environ.get("HOME") or Path.home())
-    if files.harness == "claude":
-        from the_loop.harness import claude_dir  # lazy: the harness package, for Claude Code only
+    # lazy: the harness package, only for a conversation no hook located
+    from the_loop.harness import claude, claude_dir, harness_dir
 
-        root = claude_dir(files.env)
-        slug = re.sub(r"[^A-Za-z0-9]", "-", os.path.abspath(files.cwd))
-        return root / "projects" / slug / f"{conversation}.jsonl"
+    if files.harness == "claude":
+        slug = claude.project_slug(files.cwd)
+        return claude_dir(files.env) / "projects" / slug / f"{conversation}.jsonl"
     if files.harness == "gemini":
-        found = sorted((home / ".gemini" / "tmp").glob(f"*/chats/session-*{conversation[:8]}.json"))
+        chats = harness_dir("", ".gemini", files.env) / "tmp"
+        found = sorted(chats.glob(f"*/chats/session-*{conversation[:8]}.json"))
         return found[-1] if found else None
     return None
 

@@ -160,8 +160,10 @@ def check_gemini_sign_in(name: str, env: dict[str, str]) -> Check:
     ``settings.json``, carried into a confined agent's home): without one it asks how to sign
     in before anything else, even with a key set, and its agents are blocked (decision 0078)."""
     title = f"harness {name} sign-in"
-    home = env.get("HOME") or os.environ.get("HOME") or str(Path.home())
-    settings = Path(home) / ".gemini" / "settings.json"
+    # lazy: the harness package is only needed by doctor's harness checks
+    from the_loop.harness import harness_dir
+
+    settings = harness_dir("", ".gemini", env) / "settings.json"
     try:
         data = json.loads(settings.read_text())
         auth = data.get("security", {}).get("auth", {}) if isinstance(data, dict) else {}

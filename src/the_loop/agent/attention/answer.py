@@ -22,7 +22,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from the_loop.agent.attention.screen import SCREEN_LINES, classify
+from the_loop.agent.attention.screen import SCREEN_LINES, classify, tail_of
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, Unavailable
 from the_loop.prompts import sanitize
@@ -176,7 +176,7 @@ def _shows(ctx: Ctx, target: str, prompt: store.Prompt) -> bool:
     capture = ctx.runners.tmux.capture(target, SCREEN_LINES)
     if not capture.ok:
         raise Unavailable(f"tmux did not answer about {target}")
-    tail = [line for line in capture.text.splitlines() if line.strip()][-8:]
+    tail = tail_of(capture.text).splitlines()
     if prompt.tool == store.QUESTION_TOOL:
         return any(DIALOG_END in line for line in tail)
     harness = store.get(ctx.db.connect(), prompt.agent)

@@ -186,11 +186,16 @@ class ScreenDetector:
         return due
 
 
+def tail_of(screen: str) -> str:
+    """The last TAIL_LINES non-blank lines of SCREEN: where its patterns are matched."""
+    return "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+
+
 def classify(
     screen: str, quiet_for: float, quiet_seconds: float, settings: HarnessAttention
 ) -> Verdict:
     """The attention SCREEN shows (unchanged for QUIET_FOR seconds); pure."""
-    tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+    tail = tail_of(screen)
     stuck = blocked(tail, settings, screen)
     if stuck is not None:
         return stuck
@@ -256,7 +261,7 @@ def _hooks_verdict(
     """For a harness that reports through hooks only what they cannot say: that it is
     blocked, and that it no longer is (then ``waiting``: it takes input again) — a
     ``blocked`` the screen read, not one a hook reported (a failed turn)."""
-    tail = "\n".join([line for line in screen.splitlines() if line.strip()][-TAIL_LINES:])
+    tail = tail_of(screen)
     found = blocked(tail, settings, screen)
     if found is None and row is not None and (row.state, row.signal) == (store.BLOCKED, SIGNAL):
         return Verdict(store.WAITING, "the blocking message is gone")
