@@ -121,9 +121,14 @@ def test_permission_in_the_thread_answered_once_by_a_button(asking: Slack, gh: F
     assert buttons(notice) == []
 
     # the second press is refused: the first answer won
+    before = [e for e in slack.fake.ephemerals if e["user"] == ALICE]  # the presses above
     assert slack.press(prompt_id, notice.ts, allow=False).status_code == 200
     assert slack.dropped("stale-answer")["payload"]["promptId"] == prompt_id
-    wait_until(lambda: any(e["user"] == ALICE for e in slack.fake.ephemerals), 30)
+    wait_until(
+        lambda: len([e for e in slack.fake.ephemerals if e["user"] == ALICE]) > len(before),
+        30,
+        what="the refusal told",
+    )
     told = [e["text"] for e in slack.fake.ephemerals if e["user"] == ALICE]
     assert "already allowed" in told[-1], told
     assert answers(work, sid) == [("make deploy", "y")]
