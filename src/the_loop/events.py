@@ -227,6 +227,12 @@ CATALOGUE: dict[str, EventSpec] = {
             " (delivered once it is answered).",
             Reason,
         ),
+        _spec(
+            "session.resent",
+            _W,
+            "A turn failed for good before the agent's model saw its messages (no login, no"
+            " credit): they are queued again and delivered once the agent can work.",
+        ),
         _spec("session.extended", _I, "A session's budget was extended."),
         _spec("writeback.posted", _I, "A queued reaction or comment was posted to GitHub."),
         _spec(

@@ -21,6 +21,7 @@ from tests.fakes.fake_anthropic import ApiError, RecordedRequest, ToolUse
 from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.agent.attention.reports import RESEND_NOTE
 
 pytestmark = [
     pytest.mark.claude,
@@ -47,6 +48,9 @@ def test_not_logged_in_is_blocked_told_counted_and_holds_messages(
     assert stuck["prompt"]["text"].startswith("authentication_failed: Not logged in"), stuck
     notice = wait_until(lambda: comments(gh, "cannot work"), 20, what="the notice")
     assert len(notice) == 1 and "@alice" in notice[0] and "Not logged in" in notice[0]
+    assert "The messages it could not take, and any new ones, are delivered" in notice[0]
+    resent = daemon.api("GET", "/events", params={"type": "session.resent"}).json()
+    assert [e["payload"]["count"] for e in resent] == [1], resent  # the request waits too
 
     status = json.loads(daemon.work.cli("status", "--format", "json").stdout)
     assert status["attention"] == {"blocked": 1}
@@ -95,6 +99,7 @@ def test_a_turn_that_fails_on_the_api_is_blocked_and_the_next_comment_retries(
         assert stuck["rule"].startswith("the turn failed on an API error"), stuck
         notice = wait_until(lambda: comments(gh, "cannot work"), 20, what="the notice")
         assert len(notice) == 1 and "FAKE-BAD-REQUEST" in notice[0]
+        assert "the next message is its retry" in notice[0], notice[0]
 
         gh.add_comment(REPO, 1, "TRY-AGAIN please", author="alice")
         wait_until(
@@ -107,3 +112,7 @@ def test_a_turn_that_fails_on_the_api_is_blocked_and_the_next_comment_retries(
         assert done["lastMessage"].startswith("FAKE-REPLY-"), done
         held = daemon.api("GET", "/events", params={"type": "session.held"}).json()
         assert held == [], held
+        resent = daemon.api("GET", "/events", params={"type": "session.resent"}).json()
+        assert resent == [], resent  # a failure that may pass: the comment was the retry
+        texts = [t for r in api.conversation_requests() for t in r.user_texts()]
+        assert not [t for t in texts if RESEND_NOTE.strip() in t], texts

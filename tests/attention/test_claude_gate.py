@@ -202,6 +202,7 @@ def test_bare_allow_after_the_noticed_prompt_was_replaced_and_a_deny_at_pace(
     noticed = comments(gh, second["id"])
     assert refused.status_code == 409, f"{refused.text} (its own notice meanwhile: {noticed})"
     assert second["id"] in refused.json()["error"]["message"]
+    assert '"promptId": "<id>"' in refused.json()["error"]["message"]  # how to name it here
     assert not tool_results(api, "toolu_1")
 
     wait_until(lambda: _at_pace(since), PACE + 5, what="a person's pace")

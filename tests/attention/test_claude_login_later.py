@@ -4,8 +4,8 @@ person exports the key and the gateway (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_
 restarts the-loop and the session. The restarted agent gets the daemon's environment as it is
 now (the tmux server, which outlived the daemon, still holds the old one), reaches the gateway
 through the sandbox's allowlist, and is no longer ``blocked`` although the resumed
-conversation still shows the old "Not logged in" answer: the waiting message is delivered and
-answered."""
+conversation still shows the old "Not logged in" answer: the first message, which the failed
+turn never gave the model, and the message that waited are delivered and answered."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.agent.attention.reports import RESEND_NOTE
 
 pytestmark = [
     pytest.mark.claude,
@@ -55,6 +56,11 @@ def test_a_key_exported_after_not_logged_in_reaches_the_restarted_agent(
             assert stuck["prompt"]["text"].startswith("authentication_failed: Not logged in")
             said = work.cli("standing", "say", "helper", "WAITED-FOR-THE-KEY")
             assert said.exit_code == 0 and "held" in said.stdout, said.stdout
+            assert "delivered once it can work" in said.stdout, said.stdout
+            resent = wait_until(  # its first message never reached a model
+                lambda: work.events("session.resent"), 10, what="the first message queued again"
+            )
+            assert [e["payload"]["count"] for e in resent] == [1], resent
         assert not api.conversation_requests()
 
         monkeypatch.setenv("ANTHROPIC_API_KEY", key)  # exported, and the-loop restarted
@@ -76,3 +82,11 @@ def test_a_key_exported_after_not_logged_in_reaches_the_restarted_agent(
             assert done["state"] == "waiting", done
             shown = work.cli("standing", "logs", "helper").stdout
             assert "Not logged in" in shown, "the resumed conversation shows the old answer"
+            # the first message, which met "Not logged in", reached the model too: once, marked
+            # as sent again, before the message that waited behind it
+            sent = "\n".join(api.conversation_requests()[-1].user_texts())
+            note = RESEND_NOTE.strip()
+            assert sent.count(note) == 1, sent
+            again, waited = sent.index(note), sent.index("WAITED-FOR-THE-KEY")
+            assert again < sent.index("help the operator", again) < waited, sent
+            assert len(work.events("session.resent")) == 1

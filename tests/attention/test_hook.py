@@ -123,6 +123,7 @@ def test_an_answer_through_the_cli_reaches_the_waiting_hook(loop_env: Env, daemo
     assert wrong.exit_code == 2 and "has no prompt p00000" in wrong.stderr
     bare = loop_env.run("sessions", "allow", AGENT)  # no notice quoted it yet: name it
     assert bare.exit_code == 2 and f"{waiting.prompt.id} (Bash: make deploy)" in bare.stderr
+    assert "name the prompt you answer (no notice quoted it): --prompt <id>;" in bare.stderr
     allowed = loop_env.run(
         "sessions", "allow", AGENT, "--prompt", waiting.prompt.id, "--format", "json"
     )

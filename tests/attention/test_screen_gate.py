@@ -93,6 +93,7 @@ async def test_messages_wait_behind_the_prompt_then_arrive_once_in_order(
     bare = work.env.run("sessions", "allow", ref)
     assert bare.exit_code != 0 and prompt["id"] in bare.stderr, bare.stderr
     assert "no notice quoted it" in bare.stderr
+    assert "--prompt <id>" in bare.stderr  # says how to name it on the command line
 
     allowed = work.env.run("sessions", "allow", ref, "--prompt", prompt["id"])
     assert allowed.exit_code == 0, allowed.stderr

@@ -22,7 +22,7 @@ from the_loop.agent.core import (
     start,
     terminate,
 )
-from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started
+from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started, held_until
 from the_loop.agent.runners import (
     AgentRunner,
     AlreadyRunning,
@@ -50,6 +50,7 @@ __all__ = [
     "enqueue",
     "flush",
     "forget_ready",
+    "held_until",
     "hold",
     "kill",
     "kinds",

@@ -33,7 +33,7 @@ from the_loop import events as ev
 from the_loop.agent import kinds
 from the_loop.agent.attention import screen as screen_reading
 from the_loop.agent.attention.spawn import note_delivered
-from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started
+from the_loop.agent.model import CANNOT_WORK, Agent, AgentKind, Flushed, Resumed, Started
 from the_loop.agent.runners import foreign_occupant, runner_for
 from the_loop.errors import LoopError, SpawnFailed, Unavailable
 from the_loop.faults import crash_point
@@ -181,7 +181,7 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     next message is the retry, or restarts the agent."""
     row = attention_store.get(ctx.db.connect(), agent.key)
     if row is not None and attention_store.holds(row):
-        return f"held while the agent cannot work ({row.prompt.text if row.prompt else 'blocked'})"
+        return f"{CANNOT_WORK} ({row.prompt.text if row.prompt else 'blocked'})"
     if row is not None and row.state in attention_store.HUMAN:
         shown = row.prompt
         what = "a question" if row.state == attention_store.NEEDS_INPUT else "a permission prompt"
@@ -205,7 +205,7 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     crashed = row is not None and row.signal == attention_store.CRASH_SIGNAL  # restarts it
     stuck = None if crashed else screen_reading.blocked(tail, settings)
     if stuck is not None and not stuck.rule.startswith(attention_store.PASSING_FAILURE):
-        return f"held while the agent cannot work ({stuck.text})"
+        return f"{CANNOT_WORK} ({stuck.text})"
     return None
 
 

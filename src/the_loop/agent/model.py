@@ -75,6 +75,19 @@ class Resumed:
     detail: str = ""
 
 
+CANNOT_WORK = "held while the agent cannot work"
+"""How a reason to hold starts when the agent cannot work (no login, no key, no credit)."""
+
+
+def held_until(why: str) -> str:
+    """When a message held for WHY (``dialog``) is delivered."""
+    return (
+        "delivered once it can work"
+        if why.startswith(CANNOT_WORK)
+        else ("delivered once it is answered")
+    )
+
+
 @dataclass(slots=True)
 class Flushed:
     """A delivery pass: how many queued prompts reached the agent, their sizes, in order, and

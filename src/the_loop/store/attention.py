@@ -269,16 +269,33 @@ def register(
     requester: str,
     now: float,
 ) -> None:
-    """Record AGENT (at spawn): its item or standing name, harness and requester. A known
-    agent keeps its state; an empty REQUESTER keeps the recorded one."""
+    """Record AGENT (at spawn): its item or standing name, harness and requester, and that it
+    started at NOW (``turn_at``: nothing delivered before reaches the new agent unanswered).
+    A known agent keeps its state; an empty REQUESTER keeps the recorded one."""
     tx.execute(
         "INSERT INTO attention (agent, work_item, standing, harness, requester, state, since,"
-        " signal, rule, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'spawn', 'the agent was"
-        " started', ?) ON CONFLICT (agent) DO UPDATE SET harness = excluded.harness,"
+        " signal, rule, updated_at, turn_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'spawn', 'the agent"
+        " was started', ?, ?) ON CONFLICT (agent) DO UPDATE SET harness = excluded.harness,"
         " requester = CASE WHEN excluded.requester != '' THEN excluded.requester"
-        " ELSE attention.requester END, updated_at = excluded.updated_at",
-        (agent, work_item, standing, harness, requester, WORKING, now, now),
+        " ELSE attention.requester END, updated_at = excluded.updated_at,"
+        " turn_at = excluded.turn_at",
+        (agent, work_item, standing, harness, requester, WORKING, now, now, now),
     )
+
+
+def model_answered(tx: Connection, agent: str, at: float) -> None:
+    """AGENT's model answered at AT (a turn finished, a tool was asked for): what was delivered
+    before reached it. ``register`` (a spawn) sets the same mark."""
+    tx.execute(
+        "UPDATE attention SET turn_at = ? WHERE agent = ? AND (turn_at IS NULL OR turn_at < ?)",
+        (at, agent, at),
+    )
+
+
+def turn_at(conn: Connection, agent: str) -> float | None:
+    """When AGENT's model last answered or AGENT was started (None: never recorded)."""
+    row = conn.execute("SELECT turn_at FROM attention WHERE agent = ?", (agent,)).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
 
 
 def set_state(

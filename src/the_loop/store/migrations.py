@@ -603,3 +603,11 @@ def m0029_sessions_newest(db: Schema) -> None:
     rows from an index instead of sorting every session ever kept: 10,000 of them cost about
     3 ms a listing."""
     db.run("CREATE INDEX IF NOT EXISTS sessions_newest ON sessions (created_at)")
+
+
+@migration
+def m0030_attention_turn_at(db: Schema) -> None:
+    """When each agent last showed its model at work (a finished turn, a tool it asked for) or
+    was started: the messages delivered after it are the ones a turn that failed for good
+    never answered (decision 0082)."""
+    db.run(f"ALTER TABLE attention ADD COLUMN turn_at {db.real}")

@@ -2,8 +2,9 @@
 
 A prompt is ``pending`` when queued, ``staged`` once it sits in a tmux buffer waiting to be
 pasted (a crash may have hit between the paste and the record), ``delivered`` once the agent has
-it, and ``dropped`` when its agent stopped before it could be delivered. A delivery id is queued
-at most once per agent.
+it, ``resent`` when it was delivered but the turn that took it failed before the agent's model
+saw it (a copy is queued again: ``resend``), and ``dropped`` when its agent stopped before it
+could be delivered. A delivery id is queued at most once per agent.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class PromptStatus(StrEnum):
     pending = "pending"
     staged = "staged"
     delivered = "delivered"
+    resent = "resent"
     dropped = "dropped"
 
 
@@ -62,14 +64,17 @@ def mark(tx: Connection, seq: int, status: PromptStatus | str) -> None:
 
 def delivered_count(conn: Connection, agent: str) -> int:
     row = conn.execute(
-        "SELECT COUNT(*) FROM agent_prompts WHERE agent = ? AND status = 'delivered'", (agent,)
+        "SELECT COUNT(*) FROM agent_prompts WHERE agent = ? AND status IN ('delivered', 'resent')",
+        (agent,),
     ).fetchone()
     return int(row[0])
 
 
 def delivered_total(conn: Connection) -> int:
     """Prompts delivered to any agent (for metrics)."""
-    row = conn.execute("SELECT COUNT(*) FROM agent_prompts WHERE status = 'delivered'").fetchone()
+    row = conn.execute(
+        "SELECT COUNT(*) FROM agent_prompts WHERE status IN ('delivered', 'resent')"
+    ).fetchone()
     return int(row[0])
 
 
@@ -83,6 +88,24 @@ def requeue_staged(tx: Connection, agent: str, note: str = "") -> int:
         (note, agent),
     )
     return max(cur.rowcount, 0)
+
+
+def resend(tx: Connection, agent: str, since: float | None, note: str) -> int:
+    """Queue again, in their order and after what AGENT has queued, the prompts delivered to it
+    after SINCE (all of them when None): the turn that took them failed before its model saw
+    them. Each copy has NOTE in front of its text (once: a copy resent again keeps one) and no
+    delivery id (the original keeps it, so the delivery is still queued only once); the
+    originals become ``resent``. Returns how many were queued again."""
+    rows = tx.execute(
+        "SELECT seq, prompt FROM agent_prompts WHERE agent = ? AND status = 'delivered'"
+        " AND delivered_at > ? ORDER BY seq",
+        (agent, 0.0 if since is None else since),
+    ).fetchall()
+    for seq, prompt in rows:
+        text = str(prompt)
+        add(tx, agent, text if text.startswith(note) else note + text, None)
+        mark(tx, int(seq), PromptStatus.resent)
+    return len(rows)
 
 
 def carry(tx: Connection, work_item: str, to_agent: str) -> int:

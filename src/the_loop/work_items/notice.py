@@ -49,19 +49,26 @@ def notice_text(row: store.Row, prompt: store.Prompt, keywords: tuple[str, str, 
     if prompt.kind == "blocked":
         return (
             f"{who}the agent of this item cannot work (prompt `{prompt.id}`):\n\n"
-            f"{_quote(prompt.text or 'blocked')}\n\n"
-            + (
-                ""
-                if row.signal == store.CRASH_SIGNAL
-                else "It needs a login or a key on the host that runs it (`the-loop doctor` "
-                "checks each harness). Messages wait until it can work again."
-            )
+            f"{_quote(prompt.text or 'blocked')}\n\n" + _blocked_advice(row)
         )
     question = prompt.text or row.last_message or "(no text)"
     return (
         f"{who}the agent of this item is waiting for your answer (prompt `{prompt.id}`):\n\n"
         f"{_quote(question)}\n\nReply `{keywords[2]} {prompt.id} <the number of a choice, or "
         "your answer>`. Other comments wait until the question is answered."
+    )
+
+
+def _blocked_advice(row: store.Row) -> str:
+    """What a notice of ROW's ``blocked`` tells the requester to expect."""
+    if row.signal == store.CRASH_SIGNAL:
+        return ""
+    if row.rule.startswith(store.PASSING_FAILURE):
+        return "The API refused this turn; the next message is its retry."
+    return (
+        "It needs a login, a key or credit on the host that runs it (`the-loop doctor` checks "
+        "each harness). The messages it could not take, and any new ones, are delivered once "
+        "it can work again."
     )
 
 

@@ -19,8 +19,12 @@ its hook started (``at``), and is recorded as applied at that time; the report o
 harness does not wait for (``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that
 started later was applied first (it arrived late: a prompt's report after its turn's ``Stop``).
 On PostgreSQL the conversation's transcript is kept at the end of a turn (again once the turn's
-last message reaches the file, which Claude Code writes after its ``Stop`` hook ran). Blocking:
-the channel runs these in worker threads.
+last message reaches the file, which Claude Code writes after its ``Stop`` hook ran). A turn that
+failed for good (``StopFailure`` of ``LASTING_ERRORS``) queues again what its model never saw
+(``_resend``, decision 0082). Blocking: the channel runs these in worker threads.
+
+Long because a report is checked, ordered against the others and applied in one place, for
+every hook event and Codex's notify: splitting it would spread one transaction's rules.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from the_loop.agent.spend.transcripts import new_lines
 from the_loop.harness.claude_hooks import ASYNC_HOOK_EVENTS
 from the_loop.hook import CODEX_NOTIFY, CODEX_TURN, KIND_HOOK, PERMISSION
 from the_loop.store import attention as store
-from the_loop.store import hook_tokens
+from the_loop.store import hook_tokens, prompts
 from the_loop.store import transcripts as kept
 from the_loop.store.hook_tokens import HookToken
 
@@ -184,8 +188,20 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
             return done[1]
         skip = _late(tx, report) or _behind(report, transcript) or _aside(report, transcript)
         prompt_id = None if skip else _write(tx, report, transcript, last)
+        resent = 0 if skip else _resend(tx, report)
         at = time.time() if report.at is None else report.at
         hook_tokens.record(tx, report.id, report.who.agent, prompt_id, at)
+    if resent:
+        agent = report.who.agent
+        standing = agent.startswith(store.STANDING_PREFIX)
+        ev.emit(
+            db,
+            "session.resent",
+            source=SOURCE,
+            session_id=None if standing else agent,
+            count=resent,
+            **_where(report),
+        )
     event = report.data.get("hook_event_name")
     if shared and transcript and event in ("Stop", "SessionEnd"):
         keep_transcript(db, report, transcript)
@@ -327,6 +343,7 @@ def _write(tx: Any, report: Report, transcript: str | None, last: str | None) ->
         write(store.WAITING, signal, "the agent started and waits for input")
     elif event == "Stop":
         write(store.WAITING, signal, "the turn finished", last_message=last)
+        store.model_answered(tx, agent, report.at or now)
     elif event == "StopFailure":
         _failed(data, last, signal, write)
     elif event == "SessionEnd":
@@ -334,6 +351,7 @@ def _write(tx: Any, report: Report, transcript: str | None, last: str | None) ->
     elif event == "Notification":
         _notification(data, signal, write)
     elif event == PERMISSION:
+        store.model_answered(tx, agent, report.at or now)  # the model asked for a tool
         return _permission(tx, agent, data, signal, write)
     return None
 
@@ -364,6 +382,27 @@ def _failed(data: dict[str, Any], shown: str | None, signal: str, write: Any) ->
     prompt = store.NewPrompt("blocked", text=f"{named}{text}" if text else kind)
     lasting = store.LASTING_FAILURE if kind in LASTING_ERRORS else store.PASSING_FAILURE
     write(store.BLOCKED, signal, f"{lasting} ({kind})", prompt=prompt)
+
+
+RESEND_NOTE = (
+    "[the-loop: this message reached you before, when you could not work (the turn failed "
+    "before your model saw it); it is sent again now. If the conversation shows you acted on "
+    "it already, go on from there and do not do it twice.]\n\n"
+)
+
+
+def _resend(tx: Any, report: Report) -> int:
+    """When REPORT is a turn that failed for good (a ``StopFailure`` of ``LASTING_ERRORS``):
+    queue again every message delivered since the agent's model last answered (or it
+    started), held like any other until it can work, then delivered once more
+    (``RESEND_NOTE`` in front). A lost request is worse than one read twice. Returns how many."""
+    data = report.data
+    if report.kind != KIND_HOOK or data.get("hook_event_name") != "StopFailure":
+        return 0
+    if str(data.get("error") or "unknown") not in LASTING_ERRORS:
+        return 0  # the next message is its retry
+    agent = report.who.agent
+    return prompts.resend(tx, agent, store.turn_at(tx, agent), RESEND_NOTE)
 
 
 def _notification(data: dict[str, Any], signal: str, write: Any) -> None:

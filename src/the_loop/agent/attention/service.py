@@ -292,7 +292,7 @@ def answer_permission(
     key = agent_key(ctx, ref)
     conn = ctx.db.connect()
     row = store.get(conn, key)
-    target = _target(conn, ref, key, prompt_id, "permission")
+    target = _target(conn, ref, key, prompt_id, "permission", via)
     if target.kind != "permission":
         raise Conflict(
             f"{ref} asks a question ({target.id}), not a permission: answer it with "
@@ -322,9 +322,12 @@ def answer_permission(
     )
 
 
-def _target(conn: Connection, ref: str, key: str, prompt_id: str | None, kind: str) -> store.Prompt:
+def _target(
+    conn: Connection, ref: str, key: str, prompt_id: str | None, kind: str, via: str
+) -> store.Prompt:
     """The prompt an answer to REF's agent KEY is for: PROMPT_ID, which must be KEY's and
-    pending; without one, the single pending prompt the latest notice quoted."""
+    pending; without one, the single pending prompt the latest notice quoted. A refusal says
+    how to name the prompt where the answer came from (VIA)."""
     if prompt_id:
         named = store.get_prompt(conn, prompt_id)
         if named is None or named.agent != key:
@@ -342,8 +345,19 @@ def _target(conn: Connection, ref: str, key: str, prompt_id: str | None, kind: s
         return pending[0]
     listed = "; ".join(f"{p.id} ({_named(p)})" for p in pending)
     why = "no notice quoted it" if len(pending) == 1 else f"{len(pending)} prompts are pending"
-    verbs = "allow <id> or deny <id>" if kind == "permission" else "answer <id> …"
-    raise Conflict(f"{ref}: name the prompt you answer ({why}): {verbs}; pending: {listed}")
+    raise Conflict(
+        f"{ref}: name the prompt you answer ({why}): {_naming(via, kind)}; pending: {listed}"
+    )
+
+
+def _naming(via: str, kind: str) -> str:
+    """How an answer that came through VIA names its prompt: an option on the command line, a
+    field of the API's body, the id after the verb in a comment or a Slack reply."""
+    if via == "cli":
+        return "--prompt <id>"
+    if via == "api":
+        return '"promptId": "<id>"'
+    return "allow <id> or deny <id>" if kind == "permission" else "answer <id> …"
 
 
 def _named(prompt: store.Prompt) -> str:
@@ -406,7 +420,7 @@ def answer_question(
     if (choice is None) == (not (text or "").strip()):
         raise BadInput("give the number of a choice or a typed answer, one of them")
     key = agent_key(ctx, ref)
-    target = _target(ctx.db.connect(), ref, key, prompt_id, "question")
+    target = _target(ctx.db.connect(), ref, key, prompt_id, "question", via)
     if target.kind != "question":
         raise Conflict(f"{ref} waits on a permission ({target.id}): allow or deny it")
     typed = keys_for(target, choice, text)
