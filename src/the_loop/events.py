@@ -171,6 +171,7 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.spawn_failed", _E, "An agent session could not be started.", ErrorText),
         _spec("session.delivered", _I, "A prompt was delivered into a live session."),
         _spec("session.respawned", _I, "A dead session was started again.", Resumed),
+        _spec("session.restarted", _I, "An operator restarted a live session's agent."),
         _spec("session.resume_failed", _W, "Resuming a conversation failed; starting fresh."),
         _spec("session.respawn_averted", _I, "A respawn was not needed: the target was live."),
         _spec("session.paused", _I, "Delivery to a session was paused."),

@@ -73,6 +73,11 @@ class Sessions:
         """Close the session (its screen is kept unless KILL_TMUX; None: the config's choice)."""
         return sessions_service.close_by_operator(self._ctx, session, kill_tmux)
 
+    def restart(self, session: str) -> str:
+        """Stop the live session's agent and start it again, resuming its conversation, with
+        this process's environment as it is now; then deliver what waits. What happened."""
+        return sessions_service.restart_by_operator(self._ctx, session)
+
     def pause(self, session: str) -> SessionRecord:
         """Stop delivering events to the session (they are dropped, not queued)."""
         return sessions_service.pause_by_operator(self._ctx, session, True)

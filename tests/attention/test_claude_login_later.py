@@ -5,7 +5,9 @@ restarts the-loop and the session. The restarted agent gets the daemon's environ
 now (the tmux server, which outlived the daemon, still holds the old one), reaches the gateway
 through the sandbox's allowlist, and is no longer ``blocked`` although the resumed
 conversation still shows the old "Not logged in" answer: the first message, which the failed
-turn never gave the model, and the message that waited are delivered and answered."""
+turn never gave the model, and the message that waited are delivered and answered. A work
+item's agent started without the key is restarted the same way (`sessions restart`) and its
+request reaches the model."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ pytestmark = [
     pytest.mark.bwrap,
 ]
 REF = "standing:helper"
+ITEM = "local:first"
 
 
 def test_a_key_exported_after_not_logged_in_reaches_the_restarted_agent(
@@ -52,15 +55,20 @@ def test_a_key_exported_after_not_logged_in_reaches_the_restarted_agent(
             assert kept.exit_code == 0, kept.stderr
             created = work.cli("standing", "create", "helper", "--prompt", "help the operator")
             assert created.exit_code == 0, created.stderr
+            item = work.cli("sessions", "start", ITEM, "--prompt", "FIRST-REQUEST of the item")
+            assert item.exit_code == 0, item.stderr
+            assert work.wait_attention(ITEM, "blocked", 90)["signal"] == "claude-hook:StopFailure"
             stuck = work.wait_attention(REF, "blocked", 90)
             assert stuck["prompt"]["text"].startswith("authentication_failed: Not logged in")
             said = work.cli("standing", "say", "helper", "WAITED-FOR-THE-KEY")
             assert said.exit_code == 0 and "held" in said.stdout, said.stdout
             assert "delivered once it can work" in said.stdout, said.stdout
-            resent = wait_until(  # its first message never reached a model
-                lambda: work.events("session.resent"), 10, what="the first message queued again"
+            resent = wait_until(  # their first messages never reached a model
+                lambda: len(e := work.events("session.resent")) == 2 and e,
+                10,
+                what="the first messages queued again",
             )
-            assert [e["payload"]["count"] for e in resent] == [1], resent
+            assert [e["payload"]["count"] for e in resent] == [1, 1], resent
         assert not api.conversation_requests()
 
         monkeypatch.setenv("ANTHROPIC_API_KEY", key)  # exported, and the-loop restarted
@@ -89,4 +97,19 @@ def test_a_key_exported_after_not_logged_in_reaches_the_restarted_agent(
             assert sent.count(note) == 1, sent
             again, waited = sent.index(note), sent.index("WAITED-FOR-THE-KEY")
             assert again < sent.index("help the operator", again) < waited, sent
-            assert len(work.events("session.resent")) == 1
+            assert len(work.events("session.resent")) == 2
+
+            # the work item's agent, restarted with the key: its request reaches the model
+            restarted = work.cli("sessions", "restart", ITEM)
+            assert restarted.exit_code == 0, restarted.stderr
+            wait_until(
+                lambda: any(
+                    note in t and "FIRST-REQUEST of the item" in t
+                    for r in api.conversation_requests()
+                    for t in r.user_texts()
+                ),
+                120,
+                what="the item's first request at the gateway",
+            )
+            answered = work.wait_attention(ITEM, "waiting", 60)
+            assert answered["signal"] == "claude-hook:Stop", answered

@@ -111,12 +111,12 @@ def resume(ctx: Ctx, agent: Agent, fallback: str | None) -> Resumed:
 
 
 def _revived(ctx: Ctx, agent: Agent) -> None:
-    """AGENT runs again: a ``blocked`` that said it was gone no longer holds."""
+    """AGENT runs again, a new process: what its old one waited on no longer holds — a
+    ``blocked`` that said it was gone or could not work (the key may be there now), a dialog
+    it showed."""
     with ctx.db.transaction() as tx:
         row = attention_store.get(tx, agent.key)
-        if row is None or row.signal != attention_store.CRASH_SIGNAL:
-            return
-        if row.state == attention_store.BLOCKED:
+        if row is not None and row.state in attention_store.NEEDS_PERSON:
             attention_store.set_state(
                 tx,
                 agent.key,

@@ -198,6 +198,22 @@ def close(ref: str, keep_tmux: bool, kill_tmux: bool) -> None:
     print(f"closed {rec.work_item} (session {rec.id})")
 
 
+@app.command("restart")
+@click.argument("ref", help=common.REF_HELP)
+def restart(ref: str) -> None:
+    """Stop a live session's agent and start it again, resuming its conversation.
+
+    It gets this shell's environment as it is now (a key exported since), then
+    what waits for it.
+    """
+    # lazy: start-up
+    from the_loop.work_items import service as sessions
+
+    with common.waiting(f"restarting the agent of {ref}…"):
+        done = sessions.restart_by_operator(common.ctx(), ref)
+    print(f"restarted {ref}: {done}")
+
+
 @app.command("pause")
 @click.argument("ref", help=common.REF_HELP)
 def pause(ref: str) -> None:

@@ -142,6 +142,13 @@ def _session_routes(
         kill = body.kill_tmux if body else None
         return await asyncio.to_thread(sessions.close_by_operator, get_ctx(), session_id, kill)
 
+    @router.post("/sessions/{session_id:path}/restart", tags=["sessions"], dependencies=write)
+    async def post_restart(session_id: str) -> Done:
+        """Stop the live session's agent and start it again, resuming its conversation, with
+        the daemon's environment as it is now; then deliver what waits for it."""
+        detail = await asyncio.to_thread(sessions.restart_by_operator, get_ctx(), session_id)
+        return Done(detail=detail)
+
     @router.post("/sessions/{session_id:path}/pause", tags=["sessions"], dependencies=write)
     async def post_pause(session_id: str) -> SessionRecord:
         """Stop delivering events (dropped, not queued)."""

@@ -2,11 +2,11 @@
 
 A policy on the agent-session layer (``the_loop.agent``): what to start, when, with which
 prompt — spawn, deliver (respawning with resume when the agent is gone), close, pause/resume,
-and the FIFO queue behind ``routing.maxConcurrentSessions``; how an agent is started, fed once,
-probed and stopped is the layer's. One work item is serialized by a lock per item; one live
-session per item is guaranteed by a unique index.
+restart, and the FIFO queue behind ``routing.maxConcurrentSessions``; how an agent is started,
+fed once, probed and stopped is the layer's. One work item is serialized by a lock per item;
+one live session per item is guaranteed by a unique index.
 
-Long because every verb of a work item (spawn, deliver, close, pause, queue) runs under the
+Long because every verb of a work item (spawn, deliver, close, pause, restart, queue) runs under the
 same per-item lock here; the cross-cutting parts move to the agent layer with issue 30's item 2.
 """
 
@@ -25,7 +25,7 @@ from the_loop.agent import Agent, AgentKind, panes
 from the_loop.agent.spend import admission, holds
 from the_loop.cluster import placement
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Conflict, LoopError, NotRunning
+from the_loop.errors import BadInput, Conflict, LoopError, NotRunning, Unavailable
 from the_loop.outbox import drain as outbox
 from the_loop.outbox import github as writebacks
 from the_loop.outbox import notices
@@ -659,6 +659,44 @@ def close_by_operator(ctx: Ctx, ref_or_id: str, kill_tmux: bool | None = None) -
         closed = close(ctx, rec.id, "operator", kill_tmux=kill_tmux)
     start_queued(ctx)
     return closed
+
+
+def restart_by_operator(ctx: Ctx, ref_or_id: str) -> str:
+    """Stop the live session's agent and start it again, resuming its conversation, with the
+    environment of the process that restarts it as it is now (a key exported since: decision
+    0081), then deliver what waits for it (decision 0082: a turn that failed for want of a key
+    sent its messages again). What happened, as ``say`` tells it. A suspended session is woken;
+    one stopped over budget is refused (``sessions extend`` raises its budget and resumes it),
+    as is a closed, queued or headless one, and a pane the-loop did not start."""
+    rec = resolve(ctx, ref_or_id)
+    if not rec.live or rec.status is SessionStatus.queued:
+        raise Conflict(f"session {rec.id} of {rec.work_item} is {rec.status.value}: not running")
+    if rec.runner != "tmux":
+        raise Conflict(
+            f"session {rec.id} of {rec.work_item} is headless: no agent runs between deliveries"
+        )
+    with layer.hold(ctx, [WorkItemRef.parse(rec.work_item).slug]):
+        placement.operate_here(ctx, rec, placement.command("restart", rec.work_item))
+        rec = _get(ctx, rec.id)
+        hold = usage_store.holds_of(ctx.db.connect(), [rec.id]).get(rec.id)
+        if hold == usage_store.OVER_BUDGET:
+            raise Conflict(
+                f"session {rec.id} of {rec.work_item} is over budget: `the-loop sessions extend "
+                f"{rec.work_item}` raises its budget and resumes it"
+            )
+        agent = agent_of(rec)
+        layer.refuse_foreign(ctx, agent)
+        stopped = layer.terminate(ctx, agent) if layer.probe(ctx, agent) == "live" else None
+        if stopped is not None and not stopped.ok:
+            raise Unavailable(
+                f"could not stop the agent of {rec.work_item}: "
+                f"{stopped.refused or stopped.error or f'still running: {stopped.survivors}'}"
+            )
+        if hold is not None:
+            holds.lift(ctx, rec, "restarted by the operator")
+        _emit(ctx, "session.restarted", work_item=rec.work_item, session_id=rec.id)
+        _respawn(ctx, rec, agent, None)  # what held the old process (no login, a dialog) is gone
+        return _flush_pending(ctx, rec, None, stopped=True)
 
 
 def pause_by_operator(ctx: Ctx, ref_or_id: str, paused: bool) -> SessionRecord:

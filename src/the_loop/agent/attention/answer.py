@@ -11,9 +11,9 @@ Each step of a typed answer waits until the screen shows it took (the cursor on 
 choice, then the text on it) before the next is sent: keys sent in one burst can reach a busy
 harness in one read, where the digit is no longer a shortcut and Enter picks the first choice.
 An answer may come the moment the question is reported (the dashboard and Slack show it
-live): the keys wait for the dialog to be drawn and to have been open ``SETTLE_SECONDS``, as
-Claude Code's dialog drops keys in its first moments; a typed text is typed again (the field
-emptied first) until it shows.
+live): the keys wait for the dialog to be drawn and to have been open ``SETTLE_SECONDS`` (and
+seen drawn ``SEEN_SECONDS``), as Claude Code's dialog drops keys in its first moments; a typed
+text is typed again (the field emptied first) until it shows.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ SETTLE_SECONDS = 0.5
 """No key goes to a question before it has been open this long: Claude Code's dialog drops
 the keys that reach it in its first moments (a digit sent 0 to 0.1 s after the dialog was drawn
 was lost, from 0.2 s on it was taken, with the pinned version)."""
+SEEN_SECONDS = 0.3
+"""Nor before it has been seen drawn this long: on a busy host the dialog is drawn well after
+its hook reported it, and a key that follows the drawing at once is lost as well (a press in
+the whole suite's run, 2026-12-05)."""
 RETRY_SECONDS = 0.5
 """How long a step that may be sent again waits for the screen to show it before it is."""
 
@@ -121,8 +125,11 @@ def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
         raise Conflict(f"prompt {prompt.id}: the pane is not the agent's any more")
     if not _until(ctx, target, prompt, shown=True):
         raise Conflict(f"the screen does not show prompt {prompt.id}; this answer is stale")
-    early = prompt.created_at + SETTLE_SECONDS - time.time()
-    if early > 0:  # asked a moment ago (an answer from a live page, a button, a script)
+    # asked a moment ago (an answer from a live page, a button, a script), or drawn only just
+    # now (a busy host draws the dialog well after its hook reported it): it was drawn at the
+    # latest when it was seen
+    early = max(prompt.created_at + SETTLE_SECONDS, time.time() + SEEN_SECONDS) - time.time()
+    if early > 0:
         time.sleep(early)
     for step in typed.steps:
         if not _send(ctx, target, step):
