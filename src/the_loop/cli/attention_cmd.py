@@ -118,7 +118,7 @@ def _answer(ref: str, decision: str, prompt: str | None, fmt: str) -> None:
     if fmt == "json":
         common.print_json(done)
         return
-    print(f"{decision} {done.prompt_id} ({done.tool or 'prompt'}) for {ref}")
+    print(f"{decision} {done.prompt_id} ({done.tool or done.input or 'prompt'}) for {ref}")
 
 
 @command("allow")
