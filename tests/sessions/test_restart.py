@@ -1,9 +1,12 @@
 """`the-loop sessions restart` (decision 0082): a live work item's agent is stopped and started
 again with the environment of the command that restarts it as it is now, resuming its
-conversation, and what waits for it is delivered; a closed session, an unknown one and a pane
-the-loop did not start are refused. Real tmux, the fake agent, the real CLI and HTTP app."""
+conversation, and what waits for it is delivered — also behind a ``blocked`` of the old process
+(no key), which no longer holds; a closed session, an unknown one and a pane the-loop did not
+start are refused. Real tmux, the fake agent, the real CLI and HTTP app."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -11,6 +14,8 @@ from tests.daemon import Daemon
 from tests.fakes import fake_agent
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.store import attention as store
+from the_loop.store import open_database
 
 REF = "local:again"
 
@@ -24,10 +29,28 @@ def test_a_restart_resumes_the_conversation_with_the_environment_of_now(
     sid = work.session_json(REF)["id"]
     work.wait_prompts(sid, 1)
 
+    # its turn failed for want of a key (as Claude Code's StopFailure says): messages wait
+    db = open_database(work.env.state_dir, work.env.database_url)
+    try:
+        with db.transaction() as tx:
+            store.set_state(
+                tx, sid, store.BLOCKED, "claude-hook:StopFailure",
+                f"{store.LASTING_FAILURE} (authentication_failed)", now=time.time(),
+                prompt=store.NewPrompt("blocked", text="authentication_failed: Not logged in"),
+                work_item=REF,
+            )  # fmt: skip
+    finally:
+        db.close()
+    held = work.cli("sessions", "say", REF, "HELD-UNTIL-RESTART")
+    assert "held while the agent cannot work" in held.stdout, held.stdout
+    assert "delivered once it can work (0 delivered)" in held.stdout, held.stdout
+
     monkeypatch.setenv("FAKE_KEY_OF_NOW", "after")  # exported since
     restarted = work.cli("sessions", "restart", REF)
     assert restarted.exit_code == 0, restarted.stderr
-    assert restarted.stdout.startswith(f"restarted {REF}: delivered 0 to {sid}"), restarted.stdout
+    assert restarted.stdout.startswith(f"restarted {REF}: delivered 1 to {sid}"), restarted.stdout
+    # the new process waits for input: what held the old one is gone
+    assert (work.attention(REF)["state"], work.attention(REF)["signal"]) == ("waiting", "spawn")
     starts = wait_until(
         lambda: len(s := fake_agent.read_starts(work.agent_dir, sid)) == 2 and s,
         15,
@@ -41,8 +64,9 @@ def test_a_restart_resumes_the_conversation_with_the_environment_of_now(
 
     said = work.cli("sessions", "say", REF, "SECOND message")
     assert said.exit_code == 0, said.stderr
-    prompts = work.wait_prompts(sid, 2)
-    assert "FIRST task" in prompts[0] and "SECOND message" in prompts[1], prompts
+    prompts = work.wait_prompts(sid, 3)
+    assert "FIRST task" in prompts[0] and "HELD-UNTIL-RESTART" in prompts[1], prompts
+    assert "SECOND message" in prompts[2], prompts
 
     assert work.cli("sessions", "close", REF).exit_code == 0
     closed = work.cli("sessions", "restart", REF)

@@ -113,16 +113,18 @@ def resume(ctx: Ctx, agent: Agent, fallback: str | None) -> Resumed:
 def _revived(ctx: Ctx, agent: Agent) -> None:
     """AGENT runs again, a new process: what its old one waited on no longer holds — a
     ``blocked`` that said it was gone or could not work (the key may be there now), a dialog
-    it showed."""
+    it showed. It waits for input: what is queued for it is delivered next, and its delivery,
+    hook or screen says when it works (a harness that reports only finished turns, as Codex
+    does, would otherwise read ``working`` while it sat idle)."""
     with ctx.db.transaction() as tx:
         row = attention_store.get(tx, agent.key)
         if row is not None and row.state in attention_store.NEEDS_PERSON:
             attention_store.set_state(
                 tx,
                 agent.key,
-                attention_store.WORKING,
+                attention_store.WAITING,
                 "spawn",
-                "the agent was started again",
+                "the agent was started again and waits for input",
                 now=time.time(),
                 source="agent",
             )
