@@ -69,6 +69,16 @@ class HarnessAttention(_Model):
             "every harness, hooks included; the matched line is the reason."
         ),
     )
+    last_message_patterns: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Regular expressions (multi-line) that find the agent's last message on its screen "
+            "when the screen says it waits: the last match of the first pattern that matches, "
+            "its group `text` (else the whole match). Without one that matches, the screen's "
+            "last five lines, which for a harness that draws its input box and footer under "
+            "its answer are those."
+        ),
+    )
     allow_keys: list[str] = Field(
         default_factory=lambda: ["y"],
         description="tmux keys that answer a screen permission prompt with yes.",
@@ -82,6 +92,7 @@ class HarnessAttention(_Model):
     _check_question = field_validator("question_patterns")(_regexes)
     _check_blocked = field_validator("blocked_patterns")(_regexes)
     _check_waiting = field_validator("waiting_patterns")(_regexes)
+    _check_last = field_validator("last_message_patterns")(_regexes)
 
 
 def _default_harnesses() -> dict[str, Any]:
@@ -154,6 +165,12 @@ def _default_harnesses() -> dict[str, Any]:
             ],
             "allowKeys": ["1"],
             "denyKeys": ["Escape"],
+            # its answer starts with "✦ " (the lines after it indented), and ends at the rule
+            # over its input box, a "? for shortcuts" line, or the next prompt (" > ")
+            "lastMessagePatterns": [
+                r"(?m)^\u2726 (?P<text>[^\n]*(?:\n(?![ \t]*\u2500{3,}|[ \t]*\? for shortcuts"
+                r"| > )[^\n]*)*)"
+            ],
             # no sign-in chosen (a home without its settings): it asks how before anything
             # else; the bottom of that box, and its question above it as the reason
             "blockedPatterns": [

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import textwrap
 import time
 from dataclasses import dataclass, field
 
@@ -330,7 +331,7 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
             detector.look(agent.key, screen, now, printed.get(agent.target))
             row = store.get(ctx.db.connect(), agent.key)
             found = _hooks_verdict(screen, settings, row)
-            if found is not None and _record(ctx, agent, found, screen, now, False, detector):
+            if found is not None and _record(ctx, agent, found, screen, now, settings, detector):
                 changed += 1
             continue
         settled = None if agent.key in detector.seen else _waiting_since(ctx, agent)
@@ -360,7 +361,7 @@ def _judge(
     notify = settings.signals == "notify"
     quiet_seconds = float("inf") if notify else ctx.config.attention.quiet_seconds
     verdict = classify(screen, quiet, quiet_seconds, settings)
-    recorded = _record(ctx, agent, verdict, screen, now, notify, detector)
+    recorded = _record(ctx, agent, verdict, screen, now, settings, detector)
     seen = detector.seen.get(agent.key)
     if seen is not None:
         seen.state = verdict.state
@@ -389,9 +390,10 @@ def _record(
     verdict: Verdict,
     screen: str,
     now: float,
-    notify: bool,
+    settings: HarnessAttention,
     detector: ScreenDetector,
 ) -> bool:
+    notify = settings.signals == "notify"
     row = store.get(ctx.db.connect(), agent.key)
     if notify and verdict.state == store.WORKING and (row is None or row.state not in store.HUMAN):
         return False  # the harness reports its turns; only a prompt's end is read here
@@ -411,7 +413,7 @@ def _record(
     )
     # a harness that reports its turns says its last message itself: a wait read from its
     # screen (a waitingPatterns match) is no finished turn to post
-    last = _last_lines(screen) if verdict.state == store.WAITING and not notify else None
+    last = last_message(screen, settings) if verdict.state == store.WAITING and not notify else None
     with ctx.db.transaction() as tx:
         change = store.set_state(
             tx,
@@ -431,7 +433,20 @@ def _record(
     return change is not None
 
 
-def _last_lines(screen: str, count: int = 5) -> str:
+def last_message(screen: str, settings: HarnessAttention, count: int = 5) -> str:
+    """The agent's last message on SCREEN: the last match of the first of the harness's
+    ``lastMessagePatterns`` that matches (its group ``text``, else the whole match), each line
+    without the indentation the harness draws it with; else the screen's last COUNT lines
+    (for a harness that draws its input box and footer below its answer, those: give it a
+    pattern). Pure."""
+    for pattern in settings.last_message_patterns:
+        found = list(re.finditer(pattern, screen))
+        if found:
+            match = found[-1]
+            text = match.group("text") if "text" in match.re.groupindex else match.group(0)
+            first, _, rest = text.partition("\n")  # the first line follows the harness's mark
+            rest = textwrap.dedent("\n".join(line.rstrip() for line in rest.split("\n")))
+            return f"{first.strip()}\n{rest}".strip()
     lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
     return "\n".join(lines[-count:])
 
