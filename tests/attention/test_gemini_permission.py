@@ -61,10 +61,17 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
     work = daemon.work
     started = work.cli("sessions", "start", REF, "--prompt", "say hello")
     assert started.exit_code == 0, started.stderr
-    answered = work.wait_attention(REF, "waiting", 90)
     # its answer, not the input box and footer it draws under it
-    assert answered["lastMessage"].startswith("FAKE-GEMINI-REPLY-"), answered
-    assert "\n" not in answered["lastMessage"], answered
+    answered = wait_until(
+        lambda: (
+            (a := work.attention(REF)).get("state") == "waiting"
+            and a.get("lastMessage", "").startswith("FAKE-GEMINI-REPLY-")
+            and a
+        ),
+        90,
+        what="the first answer read",
+    )
+    assert "\n" not in answered["lastMessage"] and "Type your message" not in str(answered)
     cwd = Path(work.session_json(REF)["cwd"])
 
     assert work.cli("sessions", "say", REF, "-t", "please RUN-SHELL").exit_code == 0

@@ -165,6 +165,10 @@ def _default_harnesses() -> dict[str, Any]:
             ],
             "allowKeys": ["1"],
             "denyKeys": ["Escape"],
+            # its turn over: the hint line alone right over the rule of its input box (while it
+            # works, its spinner "⠏ Thinking... (esc to cancel, 4s)" is on that line), so it
+            # reads waiting at once, not after quietSeconds
+            "waitingPatterns": [r"(?m)^[ \t]*\? for shortcuts[ \t]*\n[ \t]*\u2500{3,}[^\n]*$"],
             # its answer starts with "✦ " (the lines after it indented), and ends at the rule
             # over its input box, a "? for shortcuts" line, or the next prompt (" > ")
             "lastMessagePatterns": [

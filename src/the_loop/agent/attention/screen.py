@@ -436,9 +436,9 @@ def _record(
 def last_message(screen: str, settings: HarnessAttention, count: int = 5) -> str:
     """The agent's last message on SCREEN: the last match of the first of the harness's
     ``lastMessagePatterns`` that matches (its group ``text``, else the whole match), each line
-    without the indentation the harness draws it with; else the screen's last COUNT lines
-    (for a harness that draws its input box and footer below its answer, those: give it a
-    pattern). Pure."""
+    without the indentation the harness draws it with, and "" when none does (no answer
+    drawn yet: what is there is the harness's own input box and footer); for a harness
+    without patterns, the screen's last COUNT lines. Pure."""
     for pattern in settings.last_message_patterns:
         found = list(re.finditer(pattern, screen))
         if found:
@@ -447,6 +447,8 @@ def last_message(screen: str, settings: HarnessAttention, count: int = 5) -> str
             first, _, rest = text.partition("\n")  # the first line follows the harness's mark
             rest = textwrap.dedent("\n".join(line.rstrip() for line in rest.split("\n")))
             return f"{first.strip()}\n{rest}".strip()
+    if settings.last_message_patterns:
+        return ""
     lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
     return "\n".join(lines[-count:])
 
