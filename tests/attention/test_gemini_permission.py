@@ -72,6 +72,15 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
         what="the first answer read",
     )
     assert "\n" not in answered["lastMessage"] and "Type your message" not in str(answered)
+    # its conversation, read from the chat log it keeps in its own (confined) home
+    sid = work.session_json(REF)["id"]
+    turns = wait_until(
+        lambda: daemon.api("GET", f"/sessions/{sid}/conversation").json()["turns"],
+        30,
+        what="the conversation",
+    )
+    assert "say hello" in turns[0]["prompt"], turns
+    assert turns[0]["steps"][0]["text"] == answered["lastMessage"], turns
     cwd = Path(work.session_json(REF)["cwd"])
 
     assert work.cli("sessions", "say", REF, "-t", "please RUN-SHELL").exit_code == 0
@@ -113,3 +122,41 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
     outcomes = {p["id"]: (p["decision"], p["outcome"]) for p in history}
     assert outcomes[asked["id"]] == ("allow", "answered")
     assert outcomes[second["id"]] == ("deny", "answered")
+
+
+@pytest.mark.bwrap
+def test_a_confined_gemini_s_conversation_is_read_from_its_own_home(
+    work: Work, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a person runs it: the key, the gateway and Gemini's sign-in are the operator's (their
+    shell and their ``~/.gemini``), the harness's config names none of them, and the agent runs
+    confined with a home of its own, where Gemini keeps its chat log (0.61: a ``.jsonl``). The
+    Conversation tab reads it from there (it said "no transcript of this gemini agent yet")."""
+    with FakeGemini(reply=reply) as api:
+        operator = api.gemini_env(work.env.root / "operator-home")
+        for name, value in operator.items():  # the operator's shell, which starts the agent
+            monkeypatch.setenv(name, value)
+        work.configure(
+            harnesses={"gemini": {"binary": str(GEMINI_BIN)}},
+            routing={"defaultHarness": "gemini"},
+            sandbox={"mode": "bwrap"},
+            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+        )
+        with served(work, **operator) as daemon:
+            started = work.cli("sessions", "start", REF, "--prompt", "say hello")
+            assert started.exit_code == 0, started.stderr
+            sid = work.session_json(REF)["id"]
+            turns = wait_until(
+                lambda: (
+                    (t := daemon.api("GET", f"/sessions/{sid}/conversation").json()["turns"])
+                    and t[0]["steps"]
+                    and t
+                ),
+                90,
+                what="the conversation's first answer",
+            )
+            assert "say hello" in turns[0]["prompt"], turns
+            assert turns[0]["steps"][0]["text"].startswith("FAKE-GEMINI-REPLY-"), turns
+    kept = list((work.env.state_dir / "homes").glob("*/.gemini/tmp/*/chats/session-*.jsonl"))
+    assert len(kept) == 1, kept  # in the agent's own home, not the operator's
+    assert not list((work.env.root / "operator-home").glob(".gemini/tmp/*/chats/*"))

@@ -128,3 +128,26 @@ def test_gemini_stream_and_chat_file() -> None:
     ]}  # fmt: skip
     (turn,) = turns_of([json.dumps(chat)])
     assert turn.prompt == "hi" and turn.steps[1].tool and turn.steps[1].tool.result == "a"
+
+
+def test_gemini_chat_log_of_one_record_per_line() -> None:
+    """The pinned Gemini (0.61) keeps its chat in ``chats/session-…-<id>.jsonl``: a header, the
+    session context in a ``$set`` (no prompt of the person's), then one line per message."""
+    log = lines(
+        {"sessionId": "26165339-0a26", "projectHash": "d9db", "kind": "main"},
+        {"$set": {"messages": [{"id": "c", "type": "user",
+                                "content": [{"text": "<session_context>…</session_context>"}]}]}},
+        {"id": "u1", "type": "user", "content": [{"text": "say hello"}]},
+        {"$set": {"lastUpdated": "2026-12-05T12:46:55.661Z"}},
+        {"id": "g1", "type": "gemini", "content": "FAKE-GEMINI-REPLY-2", "thoughts": [],
+         "tokens": {"input": 10, "output": 2}, "model": "gemini-3.8-flash"},
+        {"id": "u2", "type": "user", "content": [{"text": "and again"}]},
+        {"id": "g2", "type": "gemini", "content": "Ran it.", "toolCalls": [
+            {"id": "t", "name": "run_shell_command", "displayName": "Shell",
+             "args": {"command": "ls"}, "status": "success", "resultDisplay": "a.txt"}]},
+    )  # fmt: skip
+    first, second = turns_of(log)
+    assert (first.prompt, first.steps[0].text) == ("say hello", "FAKE-GEMINI-REPLY-2")
+    assert second.prompt == "and again" and second.steps[0].text == "Ran it."
+    tool = second.steps[1].tool
+    assert tool is not None and (tool.name, tool.result) == ("Shell", "a.txt")

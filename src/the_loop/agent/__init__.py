@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from the_loop.agent.confine import confined_home
 from the_loop.agent.core import (
     Release,
     Revive,
@@ -44,6 +45,7 @@ __all__ = [
     "Started",
     "adapter_for",
     "attention",
+    "confined_home",
     "dialog",
     "drop_pending",
     "egress",

@@ -45,6 +45,12 @@ def home_of(ctx: Ctx, agent: Agent) -> Path:
     return ctx.state_dir / HOMES / agent_hash(agent.key)
 
 
+def confined_home(ctx: Ctx, key: str) -> Path | None:
+    """The home agent KEY runs with when agents are confined (its harness writes its files
+    there); None when they are not."""
+    return ctx.state_dir / HOMES / agent_hash(key) if confined(ctx) else None
+
+
 def confined(ctx: Ctx) -> bool:
     """True when agents of CTX's config run in the sandbox."""
     return sandbox.mode_of(ctx.config).mode == "bwrap"

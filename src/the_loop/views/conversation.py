@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from the_loop import agent as layer
 from the_loop.agent.spend import meter
 from the_loop.context import Ctx
 from the_loop.refs import standing_key
@@ -83,13 +84,14 @@ class Conversation(Wire):
 @dataclass(frozen=True, slots=True)
 class AgentFiles:
     """What finds an agent's transcript: its key, harness, working directory, conversation
-    id and the harness's configured environment."""
+    id, the harness's configured environment and, for a confined agent, its own home."""
 
     key: str
     harness: str
     cwd: Path
     conversation_id: str | None
     env: Mapping[str, str]
+    home: Path | None = None
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -297,6 +299,8 @@ def _line(reader: _Reader, data: dict[str, Any]) -> None:
         _codex_exec(reader, data)
     elif kind in ("message", "tool_use", "tool_result", "init") and "message" not in data:
         _gemini_stream(reader, data)
+    elif kind in ("user", "gemini") and "content" in data and "message" not in data:
+        _gemini_chat(reader, [data])  # a record of Gemini's chat log, one per line (0.61)
     elif kind in ("user", "assistant", "result"):
         _claude(reader, data)
     elif isinstance(data.get("messages"), list):
@@ -331,12 +335,13 @@ def _guessed(files: AgentFiles) -> Path | None:
     # lazy: the harness package, only for a conversation no hook located
     from the_loop.harness import claude, claude_dir, harness_dir
 
+    env = files.env if files.home is None else {**files.env, "HOME": str(files.home)}
     if files.harness == "claude":
         slug = claude.project_slug(files.cwd)
-        return claude_dir(files.env) / "projects" / slug / f"{conversation}.jsonl"
-    if files.harness == "gemini":
-        chats = harness_dir("", ".gemini", files.env) / "tmp"
-        found = sorted(chats.glob(f"*/chats/session-*{conversation[:8]}.json"))
+        return claude_dir(env) / "projects" / slug / f"{conversation}.jsonl"
+    if files.harness == "gemini":  # a JSON document, or (0.61) a log of one record per line
+        chats = harness_dir("", ".gemini", env) / "tmp"
+        found = sorted(chats.glob(f"*/chats/session-*{conversation[:8]}.json*"))
         return found[-1] if found else None
     return None
 
@@ -393,7 +398,10 @@ def session_conversation(ctx: Ctx, ref_or_id: str) -> Conversation:
     """The conversation of work-item session REF_OR_ID (``NotFound`` when there is none)."""
     rec = resolve(ctx, ref_or_id)
     env = ctx.config.harness(rec.harness).env
-    files = AgentFiles(rec.id, rec.harness, Path(rec.cwd), rec.harness_session_id, env)
+    files = AgentFiles(
+        rec.id, rec.harness, Path(rec.cwd), rec.harness_session_id, env,
+        layer.confined_home(ctx, rec.id),
+    )  # fmt: skip
     return conversation(ctx, files)
 
 
@@ -401,5 +409,8 @@ def standing_conversation(ctx: Ctx, name: str) -> Conversation:
     """The conversation of standing session NAME (``NotFound`` when there is none)."""
     view = views.standing_view(ctx, name)
     env = ctx.config.harness(view.harness).env
-    files = AgentFiles(standing_key(name), view.harness, Path(view.cwd), view.conversation_id, env)
+    key = standing_key(name)
+    files = AgentFiles(
+        key, view.harness, Path(view.cwd), view.conversation_id, env, layer.confined_home(ctx, key)
+    )
     return conversation(ctx, files)
