@@ -81,11 +81,9 @@ CANNOT_WORK = "held while the agent cannot work"
 
 def held_until(why: str) -> str:
     """When a message held for WHY (``dialog``) is delivered."""
-    return (
-        "delivered once it can work"
-        if why.startswith(CANNOT_WORK)
-        else ("delivered once it is answered")
-    )
+    if why.startswith(CANNOT_WORK):
+        return "delivered once it can work"
+    return "delivered once it is answered"
 
 
 @dataclass(slots=True)

@@ -74,9 +74,9 @@ class HarnessAttention(_Model):
         description=(
             "Regular expressions (multi-line) that find the agent's last message on its screen "
             "when the screen says it waits: the last match of the first pattern that matches, "
-            "its group `text` (else the whole match). Without one that matches, the screen's "
-            "last five lines, which for a harness that draws its input box and footer under "
-            "its answer are those."
+            "its group `text` (else the whole match); none when none matches (no answer drawn "
+            "yet). A harness without any: the screen's last five lines, which for a harness "
+            "that draws its input box and footer under its answer are those."
         ),
     )
     allow_keys: list[str] = Field(

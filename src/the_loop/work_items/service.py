@@ -25,7 +25,7 @@ from the_loop.agent import Agent, AgentKind, panes
 from the_loop.agent.spend import admission, holds
 from the_loop.cluster import placement
 from the_loop.context import Ctx
-from the_loop.errors import BadInput, Conflict, LoopError, NotRunning, Unavailable
+from the_loop.errors import BadInput, Conflict, LoopError, NotRunning, Refused, Unavailable
 from the_loop.outbox import drain as outbox
 from the_loop.outbox import github as writebacks
 from the_loop.outbox import notices
@@ -685,12 +685,13 @@ def restart_by_operator(ctx: Ctx, ref_or_id: str) -> str:
                 f"{rec.work_item}` raises its budget and resumes it"
             )
         agent = agent_of(rec)
-        layer.refuse_foreign(ctx, agent)
-        stopped = layer.terminate(ctx, agent) if layer.probe(ctx, agent) == "live" else None
-        if stopped is not None and not stopped.ok:
+        stopped = layer.terminate(ctx, agent)  # a dead or gone pane: nothing to signal
+        if stopped.refused:
+            raise Refused(stopped.refused)  # not ours: untouched
+        if not stopped.ok:
             raise Unavailable(
                 f"could not stop the agent of {rec.work_item}: "
-                f"{stopped.refused or stopped.error or f'still running: {stopped.survivors}'}"
+                f"{stopped.error or f'still running: {stopped.survivors}'}"
             )
         if hold is not None:
             holds.lift(ctx, rec, "restarted by the operator")

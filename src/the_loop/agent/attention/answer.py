@@ -128,9 +128,7 @@ def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
     # asked a moment ago (an answer from a live page, a button, a script), or drawn only just
     # now (a busy host draws the dialog well after its hook reported it): it was drawn at the
     # latest when it was seen
-    early = max(prompt.created_at + SETTLE_SECONDS, time.time() + SEEN_SECONDS) - time.time()
-    if early > 0:
-        time.sleep(early)
+    time.sleep(max(prompt.created_at + SETTLE_SECONDS - time.time(), SEEN_SECONDS))
     for step in typed.steps:
         if not _send(ctx, target, step):
             raise Unavailable(

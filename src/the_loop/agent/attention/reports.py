@@ -192,16 +192,9 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
         at = time.time() if report.at is None else report.at
         hook_tokens.record(tx, report.id, report.who.agent, prompt_id, at)
     if resent:
-        agent = report.who.agent
-        standing = agent.startswith(store.STANDING_PREFIX)
-        ev.emit(
-            db,
-            "session.resent",
-            source=SOURCE,
-            session_id=None if standing else agent,
-            count=resent,
-            **_where(report),
-        )
+        where = _where(report)
+        session = None if where["standing"] else report.who.agent
+        ev.emit(db, "session.resent", source=SOURCE, session_id=session, count=resent, **where)
     event = report.data.get("hook_event_name")
     if shared and transcript and event in ("Stop", "SessionEnd"):
         keep_transcript(db, report, transcript)
@@ -376,12 +369,17 @@ def _failed(data: dict[str, Any], shown: str | None, signal: str, write: Any) ->
     """An API error ended the turn (Claude Code's ``StopFailure``): ``blocked``, its reason
     the error's kind and what the agent showed, until the next turn starts or the agent
     restarts; it holds messages only while the error lasts (``LASTING_ERRORS``)."""
-    kind = str(data.get("error") or "unknown")
+    kind = _error_kind(data)
     text = " ".join((shown or str(data.get("error_details") or "")).split())[:INPUT_LIMIT]
     named = "" if kind == "unknown" else f"{kind}: "  # "unknown" adds nothing to the text
     prompt = store.NewPrompt("blocked", text=f"{named}{text}" if text else kind)
     lasting = store.LASTING_FAILURE if kind in LASTING_ERRORS else store.PASSING_FAILURE
     write(store.BLOCKED, signal, f"{lasting} ({kind})", prompt=prompt)
+
+
+def _error_kind(data: dict[str, Any]) -> str:
+    """The kind of API error a ``StopFailure`` reports (``authentication_failed``, …)."""
+    return str(data.get("error") or "unknown")
 
 
 RESEND_NOTE = (
@@ -399,7 +397,7 @@ def _resend(tx: Any, report: Report) -> int:
     data = report.data
     if report.kind != KIND_HOOK or data.get("hook_event_name") != "StopFailure":
         return 0
-    if str(data.get("error") or "unknown") not in LASTING_ERRORS:
+    if _error_kind(data) not in LASTING_ERRORS:
         return 0  # the next message is its retry
     agent = report.who.agent
     return prompts.resend(tx, agent, store.turn_at(tx, agent), RESEND_NOTE)
