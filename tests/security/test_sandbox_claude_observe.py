@@ -96,8 +96,18 @@ def _observe_and_resume(
         return isinstance(usage, dict) and usage.get("turns", 0) >= 1
 
     wait_until(metered, 60, what="the confined agent's turn metered")
-    conversation = daemon.api("GET", f"/sessions/{sid}/conversation")
-    assert conversation.status_code == 200 and "FAKE-REPLY" in conversation.text
+    # Claude Code writes a turn's last message to its transcript after its Stop hook ran (the
+    # meter counts the turn from its prompt): the answer may reach the file a moment later
+    conversation = wait_until(
+        lambda: (
+            (c := daemon.api("GET", f"/sessions/{sid}/conversation")).status_code == 200
+            and "FAKE-REPLY" in c.text
+            and c
+        ),
+        30,
+        what="the answer in the confined agent's conversation",
+    )
+    assert conversation.json()["turns"][0]["steps"], conversation.text
 
     cli = [sys.executable, "-m", "the_loop", "sessions", "attach", REF, "--read-only"]
     env = [f"{k}={v}" for k, v in loop_env.process_env().items()]
