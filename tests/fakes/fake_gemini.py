@@ -3,7 +3,8 @@
 Real HTTP (``ThreadingHTTPServer`` in a background thread).
 ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` answers server-sent events, each
 a ``GenerateContentResponse`` (the text in two chunks, the last with ``finishReason: STOP`` and
-``usageMetadata``); ``:generateContent`` answers one JSON response (for a request that asks for
+``usageMetadata``: the test's ``usage`` for the request, else a count of the text);
+``:generateContent`` answers one JSON response (for a request that asks for
 JSON, a JSON object); ``:countTokens`` a count; ``GET .../models`` one model; anything else the
 API's JSON error with 404. Every request is recorded (method, path, headers, parsed body).
 
@@ -36,6 +37,7 @@ class FunctionCall:
 
 
 Reply = Callable[["GeminiRequest"], "str | FunctionCall"]
+Usage = Callable[["GeminiRequest"], "dict[str, int] | None"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,18 @@ class FakeGemini(LoopbackServer):
     """The fake API server. Start with ``start()`` or a ``with`` block; ``url`` is its base."""
 
     reply: Reply = default_reply
+    usage: Usage | None = None
+    """The ``usageMetadata`` each request's answer ends with (None: a count of its text)."""
+    sent_usage: dict[int, dict[str, int]] = field(default_factory=dict)
+    """What ``usage`` answered, by request ``seq``."""
     requests: list[GeminiRequest] = field(default_factory=list)
+
+    def usage_of(self, request: GeminiRequest) -> dict[str, int] | None:
+        chosen = self.usage(request) if self.usage is not None else None
+        if chosen is not None:
+            with self._lock:
+                self.sent_usage[request.seq] = chosen
+        return chosen
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         return _Handler
@@ -173,14 +186,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = self.fake.record("POST", self.path, self._headers(), self._body())
         answer = self.fake.reply(request)
+        usage = self.fake.usage_of(request)
         if isinstance(answer, FunctionCall):
-            self._call(answer)
-            return
-        text = answer
-        if request.action == "streamGenerateContent":
-            self._stream(text)
+            self._call(answer, usage)
+        elif request.action == "streamGenerateContent":
+            self._stream(answer, usage)
         elif request.action == "generateContent":
-            self._json(200, _response(_side_answer(request.body, text), final=True))
+            side = _side_answer(request.body, answer)
+            self._json(200, _response(side, final=True, usage=usage))
         elif request.action == "countTokens":
             self._json(200, {"totalTokens": max(1, len(json.dumps(request.body)) // 4)})
         else:
@@ -197,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, text: str) -> None:
+    def _stream(self, text: str, usage: dict[str, int] | None) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -205,13 +218,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         half = len(text) // 2
         for chunk, final in ((text[:half], False), (text[half:], True)):
-            self.wfile.write(f"data: {json.dumps(_response(chunk, final))}\r\n\r\n".encode())
+            event = json.dumps(_response(chunk, final, usage))
+            self.wfile.write(f"data: {event}\r\n\r\n".encode())
             self.wfile.flush()
         self.close_connection = True
 
-    def _call(self, call: FunctionCall) -> None:
+    def _call(self, call: FunctionCall, usage: dict[str, int] | None) -> None:
         """One streamed response whose only part calls CALL's tool."""
-        response = _response("", final=True)
+        response = _response("", final=True, usage=usage)
         part = {"functionCall": {"name": call.name, "args": call.args}}
         response["candidates"][0]["content"]["parts"] = [part]
         self.send_response(200)
@@ -252,7 +266,7 @@ def _fill(schema: Any, text: str) -> Any:
     return text
 
 
-def _response(text: str, final: bool) -> dict[str, Any]:
+def _response(text: str, final: bool, usage: dict[str, int] | None = None) -> dict[str, Any]:
     candidate: dict[str, Any] = {
         "content": {"role": "model", "parts": [{"text": text}]},
         "index": 0,
@@ -260,7 +274,7 @@ def _response(text: str, final: bool) -> dict[str, Any]:
     response: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-fake"}
     if final:
         candidate["finishReason"] = "STOP"
-        response["usageMetadata"] = {
+        response["usageMetadata"] = usage or {
             "promptTokenCount": 10,
             "candidatesTokenCount": max(1, len(text) // 4),
             "totalTokenCount": 10 + max(1, len(text) // 4),

@@ -1,7 +1,8 @@
 """The real Gemini CLI (pinned in package.json) against the fake Gemini API on loopback
 (``GOOGLE_GEMINI_BASE_URL``): headless through `the-loop dispatch` (spawn with the id the-loop
-minted, follow-up = `gemini --resume <that id>`), and interactive in tmux (spawn past the
-folder-trust question with `--skip-trust`, paste, terminate, `gemini --resume <id>`)."""
+minted, follow-up = `gemini --resume <that id>`, each run's usage metered from its
+stream-json), and interactive in tmux (spawn past the folder-trust question with
+`--skip-trust`, paste, terminate, `gemini --resume <id>`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from tests.fakes.fake_gemini import FakeGemini
 from tests.harness.agent_clis import REPO, start_interactive
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.agent.spend import meter, usage
 from the_loop.config import HarnessConfig
+from the_loop.context import open_ctx
 from the_loop.harness import LaunchSpec, build_adapter
 from the_loop.runner.tmux import Probe, TmuxRunner
 
@@ -58,6 +61,13 @@ def test_gemini_headless_spawn_and_follow_up_through_the_loop(work: Work, api: F
     assert len(last) == 2 and "count the stars" in last[0] and "also the planets" in last[1]
     exited = work.events("session.exited")
     assert [e["payload"]["exitCode"] for e in exited] == [0, 0], exited
+    # each run's figures, every request of it (the side requests too), from its stream-json
+    ctx = open_ctx(work.env.config_path)
+    assert meter.meter_agents(ctx, [shown["id"]]) == [shown["id"]]
+    got = usage.of_agent(ctx, shown["id"])
+    answered = [r for r in api.snapshot() if r.action.endswith("enerateContent")]
+    assert (got.turns, got.input_tokens, got.models) == (2, 10 * len(answered), ["gemini-fake"])
+    assert got.output_tokens > 0
 
 
 def say(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:

@@ -123,6 +123,34 @@ def test_stream_json_and_codex_events_and_unpriced_models(ctx: Ctx, tmp_path: Pa
     assert got.cost_usd is None and got.priced is False, "unknown, not zero"
 
 
+def test_gemini_chat_log_records(ctx: Ctx, tmp_path: Path) -> None:
+    """A Gemini chat log (0.61, one record per line): each prompt of the person's is a turn,
+    the session context in a ``$set`` is none; an answer written again with more figures
+    counts once with its last; cached input is not input again, thoughts are output and
+    tool-use prompts input."""
+    log = tmp_path / "session-2026-12-05T13-39-73d8a455.jsonl"
+    records = lines(
+        {"sessionId": "73d8a455-f247", "kind": "main"},
+        {"$set": {"messages": [{"id": "c", "type": "user", "content": [{"text": "<ctx>"}]}]}},
+        {"id": "u1", "type": "user", "content": [{"text": "count the stars"}]},
+        {"id": "g1", "type": "gemini", "content": "", "model": "gemini-2.5-pro"},
+        {
+            "id": "g1",
+            "type": "gemini",
+            "content": "42",
+            "model": "gemini-2.5-pro",
+            "tokens": {"input": 1000, "output": 60, "cached": 300, "thoughts": 20, "tool": 5},
+        },
+        {"$set": {"lastUpdated": "2026-12-05T13:39:56.986Z"}},
+        {"id": "i1", "type": "info", "content": "Request cancelled."},
+    )
+    log.write_text(records)
+    assert meter.read_source(ctx, AGENT, log) == 2
+    got = usage.of_agent(ctx, AGENT)
+    assert (got.input_tokens, got.cache_read_tokens, got.output_tokens) == (705, 300, 80)
+    assert got.turns == 1 and got.models == ["gemini-2.5-pro"]
+
+
 def test_prices_by_longest_prefix() -> None:
     budgets = BudgetsConfig.model_validate(
         {"prices": {"a": {"input": 1, "output": 1}, "ab": {"input": 2, "output": 2}}}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from the_loop.agent.confine import confined_home
 from the_loop.agent.core import (
     Release,
     Revive,
@@ -45,7 +44,6 @@ __all__ = [
     "Started",
     "adapter_for",
     "attention",
-    "confined_home",
     "dialog",
     "drop_pending",
     "egress",

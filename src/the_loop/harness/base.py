@@ -233,6 +233,15 @@ class HarnessAdapter:
         keeps it in one file the-loop can put back (default: None, it does not)."""
         return None
 
+    def conversation_log(
+        self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
+    ) -> Path | None:
+        """Where this harness writes conversation CONVERSATION_ID (started in CWD, with the
+        extra environment ENV over the daemon's: a confined agent's ``HOME``) when no hook
+        names the file, if it exists; None when the harness keeps none the-loop reads (the
+        default). The meter counts its usage from it and the Conversation tab shows it."""
+        return None
+
     def session_id_from_output(self, output: str) -> str | None:
         """The harness-assigned conversation id found in headless OUTPUT, if any."""
         return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from the_loop.errors import BadInput
@@ -99,6 +99,16 @@ class ClaudeAdapter(HarnessAdapter):
             return None
         projects = claude_dir(launch.env) / "projects"
         return projects / project_slug(launch.cwd) / f"{launch.session_id}.jsonl"
+
+    def conversation_log(
+        self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
+    ) -> Path | None:
+        """The transcript a resume reads (``conversation_file``), where Claude Code writes
+        it for CWD (None: not known)."""
+        if cwd is None:
+            return None
+        path = claude_dir(env) / "projects" / project_slug(cwd) / f"{conversation_id}.jsonl"
+        return path if path.is_file() else None
 
     def session_id_from_output(self, output: str) -> str | None:
         """The ``session_id`` of the first stream-json event that carries one."""

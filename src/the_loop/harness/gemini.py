@@ -16,11 +16,17 @@ protection), so the Enter that submits a pasted message waits ``submit_gap`` sec
 An interactive run gets ``CI=false`` unless the harness's own ``env`` sets ``CI``: with ``CI``
 set (as on a CI machine, inherited by the tmux server) the CLI takes itself for a pipeline,
 skips its interactive interface and exits ("No input provided via stdin").
+The pinned CLI (0.61) keeps each conversation as a log of one JSON record per line,
+``<GEMINI home>/tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl``
+(``conversation_log``; older releases wrote one ``.json`` document there): the person's
+prompts (``type: user``) and the model's answers (``type: gemini``, with their ``tokens``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
 
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
@@ -30,6 +36,7 @@ from the_loop.harness.base import (
     LaunchSpec,
     register_adapter,
 )
+from the_loop.harness.homes import harness_dir
 
 
 class GeminiAdapter(HarnessAdapter):
@@ -45,6 +52,14 @@ class GeminiAdapter(HarnessAdapter):
     }
     ready_pattern = r"(?s)\? for shortcuts.*Type your message or @path"
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
+
+    def conversation_log(
+        self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
+    ) -> Path | None:
+        """The newest chat log (or document) of CONVERSATION_ID under Gemini's home in ENV."""
+        chats = harness_dir("", ".gemini", env) / "tmp"
+        found = sorted(chats.glob(f"*/chats/session-*{conversation_id[:8]}.json*"))
+        return found[-1] if found else None
 
     def launch(self, kind: LaunchKind, spec: LaunchSpec) -> Launch:
         launch = super().launch(kind, spec)

@@ -4,10 +4,11 @@
 agent's messages and tool calls (name, input, result) in order. It reads, line by line and
 mixed if need be, Claude Code's JSONL transcript (interactive, and ``stream-json`` of a
 headless run), Codex's rollout file (interactive) and ``codex exec --json`` (headless), and
-Gemini's ``stream-json`` (headless) and chat file (one JSON document). Anything else is
-skipped. ``session_conversation`` / ``standing_conversation`` find the file (the path the
-harness's hooks reported, else where the harness writes it, else the headless run's spool) and
-read its newest part. The pending permission or question is attention's, not the transcript's.
+Gemini's ``stream-json`` (headless) and chat log (one record per line, or a JSON document).
+Anything else is skipped. ``session_conversation`` / ``standing_conversation`` find the file
+(the path the harness's hooks reported, else where the harness writes it, else the headless
+run's spool) and read its newest part. The pending permission or question is attention's, not
+the transcript's.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from the_loop import agent as layer
 from the_loop.agent.spend import meter
 from the_loop.context import Ctx
 from the_loop.refs import standing_key
@@ -83,15 +83,11 @@ class Conversation(Wire):
 
 @dataclass(frozen=True, slots=True)
 class AgentFiles:
-    """What finds an agent's transcript: its key, harness, working directory, conversation
-    id, the harness's configured environment and, for a confined agent, its own home."""
+    """What finds an agent's transcript: its key, harness and working directory."""
 
     key: str
     harness: str
     cwd: Path
-    conversation_id: str | None
-    env: Mapping[str, str]
-    home: Path | None = None
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -327,31 +323,13 @@ def turns_of(lines: Iterable[str]) -> list[Turn]:
 # --- finding the transcript -------------------------------------------------------------------
 
 
-def _guessed(files: AgentFiles) -> Path | None:
-    """Where the harness writes the conversation when no hook said so."""
-    conversation = files.conversation_id
-    if not conversation or not re.fullmatch(r"[A-Za-z0-9._-]+", conversation):
-        return None
-    # lazy: the harness package, only for a conversation no hook located
-    from the_loop.harness import claude, claude_dir, harness_dir
-
-    env = files.env if files.home is None else {**files.env, "HOME": str(files.home)}
-    if files.harness == "claude":
-        slug = claude.project_slug(files.cwd)
-        return claude_dir(env) / "projects" / slug / f"{conversation}.jsonl"
-    if files.harness == "gemini":  # a JSON document, or (0.61) a log of one record per line
-        chats = harness_dir("", ".gemini", env) / "tmp"
-        found = sorted(chats.glob(f"*/chats/session-*{conversation[:8]}.json*"))
-        return found[-1] if found else None
-    return None
-
-
 def transcript_of(ctx: Ctx, files: AgentFiles) -> Path | None:
-    """The transcript file of the agent FILES describes, when one exists."""
+    """The transcript file of the agent FILES describes, when one exists: the one its hooks
+    named, else the log its harness keeps of the conversation, else its headless output."""
     candidates = meter.sources(ctx, [files.key]).get(files.key, [])
-    guessed = _guessed(files)
-    if guessed is not None and guessed.is_file():
-        candidates = [*candidates[:1], guessed, *candidates[1:]]
+    logged = meter.conversation_log(ctx, files.key, files.cwd)
+    if logged is not None:
+        candidates = [*candidates[:1], logged, *candidates[1:]]
     return candidates[0] if candidates else None
 
 
@@ -397,20 +375,11 @@ def conversation(ctx: Ctx, files: AgentFiles) -> Conversation:
 def session_conversation(ctx: Ctx, ref_or_id: str) -> Conversation:
     """The conversation of work-item session REF_OR_ID (``NotFound`` when there is none)."""
     rec = resolve(ctx, ref_or_id)
-    env = ctx.config.harness(rec.harness).env
-    files = AgentFiles(
-        rec.id, rec.harness, Path(rec.cwd), rec.harness_session_id, env,
-        layer.confined_home(ctx, rec.id),
-    )  # fmt: skip
-    return conversation(ctx, files)
+    return conversation(ctx, AgentFiles(rec.id, rec.harness, Path(rec.cwd)))
 
 
 def standing_conversation(ctx: Ctx, name: str) -> Conversation:
     """The conversation of standing session NAME (``NotFound`` when there is none)."""
     view = views.standing_view(ctx, name)
-    env = ctx.config.harness(view.harness).env
-    key = standing_key(name)
-    files = AgentFiles(
-        key, view.harness, Path(view.cwd), view.conversation_id, env, layer.confined_home(ctx, key)
-    )
+    files = AgentFiles(standing_key(name), view.harness, Path(view.cwd))
     return conversation(ctx, files)

@@ -12,9 +12,14 @@ What counts:
   model message; Claude Code writes one line per content block with the same message id, so
   entries are keyed by that id and each token kind keeps its largest figure;
 - a person's prompt (a user entry that is not a tool result or a meta line) is one turn, keyed
-  by its ``uuid``; a headless ``result`` line is one turn too;
+  by its ``uuid``; a headless ``result`` line is one turn too (a headless Gemini's carries the
+  run's figures per model in its ``stats``);
 - Codex's ``turn.completed`` (``codex exec --json``) carries the turn's usage (its cached
   input is part of its input);
+- an interactive Gemini's chat log (``<home>/.gemini/tmp/…/chats/session-…-<id>.jsonl``, found
+  from its conversation id: no hook names it) has one record per prompt of the person's
+  (``type: user``, one turn) and per answer of the model (``type: gemini``, with its
+  ``tokens``, keyed by its ``id``);
 - an interactive Codex's rollout file (``$CODEX_HOME/sessions/…/rollout-…-<thread>.jsonl``,
   whose path its turn-complete ``notify`` reports) has one ``token_usage_record`` per model
   response (keyed by its ``response_id``), the model of the turn in the ``turn_context`` line
@@ -32,8 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from the_loop.agent.confine import confined_home
 from the_loop.agent.spend.usage import day_of
 from the_loop.context import Ctx
+from the_loop.errors import BadInput
+from the_loop.harness import configured_adapter
+from the_loop.refs import SESSION_ID_RE
+from the_loop.store import attention as attention_store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
 from the_loop.store import usage as store
@@ -152,6 +162,60 @@ def _rollout(kind: str, data: dict[str, Any], state: ReadState) -> list[Entry]:
 ROLLOUT_KINDS = ("turn_context", "event_msg", "token_usage_record")
 
 
+# A headless Gemini run (``--output-format stream-json``) ends with its figures per model,
+# every request of the run included (its side requests too), e.g.:
+#   {"type": "result", "status": "success", "stats": {"total_tokens": 39, …, "models":
+#    {"gemini-…": {"total_tokens": 39, "input_tokens": 20, "output_tokens": 19, "cached": 0,
+#    "input": 20}}}}
+def _gemini_stats(data: dict[str, Any], where: str) -> list[Entry]:
+    stats = data.get("stats")
+    models = stats.get("models") if isinstance(stats, dict) else None
+    if not isinstance(models, dict):
+        return []
+    out = []
+    for model, figures in models.items():
+        if not isinstance(figures, dict):
+            continue
+        cached = _int(figures.get("cached"))
+        out.append(
+            Entry(
+                entry=f"s:{where}:{model}",
+                kind=store.MESSAGE,
+                model=str(model),
+                input_tokens=max(0, _int(figures.get("input_tokens")) - cached),
+                output_tokens=_int(figures.get("output_tokens")),
+                cache_read_tokens=cached,
+            )
+        )
+    return out
+
+
+# The records of the pinned Gemini CLI's (0.61) chat log, as seen in its files, e.g.:
+#   {"id": "b7c2…", "type": "user", "content": [{"text": "…"}], …}       (the person's prompt)
+#   {"id": "f689…", "type": "gemini", "content": "…", "tokens": {"input": 10, "output": 2,
+#    "cached": 0, "thoughts": 0, "tool": 0, "total": 12}, "model": "gemini-…", …}
+# Input counts include the cached tokens; thoughts are billed as output and tool-use prompts
+# as input (``total`` is the sum of input, output, thoughts and tool).
+def _gemini(data: dict[str, Any]) -> list[Entry]:
+    ident, tokens = data.get("id"), data.get("tokens")
+    if not isinstance(ident, str) or not ident:
+        return []
+    if data.get("type") == "user":
+        return [Entry(entry=f"t:{ident}", kind=store.TURN)]
+    if not isinstance(tokens, dict):
+        return []
+    cached = _int(tokens.get("cached"))
+    message = Entry(
+        entry=f"g:{ident}",
+        kind=store.MESSAGE,
+        model=str(data.get("model") or ""),
+        input_tokens=max(0, _int(tokens.get("input")) - cached) + _int(tokens.get("tool")),
+        output_tokens=_int(tokens.get("output")) + _int(tokens.get("thoughts")),
+        cache_read_tokens=cached,
+    )
+    return [message]
+
+
 def parse_line(line: str, where: str, state: ReadState | None = None) -> list[Entry]:
     """The entries one transcript LINE records; WHERE (path and byte offset) names entries
     the line carries no id for; STATE carries what a Codex rollout's earlier lines said. A
@@ -166,11 +230,14 @@ def parse_line(line: str, where: str, state: ReadState | None = None) -> list[En
     if kind == "assistant":
         found = _assistant(data)
         return [found] if found else []
+    if kind == "gemini" or (kind == "user" and "message" not in data and "content" in data):
+        return _gemini(data)
     if kind == "user" and _is_prompt(data):
         ident = data.get("uuid") or where
         return [Entry(entry=f"t:{ident}", kind=store.TURN)]
     if kind == "result":
-        return [Entry(entry=f"t:{data.get('uuid') or where}", kind=store.TURN)]
+        turn = Entry(entry=f"t:{data.get('uuid') or where}", kind=store.TURN)
+        return [turn, *_gemini_stats(data, where)]
     if kind == "turn.completed":
         return _codex(data, where)
     if kind in ROLLOUT_KINDS:
@@ -247,7 +314,9 @@ def live_agents(ctx: Ctx) -> list[str]:
 
 
 def sources(ctx: Ctx, agents: list[str]) -> dict[str, list[Path]]:
-    """Where each of AGENTS' harness records its usage (only files that exist)."""
+    """Where each of AGENTS' harness records its usage (only files that exist): the transcript
+    its hooks named and its headless runs' output; else the conversation log its harness keeps
+    where nothing names it (Gemini's chat log: ``conversation_log``)."""
     hooked = store.transcripts(ctx.db.connect(), agents)
     out: dict[str, list[Path]] = {}
     spool = ctx.state_dir / "transcripts"
@@ -256,9 +325,42 @@ def sources(ctx: Ctx, agents: list[str]) -> dict[str, list[Path]]:
         headless = spool / f"{agent}.jsonl"
         if os.path.exists(headless):
             paths.append(headless)
+        logged = None if paths else conversation_log(ctx, agent)
+        if logged is not None:
+            paths.append(logged)
         if paths:
             out[agent] = paths
     return out
+
+
+def conversation_log(ctx: Ctx, agent: str, cwd: Path | None = None) -> Path | None:
+    """The file AGENT's harness writes its conversation to when no hook names it
+    (``HarnessAdapter.conversation_log``), found from the agent's records: its harness, its
+    conversation and working directory (CWD, when the caller knows it and the record may not:
+    a standing session's default), its own home when confined. None when there is none."""
+    conn = ctx.db.connect()
+    row = attention_store.get(conn, agent)
+    if row is None or not row.harness:
+        return None
+    if agent.startswith(STANDING_PREFIX):
+        standing = standing_store.get(conn, agent.removeprefix(STANDING_PREFIX))
+        found = None if standing is None else (standing.conversation_id, standing.cwd)
+    else:
+        rec = session_store.get(conn, agent)
+        found = None if rec is None else (rec.harness_session_id, rec.cwd)
+    conversation, recorded = found if found is not None else (None, None)
+    if conversation is None or not SESSION_ID_RE.match(conversation):
+        return None
+    try:
+        adapter = configured_adapter(ctx.config, row.harness)
+    except BadInput:  # a harness no longer configured
+        return None
+    env = dict(ctx.config.harness(row.harness).env)
+    home = confined_home(ctx, agent)
+    if home is not None:
+        env["HOME"] = str(home)
+    where = cwd if cwd is not None else Path(recorded) if recorded else None
+    return adapter.conversation_log(where, conversation, env)
 
 
 def meter_agents(ctx: Ctx, agents: list[str]) -> list[str]:
