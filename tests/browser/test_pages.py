@@ -46,6 +46,8 @@ def test_login_full_and_read_only(site: Site, login: Login) -> None:
 def test_a_new_session_appears_without_reload(site: Site, login: Login) -> None:
     page = login()
     expect(page.locator("body[data-live=on]")).to_have_count(1)
+    # said in the header, where it covers nothing (it sat over the page's bottom right)
+    expect(page.locator("header.top [data-live-state]")).to_have_text("live")
     page.evaluate("window.__sameDocument = true")
     rec = site.spawn(31)
     row = page.locator(f"tr[data-session='{rec['id']}']")
@@ -90,6 +92,10 @@ def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -
     expect(declared.locator(".badge-source")).to_have_text("declared")
     assert declared.get_by_role("button", name="Delete supervisor").count() == 0
     expect(declared.get_by_label(re.compile("Message to supervisor"))).to_be_disabled()
+    # a stopped session offers Start only; the form offers every harness, built-in ones too
+    assert declared.get_by_role("button", name=re.compile("^(Stop|Restart) ")).count() == 0
+    harnesses = page.get_by_label("Harness").locator("option").all_inner_texts()
+    assert {"claude", "codex", "gemini", "demo"} <= set(harnesses), harnesses
 
     page.get_by_label(re.compile("^Name")).fill("helper")
     page.get_by_label(re.compile("^Brief")).fill("keep the docs tidy")
@@ -111,6 +117,10 @@ def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -
         what="the message in the fake agent",
     )
     expect(card.get_by_role("button", name="Delete helper")).to_be_visible()
+    # a running one offers Stop and Restart, not a Start that would only be refused
+    expect(card.get_by_role("button", name="Stop helper")).to_be_visible()
+    expect(card.get_by_role("button", name="Restart helper")).to_be_visible()
+    assert card.get_by_role("button", name="Start helper", exact=True).count() == 0
     shot(page, "standing")
 
     card.get_by_role("link", name="helper").click()

@@ -105,7 +105,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             statuses=[s.value for s in SessionStatus],
             states=STATES,
             chosen={"status": status or "", "attention": state or "", "repo": repo or ""},
-            harnesses=sorted(set(BUILTIN_HARNESSES) | set(get_ctx().config.harnesses)),
+            harnesses=harness_choices(get_ctx()),
             default_harness=get_ctx().config.routing.default_harness,
         )
 
@@ -137,7 +137,7 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             "standing.html",
             who,
             listed=listed,
-            harnesses=sorted(ctx.config.harnesses),
+            harnesses=harness_choices(ctx),
             default_harness=ctx.config.routing.default_harness,
         )
 
@@ -209,6 +209,11 @@ def _waiting(ctx: Ctx) -> int | None:
         return len(attention.list_attention(ctx))
     except (LoopError, sqlite3.Error):
         return None
+
+
+def harness_choices(ctx: Ctx) -> list[str]:
+    """The harnesses a form offers: the built-in ones and those the config names."""
+    return sorted(set(BUILTIN_HARNESSES) | set(ctx.config.harnesses))
 
 
 def _status(value: str | None) -> SessionStatus | None:
