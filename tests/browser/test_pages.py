@@ -148,6 +148,33 @@ def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -
     expect(page.locator("li[data-standing='helper']")).to_have_count(0, timeout=30_000)
 
 
+def test_a_standing_session_is_stopped_and_started_from_its_own_page(
+    site: Site, login: Login
+) -> None:
+    """The session's own page has its lifecycle buttons (it said "start it from the Standing
+    page"): Stop asks, and the page comes back without a terminal and with Start; Start
+    brings the agent and its terminal back."""
+    made = site.daemon.api("POST", "/standing", json={"name": "pager", "prompt": "stand by"})
+    assert made.status_code in (200, 201), made.text
+    page = login()
+    page.goto("/standing/pager")
+    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
+    assert page.get_by_role("button", name="Start pager", exact=True).count() == 0
+    expect(page.get_by_role("button", name="Restart pager")).to_be_visible()
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Stop pager").click()
+    expect(page.get_by_role("button", name="Start pager", exact=True)).to_be_visible()
+    expect(page.locator("h1 .badge-stopped")).to_have_count(1)
+    assert page.locator("#terminal").count() == 0
+    assert page.get_by_role("button", name="Stop pager").count() == 0
+
+    page.get_by_role("button", name="Start pager", exact=True).click()
+    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1, timeout=30_000)
+    expect(page.locator("h1 .badge-running")).to_have_count(1)
+    assert site.daemon.api("DELETE", "/standing/pager").status_code == 200
+
+
 def test_events_show_a_new_event_live(site: Site, login: Login) -> None:
     page = login()
     page.goto("/events?type=standing.*")

@@ -68,7 +68,9 @@
     try {
       const data = await call(method, url, body);
       show(el, summary(data), true);
-      refresh();
+      // a control that changes what the page is made of (a terminal that comes or goes)
+      if (el.dataset.reload !== undefined) window.location.reload();
+      else refresh();
       return data;
     } catch (err) {
       show(el, err.message, false);
