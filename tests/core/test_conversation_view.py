@@ -5,9 +5,12 @@ its 2.1.x transcript writes them (one line per content block, tool results as us
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from the_loop.views.conversation import turns_of
+from tests.conftest import Env
+from the_loop.context import open_ctx
+from the_loop.views.conversation import AgentFiles, conversation, turns_of
 
 
 def lines(*records: dict[str, Any]) -> list[str]:
@@ -151,3 +154,15 @@ def test_gemini_chat_log_of_one_record_per_line() -> None:
     assert second.prompt == "and again" and second.steps[0].text == "Ran it."
     tool = second.steps[1].tool
     assert tool is not None and (tool.name, tool.result) == ("Shell", "a.txt")
+
+
+def test_a_harness_that_keeps_no_conversation_says_so(loop_env: Env, tmp_path: Path) -> None:
+    """The demo agent (or a custom command) writes no conversation: its Conversation tab says
+    that its screen shows its work, not "no transcript yet" for ever; Claude Code's, before its
+    first turn, says "yet"."""
+    loop_env.write_config()
+    ctx = open_ctx(loop_env.config_path)
+    demo = conversation(ctx, AgentFiles("local-demo", "demo", tmp_path))
+    assert demo.turns == [] and "keeps no conversation" in demo.note, demo.note
+    claude = conversation(ctx, AgentFiles("local-claude", "claude", tmp_path))
+    assert claude.note == "no transcript of this claude agent yet"

@@ -103,6 +103,9 @@ class HarnessAdapter:
     """Per ``permissionMode`` (ask, auto, bypass), the argv that puts the harness in it."""
     submit_gap: ClassVar[float] = 0.0
     """Seconds between a paste and the Enter that submits it (0: in the same instant)."""
+    keeps_conversation: ClassVar[bool] = False
+    """Whether the harness writes its conversation to a file the-loop reads (the meter, the
+    Conversation tab); one that does not shows only its screen."""
 
     def __init__(self, harness: str, config: HarnessConfig | None = None) -> None:
         self.harness = harness

@@ -41,6 +41,7 @@ CLAUDE_READY_PATTERN = "(?m)^\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0]|$)"
 class ClaudeAdapter(HarnessAdapter):
     """Claude Code. New conversations need a UUID minted by the-loop."""
 
+    keeps_conversation = True
     default_binary = "claude"
     chooses_session_id = True
     ready_pattern = CLAUDE_READY_PATTERN

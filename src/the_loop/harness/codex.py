@@ -40,6 +40,7 @@ INTERACTIVE_FLAGS = ("--no-alt-screen", "--no-daemon")
 class CodexAdapter(HarnessAdapter):
     """Codex CLI. ``chooses_session_id`` is false: the id comes from codex itself."""
 
+    keeps_conversation = True
     default_binary = "codex"
     chooses_session_id = False
     headless_output_format = "jsonl"

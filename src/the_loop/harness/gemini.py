@@ -42,6 +42,7 @@ from the_loop.harness.homes import harness_dir
 class GeminiAdapter(HarnessAdapter):
     """Gemini CLI."""
 
+    keeps_conversation = True
     default_binary = "gemini"
     chooses_session_id = True
     headless_output_format = "stream-json"

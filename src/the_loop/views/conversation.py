@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from the_loop.agent.spend import meter
 from the_loop.context import Ctx
+from the_loop.errors import BadInput
+from the_loop.harness import configured_adapter
 from the_loop.refs import standing_key
 from the_loop.views import sessions as views
 from the_loop.wire import Wire
@@ -354,9 +356,7 @@ def conversation(ctx: Ctx, files: AgentFiles) -> Conversation:
     """The conversation of the agent FILES describes, its newest MAX_TURNS turns."""
     path = transcript_of(ctx, files)
     if path is None:
-        return Conversation(
-            harness=files.harness, note=f"no transcript of this {files.harness} agent yet"
-        )
+        return Conversation(harness=files.harness, note=_none_note(ctx, files.harness))
     try:
         lines, cut, version = _tail(path)
     except OSError as exc:
@@ -370,6 +370,17 @@ def conversation(ctx: Ctx, files: AgentFiles) -> Conversation:
         truncated=cut or len(turns) > MAX_TURNS,
         note=note,
     )
+
+
+def _none_note(ctx: Ctx, harness: str) -> str:
+    """Why an agent of HARNESS shows no conversation: none written yet, or none kept."""
+    try:
+        keeps = configured_adapter(ctx.config, harness).keeps_conversation
+    except BadInput:  # a harness no longer configured
+        keeps = True
+    if keeps:
+        return f"no transcript of this {harness} agent yet"
+    return f"the {harness} harness keeps no conversation the-loop reads: its screen shows its work"
 
 
 def session_conversation(ctx: Ctx, ref_or_id: str) -> Conversation:
