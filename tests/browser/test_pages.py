@@ -83,6 +83,13 @@ def test_attention_lists_a_permission_and_allow_answers_it(site: Site, login: Lo
     answers = [(r["command"], r["answer"]) for r in site.records(sid) if r["kind"] == "answer"]
     assert answers == [("make deploy", "y")]
     expect(page.locator(f"li[data-agent='{sid}']")).to_have_count(0, timeout=30_000)
+    # recorded as a person's answer on the dashboard (docs/attention.md), not as a token's
+    (answered,) = site.daemon.api("GET", f"/attention-history/{sid}").json()
+    assert (answered["decision"], answered["answeredBy"], answered["answeredVia"]) == (
+        "allow",
+        "dashboard",
+        "dashboard",
+    )
 
 
 def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -> None:

@@ -6,13 +6,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from the_loop.agent.attention import service as attention
 from the_loop.agent.attention.service import Answered, AttentionView, PromptView, QuestionAnswered
 from the_loop.context import Ctx
+from the_loop.web.dashboard_auth import has_bearer, viewer
 
 
 class PermissionIn(BaseModel):
@@ -22,7 +23,9 @@ class PermissionIn(BaseModel):
     prompt_id: str | None = Field(
         None, description="The prompt this answers; refused (409) when another is pending."
     )
-    actor: str | None = Field(None, description="Who answers (default: api).", max_length=100)
+    actor: str | None = Field(
+        None, description="Who answers (default: api; dashboard from its page).", max_length=100
+    )
 
 
 class AnswerIn(BaseModel):
@@ -33,7 +36,9 @@ class AnswerIn(BaseModel):
     prompt_id: str | None = Field(
         None, description="The question this answers; refused (409) when another is pending."
     )
-    actor: str | None = Field(None, description="Who answers (default: api).", max_length=100)
+    actor: str | None = Field(
+        None, description="Who answers (default: api; dashboard from its page).", max_length=100
+    )
 
 
 def attention_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[Any]) -> APIRouter:
@@ -58,31 +63,31 @@ def attention_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[An
         return await asyncio.to_thread(attention.explain, get_ctx(), ref)
 
     @router.post("/sessions/{session_id:path}/permission", tags=["attention"], dependencies=write)
-    async def post_permission(session_id: str, body: PermissionIn) -> Answered:
+    async def post_permission(request: Request, session_id: str, body: PermissionIn) -> Answered:
         """Answer the permission prompt the session's agent waits on: only while that very
         prompt is pending (409 with the reason otherwise); the first answer wins."""
-        prompt_id = attention.parse_prompt_id(body.prompt_id)
+        prompt_id, via = attention.parse_prompt_id(body.prompt_id), _via(request)
         return await asyncio.to_thread(
             attention.answer_permission,
             get_ctx(),
             session_id,
             body.decision,
-            body.actor or "api",
-            "api",
+            body.actor or via,
+            via,
             prompt_id,
         )
 
     @router.post("/sessions/{session_id:path}/answer", tags=["attention"], dependencies=write)
-    async def post_answer(session_id: str, body: AnswerIn) -> QuestionAnswered:
+    async def post_answer(request: Request, session_id: str, body: AnswerIn) -> QuestionAnswered:
         """Answer the question the session's agent asks (a numbered choice of its dialog, or a
         typed answer): only while that very question is shown (409 otherwise)."""
-        prompt_id = attention.parse_prompt_id(body.prompt_id)
+        prompt_id, via = attention.parse_prompt_id(body.prompt_id), _via(request)
         return await asyncio.to_thread(
             lambda: attention.answer_question(
                 get_ctx(),
                 session_id,
-                body.actor or "api",
-                "api",
+                body.actor or via,
+                via,
                 choice=body.choice,
                 text=body.text,
                 prompt_id=prompt_id,
@@ -90,3 +95,9 @@ def attention_router(get_ctx: Callable[[], Ctx], read: list[Any], write: list[An
         )
 
     return router
+
+
+def _via(request: Request) -> str:
+    """Where an answer came from: ``dashboard`` for a person logged in to it (its cookie, the
+    write guard having checked its CSRF token), else ``api`` (a bearer token)."""
+    return "dashboard" if not has_bearer(request) and viewer(request) is not None else "api"

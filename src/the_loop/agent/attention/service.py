@@ -355,7 +355,7 @@ def _naming(via: str, kind: str) -> str:
     field of the API's body, the id after the verb in a comment or a Slack reply."""
     if via == "cli":
         return "--prompt <id>"
-    if via == "api":
+    if via in ("api", "dashboard"):
         return '"promptId": "<id>"'
     return "allow <id> or deny <id>" if kind == "permission" else "answer <id> …"
 
