@@ -243,6 +243,17 @@ def rows(
     return [_row(conn, r) for r in found]
 
 
+def harnesses(conn: Connection, agents: list[str]) -> dict[str, str]:
+    """The harness each of AGENTS was last started with (those recorded)."""
+    out: dict[str, str] = {}
+    for start in range(0, len(agents), 500):
+        chunk = agents[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        sql = f"SELECT agent, harness FROM attention WHERE agent IN ({marks})"
+        out.update({str(r[0]): str(r[1]) for r in conn.execute(sql, chunk).fetchall()})
+    return out
+
+
 def agents_in(conn: Connection, states: tuple[str, ...]) -> list[tuple[str, str]]:
     """(agent, state) of every row in one of STATES (no prompt is looked up)."""
     marks = ", ".join("?" * len(states))

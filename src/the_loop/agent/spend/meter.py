@@ -317,7 +317,8 @@ def sources(ctx: Ctx, agents: list[str]) -> dict[str, list[Path]]:
     """Where each of AGENTS' harness records its usage (only files that exist): the transcript
     its hooks named and its headless runs' output; else the conversation log its harness keeps
     where nothing names it (Gemini's chat log: ``conversation_log``)."""
-    hooked = store.transcripts(ctx.db.connect(), agents)
+    conn = ctx.db.connect()
+    hooked = store.transcripts(conn, agents)
     out: dict[str, list[Path]] = {}
     spool = ctx.state_dir / "transcripts"
     for agent in agents:
@@ -325,22 +326,34 @@ def sources(ctx: Ctx, agents: list[str]) -> dict[str, list[Path]]:
         headless = spool / f"{agent}.jsonl"
         if os.path.exists(headless):
             paths.append(headless)
-        logged = None if paths else conversation_log(ctx, agent)
-        if logged is not None:
-            paths.append(logged)
         if paths:
             out[agent] = paths
+    unnamed = [agent for agent in agents if agent not in out]
+    harness_of = attention_store.harnesses(conn, unnamed) if unnamed else {}
+    for agent, harness in harness_of.items():
+        logged = conversation_log(ctx, agent, harness=harness)
+        if logged is not None:
+            out[agent] = [logged]
     return out
 
 
-def conversation_log(ctx: Ctx, agent: str, cwd: Path | None = None) -> Path | None:
+def conversation_log(
+    ctx: Ctx, agent: str, cwd: Path | None = None, harness: str | None = None
+) -> Path | None:
     """The file AGENT's harness writes its conversation to when no hook names it
-    (``HarnessAdapter.conversation_log``), found from the agent's records: its harness, its
-    conversation and working directory (CWD, when the caller knows it and the record may not:
-    a standing session's default), its own home when confined. None when there is none."""
+    (``HarnessAdapter.conversation_log``), found from the agent's records: its harness
+    (HARNESS, when the caller read it already), its conversation and working directory (CWD,
+    when the caller knows it and the record may not: a standing session's default), its own
+    home when confined. None when there is none."""
     conn = ctx.db.connect()
-    row = attention_store.get(conn, agent)
-    if row is None or not row.harness:
+    if harness is None:
+        row = attention_store.get(conn, agent)
+        harness = row.harness if row is not None else ""
+    try:
+        adapter = configured_adapter(ctx.config, harness) if harness else None
+    except BadInput:  # a harness no longer configured
+        return None
+    if adapter is None or not adapter.keeps_conversation:
         return None
     if agent.startswith(STANDING_PREFIX):
         standing = standing_store.get(conn, agent.removeprefix(STANDING_PREFIX))
@@ -351,11 +364,7 @@ def conversation_log(ctx: Ctx, agent: str, cwd: Path | None = None) -> Path | No
     conversation, recorded = found if found is not None else (None, None)
     if conversation is None or not SESSION_ID_RE.match(conversation):
         return None
-    try:
-        adapter = configured_adapter(ctx.config, row.harness)
-    except BadInput:  # a harness no longer configured
-        return None
-    env = dict(ctx.config.harness(row.harness).env)
+    env = dict(ctx.config.harness(harness).env)
     home = confined_home(ctx, agent)
     if home is not None:
         env["HOME"] = str(home)
