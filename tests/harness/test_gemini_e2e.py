@@ -70,11 +70,17 @@ def test_gemini_headless_spawn_and_follow_up_through_the_loop(work: Work, api: F
     assert got.output_tokens > 0
 
 
+def deliver(runner: TmuxRunner, prompt: str) -> None:
+    """Paste PROMPT as the-loop does for gemini: framed, its Enter after the submit gap."""
+    gemini = build_adapter("gemini")
+    runner.deliver(TARGET, prompt, gemini.submit_gap, gemini.frames_paste).unwrap()
+
+
 def say(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:
     """Paste PROMPT as the-loop does for gemini (the Enter after the adapter's submit gap) and
     wait until its turn was answered on screen."""
     before = len(api.conversation_turns())
-    runner.deliver(TARGET, prompt, build_adapter("gemini").submit_gap).unwrap()
+    deliver(runner, prompt)
     try:
         wait_until(lambda: len(api.conversation_turns()) > before, 60, what="the turn")
     except AssertionError as exc:
@@ -89,12 +95,12 @@ def say_after_resume(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:
     limit in docs/harnesses.md). Once, after 15 s without a turn, the message is pasted again
     when the box is empty, or submitted when it still holds it; never both."""
     before = len(api.conversation_turns())
-    runner.deliver(TARGET, prompt, build_adapter("gemini").submit_gap).unwrap()
+    deliver(runner, prompt)
     if not poll(lambda: len(api.conversation_turns()) > before, 15):
         if prompt in runner.capture(TARGET, 10).unwrap().text.split("Shift+Tab", 1)[-1]:
             runner.run("send-keys", "-t", f"={TARGET}:", "Enter")
         else:
-            runner.deliver(TARGET, prompt, build_adapter("gemini").submit_gap).unwrap()
+            deliver(runner, prompt)
     wait_until(lambda: len(api.conversation_turns()) > before, 60, what="the turn")
     reply = f"FAKE-GEMINI-REPLY-{api.conversation_turns()[before].seq}"
     wait_until(lambda: idle_after(runner, reply), 60, what=reply)

@@ -12,6 +12,7 @@ import pytest
 
 from tests.fakes import fake_agent
 from tests.fakes.prompts import METACHARS, nasty_prompt
+from tests.helpers import wait_until
 from tests.runner.conftest import FakeAgents
 from the_loop.errors import BadInput, NotRunning
 from the_loop.runner.tmux import Probe, TmuxRunner, clean_prompt
@@ -136,3 +137,32 @@ def test_failing_resume_leaves_a_dead_pane(
     ).unwrap()
     agents.wait_probe("loop-nores", Probe.DEAD)
     assert not Path(agents.directory / "c-nope.jsonl").exists()
+
+
+RECORDER = textwrap.dedent(
+    """
+    import os, sys, tty
+    tty.setraw(0)  # raw, as a TUI reads; it never asks for bracketed paste
+    print("READY", flush=True)
+    got = b""
+    while not got.endswith(b"\\r"):
+        got += os.read(0, 4096)
+    open(sys.argv[1], "wb").write(got)
+    """
+)
+
+
+@pytest.mark.parametrize("frame", [True, False])
+def test_a_framed_paste_carries_its_markers_to_a_program_that_never_asked(
+    runner: TmuxRunner, workdir: Path, frame: bool
+) -> None:
+    """tmux brackets a paste only for a program that asked; a framed one (a harness that reads
+    the markers itself) carries them whatever the program asked, with the text cleaned inside
+    and the CR that submits it after; an unframed one reaches such a program as typed keys."""
+    got = workdir / "got.bin"
+    runner.spawn("loop-raw", [sys.executable, "-c", RECORDER, str(got)], cwd=workdir).unwrap()
+    runner.wait_ready("loop-raw", "READY", timeout=10)
+    runner.deliver("loop-raw", "line one!\nline\x1b[201~ two", frame=frame).unwrap()
+    wait_until(got.exists, 10, what="the recorder's bytes")
+    body = b"line one!\rline[201~ two"  # tmux sends each LF of a paste as a CR
+    assert got.read_bytes() == (b"\x1b[200~" + body + b"\x1b[201~\r" if frame else body + b"\r")

@@ -158,6 +158,7 @@ class TmuxAgents:
                 target,
                 pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending)),
                 adapter.submit_gap,
+                adapter.frames_paste,
             )
         return launch.session_id
 
@@ -182,11 +183,13 @@ class TmuxAgents:
                 return
             _mark(ctx, item.seq, PromptStatus.pending)
         nodes.check_fence(ctx)  # a node paused past its death delivers nothing
-        self._stage(ctx, agent, item, name, revive)
+        adapter = adapter_for(ctx, agent.harness, agent.args)
+        self._stage(ctx, agent, item, name, revive, adapter.frames_paste)
         crash_point("after-staged")
-        gap = adapter_for(ctx, agent.harness, agent.args).submit_gap
         nodes.check_fence(ctx)
-        pasted = tmux.paste_staged(agent.tmux_target, name, gap)
+        pasted = tmux.paste_staged(
+            agent.tmux_target, name, adapter.submit_gap, adapter.frames_paste
+        )
         if pasted.answer in (Answer.DEAD, Answer.ABSENT):
             _mark(ctx, item.seq, PromptStatus.pending)
             ctx.ready.discard(agent.tmux_target)
@@ -202,8 +205,10 @@ class TmuxAgents:
         item: QueuedPrompt,
         name: str,
         revive: Callable[[], None] | None,
+        frame: bool,
     ) -> None:
-        """Stage the prompt for a live, ready agent of ours, then record ``staged``.
+        """Stage the prompt for a live, ready agent of ours (between the paste's markers when
+        FRAME), then record ``staged``.
 
         An agent this process has already seen ready is staged at once (the staging command
         also says whether its pane is alive and whose it is: one tmux invocation); any other
@@ -212,11 +217,11 @@ class TmuxAgents:
         tmux = ctx.runners.tmux
         target = agent.tmux_target
         text = pasteable(ctx, agent, item)
-        staged = tmux.stage(target, text, name) if target in ctx.ready else None
+        staged = tmux.stage(target, text, name, frame) if target in ctx.ready else None
         if staged is None or not staged.ok:
             ctx.ready.discard(target)
             self._ensure_live(ctx, agent, revive)
-            staged = tmux.stage(target, text, name)
+            staged = tmux.stage(target, text, name, frame)
         if staged.answer in (Answer.DEAD, Answer.ABSENT):
             raise NotRunning(f"the agent in {target} exited before its prompt was pasted")
         staged.unwrap()

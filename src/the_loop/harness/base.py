@@ -103,6 +103,12 @@ class HarnessAdapter:
     """Per ``permissionMode`` (ask, auto, bypass), the argv that puts the harness in it."""
     submit_gap: ClassVar[float] = 0.0
     """Seconds between a paste and the Enter that submits it (0: in the same instant)."""
+    frames_paste: ClassVar[bool] = False
+    """Whether the harness reads bracketed-paste markers itself: the-loop then frames every
+    paste with them, also before the program asked the terminal for bracketed paste (its input
+    box can be drawn before it did; a paste that came unframed then would be typed — each line
+    submitted on its own, and in Gemini a ``!`` switching to shell mode, which runs the rest
+    without asking). A program that reads lines (a custom command) is left unframed."""
     keeps_conversation: ClassVar[bool] = False
     """Whether the harness writes its conversation to a file the-loop reads (the meter, the
     Conversation tab); one that does not shows only its screen."""

@@ -42,6 +42,7 @@ class ClaudeAdapter(HarnessAdapter):
     """Claude Code. New conversations need a UUID minted by the-loop."""
 
     keeps_conversation = True
+    frames_paste = True
     default_binary = "claude"
     chooses_session_id = True
     ready_pattern = CLAUDE_READY_PATTERN

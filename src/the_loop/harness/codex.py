@@ -41,6 +41,7 @@ class CodexAdapter(HarnessAdapter):
     """Codex CLI. ``chooses_session_id`` is false: the id comes from codex itself."""
 
     keeps_conversation = True
+    frames_paste = True
     default_binary = "codex"
     chooses_session_id = False
     headless_output_format = "jsonl"

@@ -43,6 +43,7 @@ class GeminiAdapter(HarnessAdapter):
     """Gemini CLI."""
 
     keeps_conversation = True
+    frames_paste = True
     default_binary = "gemini"
     chooses_session_id = True
     headless_output_format = "stream-json"

@@ -77,6 +77,8 @@ from the_loop.runner.tmux_core import STAGE_FORMAT as STAGE_FORMAT
 from the_loop.runner.tmux_core import (
     VIEWER_SIZE_FORMAT,
     agent_env,
+    framed,
+    paste_buffer,
     stale_names,
     submit_gap,
     viewer_hooks,
@@ -434,9 +436,10 @@ class TmuxRunner:
 
     # -- deliver -----------------------------------------------------------------------------
 
-    def deliver(self, target: str, text: str, gap: float = 0.0) -> Delivery:
-        """Paste TEXT into TARGET's pane (bracketed) and submit it with a carriage return (GAP
-        seconds later, for programs that take an Enter right after a paste as a new line).
+    def deliver(self, target: str, text: str, gap: float = 0.0, frame: bool = False) -> Delivery:
+        """Paste TEXT into TARGET's pane (bracketed: by tmux once the program asked, or always
+        by its own markers when FRAME, see ``framed``) and submit it with a carriage return
+        (GAP seconds later, for programs that take an Enter right after a paste as a new line).
 
         The text goes through a uniquely named tmux buffer loaded from a private file; the
         pane's liveness is checked in the same tmux command run as the paste. Deliveries to one
@@ -448,9 +451,9 @@ class TmuxRunner:
         problem = target_problem(target) or empty_problem(body)
         if problem is not None:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
-        with self._locks.hold(target), self._prompt_file(body) as path:
+        with self._locks.hold(target), self._prompt_file(framed(body, frame)) as path:
             name = f"the-loop-{uuid.uuid4().hex}"
-            result = self.run(*paste_command(target, name, path, gap))
+            result = self.run(*paste_command(target, name, path, gap, frame))
             if not result.ok:
                 self.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
         return self._delivery(target, body, result)
@@ -473,8 +476,9 @@ class TmuxRunner:
         _, sep, value = result.stdout.strip().partition("=")
         return Owner(target=target, owner=value if sep else None)
 
-    def stage(self, target: str, text: str, name: str) -> Staged:
-        """Load TEXT into buffer NAME (and a CR into NAME-cr) without pasting it; ``ok`` when
+    def stage(self, target: str, text: str, name: str, frame: bool = False) -> Staged:
+        """Load TEXT (between the paste's markers when FRAME, see ``framed``) into buffer NAME
+        (and a CR into NAME-cr) without pasting it; ``ok`` when
         TARGET's pane was alive just after, asked in the same tmux command (``dead`` or
         ``absent``: the buffers possibly loaded all the same).
 
@@ -486,7 +490,7 @@ class TmuxRunner:
         problem = target_problem(target) or buffer_problem(name) or empty_problem(body)
         if problem is not None:
             return Staged(target=target, answer=Answer.REFUSED, detail=problem)
-        with self._locks.hold(target), self._prompt_file(body) as path:
+        with self._locks.hold(target), self._prompt_file(framed(body, frame)) as path:
             result = self.run(
                 "load-buffer", "-b", name, str(path), ";",
                 "set-buffer", "-b", f"{name}-cr", "\r", ";",
@@ -503,15 +507,18 @@ class TmuxRunner:
             return Staged(target=target, answer=Answer.DEAD, detail=detail)
         return Staged(target=target, owner=owner.strip() or None)
 
-    def paste_staged(self, target: str, name: str, gap: float = 0.0) -> Delivery:
-        """Paste buffer NAME (bracketed, then its CR GAP seconds later) into TARGET if the pane
-        is alive, deleting the buffers, in one tmux command. ``absent`` or ``dead`` when nothing
-        can take it (buffers kept). Never raises."""
+    def paste_staged(
+        self, target: str, name: str, gap: float = 0.0, frame: bool = False
+    ) -> Delivery:
+        """Paste buffer NAME (bracketed: by its own markers when FRAME, staged so, else by
+        tmux; then its CR GAP seconds later) into TARGET if the pane is alive, deleting the
+        buffers, in one tmux command. ``absent`` or ``dead`` when nothing can take it (buffers
+        kept). Never raises."""
         problem = target_problem(target) or buffer_problem(name)
         if problem is not None:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         when_alive = (
-            f"paste-buffer -p -d -b {name} -t ={target}: ; {submit_gap(gap)}"
+            f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
             f"paste-buffer -d -b {name}-cr -t ={target}:"
         )
         with self._locks.hold(target):

@@ -199,15 +199,36 @@ def submit_gap(seconds: float) -> str:
     return f"run-shell 'sleep {seconds:.3f}' ; " if seconds > 0 else ""
 
 
-def paste_command(target: str, name: str, path: Path, gap: float = 0.0) -> list[str]:
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+"""The bracketed-paste markers a terminal puts around a paste for a program that asked."""
+
+
+def framed(body: str, frame: bool) -> str:
+    """BODY (cleaned: no ESC of its own can end the paste early) between the bracketed-paste
+    markers when FRAME: a program that reads the markers itself takes it as one paste even
+    before it asked the terminal for them (tmux adds them only once it did, and an unframed
+    paste is typed: each line submitted on its own, and in Gemini a ``!`` switches to shell
+    mode, which runs the rest without asking)."""
+    return f"{PASTE_START}{body}{PASTE_END}" if frame else body
+
+
+def paste_buffer(name: str, target: str, frame: bool) -> str:
+    """The tmux command pasting buffer NAME into TARGET: the buffer's own markers when FRAME,
+    else tmux's (``-p``: only if the program asked for bracketed paste)."""
+    return f"paste-buffer {'' if frame else '-p '}-d -b {name} -t ={target}:"
+
+
+def paste_command(
+    target: str, name: str, path: Path, gap: float = 0.0, frame: bool = False
+) -> list[str]:
     """Load PATH into buffer NAME and a CR into NAME-cr; paste both into TARGET only if its
     pane is not dead, in the same command queue run (pasting into a dead pane crashes tmux),
-    GAP seconds apart."""
+    GAP seconds apart (FRAME: PATH holds the paste's markers, see ``framed``)."""
     when_dead = (
         f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; display-message -p {DEAD_MARKER}"
     )
     when_alive = (
-        f"paste-buffer -p -d -b {name} -t ={target}: ; {submit_gap(gap)}"
+        f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
         f"paste-buffer -d -b {name}-cr -t ={target}:"
     )
     return [
