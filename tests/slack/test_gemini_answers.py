@@ -62,9 +62,9 @@ def test_a_gemini_thread_hears_each_answer_once_and_nothing_of_its_input_box(
     thread = slack.announcement(f"*{STANDING}*", timeout=60).ts
     try:
         first = wait_until(lambda: posts(slack, thread), 90, what="the first answer in the thread")
-    except AssertionError:
-        print("DEBUG-SCREEN", slack.work.cli("standing", "logs", STANDING).stdout)
-        raise
+    except AssertionError as exc:
+        screen = slack.work.cli("standing", "logs", STANDING).stdout
+        raise AssertionError(f"{exc}; the agent's screen:\n{screen}") from None
     assert len(first) == 1 and first[0].startswith("FAKE-GEMINI-REPLY-"), first
     assert "\n" not in first[0], first  # the answer, not the box and footer under it
 
