@@ -1,6 +1,7 @@
-"""A message reaches the real Gemini CLI (pinned) as one message even when Gemini has not asked
-the terminal for bracketed paste — the moment after it drew its input box and before it asked,
-made to last here by a relay that keeps its request from tmux (``tests/fakes/unbracketed.py``).
+"""A message reaches the real Gemini CLI, Claude Code and Codex (pinned) as one message even
+when the CLI has not asked the terminal for bracketed paste — the moment after it drew its
+input box and before it asked, made to last here by a relay that keeps its request from tmux
+(``tests/fakes/unbracketed.py``). Unframed, none of the three got the message.
 
 Seen in the Slack suite with a standing session's brief: tmux pasted it unframed, Gemini took
 the paste for typed keys, its ``!`` switched Gemini to shell mode, and the Enter that submits a
@@ -19,7 +20,9 @@ from tests.daemon import Daemon, served
 from tests.fakes import unbracketed
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.fake_openai import FakeOpenAI
 from tests.harness.agent_clis import CLAUDE_BIN
+from tests.harness.test_codex_e2e import CODEX_BIN
 from tests.harness.test_gemini_e2e import GEMINI_BIN
 from tests.helpers import wait_until
 from tests.work import Work
@@ -105,4 +108,33 @@ def test_claude_code_takes_an_unasked_paste_as_one_message(
     )
     assert "hello\n!touch PWNED-1" in first[0] and "How to work" in first[0], first
     work.wait_attention(REF, "waiting", 60)
+    assert not list(cwd.glob("PWNED*")), "a line ran as a shell command"
+
+
+@pytest.fixture
+def codex_unasked(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
+    with FakeOpenAI() as api:
+        env = {**api.codex_env(work.env.root / "codex-home"), "HOME": str(work.env.root / "home")}
+        work.configure(
+            harnesses={"codex": {"binary": str(relayed(work, CODEX_BIN)), "env": env}},
+            routing={"defaultHarness": "codex"},
+            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+        )
+        with served(work) as daemon:
+            yield daemon, api
+
+
+@pytest.mark.skipif(not CODEX_BIN.exists(), reason=f"no Codex CLI at {CODEX_BIN}")
+def test_codex_takes_an_unasked_paste_as_one_message(
+    work: Work, codex_unasked: tuple[Daemon, FakeOpenAI]
+) -> None:
+    """The same for Codex, which submits each line of an unframed paste on its own."""
+    _, api = codex_unasked
+    started = work.cli("sessions", "start", REF, "--prompt", "hello\n!touch PWNED-1")
+    assert started.exit_code == 0, started.stderr
+    cwd = Path(work.session_json(REF)["cwd"])
+    first = wait_until(
+        lambda: [p for p in api.user_prompts() if "PWNED-1" in p], 90, what="the first message"
+    )
+    assert "hello\n!touch PWNED-1" in first[0] and "How to work" in first[0], first
     assert not list(cwd.glob("PWNED*")), "a line ran as a shell command"
