@@ -11,12 +11,13 @@ harness that reads the markers itself (``frames_paste``), whatever the program a
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.daemon import Daemon, served
+from tests.daemon import served
 from tests.fakes import unbracketed
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.fake_gemini import FakeGemini
@@ -27,114 +28,70 @@ from tests.harness.test_gemini_e2e import GEMINI_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 REF = "local:bang"
+Prompts = Callable[[], list[str]]
 
 
-def relayed(work: Work, binary: Path) -> Path:
-    """A program that runs BINARY behind the relay that keeps its bracketed-paste request."""
-    wrapper = work.env.root / f"{binary.name}-unasked"
+@contextmanager
+def unasked(work: Work, harness: str) -> Iterator[Prompts]:
+    """A daemon whose HARNESS (the real CLI, behind the relay) answers from its fake API; the
+    prompts the fake received."""
+    binary = {"gemini": GEMINI_BIN, "claude": CLAUDE_BIN, "codex": CODEX_BIN}[harness]
+    if not binary.exists():
+        pytest.skip(f"no {harness} CLI at {binary}")
+    wrapper = work.env.root / f"{harness}-unasked"
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {unbracketed.__file__} {binary} "$@"\n')
     wrapper.chmod(0o755)
-    return wrapper
-
-
-@pytest.fixture
-def gemini_unasked(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
-    with FakeGemini() as api:
-        env = api.gemini_env(work.env.root / "gemini-home")
+    home = work.env.root / "home"
+    with {"gemini": FakeGemini, "claude": FakeAnthropic, "codex": FakeOpenAI}[harness]() as api:
+        if isinstance(api, FakeGemini):
+            env = api.gemini_env(home)
+        elif isinstance(api, FakeAnthropic):
+            env = {**api.claude_env(work.env.root / "claude-config"), "HOME": str(home)}
+        else:
+            env = {**api.codex_env(work.env.root / "codex-home"), "HOME": str(home)}
         work.configure(
-            harnesses={"gemini": {"binary": str(relayed(work, GEMINI_BIN)), "env": env}},
-            routing={"defaultHarness": "gemini"},
+            harnesses={harness: {"binary": str(wrapper), "env": env}},
+            routing={"defaultHarness": harness},
             attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
         )
-        with served(work) as daemon:
-            yield daemon, api
+        with served(work):
+            yield api.user_prompts
 
 
-def test_an_unasked_paste_is_one_message_and_never_a_shell_command(
-    work: Work, gemini_unasked: tuple[Daemon, FakeGemini]
+def arrived(prompts: Prompts, words: str) -> str:
+    found = wait_until(lambda: [p for p in prompts() if words in p], 90, what=repr(words))
+    return found[0]
+
+
+def test_gemini_takes_an_unasked_paste_as_one_message_and_never_as_a_shell_command(
+    work: Work,
 ) -> None:
-    _, api = gemini_unasked
-    started = work.cli("sessions", "start", REF, "--prompt", "hello! touch PWNED-1")
-    assert started.exit_code == 0, started.stderr
-    cwd = Path(work.session_json(REF)["cwd"])
-    first = wait_until(
-        lambda: [p for p in api.user_prompts() if "PWNED-1" in p], 90, what="the first message"
-    )
-    assert "hello! touch PWNED-1" in first[0] and "How to work" in first[0], first
-    work.wait_attention(REF, "waiting", 60)
+    with unasked(work, "gemini") as prompts:
+        assert work.cli("sessions", "start", REF, "--prompt", "hello! touch PWNED-1").exit_code == 0
+        cwd = Path(work.session_json(REF)["cwd"])
+        first = arrived(prompts, "PWNED-1")
+        assert "hello! touch PWNED-1" in first and "How to work" in first, first
+        work.wait_attention(REF, "waiting", 60)
 
-    said = work.cli("sessions", "say", REF, "-t", "and now!\ntouch PWNED-2")
-    assert said.exit_code == 0, said.stderr
-    second = wait_until(
-        lambda: [p for p in api.user_prompts() if "PWNED-2" in p], 60, what="the second message"
-    )
-    assert "and now!\ntouch PWNED-2" in second[0], second
-    work.wait_attention(REF, "waiting", 60)
-    screen = work.cli("sessions", "logs", REF).stdout
-    assert "shell mode" not in screen, screen
-    assert not list(cwd.glob("PWNED*")), "a message ran as a shell command"
+        said = work.cli("sessions", "say", REF, "-t", "and now!\ntouch PWNED-2")
+        assert said.exit_code == 0, said.stderr
+        assert "and now!\ntouch PWNED-2" in arrived(prompts, "PWNED-2")
+        work.wait_attention(REF, "waiting", 60)
+        screen = work.cli("sessions", "logs", REF).stdout
+        assert "shell mode" not in screen, screen
+        assert not list(cwd.glob("PWNED*")), "a message ran as a shell command"
 
 
-@pytest.fixture
-def claude_unasked(work: Work) -> Iterator[tuple[Daemon, FakeAnthropic]]:
-    with FakeAnthropic() as api:
-        env = {**api.claude_env(work.env.root / "claude-config"), "HOME": str(work.env.root)}
-        work.configure(
-            harnesses={"claude": {"binary": str(relayed(work, CLAUDE_BIN)), "env": env}},
-            routing={"defaultHarness": "claude"},
-            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
-        )
-        with served(work) as daemon:
-            yield daemon, api
-
-
-def test_claude_code_takes_an_unasked_paste_as_one_message(
-    work: Work, claude_unasked: tuple[Daemon, FakeAnthropic]
-) -> None:
-    """The same for Claude Code, whose "!" at the start of a line it is given alone opens its
-    bash mode (an unframed paste submits each line on its own)."""
-    _, api = claude_unasked
-    started = work.cli("sessions", "start", REF, "--prompt", "hello\n!touch PWNED-1")
-    assert started.exit_code == 0, started.stderr
-    cwd = Path(work.session_json(REF)["cwd"])
-    first = wait_until(
-        lambda: [p for p in api.user_prompts() if "PWNED-1" in p], 90, what="the first message"
-    )
-    assert "hello\n!touch PWNED-1" in first[0] and "How to work" in first[0], first
-    work.wait_attention(REF, "waiting", 60)
-    assert not list(cwd.glob("PWNED*")), "a line ran as a shell command"
-
-
-@pytest.fixture
-def codex_unasked(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
-    with FakeOpenAI() as api:
-        env = {**api.codex_env(work.env.root / "codex-home"), "HOME": str(work.env.root / "home")}
-        work.configure(
-            harnesses={"codex": {"binary": str(relayed(work, CODEX_BIN)), "env": env}},
-            routing={"defaultHarness": "codex"},
-            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
-        )
-        with served(work) as daemon:
-            yield daemon, api
-
-
-@pytest.mark.skipif(not CODEX_BIN.exists(), reason=f"no Codex CLI at {CODEX_BIN}")
-def test_codex_takes_an_unasked_paste_as_one_message(
-    work: Work, codex_unasked: tuple[Daemon, FakeOpenAI]
-) -> None:
-    """The same for Codex, which submits each line of an unframed paste on its own."""
-    _, api = codex_unasked
-    started = work.cli("sessions", "start", REF, "--prompt", "hello\n!touch PWNED-1")
-    assert started.exit_code == 0, started.stderr
-    cwd = Path(work.session_json(REF)["cwd"])
-    first = wait_until(
-        lambda: [p for p in api.user_prompts() if "PWNED-1" in p], 90, what="the first message"
-    )
-    assert "hello\n!touch PWNED-1" in first[0] and "How to work" in first[0], first
-    assert not list(cwd.glob("PWNED*")), "a line ran as a shell command"
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_a_line_of_an_unasked_paste_is_not_submitted_on_its_own(work: Work, harness: str) -> None:
+    """Claude Code and Codex submit each line of an unframed paste on its own (Claude Code's
+    "!" at the start of one opens its bash mode)."""
+    with unasked(work, harness) as prompts:
+        started = work.cli("sessions", "start", REF, "--prompt", "hello\n!touch PWNED-1")
+        assert started.exit_code == 0, started.stderr
+        cwd = Path(work.session_json(REF)["cwd"])
+        first = arrived(prompts, "PWNED-1")
+        assert "hello\n!touch PWNED-1" in first and "How to work" in first, first
+        assert not list(cwd.glob("PWNED*")), "a line ran as a shell command"
