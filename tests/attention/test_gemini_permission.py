@@ -160,3 +160,46 @@ def test_a_confined_gemini_s_conversation_is_read_from_its_own_home(
     kept = list((work.env.state_dir / "homes").glob("*/.gemini/tmp/*/chats/session-*.jsonl"))
     assert len(kept) == 1, kept  # in the agent's own home, not the operator's
     assert not list((work.env.root / "operator-home").glob(".gemini/tmp/*/chats/*"))
+
+
+def test_a_typed_answer_to_a_question_read_from_its_screen_is_never_a_shell_command(
+    work: Work,
+) -> None:
+    """A question read from Gemini's screen (``questionPatterns`` the operator configured) is
+    answered in its input box: the typed answer goes in as a paste, so its ``!`` does not
+    switch Gemini to shell mode (typed as keys, the Enter ran the rest of the answer)."""
+
+    def asks(request: GeminiRequest) -> str:
+        if request.is_conversation and "ANSWERED" not in (request.prompt or ""):
+            return "Shall I go on? (FAKE-QUESTION)"
+        return f"FAKE-GEMINI-REPLY-{request.seq}"
+
+    with FakeGemini(reply=asks) as api:
+        env = api.gemini_env(work.env.root / "gemini-home")
+        work.configure(
+            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
+            routing={"defaultHarness": "gemini"},
+            attention={
+                "pollSeconds": 0.1,
+                "notifyAfterSeconds": 3600,
+                "harnesses": {
+                    "gemini": {"questionPatterns": [r"(?P<text>Shall I go on\? \(FAKE-QUESTION\))"]}
+                },
+            },
+        )
+        with served(work):
+            assert work.cli("sessions", "start", REF, "--prompt", "start").exit_code == 0
+            asked = work.wait_attention(REF, "needs-input", 90)["prompt"]
+            assert asked["text"] == "Shall I go on? (FAKE-QUESTION)", asked
+            cwd = Path(work.session_json(REF)["cwd"])
+            answered = work.cli(
+                "sessions", "answer", REF, "--prompt", asked["id"],
+                "--text", "yes ANSWERED! touch PWNED",
+            )  # fmt: skip
+            assert answered.exit_code == 0, answered.stdout + answered.stderr
+            got = wait_until(
+                lambda: [p for p in api.user_prompts() if "ANSWERED" in p], 60, what="the answer"
+            )
+            assert got[0] == "yes ANSWERED! touch PWNED", got
+            work.wait_attention(REF, "waiting", 60)
+            assert not list(cwd.glob("PWNED*")), "the answer ran as a shell command"

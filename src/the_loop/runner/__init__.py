@@ -32,6 +32,7 @@ from the_loop.runner.tmux import (
     TmuxResult,
     TmuxRunner,
 )
+from the_loop.runner.tmux_core import framed
 
 
 @dataclass
@@ -75,6 +76,7 @@ __all__ = [
     "TmuxOutcome",
     "TmuxResult",
     "TmuxRunner",
+    "framed",
     "limits",
     "sandbox",
     "tmux",

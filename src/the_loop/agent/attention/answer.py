@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from the_loop.agent.attention.screen import SCREEN_LINES, classify, tail_of
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, Unavailable
+from the_loop.harness import configured_adapter
 from the_loop.prompts import sanitize
 from the_loop.refs import standing_target
-from the_loop.runner import Probe
+from the_loop.runner import Probe, framed
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 
@@ -60,6 +61,9 @@ class Step:
     keys: list[str]
     shows: str | None = None
     clear: list[str] | None = None
+    after: float = 0.0
+    """Seconds to wait before the keys (an Enter after a paste, for a harness that takes one
+    right after a paste as a new line: its ``submit_gap``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +74,25 @@ class Typed:
     label: str
 
 
-def keys_for(prompt: store.Prompt, choice: int | None, text: str | None) -> Typed:
+def keys_for(
+    prompt: store.Prompt,
+    choice: int | None,
+    text: str | None,
+    paste: Paste | None = None,
+) -> Typed:
     """The keys that answer PROMPT with CHOICE (a number the dialog shows) or TEXT; ``BadInput``
-    for a choice the dialog does not have, ``Conflict`` for a dialog of several questions."""
+    for a choice the dialog does not have, ``Conflict`` for a dialog of several questions.
+    PASTE (a harness that reads bracketed-paste markers, asked in its input box by a question
+    read from its screen): the text goes in as a paste, never as keys (a ``!`` typed into
+    Gemini's input box switches it to shell mode, and the Enter would run the rest), its Enter
+    after the harness's submit gap."""
     typed = " ".join(sanitize(text or "").split())
     if prompt.tool != store.QUESTION_TOOL:
         answer = typed or str(choice)
+        if typed and paste is not None:
+            return Typed(
+                [Step(["-l", framed(typed, True)]), Step(["Enter"], after=paste.gap)], answer
+            )
         return Typed([Step(["-l", answer]), Step(["Enter"])], answer)
     options = _options(prompt)
     if choice is not None:
@@ -105,6 +122,24 @@ def _options(prompt: store.Prompt) -> list[str]:
             "(`the-loop sessions attach`)"
         )
     return choices
+
+
+@dataclass(frozen=True, slots=True)
+class Paste:
+    """How a harness that reads bracketed-paste markers takes a paste: the seconds between
+    it and the Enter that submits it (``submit_gap``)."""
+
+    gap: float
+
+
+def paste_of(ctx: Ctx, key: str) -> Paste | None:
+    """How agent KEY's harness takes a paste, when it reads the markers (``frames_paste``)."""
+    row = store.get(ctx.db.connect(), key)
+    try:
+        adapter = configured_adapter(ctx.config, row.harness) if row is not None else None
+    except BadInput:  # a harness no longer configured
+        return None
+    return Paste(adapter.submit_gap) if adapter is not None and adapter.frames_paste else None
 
 
 def pane_of(ctx: Ctx, key: str) -> str:
@@ -148,6 +183,8 @@ def _send(ctx: Ctx, target: str, step: Step) -> bool:
     ``Unavailable`` when tmux refuses the keys."""
     tmux = ctx.runners.tmux
     deadline = time.monotonic() + CONFIRM_SECONDS
+    if step.after > 0:
+        time.sleep(step.after)
     while True:
         sent = tmux.run("send-keys", "-t", f"={target}:", *step.keys)
         if not sent.ok:

@@ -415,7 +415,7 @@ def answer_question(
     once the screen no longer shows it. ``BadInput`` without exactly one of CHOICE and TEXT;
     ``Conflict`` for a permission, a stale or closed question; ``NotFound`` for REF."""
     # lazy: typing an answer loads the screen reader; the read-only surfaces do not need it
-    from the_loop.agent.attention.answer import keys_for, type_answer
+    from the_loop.agent.attention.answer import keys_for, paste_of, type_answer
 
     if (choice is None) == (not (text or "").strip()):
         raise BadInput("give the number of a choice or a typed answer, one of them")
@@ -423,7 +423,7 @@ def answer_question(
     target = _target(ctx.db.connect(), ref, key, prompt_id, "question", via)
     if target.kind != "question":
         raise Conflict(f"{ref} waits on a permission ({target.id}): allow or deny it")
-    typed = keys_for(target, choice, text)
+    typed = keys_for(target, choice, text, paste_of(ctx, key))
     with _claimed(ctx, target, actor, via) as claimed:
         type_answer(ctx, key, target, typed)
     now = time.time()
