@@ -125,7 +125,8 @@ def test_stream_json_and_codex_events_and_unpriced_models(ctx: Ctx, tmp_path: Pa
 
 def test_gemini_chat_log_records(ctx: Ctx, tmp_path: Path) -> None:
     """A Gemini chat log (0.61, one record per line): each prompt of the person's is a turn,
-    the session context in a ``$set`` is none; an answer written again with more figures
+    a tool's answer (a user record of a ``functionResponse``) and the session context in a
+    ``$set`` are none; an answer written again with more figures
     counts once with its last; cached input is not input again, thoughts are output and
     tool-use prompts input."""
     log = tmp_path / "session-2026-12-05T13-39-73d8a455.jsonl"
@@ -142,6 +143,7 @@ def test_gemini_chat_log_records(ctx: Ctx, tmp_path: Path) -> None:
             "tokens": {"input": 1000, "output": 60, "cached": 300, "thoughts": 20, "tool": 5},
         },
         {"$set": {"lastUpdated": "2026-12-05T13:39:56.986Z"}},
+        {"id": "u2", "type": "user", "content": [{"functionResponse": {"name": "run_shell"}}]},
         {"id": "i1", "type": "info", "content": "Request cancelled."},
     )
     log.write_text(records)

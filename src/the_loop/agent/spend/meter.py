@@ -192,6 +192,7 @@ def _gemini_stats(data: dict[str, Any], where: str) -> list[Entry]:
 
 # The records of the pinned Gemini CLI's (0.61) chat log, as seen in its files, e.g.:
 #   {"id": "b7c2…", "type": "user", "content": [{"text": "…"}], …}       (the person's prompt)
+#   {"id": "74f3…", "type": "user", "content": [{"functionResponse": …}]}  (a tool's answer)
 #   {"id": "f689…", "type": "gemini", "content": "…", "tokens": {"input": 10, "output": 2,
 #    "cached": 0, "thoughts": 0, "tool": 0, "total": 12}, "model": "gemini-…", …}
 # Input counts include the cached tokens; thoughts are billed as output and tool-use prompts
@@ -200,8 +201,11 @@ def _gemini(data: dict[str, Any]) -> list[Entry]:
     ident, tokens = data.get("id"), data.get("tokens")
     if not isinstance(ident, str) or not ident:
         return []
-    if data.get("type") == "user":
-        return [Entry(entry=f"t:{ident}", kind=store.TURN)]
+    if data.get("type") == "user":  # a prompt, or a tool's answer (not a turn)
+        content = data.get("content")
+        parts = content if isinstance(content, list) else [{"text": content}]
+        tool = any(isinstance(p, dict) and "functionResponse" in p for p in parts)
+        return [] if tool else [Entry(entry=f"t:{ident}", kind=store.TURN)]
     if not isinstance(tokens, dict):
         return []
     cached = _int(tokens.get("cached"))
