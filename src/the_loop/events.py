@@ -56,6 +56,11 @@ class Reason(Payload):
     reason: str
 
 
+class Unpriced(Payload):
+    model: str
+    budgets: str
+
+
 class Retry(Payload):
     error: str
     will_retry: bool
@@ -221,6 +226,12 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.suspended", _I, "An idle session's harness was stopped; pane kept.", Reason),
         _spec("session.woken", _I, "A suspended session is resumed for a delivery."),
         _spec("session.over_budget", _W, "A budget was reached: the agent stopped.", Reason),
+        _spec(
+            "session.unpriced",
+            _W,
+            "A model the agent used has no price: the dollar budgets do not count its tokens.",
+            Unpriced,
+        ),
         _spec(
             "session.held",
             _I,

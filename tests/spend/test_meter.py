@@ -21,7 +21,8 @@ from tests.attention.hooks import hook_env, issue, run_hook
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import DEFAULT_MODEL as FAKE_API_MODEL
-from the_loop.agent.spend import memory, meter, usage
+from the_loop import events as ev
+from the_loop.agent.spend import memory, meter, service, usage
 from the_loop.config.spend import BudgetsConfig
 from the_loop.context import Ctx, open_ctx
 from the_loop.store import attention as attention_store
@@ -263,3 +264,34 @@ def test_builtin_prices_for_the_harnesses_default_models() -> None:
     own = BudgetsConfig.model_validate({"prices": {"claude": {"input": 1, "output": 2}}})
     assert own.rates("claude-sonnet-4-5") == (1, 2, 0, 0), "one's own price wins"
     assert BudgetsConfig.model_validate({"defaultPrices": False}).price(FAKE_API_MODEL) is None
+
+
+@pytest.mark.parametrize("budget", [{"perSessionUsd": 1.0}, {}])
+def test_a_model_without_a_price_is_told_once_while_a_dollar_budget_is_set(
+    loop_env: Env, tmp_path: Path, budget: dict[str, float]
+) -> None:
+    """An unpriced model's tokens count no dollars, so a dollar budget cannot stop the agent
+    that uses it: the spend pass says so once per agent and model (``session.unpriced``), and
+    says nothing when no dollar budget is set."""
+    loop_env.write_config(budgets={"defaultPrices": True, **budget})
+    ctx = open_ctx(loop_env.config_path)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(lines(assistant("m1", "mystery-model-9", input_tokens=10)))
+    assert meter.read_source(ctx, AGENT, transcript) == 1
+    watch = service.SpendWatch()
+    service.warn_unpriced(ctx, watch, {AGENT})
+    transcript.write_text(
+        lines(
+            assistant("m1", "mystery-model-9", input_tokens=10),
+            assistant("m2", "mystery-model-9", input_tokens=20),
+        )
+    )
+    meter.read_source(ctx, AGENT, transcript)
+    service.warn_unpriced(ctx, watch, {AGENT})
+    told = ev.query(ctx.db, ev.parse_filter(["session.unpriced"]))
+    if not budget:
+        assert told == []
+        return
+    assert len(told) == 1, told
+    assert told[0].payload == {"model": "mystery-model-9", "budgets": "perSessionUsd"}
+    assert told[0].session_id == AGENT and told[0].level == "warning"

@@ -12,8 +12,9 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from the_loop import events as ev
 from the_loop.agent import kinds
-from the_loop.agent.spend import meter, policy
+from the_loop.agent.spend import meter, policy, usage
 from the_loop.context import Ctx
 from the_loop.pulse import Pulse, soonest
 from the_loop.store import attention as attention_store
@@ -27,9 +28,11 @@ from the_loop.supervise import monitor
 
 @dataclass
 class SpendWatch:
-    """Between passes: the turn end (attention ``since``) each session was last checked at."""
+    """Between passes: the turn end (attention ``since``) each session was last checked at,
+    and the (agent, model) pairs already said to have no price."""
 
     checked: dict[str, float] = field(default_factory=dict)
+    unpriced: set[tuple[str, str]] = field(default_factory=set)
 
 
 def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> float:
@@ -39,9 +42,46 @@ def spend_pass(ctx: Ctx, watch: SpendWatch, now: float | None = None) -> float:
     now = time.time() if now is None else now
     agents = meter.live_agents(ctx)
     changed = set(meter.meter_agents(ctx, agents))
+    warn_unpriced(ctx, watch, changed)
     meter.follow_codex_threads(ctx, agents)
     policy.check(ctx, watch.checked, changed, now)
     return next_due(ctx, set(agents), now)
+
+
+def warn_unpriced(ctx: Ctx, watch: SpendWatch, agents: set[str]) -> None:
+    """While a dollar budget is set, say once per agent and model (per daemon run) that a model
+    one of AGENTS used has no price (``session.unpriced``): its tokens count no dollars, so
+    that budget cannot stop the agent. ``budgets.prices`` gives it one."""
+    budgets = ctx.config.budgets
+    usd = [
+        name
+        for name, limit in (
+            ("perSessionUsd", budgets.per_session_usd),
+            ("perWorkItemUsd", budgets.per_work_item_usd),
+            ("perDayUsd", budgets.per_day_usd),
+        )
+        if limit is not None
+    ]
+    if not usd:
+        return
+    conn = ctx.db.connect()
+    for agent in sorted(agents):
+        for model in usage.of_agent(ctx, agent).unpriced_models:
+            if (agent, model) in watch.unpriced:
+                continue
+            watch.unpriced.add((agent, model))
+            standing = agent.startswith(attention_store.STANDING_PREFIX)
+            rec = None if standing else session_store.get(conn, agent)
+            ev.emit(
+                ctx.db,
+                "session.unpriced",
+                source="spend",
+                work_item=rec.work_item if rec is not None else None,
+                standing=agent.removeprefix(attention_store.STANDING_PREFIX) if standing else None,
+                session_id=None if standing else agent,
+                model=model,
+                budgets=", ".join(usd),
+            )
 
 
 def next_due(ctx: Ctx, live: set[str], now: float) -> float:
