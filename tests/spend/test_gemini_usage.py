@@ -93,3 +93,27 @@ def test_interactive_gemini_usage_is_metered_and_budgeted(
     wait_until(lambda: work.pane_dead(found["tmuxTarget"]) == "1", 30, what="the pane dead")
     stopped = d.api("GET", "/events", params={"type": "session.over_budget"}).json()
     assert len(stopped) == 1 and "perSessionUsd" in stopped[0]["payload"]["reason"]
+
+
+def test_a_gemini_model_without_a_price_is_told_once(work: Work) -> None:
+    """The pinned Gemini's model has no price here: a dollar budget cannot stop it, and the
+    daemon says so once (``session.unpriced``), not at every turn."""
+    with FakeGemini(usage=usage) as api:
+        env = api.gemini_env(work.env.root / "gemini-home")
+        work.configure(
+            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env, "model": "gemini-x-9"}},
+            routing={"defaultHarness": "gemini"},
+            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+            budgets={"perSessionUsd": 0.000001},
+        )
+        with served(work) as d:
+            assert work.cli("sessions", "start", REF, "--prompt", "count").exit_code == 0
+            wait_until(lambda: session(d).get("usage", {}).get("outputTokens"), 120, what="1")
+            assert work.cli("sessions", "say", REF, "-t", "again").exit_code == 0
+            wait_until(lambda: session(d).get("usage", {}).get("turns") == 2, 120, what="2")
+            work.wait_attention(REF, "waiting", 60)
+            told = work.events("session.unpriced")
+            assert [e["payload"] for e in told] == [
+                {"model": "gemini-x-9", "budgets": "perSessionUsd"}
+            ], told
+            assert session(d)["hold"] is None, "an unpriced model counts no dollars"
