@@ -147,7 +147,9 @@ RECORDER = textwrap.dedent(
     got = b""
     while not got.endswith(b"\\r"):
         got += os.read(0, 4096)
-    open(sys.argv[1], "wb").write(got)
+    with open(sys.argv[1] + ".part", "wb") as out:
+        out.write(got)
+    os.replace(sys.argv[1] + ".part", sys.argv[1])  # whole, or not there
     """
 )
 
