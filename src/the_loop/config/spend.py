@@ -85,10 +85,18 @@ class BudgetsConfig(_Model):
         return bool(self.prices) or self.default_prices
 
     @property
-    def any_usd(self) -> bool:
-        return any(
-            v is not None for v in (self.per_session_usd, self.per_work_item_usd, self.per_day_usd)
+    def usd_budgets(self) -> list[str]:
+        """The dollar budgets that are set, by their config names."""
+        budgets = (
+            ("perSessionUsd", self.per_session_usd),
+            ("perWorkItemUsd", self.per_work_item_usd),
+            ("perDayUsd", self.per_day_usd),
         )
+        return [name for name, limit in budgets if limit is not None]
+
+    @property
+    def any_usd(self) -> bool:
+        return bool(self.usd_budgets)
 
 
 class SessionsConfig(_Model):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from the_loop.errors import BadInput
 from the_loop.harness import claude, codex, command, cursor, demo, gemini, own_settings
 from the_loop.harness.base import (
     HarnessAdapter,
@@ -39,6 +40,17 @@ def configured_adapter(
     return build_adapter(harness, harness_config)
 
 
+def recorded_adapter(config: Config, harness: str) -> HarnessAdapter | None:
+    """The adapter of HARNESS, a name recorded earlier (an agent's), under CONFIG; None when it
+    is empty or names no adapter any more (its config was edited since)."""
+    if not harness:
+        return None
+    try:
+        return configured_adapter(config, harness)
+    except BadInput:
+        return None
+
+
 __all__ = [
     "HarnessAdapter",
     "Launch",
@@ -62,6 +74,7 @@ __all__ = [
     "locate",
     "own_settings",
     "prepare_claude_config",
+    "recorded_adapter",
     "register_adapter",
     "registered_adapters",
     "with_located_binary",

@@ -99,8 +99,7 @@ class ClaudeAdapter(HarnessAdapter):
         transcript the CLI resumes from."""
         if launch.session_id is None:
             return None
-        projects = claude_dir(launch.env) / "projects"
-        return projects / project_slug(launch.cwd) / f"{launch.session_id}.jsonl"
+        return transcript_path(launch.env, launch.cwd, launch.session_id)
 
     def conversation_log(
         self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
@@ -109,12 +108,18 @@ class ClaudeAdapter(HarnessAdapter):
         it for CWD (None: not known)."""
         if cwd is None:
             return None
-        path = claude_dir(env) / "projects" / project_slug(cwd) / f"{conversation_id}.jsonl"
+        path = transcript_path(env, cwd, conversation_id)
         return path if path.is_file() else None
 
     def session_id_from_output(self, output: str) -> str | None:
         """The ``session_id`` of the first stream-json event that carries one."""
         return first_json_field(output, "session_id")
+
+
+def transcript_path(env: Mapping[str, str], cwd: Path, session_id: str) -> Path:
+    """``<CLAUDE_CONFIG_DIR or ~/.claude>/projects/<slug of CWD>/<SESSION_ID>.jsonl`` (ENV: the
+    harness's environment over the daemon's)."""
+    return claude_dir(env) / "projects" / project_slug(cwd) / f"{session_id}.jsonl"
 
 
 def project_slug(cwd: Path) -> str:

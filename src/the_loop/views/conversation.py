@@ -24,8 +24,7 @@ from typing import Any, Literal
 
 from the_loop.agent.spend import meter
 from the_loop.context import Ctx
-from the_loop.errors import BadInput
-from the_loop.harness import configured_adapter
+from the_loop.harness import recorded_adapter
 from the_loop.refs import standing_key
 from the_loop.views import sessions as views
 from the_loop.wire import Wire
@@ -374,11 +373,8 @@ def conversation(ctx: Ctx, files: AgentFiles) -> Conversation:
 
 def _none_note(ctx: Ctx, harness: str) -> str:
     """Why an agent of HARNESS shows no conversation: none written yet, or none kept."""
-    try:
-        keeps = configured_adapter(ctx.config, harness).keeps_conversation
-    except BadInput:  # a harness no longer configured
-        keeps = True
-    if keeps:
+    adapter = recorded_adapter(ctx.config, harness)
+    if adapter is None or adapter.keeps_conversation:  # unknown now: it may have kept one
         return f"no transcript of this {harness} agent yet"
     return f"the {harness} harness keeps no conversation the-loop reads: its screen shows its work"
 

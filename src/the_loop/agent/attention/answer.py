@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from the_loop.agent.attention.screen import SCREEN_LINES, classify, tail_of
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, Unavailable
-from the_loop.harness import configured_adapter
+from the_loop.harness import recorded_adapter
 from the_loop.prompts import sanitize
 from the_loop.refs import standing_target
 from the_loop.runner import Probe, framed
@@ -135,10 +135,7 @@ class Paste:
 def paste_of(ctx: Ctx, key: str) -> Paste | None:
     """How agent KEY's harness takes a paste, when it reads the markers (``frames_paste``)."""
     row = store.get(ctx.db.connect(), key)
-    try:
-        adapter = configured_adapter(ctx.config, row.harness) if row is not None else None
-    except BadInput:  # a harness no longer configured
-        return None
+    adapter = recorded_adapter(ctx.config, row.harness) if row is not None else None
     return Paste(adapter.submit_gap) if adapter is not None and adapter.frames_paste else None
 
 

@@ -40,8 +40,7 @@ from typing import Any
 from the_loop.agent.confine import confined_home
 from the_loop.agent.spend.usage import day_of
 from the_loop.context import Ctx
-from the_loop.errors import BadInput
-from the_loop.harness import configured_adapter
+from the_loop.harness import recorded_adapter
 from the_loop.refs import SESSION_ID_RE
 from the_loop.store import attention as attention_store
 from the_loop.store import sessions as session_store
@@ -353,10 +352,7 @@ def conversation_log(
     if harness is None:
         row = attention_store.get(conn, agent)
         harness = row.harness if row is not None else ""
-    try:
-        adapter = configured_adapter(ctx.config, harness) if harness else None
-    except BadInput:  # a harness no longer configured
-        return None
+    adapter = recorded_adapter(ctx.config, harness)
     if adapter is None or not adapter.keeps_conversation:
         return None
     if agent.startswith(STANDING_PREFIX):

@@ -52,16 +52,7 @@ def warn_unpriced(ctx: Ctx, watch: SpendWatch, agents: set[str]) -> None:
     """While a dollar budget is set, say once per agent and model (per daemon run) that a model
     one of AGENTS used has no price (``session.unpriced``): its tokens count no dollars, so
     that budget cannot stop the agent. ``budgets.prices`` gives it one."""
-    budgets = ctx.config.budgets
-    usd = [
-        name
-        for name, limit in (
-            ("perSessionUsd", budgets.per_session_usd),
-            ("perWorkItemUsd", budgets.per_work_item_usd),
-            ("perDayUsd", budgets.per_day_usd),
-        )
-        if limit is not None
-    ]
+    usd = ctx.config.budgets.usd_budgets
     if not usd:
         return
     conn = ctx.db.connect()
