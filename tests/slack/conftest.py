@@ -54,13 +54,10 @@ def slack_section(fake: FakeSlack, **extra: Any) -> dict[str, Any]:
     }
 
 
-def standing_section(**slack: Any) -> dict[str, Any]:
-    return {
-        "enabled": True,
-        "sessions": [
-            {"name": STANDING, "prompt": "watch the queue", "slack": {"enabled": True, **slack}}
-        ],
-    }
+def standing_section(harness: str | None = None, **slack: Any) -> dict[str, Any]:
+    """The standing session ``ops`` (on HARNESS, else the default one) announced in Slack."""
+    session = {"name": STANDING, "prompt": "watch the queue", "slack": {"enabled": True, **slack}}
+    return {"enabled": True, "sessions": [{**session, **({"harness": harness} if harness else {})}]}
 
 
 @dataclass
@@ -199,11 +196,13 @@ def start(work: Work, fake: FakeSlack, gh: FakeGitHub | None = None, **extra: st
 
 
 @contextmanager
-def standing_served(work: Work, fake: FakeSlack, **sections: Any) -> Iterator[Slack]:
-    """A daemon with the standing session ``ops`` announced in Slack (SECTIONS: more of the
-    config); the daemon (the one the test left running, if it restarted it) and the session
-    stopped after."""
-    work.configure(slack=slack_section(fake), standing=standing_section(), **sections)
+def standing_served(
+    work: Work, fake: FakeSlack, harness: str | None = None, **sections: Any
+) -> Iterator[Slack]:
+    """A daemon with the standing session ``ops`` (on HARNESS) announced in Slack (SECTIONS:
+    more of the config); the daemon (the one the test left running, if it restarted it) and
+    the session stopped after."""
+    work.configure(slack=slack_section(fake), standing=standing_section(harness), **sections)
     slack = Slack(start(work, fake), fake)
     try:
         yield slack

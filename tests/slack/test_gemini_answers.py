@@ -13,7 +13,7 @@ from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.fake_slack import FakeSlack
 from tests.harness.test_gemini_e2e import GEMINI_BIN
 from tests.helpers import wait_until
-from tests.slack.conftest import CHANNEL, STANDING, Slack, slack_section, start
+from tests.slack.conftest import CHANNEL, STANDING, Slack, standing_served
 from tests.work import Work
 
 pytestmark = [
@@ -27,28 +27,14 @@ pytestmark = [
 def gemini_thread(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
     with FakeGemini() as api:
         env = api.gemini_env(work.env.root / "gemini-home")
-        work.configure(
+        with standing_served(
+            work,
+            fake_slack,
+            harness="gemini",
             harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
             attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
-            slack=slack_section(fake_slack),
-            standing={
-                "enabled": True,
-                "sessions": [
-                    {
-                        "name": STANDING,
-                        "harness": "gemini",
-                        "prompt": "watch the queue",
-                        "slack": {"enabled": True},
-                    }
-                ],
-            },
-        )
-        slack = Slack(start(work, fake_slack), fake_slack)
-        try:
+        ) as slack:
             yield slack
-        finally:
-            slack.daemon.stop()
-            work.cli("standing", "stop")
 
 
 def posts(slack: Slack, thread: str) -> list[str]:
