@@ -28,7 +28,9 @@ def test_valid_signed_delivery_is_accepted_and_processed(daemon: Daemon) -> None
     assert again.status_code == 202 and again.json()["duplicate"] is True
     daemon.post("issue_comment", P.issue_comment_event("second"), "w-2")
     wait_until(lambda: len(inbox(daemon, "succeeded")) == 2, timeout=20)
-    assert len(daemon.work.prompts(sid)) == 2
+    # a succeeded delivery was handed to the agent; the fake agent records it when it reads it
+    texts = daemon.work.wait_prompts(sid, 2)
+    assert len(texts) == 2 and "second" in texts[1]
 
 
 def test_bad_signatures_size_and_json_are_refused(daemon: Daemon) -> None:
