@@ -1,6 +1,6 @@
 """Question dialogs with the real Claude Code against the fake Messages API: its
 ``AskUserQuestion`` dialog is a question to a person (``needs-input`` with the numbered choices),
-never a permission; a comment sent meanwhile is held; ``sessions answer REF N`` picks a choice
+never a permission; a comment sent meanwhile is held; ``the-loop answer ID N`` picks a choice
 and ``the-loop answer <id> <text>`` types an answer — each reaches the model as the tool's
 result, is reported done only once the dialog is gone, and is listed by ``attention history``."""
 
@@ -104,8 +104,9 @@ def test_a_question_dialog_is_answered_by_choice_and_by_text(
     )
     assert attention_of(daemon)["prompt"]["id"] == asked["id"]
 
-    answered = daemon.work.cli("sessions", "answer", REF, "2", "--prompt", asked["id"])
+    answered = daemon.work.cli("answer", asked["id"], "2")  # the prompt names its session
     assert answered.exit_code == 0, answered.stderr
+    assert answered.stdout.startswith(f"answered {asked['id']} with ") and REF in answered.stdout
     wait_until(lambda: answer_of(api, "toolu_ask_1"), 30, what="the chosen answer")
     assert "PostgreSQL" in answer_of(api, "toolu_ask_1")
     wait_until(

@@ -145,6 +145,29 @@ def test_an_answer_through_the_cli_reaches_the_waiting_hook(loop_env: Env, daemo
     assert (after := row(loop_env)) is not None and after.state == "working"
 
 
+def test_an_answer_named_by_the_prompt_id_alone_reaches_the_waiting_hook(
+    loop_env: Env, daemon: Daemon
+) -> None:
+    """``the-loop allow ID`` in a terminal, the phrase the notice and ``attention`` show: the
+    prompt names its agent, so no session needs naming; the answer is the same one."""
+    token = issue(loop_env, work_item="local:deploy")
+    proc = start_hook(hook_env(loop_env, token), permission("make deploy"))
+    waiting = wait_until(lambda: (r := row(loop_env)) and r.prompt, 20, what="the prompt")
+    unknown = loop_env.run("allow", "p00000")
+    assert unknown.exit_code == 1 and "no prompt p00000" in unknown.stderr, unknown.stderr
+    malformed = loop_env.run("deny", "make-deploy")
+    assert malformed.exit_code == 2 and "invalid prompt id" in malformed.stderr
+    assert "Traceback" not in unknown.stderr + malformed.stderr
+    allowed = loop_env.run("allow", waiting.id.upper())
+    assert allowed.exit_code == 0, allowed.stderr
+    assert allowed.stdout == f"allow {waiting.id} (Bash) for local:deploy\n"
+    assert json.loads(output(proc))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+    again = loop_env.run("deny", waiting.id)
+    assert again.exit_code == 2 and "already allowed" in again.stderr and "stale" in again.stderr
+    question = loop_env.run("answer", waiting.id, "1")
+    assert question.exit_code == 2 and "stale" in question.stderr
+
+
 def test_a_deny_reaches_the_hook_with_who_denied(loop_env: Env, daemon: Daemon) -> None:
     proc = start_hook(hook_env(loop_env, issue(loop_env)), permission("rm -rf build"))
     waiting = wait_until(lambda: (r := row(loop_env)) and r.prompt, 20, what="the prompt")

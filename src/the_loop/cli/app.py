@@ -34,6 +34,9 @@ COMMANDS = {
     "outbox": "the_loop.cli.outbox_cmd:app",
     "standing": "the_loop.cli.standing_cmd:app",
     "attention": "the_loop.cli.attention_cmd:app",
+    "allow": "the_loop.cli.attention_cmd:allow_prompt",
+    "deny": "the_loop.cli.attention_cmd:deny_prompt",
+    "answer": "the_loop.cli.attention_cmd:answer_prompt",
 }
 """Every top-level command: its name and where it is defined (``module:attribute``)."""
 

@@ -1,4 +1,5 @@
-"""``the-loop attention …``, ``the-loop sessions allow|deny`` and ``the-loop hook``."""
+"""``the-loop attention …``; answers: ``the-loop allow|deny|answer PROMPT`` and ``the-loop
+sessions allow|deny|answer REF``; and ``the-loop hook``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import click
 
 from the_loop.cli import common
 from the_loop.cli.base import command, format_option, group
+from the_loop.errors import BadInput
 
 
 @group(
@@ -101,7 +103,20 @@ def history(ref: str, limit: int, fmt: str) -> None:
     )
 
 
-def _answer(ref: str, decision: str, prompt: str | None, fmt: str) -> None:
+def _asked(prompt: str) -> tuple[str, str, str]:
+    """PROMPT as an answer addresses it: the agent that asked it, its name for people, and the
+    prompt id."""
+    from the_loop.agent.attention.service import asker_of, parse_prompt_id  # lazy: start-up
+
+    prompt_id = parse_prompt_id(prompt)
+    if prompt_id is None:
+        raise BadInput("give the prompt's id (like p3fa91): `the-loop attention` lists them")
+    return (*asker_of(common.ctx(), prompt_id), prompt_id)
+
+
+def _permit(ref: str, decision: str, prompt: str | None, fmt: str, name: str = "") -> None:
+    """Answer the permission PROMPT (or the one a notice quoted) of REF's agent, NAME to
+    people (REF when not given)."""
     from the_loop.agent.attention.service import (  # lazy: start-up
         answer_permission,
         parse_prompt_id,
@@ -118,43 +133,14 @@ def _answer(ref: str, decision: str, prompt: str | None, fmt: str) -> None:
     if fmt == "json":
         common.print_json(done)
         return
-    print(f"{decision} {done.prompt_id} ({done.tool or done.input or 'prompt'}) for {ref}")
+    print(f"{decision} {done.prompt_id} ({done.tool or done.input or 'prompt'}) for {name or ref}")
 
 
-@command("allow")
-@click.argument("ref", help=common.REF_OR_STANDING_HELP)
-@click.option("--prompt", default=None, help="The prompt id it must be.")
-@format_option()
-def allow(ref: str, prompt: str | None, fmt: str) -> None:
-    """Allow the tool a session's agent waits to run.
-
-    Only while that prompt is pending."""
-    _answer(ref, "allow", prompt, fmt)
-
-
-@command("deny")
-@click.argument("ref", help=common.REF_OR_STANDING_HELP)
-@click.option("--prompt", default=None, help="The prompt id it must be.")
-@format_option()
-def deny(ref: str, prompt: str | None, fmt: str) -> None:
-    """Refuse the tool a session's agent waits to run.
-
-    Only while that prompt is pending."""
-    _answer(ref, "deny", prompt, fmt)
-
-
-@command("answer")
-@click.argument("ref", help=common.REF_OR_STANDING_HELP)
-@click.argument(
-    "choice", required=False, type=click.IntRange(min=1), help="The number of a choice shown."
-)
-@click.option("--text", default=None, help="Type this answer instead.")
-@click.option("--prompt", default=None, help="The prompt id it must be.")
-@format_option()
-def answer(ref: str, choice: int | None, text: str | None, prompt: str | None, fmt: str) -> None:
-    """Answer the question a session's agent asks: a choice or --text.
-
-    Only while that question is shown; typed with the keys its dialog needs."""
+def _reply(
+    ref: str, choice: int | None, text: str | None, prompt: str | None, fmt: str, name: str = ""
+) -> None:
+    """Answer the question PROMPT (or the one a notice quoted) of REF's agent with CHOICE or
+    TEXT, NAME to people (REF when not given)."""
     from the_loop.agent.attention.service import answer_question, parse_prompt_id  # lazy: start-up
 
     done = answer_question(
@@ -169,7 +155,82 @@ def answer(ref: str, choice: int | None, text: str | None, prompt: str | None, f
     if fmt == "json":
         common.print_json(done)
         return
-    print(f"answered {done.prompt_id} with {done.answer!r} for {ref}")
+    print(f"answered {done.prompt_id} with {done.answer!r} for {name or ref}")
+
+
+PROMPT_HELP = "The prompt's id (like p3fa91), as `the-loop attention` and its notice show it."
+CHOICE_HELP = "The number of a choice shown."
+TEXT_HELP = "Type this answer instead."
+
+
+@command("allow")
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
+@click.option("--prompt", default=None, help="The prompt id it must be.")
+@format_option()
+def allow(ref: str, prompt: str | None, fmt: str) -> None:
+    """Allow the tool a session's agent waits to run.
+
+    Only while that prompt is pending."""
+    _permit(ref, "allow", prompt, fmt)
+
+
+@command("deny")
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
+@click.option("--prompt", default=None, help="The prompt id it must be.")
+@format_option()
+def deny(ref: str, prompt: str | None, fmt: str) -> None:
+    """Refuse the tool a session's agent waits to run.
+
+    Only while that prompt is pending."""
+    _permit(ref, "deny", prompt, fmt)
+
+
+@command("answer")
+@click.argument("ref", help=common.REF_OR_STANDING_HELP)
+@click.argument("choice", required=False, type=click.IntRange(min=1), help=CHOICE_HELP)
+@click.option("--text", default=None, help=TEXT_HELP)
+@click.option("--prompt", default=None, help="The prompt id it must be.")
+@format_option()
+def answer(ref: str, choice: int | None, text: str | None, prompt: str | None, fmt: str) -> None:
+    """Answer the question a session's agent asks: a choice or --text.
+
+    Only while that question is shown; typed with the keys its dialog needs."""
+    _reply(ref, choice, text, prompt, fmt)
+
+
+@command("allow")
+@click.argument("prompt", help=PROMPT_HELP)
+@format_option()
+def allow_prompt(prompt: str, fmt: str) -> None:
+    """Allow the tool an agent asked to run, named by its prompt id.
+
+    The same answer as `sessions allow REF --prompt ID`: only while that prompt is pending."""
+    agent, name, prompt_id = _asked(prompt)
+    _permit(agent, "allow", prompt_id, fmt, name)
+
+
+@command("deny")
+@click.argument("prompt", help=PROMPT_HELP)
+@format_option()
+def deny_prompt(prompt: str, fmt: str) -> None:
+    """Refuse the tool an agent asked to run, named by its prompt id.
+
+    The same answer as `sessions deny REF --prompt ID`: only while that prompt is pending."""
+    agent, name, prompt_id = _asked(prompt)
+    _permit(agent, "deny", prompt_id, fmt, name)
+
+
+@command("answer")
+@click.argument("prompt", help=PROMPT_HELP)
+@click.argument("choice", required=False, type=click.IntRange(min=1), help=CHOICE_HELP)
+@click.option("--text", default=None, help=TEXT_HELP)
+@format_option()
+def answer_prompt(prompt: str, choice: int | None, text: str | None, fmt: str) -> None:
+    """Answer the question an agent asks, named by its prompt id: a choice or --text.
+
+    The same answer as `sessions answer REF --prompt ID`: only while that question is shown."""
+    agent, name, prompt_id = _asked(prompt)
+    _reply(agent, choice, text, prompt_id, fmt, name)
 
 
 @command("hook")

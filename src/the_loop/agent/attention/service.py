@@ -262,6 +262,18 @@ def parse_prompt_id(text: str | None) -> str | None:
     return value
 
 
+def asker_of(ctx: Ctx, prompt_id: str) -> tuple[str, str]:
+    """The agent that asked PROMPT_ID: its key, which every answer takes as its ref, and the
+    name people know it by (its work item, or ``standing:NAME``). ``NotFound`` for an id no
+    agent asked."""
+    conn = ctx.db.connect()
+    prompt = store.get_prompt(conn, prompt_id)
+    if prompt is None:
+        raise NotFound(f"no prompt {prompt_id} (`the-loop attention` lists the pending ones)")
+    row = store.get(conn, prompt.agent)
+    return prompt.agent, (row.work_item if row is not None and row.work_item else prompt.agent)
+
+
 def _stale(p: store.Prompt) -> str:
     if p.decision is None and p.actor is not None:
         return f"prompt {p.id} was already answered by {p.actor} via {p.via}; this answer is stale"
