@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import getpass
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from the_loop import events as ev
+from the_loop.agent.attention import service as attention_service
 from the_loop.agent.spend import usage
 from the_loop.config import Config, LoadedConfig, load_config
 from the_loop.config.errors import problems_word, validation_problems
@@ -166,6 +168,69 @@ class Standing:
         return standing_service.extend(self._ctx, name, usd, turns)
 
 
+class Attention:
+    """Which agents wait for a person, and the answers to them. An answer names its prompt by
+    id (``the-loop attention`` and every notice show it), is taken only while that prompt is
+    pending, and the first one wins: the rules of ``the-loop allow|deny|answer``, recorded
+    ``via sdk``."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self._ctx = ctx
+
+    def list(self) -> builtins.list[attention_service.AttentionView]:
+        """Every live session waiting on a person, oldest first (``the-loop attention``)."""
+        return attention_service.list_attention(self._ctx)
+
+    def explain(self, session: str) -> attention_service.AttentionView:
+        """SESSION's attention with the signal and rule that decided it."""
+        return attention_service.explain(self._ctx, session)
+
+    def history(
+        self, session: str, limit: int = 100
+    ) -> builtins.list[attention_service.PromptView]:
+        """SESSION's prompts, newest first, and who answered each, how and from where."""
+        return attention_service.history(self._ctx, session, limit)
+
+    def allow(self, prompt: str, actor: str | None = None) -> attention_service.Answered:
+        """Allow the tool PROMPT (its id) asks to run. ACTOR defaults to the OS user."""
+        return self._permit(prompt, "allow", actor)
+
+    def deny(self, prompt: str, actor: str | None = None) -> attention_service.Answered:
+        """Refuse the tool PROMPT (its id) asks to run. ACTOR defaults to the OS user."""
+        return self._permit(prompt, "deny", actor)
+
+    def answer(
+        self,
+        prompt: str,
+        choice: int | None = None,
+        text: str | None = None,
+        actor: str | None = None,
+    ) -> attention_service.QuestionAnswered:
+        """Answer the question PROMPT (its id) with the number of a CHOICE or a typed TEXT."""
+        agent, prompt_id = self._asker(prompt)
+        return attention_service.answer_question(
+            self._ctx,
+            agent,
+            actor or getpass.getuser(),
+            "sdk",
+            choice=choice,
+            text=text,
+            prompt_id=prompt_id,
+        )
+
+    def _permit(
+        self, prompt: str, decision: attention_service.Decision, actor: str | None
+    ) -> attention_service.Answered:
+        agent, prompt_id = self._asker(prompt)
+        return attention_service.answer_permission(
+            self._ctx, agent, decision, actor or getpass.getuser(), "sdk", prompt_id
+        )
+
+    def _asker(self, prompt: str) -> tuple[str, str]:
+        agent, _, prompt_id = attention_service.asker_of(self._ctx, prompt)
+        return agent, prompt_id
+
+
 class Events:
     """The event log."""
 
@@ -209,6 +274,7 @@ class TheLoop:
         self.ctx: Ctx = open_ctx(loaded=_loaded(config_path, config))
         self.sessions = Sessions(self.ctx)
         self.standing = Standing(self.ctx)
+        self.attention = Attention(self.ctx)
         self.events = Events(self.ctx)
 
     @property

@@ -20,12 +20,14 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.attention.hooks import AGENT, hook_env, issue, output, permission, row, start_hook
 from tests.conftest import Env
+from tests.daemon import Daemon
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work, fake_harness
 from the_loop import TheLoop
-from the_loop.errors import BadInput, ConfigInvalid, NotFound, NotRunning
+from the_loop.errors import BadInput, ConfigInvalid, Conflict, NotFound, NotRunning
 from the_loop.views.health import StatusReport
 from the_loop.views.sessions import SessionView
 from the_loop.wire import to_wire
@@ -95,6 +97,38 @@ def test_sessions_match_the_cli_and_reach_the_agent(work: Work) -> None:
     types = [e.type for e in loop.events.query(types=["session.*"], work_item=REF, limit=100)]
     assert types[0] == "session.spawned" and "session.closed" in types
     assert any(spec.name == "standing.said" for spec in loop.events.types())
+
+
+def test_a_permission_is_answered_through_the_sdk_by_its_prompt_id(
+    loop_env: Env, daemon: Daemon
+) -> None:
+    """An operator's script answers like ``the-loop allow ID``: the waiting hook gets the
+    decision, the answer is recorded ``via sdk`` by the actor given, and a second one is
+    stale."""
+    hook = start_hook(
+        hook_env(loop_env, issue(loop_env, work_item="local:deploy")), permission("make deploy")
+    )
+    waiting = wait_until(lambda: (r := row(loop_env)) and r.prompt, 20, what="the prompt")
+    loop = TheLoop(loop_env.config_path)
+    assert loop.attention.explain(AGENT).prompt.id == waiting.id  # type: ignore[union-attr]
+    with pytest.raises(BadInput):
+        loop.attention.allow("make deploy")
+    with pytest.raises(NotFound):
+        loop.attention.deny("p00000")
+    done = loop.attention.allow(waiting.id, actor="release-bot")
+    assert (done.prompt_id, done.decision, done.actor, done.via) == (
+        waiting.id, "allow", "release-bot", "sdk",
+    )  # fmt: skip
+    assert json.loads(output(hook))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+    with pytest.raises(Conflict, match="already allowed by release-bot via sdk"):
+        loop.attention.deny(waiting.id)
+    newest = loop.attention.history(AGENT)[0]
+    assert (newest.id, newest.answered_by, newest.answered_via) == (
+        waiting.id,
+        "release-bot",
+        "sdk",
+    )
+    loop.close()
 
 
 def test_standing_create_say_stop_through_the_sdk(loop_env: Env) -> None:

@@ -10,7 +10,6 @@ import click
 
 from the_loop.cli import common
 from the_loop.cli.base import command, format_option, group
-from the_loop.errors import BadInput
 
 
 @group(
@@ -104,14 +103,9 @@ def history(ref: str, limit: int, fmt: str) -> None:
 
 
 def _asked(prompt: str) -> tuple[str, str, str]:
-    """PROMPT as an answer addresses it: the agent that asked it, its name for people, and the
-    prompt id."""
-    from the_loop.agent.attention.service import asker_of, parse_prompt_id  # lazy: start-up
+    from the_loop.agent.attention.service import asker_of  # lazy: start-up
 
-    prompt_id = parse_prompt_id(prompt)
-    if prompt_id is None:
-        raise BadInput("give the prompt's id (like p3fa91): `the-loop attention` lists them")
-    return (*asker_of(common.ctx(), prompt_id), prompt_id)
+    return asker_of(common.ctx(), prompt)
 
 
 def _permit(ref: str, decision: str, prompt: str | None, fmt: str, name: str = "") -> None:

@@ -262,16 +262,21 @@ def parse_prompt_id(text: str | None) -> str | None:
     return value
 
 
-def asker_of(ctx: Ctx, prompt_id: str) -> tuple[str, str]:
-    """The agent that asked PROMPT_ID: its key, which every answer takes as its ref, and the
-    name people know it by (its work item, or ``standing:NAME``). ``NotFound`` for an id no
-    agent asked."""
+def asker_of(ctx: Ctx, prompt: str) -> tuple[str, str, str]:
+    """The agent that asked PROMPT (a prompt's id, as every notice and ``the-loop attention``
+    show it): its key, which every answer takes as its ref; the name people know it by (its
+    work item, or ``standing:NAME``); and the id, parsed. ``BadInput`` for no id or a malformed
+    one, ``NotFound`` for an id no agent asked."""
+    prompt_id = parse_prompt_id(prompt)
+    if prompt_id is None:
+        raise BadInput("give the prompt's id (like p3fa91): `the-loop attention` lists them")
     conn = ctx.db.connect()
-    prompt = store.get_prompt(conn, prompt_id)
-    if prompt is None:
+    found = store.get_prompt(conn, prompt_id)
+    if found is None:
         raise NotFound(f"no prompt {prompt_id} (`the-loop attention` lists the pending ones)")
-    row = store.get(conn, prompt.agent)
-    return prompt.agent, (row.work_item if row is not None and row.work_item else prompt.agent)
+    row = store.get(conn, found.agent)
+    name = row.work_item if row is not None and row.work_item else found.agent
+    return found.agent, name, prompt_id
 
 
 def _stale(p: store.Prompt) -> str:
