@@ -42,6 +42,8 @@ DIALOG = r"Do you want to proceed\?"
 DIALOG_END = r"Esc to cancel"
 """The last line of Claude Code's permission dialog, at the bottom of its screen."""
 REPLY_LINES = 60
+LONG_NOTES = "".join(f"note {k}: a line of notes that goes on for a while\n" for k in range(60))
+"""A file's content longer than a phone's screen, in a Write call's input."""
 """A reply longer than any screen here: its newest line is at the bottom of the agent's."""
 
 
@@ -52,6 +54,8 @@ def reply(request: RecordedRequest) -> str | ToolUse:
     if request.answers_a_tool:
         return f"DONE-AFTER-TOOL-{request.seq}"
     prompt = request.prompt or ""
+    if "WRITE-LONG" in prompt:
+        return ToolUse("Write", {"file_path": "notes.md", "content": LONG_NOTES}, "toolu_write")
     for n in (1, 2):
         if f"RUN-TOOL-{n}" in prompt:
             command = f"echo ran-{n} > tool-{n}.txt"
@@ -382,3 +386,37 @@ def test_a_question_is_answered_on_the_page_by_a_choice_and_by_typing(
         what="the typed answer recorded",
     )
     assert answered["answeredBy"] == "dashboard" and answered["outcome"] == "answered: MySQL please"
+
+
+def test_a_long_tool_input_is_folded_under_what_the_tool_will_do(
+    agent: Agent, open_page: Any
+) -> None:
+    """A Write call's whole input (a file's content) would push Allow and Deny below a
+    phone's screen: the card says the tool and its file, and folds the input, a tap away."""
+
+    def turn_over() -> bool:
+        found = agent.attention()
+        return found.get("state") == "waiting"
+
+    now = agent.attention()
+    if now.get("state") in ("needs-permission", "needs-input"):  # run alone: the fixture's call
+        body = {"decision": "deny", "promptId": now["prompt"]["id"]}
+        assert agent.daemon.api("POST", f"/sessions/{agent.sid}/permission", json=body).is_success
+    wait_until(turn_over, 60, what="the agent's turn over")
+    agent.say("please WRITE-LONG notes")
+    asked = agent.wait_state("needs-permission")["prompt"]
+    assert asked["tool"] == "Write" and "note 59" not in asked["text"]
+    page = open_page(**PHONE)
+    page.goto("/attention")
+    card = page.locator(f"li[data-agent='{agent.sid}']")
+    expect(card.locator(".ask-text")).to_contain_text("notes.md")
+    expect(card.get_by_role("button", name=re.compile("^Deny Write"))).to_be_in_viewport()
+    folded = card.locator("details.ask-input")
+    expect(folded.locator("code")).not_to_be_visible()
+    folded.locator("summary").click()
+    expect(folded.locator("code")).to_contain_text("note 1: a line of notes")
+    shot(page, "attention-long-input-phone")
+    card.get_by_role("button", name=re.compile("^Deny Write")).click()
+    expect(page.locator("[data-answered]")).to_contain_text("denied Write")
+    cwd = Path(agent.daemon.api("GET", f"/sessions/{agent.sid}").json()["cwd"])
+    assert not (cwd / "notes.md").exists()
