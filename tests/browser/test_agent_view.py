@@ -372,6 +372,8 @@ def test_a_question_is_answered_on_the_page_by_a_choice_and_by_typing(
     expect(page.locator(".waiting-now .pending")).to_contain_text("Which database?")  # live
     page.get_by_label(re.compile("^Or type an answer")).fill("MySQL please")
     page.get_by_role("button", name="Answer", exact=True).click()
+    # the page says how the answer went (an error names what the dialog did not show)
+    expect(page.locator("#live-waiting [data-result]")).to_contain_text("answered")
     wait_until(lambda: "MySQL please" in answer_of(agent.api, "toolu_ask_2"), 40, what="typed")
     answered = wait_until(
         lambda: next(
