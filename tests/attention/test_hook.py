@@ -168,6 +168,32 @@ def test_an_answer_named_by_the_prompt_id_alone_reaches_the_waiting_hook(
     assert question.exit_code == 2 and "stale" in question.stderr
 
 
+def test_a_waiting_permission_hook_reads_nothing_while_nothing_happens(
+    loop_env: Env, daemon: Daemon, state_backend: str
+) -> None:
+    """An agent can wait on a person for hours: its hook's wait is looked up when something
+    may have answered it, not on a beat (once a second on PostgreSQL, where another
+    process's write cannot be seen); an answer through the daemon still reaches it at once."""
+    proc = start_hook(hook_env(loop_env, issue(loop_env)), permission("make deploy"))
+    waiting = wait_until(lambda: (r := row(loop_env)) and r.prompt, 20, what="the prompt")
+
+    def looks() -> int:
+        found = daemon.metric('the_loop_task_passes_total{task="hook-decisions"}')
+        return int(found or 0)
+
+    wait_until(looks, 10, what="the first look at the waited prompt")
+    before = looks()
+    t0 = time.monotonic()
+    wait_until(lambda: time.monotonic() - t0 >= 3.0, 10, interval=0.5, what="3 s")
+    assert proc.poll() is None, "the hook still waits"
+    spent = looks() - before
+    assert spent <= (1 if state_backend == "sqlite" else 4), f"{spent} looks in 3 s"
+    body = {"decision": "allow", "promptId": waiting.id}
+    answered = daemon.api("POST", f"/sessions/{AGENT}/permission", json=body)
+    assert answered.status_code == 200, answered.text
+    assert json.loads(output(proc))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+
+
 def test_a_deny_reaches_the_hook_with_who_denied(loop_env: Env, daemon: Daemon) -> None:
     proc = start_hook(hook_env(loop_env, issue(loop_env)), permission("rm -rf build"))
     waiting = wait_until(lambda: (r := row(loop_env)) and r.prompt, 20, what="the prompt")

@@ -210,6 +210,17 @@ def get_prompt(conn: Connection, prompt_id: str) -> Prompt | None:
     return _prompt(cur.fetchone())
 
 
+def get_prompts(conn: Connection, prompt_ids: list[str]) -> dict[str, Prompt]:
+    """The prompts of PROMPT_IDS that exist, by id, in one query per 500."""
+    out: dict[str, Prompt] = {}
+    for start in range(0, len(prompt_ids), 500):
+        chunk = prompt_ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        sql = f"SELECT {_PROMPT} FROM attention_prompts WHERE id IN ({marks})"
+        out.update({str(r[0]): Prompt(r) for r in conn.execute(sql, chunk).fetchall()})
+    return out
+
+
 def _row(conn: Connection, values: tuple[Any, ...]) -> Row:
     prompt = get_prompt(conn, values[10]) if values[10] else None
     return Row(values, prompt)

@@ -9,12 +9,13 @@ written, then deleted. A report is checked and applied by ``agent.attention.repo
 must be its agent's; see there), in a worker thread.
 
 Replies, one plain-text line each: ``ok`` once a report is applied, ``refused REASON``; for a
-``PermissionRequest`` the connection stays open while the daemon polls the prompt (answers are
-written to the database by any process: the CLI, the API, a GitHub comment): ``decision
-JSON`` when it is answered, JSON being what the hook prints for Claude Code (the hook answers
-``ack``, and the prompt is then closed as ``answered``), ``closed`` when it was closed without
-a decision. A hook whose connection dropped (the daemon restarted) sends
-the same report again, finds the same prompt and receives its decision.
+``PermissionRequest`` the connection stays open until the prompt is answered or closed (answers
+are written to the database by any process: the CLI, the API, a GitHub comment; ``Decisions``
+looks them up when a commit of this daemon or another process's write may hold one, never on a
+beat of its own): ``decision JSON`` when it is answered, JSON being what the hook prints for
+Claude Code (the hook answers ``ack``, and the prompt is then closed as ``answered``),
+``closed`` when it was closed without a decision. A hook whose connection dropped (the daemon
+restarted) sends the same report again, finds the same prompt and receives its decision.
 """
 
 from __future__ import annotations
@@ -34,14 +35,22 @@ from the_loop.agent.attention import reports as hook_apply
 from the_loop.agent.attention.spawn import hook_dir
 from the_loop.context import Ctx
 from the_loop.hook import CLOSED, DECISION, OK, REFUSED, SOCKET_NAME, SPOOL_NAME
+from the_loop.pulse import Pulse
 from the_loop.store import attention as store
 from the_loop.store import hook_tokens
 from the_loop.supervise import monitor, wait_or_stop
 
 NAME = "hook-channel"
+DECISIONS = "hook-decisions"
+"""The task that looks up the prompts waiting hooks wait on (its passes are its looks)."""
 MAX_LINE = 1 << 20
 MAX_CONNECTIONS = 256
 POLL_SECONDS = 0.1
+"""How often a transcript the harness is still writing is looked at (``keep_when_flushed``)."""
+DECISION_GAP_SECONDS = 0.1
+"""The least time between two looks at the waited prompts that commits of this daemon woke (an
+answer given through the daemon reaches its hook within it; another process's answer, at the
+pulse's next look for outside writes, ``pulse.OUTSIDE_SECONDS``)."""
 SPOOL_SECONDS = 5.0
 """How often the spool is looked at while the daemon listens (a hook spools only when it could
 not reach the socket; each report the socket takes applies the spool first, and the daemon
@@ -54,10 +63,78 @@ _SHORT_PATH = 100
 log = logging.getLogger("the_loop.agent.attention.channel")
 
 
+async def _nothing() -> None:
+    return None
+
+
 async def hook_channel_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's hook channel task: apply the spool, listen, and apply the spool again
     every ``SPOOL_SECONDS`` until STOP."""
     await Channel(ctx).run(stop)
+
+
+class Decisions:
+    """The prompts that waiting permission hooks wait on, read together in one query when a
+    commit of this daemon or a write of another process may have answered one (a ``Pulse``,
+    alive only while a hook waits): waiting prompts cost nothing while nothing happens."""
+
+    def __init__(self, ctx: Ctx, stop: asyncio.Event) -> None:
+        self.ctx = ctx
+        self.stop = stop
+        self.waiting: dict[str, set[asyncio.Future[store.Prompt | None]]] = {}
+        self._pulse: Pulse | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def settled(self, prompt_id: str) -> store.Prompt | None:
+        """PROMPT_ID once it is answered or closed; None when there is no such prompt."""
+        waiter: asyncio.Future[store.Prompt | None] = asyncio.get_running_loop().create_future()
+        self.waiting.setdefault(prompt_id, set()).add(waiter)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._watch(), name="hook-decisions")
+        elif self._pulse is not None:
+            self._pulse.poke()  # look at once: it may have been answered already
+        try:
+            return await waiter
+        finally:
+            waiters = self.waiting.get(prompt_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self.waiting[prompt_id]
+
+    async def _watch(self) -> None:
+        watch = monitor(self.ctx, DECISIONS)
+        pulse = self._pulse = Pulse(self.ctx.db, poll_unseen=True)
+        try:
+            while self.waiting and not self.stop.is_set():
+                began = pulse.begin()
+                try:
+                    await self._look()
+                except Exception as exc:  # the database is away: the hooks keep waiting
+                    await wait_or_stop(self.stop, watch.failed(exc))
+                    continue
+                watch.progressed()
+                if not self.waiting:
+                    return
+                await pulse.wait(self.stop, began, float("inf"), DECISION_GAP_SECONDS)
+        finally:
+            pulse.close()
+            self._pulse = None
+
+    async def _look(self) -> None:
+        ids = list(self.waiting)
+        found = await asyncio.to_thread(lambda: store.get_prompts(self.ctx.db.connect(), ids))
+        for prompt_id in ids:
+            prompt = found.get(prompt_id)
+            if prompt is not None and prompt.decision is None and prompt.closed_at is None:
+                continue  # still pending
+            for waiter in self.waiting.get(prompt_id, set()):
+                if not waiter.done():
+                    waiter.set_result(prompt)
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
 
 class Channel:
@@ -65,6 +142,7 @@ class Channel:
 
     def __init__(self, ctx: Ctx) -> None:
         self.ctx = ctx
+        self.decisions: Decisions | None = None
         self.dir = hook_dir(ctx.state_dir)
         self.spool = self.dir / SPOOL_NAME
         self.lock = threading.Lock()
@@ -74,6 +152,7 @@ class Channel:
 
     async def run(self, stop: asyncio.Event) -> None:
         watch = monitor(self.ctx, NAME)
+        self.decisions = Decisions(self.ctx, stop)
         prepare(self.dir, self.spool)
         await asyncio.to_thread(self.apply_spool)
         path = self.dir / SOCKET_NAME
@@ -86,6 +165,7 @@ class Channel:
             server.close()
             for task in list(self.handlers):
                 task.cancel()
+            self.decisions.close()
             with contextlib.suppress(OSError):
                 path.unlink()
 
@@ -162,34 +242,30 @@ class Channel:
     async def await_decision(
         self, prompt_id: str | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        """Poll PROMPT_ID until it is decided (send the decision; on the hook's
-        acknowledgement close it as answered) or closed (send ``closed``); stop when the hook
-        goes away."""
+        """Wait until PROMPT_ID is decided (send the decision; on the hook's acknowledgement
+        close it as answered) or closed (send ``closed``); stop when the hook goes away."""
+        assert self.decisions is not None, "the channel runs"
         heard = asyncio.ensure_future(reader.read(1))
+        settled = asyncio.ensure_future(
+            self.decisions.settled(prompt_id) if prompt_id is not None else _nothing()
+        )
         try:
-            while True:
-                found = None
-                if prompt_id is not None:
-                    found = await asyncio.to_thread(self.prompt, prompt_id)
-                if found is None or (found.decision is None and found.closed_at is not None):
-                    await reply(writer, CLOSED)
-                    return
-                if found.decision is not None:
-                    await reply(writer, DECISION, hook_apply.decision_output(found))
-                    acked = await asyncio.wait_for(heard, ACK_SECONDS)
-                    if acked:
-                        await asyncio.to_thread(hook_apply.finish, self.ctx.db, found.id)
-                    return
-                done, _ = await asyncio.wait({heard}, timeout=POLL_SECONDS)
-                if done:
-                    return  # the hook went away (Claude Code's own timeout, or it was killed)
+            done, _ = await asyncio.wait({heard, settled}, return_when=asyncio.FIRST_COMPLETED)
+            if settled not in done:
+                return  # the hook went away (Claude Code's own timeout, or it was killed)
+            found = settled.result()
+            if found is None or found.decision is None:
+                await reply(writer, CLOSED)
+                return
+            await reply(writer, DECISION, hook_apply.decision_output(found))
+            acked = await asyncio.wait_for(heard, ACK_SECONDS)
+            if acked:
+                await asyncio.to_thread(hook_apply.finish, self.ctx.db, found.id)
         except TimeoutError:
             return
         finally:
             heard.cancel()
-
-    def prompt(self, prompt_id: str) -> store.Prompt | None:
-        return store.get_prompt(self.ctx.db.connect(), prompt_id)
+            settled.cancel()
 
     # --- the spool --------------------------------------------------------------------------
 
