@@ -10,18 +10,26 @@
   on a running daemon over the same database;
 - **notice**: a ``PermissionRequest`` hook opens a wait on a work item; from the moment it
   was recorded plus ``attention.notifyAfterSeconds`` to the notice comment on a fake GitHub on
-  loopback (the daemon's attention task and outbox post it).
+  loopback (the daemon's attention task and outbox post it);
+- **waiting**: N ``PermissionRequest`` hooks (``--waiting``, 50 by default) wait on a person at
+  once, as N agents would at their dialogs; the daemon's CPU over a window (``--seconds``,
+  ``utime + stime`` from ``/proc/<pid>/stat``) and its looks at the waited prompts
+  (``the_loop_task_passes_total{task="hook-decisions"}``) with nothing happening. Then one
+  answer through the API, timed to the hook's exit.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 import common
+import httpx
 from common import Daemon, Figure, HttpConn, Install, Report
 
 from the_loop.agent.attention.spawn import hook_dir, issue_token
@@ -149,10 +157,78 @@ def notice_latency(install: Install, gh: object, count: int) -> list[float]:
     return out
 
 
+def waiting_cost(install: Install, daemon: Daemon, count: int, seconds: float) -> dict[str, float]:
+    """COUNT permission hooks waiting at once: the daemon's share of a core and its looks over
+    SECONDS with nothing happening, then one answer through the API to its hook's exit (ms)."""
+    db = open_database(install.state_dir)
+    hooks: list[subprocess.Popen[str]] = []
+    try:
+        for i in range(count):
+            body = {"hook_event_name": "PermissionRequest", "tool_name": "Bash",
+                    "tool_input": {"command": f"make deploy-{i}"}}  # fmt: skip
+            proc = subprocess.Popen(
+                hook_argv(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                env=hook_env(install, f"bench-waiting-{i}"),
+                text=True,
+            )
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(body))
+            proc.stdin.close()
+            hooks.append(proc)
+        agents = [f"bench-waiting-{i}" for i in range(count)]
+        common.wait_until(
+            lambda: all(store.pending_of(db.connect(), a) for a in agents),
+            timeout=120,
+            what="every hook waiting",
+        )
+        looks = 'the_loop_task_passes_total{task="hook-decisions"}'
+
+        def counted() -> int:
+            _, text = common.http_get(daemon.host, daemon.port, "/metrics", daemon.token)
+            found = dict(line.rsplit(" ", 1) for line in text.decode().splitlines() if " " in line)
+            return int(float(found.get(looks, "0")))
+
+        hz = os.sysconf("SC_CLK_TCK")
+        before, t0 = counted(), time.monotonic()
+        ticks0 = _ticks(daemon.pid)
+        common.wait_until(lambda: time.monotonic() - t0 >= seconds, seconds + 5, interval=0.5)
+        spent = time.monotonic() - t0
+        share = (_ticks(daemon.pid) - ticks0) / hz / spent
+        taken = counted() - before
+        first = store.pending_of(db.connect(), agents[0])
+        assert first is not None
+        started = time.perf_counter()
+        sent = httpx.post(
+            f"{daemon.url}/api/v1/sessions/{agents[0]}/permission",
+            json={"decision": "allow", "promptId": first.id},
+            headers={"Authorization": f"Bearer {daemon.token}"},
+            timeout=30,
+        )
+        if sent.status_code != 200:
+            raise RuntimeError(f"the answer was refused: {sent.status_code} {sent.text[:200]}")
+        hooks[0].wait(timeout=30)
+        answered = (time.perf_counter() - started) * 1000
+        return {"share": share * 100, "looks": taken, "answered": answered}
+    finally:
+        for proc in hooks:
+            proc.kill()
+            proc.wait()
+        db.close()
+
+
+def _ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hooks", type=int, default=60)
     parser.add_argument("--notices", type=int, default=10)
+    parser.add_argument("--waiting", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args()
     report = Report(NAME, "Attention: hook cost, hook → API, notice latency", __doc__ or "")
     gh = common.fake_github()
@@ -200,6 +276,18 @@ def main() -> None:
         report.figure(
             Figure("notice.max", "notice after notifyAfterSeconds, max", s.max, "ms", 1000)
         )
+        with common.step(f"{args.waiting} permission hooks waiting, {args.seconds:g} s"):
+            got = waiting_cost(install, daemon, args.waiting, args.seconds)
+        report.note(
+            f"{args.waiting} permission hooks waiting on a person: the daemon used "
+            f"{got['share']:.2f} % of a core over {args.seconds:g} s with nothing happening, "
+            f"and looked at the waited prompts {got['looks']:.0f} times; an answer through the "
+            f"API reached its hook (the hook's exit) in {got['answered']:.0f} ms"
+        )
+        report.figure(
+            Figure(f"waiting.cpu.{args.waiting}",
+                   f"daemon CPU, {args.waiting} permission hooks waiting", got["share"], "% core")
+        )  # fmt: skip
         daemon.stop()
     gh.stop()
     report.note("python start-up alone: " + _python_startup())
