@@ -9,6 +9,7 @@ app as ``{"error": {"code", "message"}}``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from the_loop.errors import BadInput, Unavailable
 from the_loop.instance import CONFIG_HEADER
 from the_loop.intake import InboxItem, InboxStatus
 from the_loop.intake.ops import inbox_items
+from the_loop.pulse import Pulse
 from the_loop.standing import service as standing
 from the_loop.views import doctor, metrics
 from the_loop.views import sessions as views
@@ -283,7 +285,11 @@ def _event_routes(router: APIRouter, get_ctx: Callable[[], Ctx], read: list[Any]
         )
 
 
-SSE_POLL_SECONDS = 0.2
+SSE_GAP_SECONDS = 0.2
+"""The least time between two reads of a stream woken by commits (a burst costs one read a
+gap)."""
+SSE_CHECK_SECONDS = 1.0
+"""How often a quiet stream checks that its client is still there (no read)."""
 SSE_KEEPALIVE_SECONDS = 15.0
 
 
@@ -300,24 +306,34 @@ async def _sse(
 async def _follow(
     ctx: Ctx, flt: ev.EventFilter, request: Request, holder: Holder
 ) -> AsyncIterator[str]:
-    """The stream's text until the client leaves or HOLDER is ended (the cap needed room)."""
+    """The stream's text until the client leaves or HOLDER is ended (the cap needed room).
+    The event log is read when something may have been written (a commit of the daemon,
+    another process's write: a ``Pulse``), not on a beat: an open dashboard costs nothing
+    while nothing happens."""
     after = flt.after_id
-    idle = 0.0
-    yield "retry: 1000\n\n"
-    while not holder.ended.is_set() and not await request.is_disconnected():
-        batch = await asyncio.to_thread(ev.read_after, ctx.db, flt.following(after))
-        for event in batch:
-            after = event.id
-            data = dumps(event, indent=None)
-            yield f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n"
-        if batch:
-            idle = 0.0
-            continue
-        await asyncio.sleep(SSE_POLL_SECONDS)
-        idle += SSE_POLL_SECONDS
-        if idle >= SSE_KEEPALIVE_SECONDS:
-            idle = 0.0
-            yield ": keep-alive\n\n"
+    pulse = Pulse(ctx.db, poll_unseen=True)
+    quiet_since = time.monotonic()
+    look = True
+    try:
+        yield "retry: 1000\n\n"
+        while not holder.ended.is_set() and not await request.is_disconnected():
+            began = pulse.begin()
+            if look:
+                batch = await asyncio.to_thread(ev.read_after, ctx.db, flt.following(after))
+                for event in batch:
+                    after = event.id
+                    data = dumps(event, indent=None)
+                    yield f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n"
+                if batch:
+                    quiet_since = time.monotonic()
+                    continue  # a full batch may have left more behind
+            if time.monotonic() - quiet_since >= SSE_KEEPALIVE_SECONDS:
+                quiet_since = time.monotonic()
+                yield ": keep-alive\n\n"
+            await pulse.wait(holder.ended, began, began + SSE_CHECK_SECONDS, SSE_GAP_SECONDS)
+            look = pulse.changed.is_set() or pulse.urgent.is_set()
+    finally:
+        pulse.close()
 
 
 def token_guards(get_tokens: Callable[[], auth.Tokens]) -> tuple[list[Any], list[Any]]:
