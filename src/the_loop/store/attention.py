@@ -210,15 +210,20 @@ def get_prompt(conn: Connection, prompt_id: str) -> Prompt | None:
     return _prompt(cur.fetchone())
 
 
+def _select_in(conn: Connection, sql: str, values: list[str]) -> list[tuple[Any, ...]]:
+    """The rows of SQL, whose ``{marks}`` is the placeholders of an ``IN`` list, over VALUES:
+    one query per 500 of them."""
+    found: list[tuple[Any, ...]] = []
+    for start in range(0, len(values), 500):
+        chunk = values[start : start + 500]
+        found += conn.execute(sql.format(marks=", ".join("?" * len(chunk))), chunk).fetchall()
+    return found
+
+
 def get_prompts(conn: Connection, prompt_ids: list[str]) -> dict[str, Prompt]:
-    """The prompts of PROMPT_IDS that exist, by id, in one query per 500."""
-    out: dict[str, Prompt] = {}
-    for start in range(0, len(prompt_ids), 500):
-        chunk = prompt_ids[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
-        sql = f"SELECT {_PROMPT} FROM attention_prompts WHERE id IN ({marks})"
-        out.update({str(r[0]): Prompt(r) for r in conn.execute(sql, chunk).fetchall()})
-    return out
+    """The prompts of PROMPT_IDS that exist, by id."""
+    sql = f"SELECT {_PROMPT} FROM attention_prompts WHERE id IN ({{marks}})"
+    return {str(r[0]): Prompt(r) for r in _select_in(conn, sql, prompt_ids)}
 
 
 def _row(conn: Connection, values: tuple[Any, ...]) -> Row:
@@ -244,25 +249,15 @@ def rows(
         sql = f"SELECT {_ROW} FROM attention{where} ORDER BY since, agent"
         found = conn.execute(sql, states).fetchall()
     else:  # only AGENTS' rows are read: a list of 100 sessions reads 100, not every one kept
-        found = []
-        for start in range(0, len(agents), 500):
-            chunk = agents[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            sql = f"SELECT {_ROW} FROM attention WHERE agent IN ({marks})"
-            found += conn.execute(sql, chunk).fetchall()
+        found = _select_in(conn, f"SELECT {_ROW} FROM attention WHERE agent IN ({{marks}})", agents)
         found.sort(key=lambda r: (r[6], r[0]))
     return [_row(conn, r) for r in found]
 
 
 def harnesses(conn: Connection, agents: list[str]) -> dict[str, str]:
     """The harness each of AGENTS was last started with (those recorded)."""
-    out: dict[str, str] = {}
-    for start in range(0, len(agents), 500):
-        chunk = agents[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
-        sql = f"SELECT agent, harness FROM attention WHERE agent IN ({marks})"
-        out.update({str(r[0]): str(r[1]) for r in conn.execute(sql, chunk).fetchall()})
-    return out
+    sql = "SELECT agent, harness FROM attention WHERE agent IN ({marks})"
+    return {str(r[0]): str(r[1]) for r in _select_in(conn, sql, agents)}
 
 
 def agents_in(conn: Connection, states: tuple[str, ...]) -> list[tuple[str, str]]:
