@@ -151,9 +151,14 @@ def test_closed_session_cannot_be_typed_into(site: Site, login: Login) -> None:
     page.locator("#terminal").click()
     page.keyboard.type("keys for a closed session")
     page.keyboard.press("Enter")
-    site.tmux("send-keys", "-t", f"={target}:", "-l", "typed by tmux")
-    site.tmux("send-keys", "-t", f"={target}:", "Enter")
-    wait_until(lambda: "typed by tmux" in site.prompts(sid), 30, what="the agent still reads")
+    for keys in (["-l", "typed by tmux"], ["Enter"]):
+        sent = site.tmux("send-keys", "-t", f"={target}:", *keys)
+        assert sent.returncode == 0, sent.stderr
+    try:
+        wait_until(lambda: "typed by tmux" in site.prompts(sid), 30, what="the agent still reads")
+    except AssertionError as exc:  # say what the agent had and showed (seen once on CI-like load)
+        shown = site.tmux("capture-pane", "-p", "-t", f"={target}:").stdout
+        raise AssertionError(f"{exc}: it recorded {site.prompts(sid)!r}; screen:\n{shown}") from exc
     assert not any("keys for a closed session" in p for p in site.prompts(sid))
     assert not any('"input"' in f for f in frames), frames
 

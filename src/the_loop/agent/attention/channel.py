@@ -128,7 +128,7 @@ class Decisions:
             prompt = found.get(prompt_id)
             if prompt is not None and prompt.decision is None and prompt.closed_at is None:
                 continue  # still pending
-            for waiter in self.waiting.get(prompt_id, set()):
+            for waiter in self.waiting.pop(prompt_id, set()):  # looked at no more
                 if not waiter.done():
                     waiter.set_result(prompt)
 
