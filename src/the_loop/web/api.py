@@ -317,8 +317,11 @@ async def _follow(
     try:
         yield "retry: 1000\n\n"
         while not holder.ended.is_set() and not await request.is_disconnected():
+            # a change told meanwhile (even during the await above) is read, never cleared unread
+            look = look or pulse.changed.is_set() or pulse.urgent.is_set()
             began = pulse.begin()
             if look:
+                look = False
                 batch = await asyncio.to_thread(ev.read_after, ctx.db, flt.following(after))
                 for event in batch:
                     after = event.id
@@ -326,12 +329,12 @@ async def _follow(
                     yield f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n"
                 if batch:
                     quiet_since = time.monotonic()
-                    continue  # a full batch may have left more behind
+                    look = True  # a full batch may have left more behind
+                    continue
             if time.monotonic() - quiet_since >= SSE_KEEPALIVE_SECONDS:
                 quiet_since = time.monotonic()
                 yield ": keep-alive\n\n"
             await pulse.wait(holder.ended, began, began + SSE_CHECK_SECONDS, SSE_GAP_SECONDS)
-            look = pulse.changed.is_set() or pulse.urgent.is_set()
     finally:
         pulse.close()
 
