@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sqlite3
 import subprocess
 import time
-from pathlib import Path
 
 import common
 import httpx
+from ack_measure import cpu_seconds
 from common import Daemon, Figure, HttpConn, Install, Report
 
 from the_loop.agent.attention.spawn import hook_dir, issue_token
@@ -190,12 +189,11 @@ def waiting_cost(install: Install, daemon: Daemon, count: int, seconds: float) -
             found = dict(line.rsplit(" ", 1) for line in text.decode().splitlines() if " " in line)
             return int(float(found.get(looks, "0")))
 
-        hz = os.sysconf("SC_CLK_TCK")
         before, t0 = counted(), time.monotonic()
-        ticks0 = _ticks(daemon.pid)
+        cpu0 = cpu_seconds(daemon.pid)
         common.wait_until(lambda: time.monotonic() - t0 >= seconds, seconds + 5, interval=0.5)
         spent = time.monotonic() - t0
-        share = (_ticks(daemon.pid) - ticks0) / hz / spent
+        share = (cpu_seconds(daemon.pid) - cpu0) / spent
         taken = counted() - before
         first = store.pending_of(db.connect(), agents[0])
         assert first is not None
@@ -216,11 +214,6 @@ def waiting_cost(install: Install, daemon: Daemon, count: int, seconds: float) -
             proc.kill()
             proc.wait()
         db.close()
-
-
-def _ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
 
 
 def main() -> None:

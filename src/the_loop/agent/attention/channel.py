@@ -63,10 +63,6 @@ _SHORT_PATH = 100
 log = logging.getLogger("the_loop.agent.attention.channel")
 
 
-async def _nothing() -> None:
-    return None
-
-
 async def hook_channel_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """The daemon's hook channel task: apply the spool, listen, and apply the spool again
     every ``SPOOL_SECONDS`` until STOP."""
@@ -245,10 +241,11 @@ class Channel:
         """Wait until PROMPT_ID is decided (send the decision; on the hook's acknowledgement
         close it as answered) or closed (send ``closed``); stop when the hook goes away."""
         assert self.decisions is not None, "the channel runs"
+        if prompt_id is None:  # no prompt was opened for it
+            await reply(writer, CLOSED)
+            return
         heard = asyncio.ensure_future(reader.read(1))
-        settled = asyncio.ensure_future(
-            self.decisions.settled(prompt_id) if prompt_id is not None else _nothing()
-        )
+        settled = asyncio.ensure_future(self.decisions.settled(prompt_id))
         try:
             done, _ = await asyncio.wait({heard, settled}, return_when=asyncio.FIRST_COMPLETED)
             if settled not in done:
