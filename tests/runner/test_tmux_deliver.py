@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from tests.fakes.prompts import METACHARS, nasty_prompt
 from tests.helpers import wait_until
 from tests.runner.conftest import FakeAgents
 from the_loop.errors import BadInput, NotRunning
-from the_loop.runner.tmux import Probe, TmuxRunner, clean_prompt
+from the_loop.runner.tmux import Answer, Probe, TmuxRunner, clean_prompt
 
 
 def test_big_prompts_arrive_byte_exact_in_order(runner: TmuxRunner, agents: FakeAgents) -> None:
@@ -168,3 +169,28 @@ def test_a_framed_paste_carries_its_markers_to_a_program_that_never_asked(
     wait_until(got.exists, 10, what="the recorder's bytes")
     body = b"line one!\rline[201~ two"  # tmux sends each LF of a paste as a CR
     assert got.read_bytes() == (b"\x1b[200~" + body + b"\x1b[201~\r" if frame else body + b"\r")
+
+
+def test_a_staged_paste_whose_deadline_has_passed_pastes_nothing_and_keeps_its_buffers(
+    runner: TmuxRunner, agents: FakeAgents, workdir: Path
+) -> None:
+    """The deadline is read by the tmux server as it runs the paste: a paste that arrives after
+    it is not made and its buffers stay (the prompt is still staged, to be pasted or moved);
+    one before it is pasted once. A dead pane is told as dead, whatever the clock says."""
+    agents.spawn("loop-late", "c-late")
+    runner.stage("loop-late", "late tok-late", "the-loop-late").unwrap()
+    late = runner.paste_staged("loop-late", "the-loop-late", until=int(time.time()))
+    assert late.answer is Answer.LAPSED, late
+    assert runner.has_buffer("the-loop-late").exists
+    assert runner.has_buffer("the-loop-late-cr").exists
+    on_time = runner.paste_staged("loop-late", "the-loop-late", until=int(time.time()) + 60)
+    on_time.unwrap()
+    assert agents.wait_prompts("c-late", 1) == ["late tok-late"]
+    assert not runner.has_buffer("the-loop-late").exists
+    runner.spawn("loop-late-gone", ["sh", "-c", "exit 0"], cwd=workdir).unwrap()
+    agents.wait_probe("loop-late-gone", Probe.DEAD)
+    runner.stage("loop-late-gone", "never", "the-loop-gone")
+    for until in (int(time.time()), int(time.time()) + 60):
+        gone = runner.paste_staged("loop-late-gone", "the-loop-gone", until=until)
+        assert gone.answer is Answer.DEAD, gone
+    assert agents.prompts("c-late") == ["late tok-late"]

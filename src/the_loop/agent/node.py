@@ -23,6 +23,9 @@ class NodeState:
 
     beat_at: float | None = None
     """``time.monotonic()`` when the last successful heartbeat started."""
+    beat_wall: float | None = None
+    """``time.time()`` written as that heartbeat's time (what peers compare with their
+    ``deadAfterSeconds``)."""
     rejoined: int = 0
     """How often it found itself declared dead and rejoined."""
 
@@ -88,3 +91,15 @@ def check_fence(ctx: Ctx) -> None:
     epoch = getattr(_WORK, "epoch", None)
     if epoch is not None and epoch != state_for(ctx.db).rejoined:
         raise Unavailable(f"node {node_name(ctx)} was declared dead meanwhile; not delivering")
+
+
+def paste_deadline(ctx: Ctx) -> int | None:
+    """The whole second (since the epoch) from which this node's paste must not land: when
+    its peers may declare it dead (its last heartbeat's time plus ``deadAfterSeconds``, rounded
+    down). ``check_fence`` decides before a paste; tmux checks this as it pastes
+    (``paste_staged``), so a node frozen between the two pastes nothing when it wakes. None
+    where ``check_fence`` lets everything through (one node, or not a daemon)."""
+    wall = state_for(ctx.db).beat_wall
+    if not ctx.db.shared or wall is None:
+        return None
+    return int(wall + dead_after(ctx))

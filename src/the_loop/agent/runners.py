@@ -22,7 +22,7 @@ from the_loop.agent.attention.spawn import keep_previous_token, spawn_env
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.agent.spend import transcripts
 from the_loop.errors import NotRunning, Refused, Unavailable
-from the_loop.faults import crash_point
+from the_loop.faults import crash_point, pause_point
 from the_loop.harness import (
     HarnessAdapter,
     LaunchSpec,
@@ -187,9 +187,16 @@ class TmuxAgents:
         self._stage(ctx, agent, item, name, revive, adapter.frames_paste)
         crash_point("after-staged")
         nodes.check_fence(ctx)
+        pause_point("before-paste")
         pasted = tmux.paste_staged(
-            agent.tmux_target, name, adapter.submit_gap, adapter.frames_paste
+            agent.tmux_target,
+            name,
+            adapter.submit_gap,
+            adapter.frames_paste,
+            until=nodes.paste_deadline(ctx),  # tmux's own check, as it pastes
         )
+        if pasted.answer is Answer.LAPSED:  # frozen past the fence: nothing pasted, still staged
+            raise Unavailable(f"node {nodes.node_name(ctx)}: {pasted.detail}; not delivering")
         if pasted.answer in (Answer.DEAD, Answer.ABSENT):
             _mark(ctx, item.seq, PromptStatus.pending)
             ctx.ready.discard(agent.tmux_target)

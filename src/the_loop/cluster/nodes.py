@@ -61,7 +61,8 @@ def register(ctx: Ctx, url: str) -> None:
     with ctx.db.transaction() as tx:
         store.register(tx, rec)
         store.adopt_sessions(tx, rec.name, only_unowned=ctx.db.shared)
-    state_for(ctx.db).beat_at = began
+    state = state_for(ctx.db)
+    state.beat_at, state.beat_wall = began, now
 
 
 def cluster_token(ctx: Ctx) -> str | None:
@@ -99,7 +100,7 @@ def heartbeat(ctx: Ctx) -> list[Declared]:
         if not beating:
             store.rejoin(tx, name, now)
     state = state_for(ctx.db)
-    state.beat_at = began
+    state.beat_at, state.beat_wall = began, now
     if not beating:
         state.rejoined += 1
         ev.emit(ctx.db, "node.rejoined", source=SOURCE, node=name)

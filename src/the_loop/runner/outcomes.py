@@ -46,6 +46,8 @@ class Answer(StrEnum):
     NO_ANSWER = "no_answer"
     FAILED = "failed"
     REFUSED = "refused"
+    LAPSED = "lapsed"
+    """Not done: the deadline it carried had passed when tmux came to run it."""
 
 
 _COMMON: dict[Answer, type[LoopError]] = {
@@ -55,6 +57,7 @@ _COMMON: dict[Answer, type[LoopError]] = {
     Answer.NO_ANSWER: Unavailable,
     Answer.FAILED: Unavailable,
     Answer.REFUSED: BadInput,
+    Answer.LAPSED: Unavailable,
 }
 
 

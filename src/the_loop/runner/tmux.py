@@ -69,20 +69,20 @@ from the_loop.runner.outcomes import SpawnResult as SpawnResult
 from the_loop.runner.outcomes import Staged as Staged
 from the_loop.runner.tmux_core import COMMAND_BUDGET as COMMAND_BUDGET
 from the_loop.runner.tmux_core import DEAD_MARKER as DEAD_MARKER
+from the_loop.runner.tmux_core import (
+    LAPSED_MARKER,
+    VIEWER_SIZE_FORMAT,
+    agent_env,
+    framed,
+    paste_staged_command,
+    stale_names,
+    viewer_hooks,
+)
 from the_loop.runner.tmux_core import OWNER_OPTION as OWNER_OPTION
 from the_loop.runner.tmux_core import OWNER_VAR as OWNER_VAR
 from the_loop.runner.tmux_core import PANE_FORMAT as PANE_FORMAT
 from the_loop.runner.tmux_core import SOCKET_RE as SOCKET_RE
 from the_loop.runner.tmux_core import STAGE_FORMAT as STAGE_FORMAT
-from the_loop.runner.tmux_core import (
-    VIEWER_SIZE_FORMAT,
-    agent_env,
-    framed,
-    paste_buffer,
-    stale_names,
-    submit_gap,
-    viewer_hooks,
-)
 from the_loop.runner.tmux_core import PaneInfo as PaneInfo
 from the_loop.runner.tmux_core import PaneStatus as PaneStatus
 from the_loop.runner.tmux_core import TerminateReport as TerminateReport
@@ -508,29 +508,26 @@ class TmuxRunner:
         return Staged(target=target, owner=owner.strip() or None)
 
     def paste_staged(
-        self, target: str, name: str, gap: float = 0.0, frame: bool = False
+        self,
+        target: str,
+        name: str,
+        gap: float = 0.0,
+        frame: bool = False,
+        until: int | None = None,
     ) -> Delivery:
         """Paste buffer NAME (bracketed: by its own markers when FRAME, staged so, else by
         tmux; then its CR GAP seconds later) into TARGET if the pane is alive, deleting the
-        buffers, in one tmux command. ``absent`` or ``dead`` when nothing can take it (buffers
-        kept). Never raises."""
+        buffers, in one tmux command. ``absent`` or ``dead`` when nothing can take it, and
+        ``lapsed`` when UNTIL (whole seconds since the epoch) had come by the tmux server's
+        clock as it ran the command (``paste_staged_command``); buffers kept. Never raises."""
         problem = target_problem(target) or buffer_problem(name)
         if problem is not None:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
-        when_alive = (
-            f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
-            f"paste-buffer -d -b {name}-cr -t ={target}:"
-        )
         with self._locks.hold(target):
-            result = self.run(
-                "if-shell",
-                "-F",
-                "-t",
-                f"={target}:",
-                "#{pane_dead}",
-                f"display-message -p {DEAD_MARKER}",
-                when_alive,
-            )
+            result = self.run(*paste_staged_command(target, name, gap, frame, until))
+        if result.ok and LAPSED_MARKER in result.stdout:
+            detail = f"not pasted into {target}: its deadline had passed when tmux ran it"
+            return Delivery(target=target, answer=Answer.LAPSED, detail=detail)
         return self._delivery(target, "", result)
 
     def has_buffer(self, name: str) -> BufferState:

@@ -36,6 +36,10 @@ _NOT_FOUND_MARKERS = (
 )
 _CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 DEAD_MARKER = "the-loop:pane-dead"
+LAPSED_MARKER = "the-loop:deadline-passed"
+NOW_OPTION = "@the_loop_now"
+"""A server option holding ``%s``: ``#{T:@the_loop_now}`` is the tmux server's clock, in whole
+seconds since the epoch, at the moment a command expands it (``until_command``)."""
 OWNER_VAR = "THE_LOOP_OWNER"
 OWNER_OPTION = "@the_loop_owner"
 PANE_FORMAT = (
@@ -216,6 +220,32 @@ def paste_buffer(name: str, target: str, frame: bool) -> str:
     """The tmux command pasting buffer NAME into TARGET: the buffer's own markers when FRAME,
     else tmux's (``-p``: only if the program asked for bracketed paste)."""
     return f"paste-buffer {'' if frame else '-p '}-d -b {name} -t ={target}:"
+
+
+def paste_staged_command(
+    target: str, name: str, gap: float, frame: bool, until: int | None
+) -> list[str]:
+    """Paste buffer NAME, then its CR GAP seconds later, into TARGET in one command queue run,
+    only if its pane is alive (else print ``DEAD_MARKER``) and, given UNTIL (whole seconds since
+    the epoch), only while the tmux server's clock reads less than UNTIL (else print
+    ``LAPSED_MARKER``): a deadline read by the server as it pastes, which a caller held up
+    (frozen, or not scheduled) between deciding to paste and tmux pasting cannot overrun.
+    Buffers are kept when nothing is pasted."""
+    when_alive = (
+        f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
+        f"paste-buffer -d -b {name}-cr -t ={target}:"
+    )
+    at = ["-t", f"={target}:"]
+    if until is None:
+        dead = f"display-message -p {DEAD_MARKER}"
+        return ["if-shell", "-F", *at, "#{pane_dead}", dead, when_alive]
+    late = f"#{{e|>=:#{{T:{NOW_OPTION}}},{until}}}"
+    which = f"#{{?pane_dead,{DEAD_MARKER},{LAPSED_MARKER}}}"
+    return [
+        "set-option", "-g", NOW_OPTION, "%s", ";",
+        "if-shell", "-F", *at, f"#{{||:#{{pane_dead}},{late}}}",
+        f"display-message -p -t ={target}: '{which}'", when_alive,
+    ]  # fmt: skip
 
 
 def paste_command(
