@@ -7,7 +7,8 @@ import asyncio
 import json
 import os
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -292,6 +293,36 @@ async def test_viewers_size_the_window_as_decided_and_leave_nothing_behind(
     wait_until(lambda: all(gone(p) for p in pids), timeout=30, what="the bridges' children gone")
     wait_until(lambda: ptys_of(daemon_pid) == ptys_before, timeout=30, what="the ptys closed")
     wait_until(lambda: window_size(work, target) == size_before, timeout=30, what="restored")
+
+
+async def test_a_read_only_viewer_asks_tmux_nothing_while_the_screen_stands_still(
+    loop_daemon: Daemon,
+) -> None:
+    """A watcher follows the agent's window size by asking tmux after its screen changed (tmux
+    redraws every client of a window that changes size), not on a beat: while nothing on the
+    agent's screen changes, the daemon runs no tmux command for it."""
+    sid = spawned(loop_daemon)
+
+    def commands() -> int:
+        return int(loop_daemon.metric("the_loop_tmux_commands_total") or 0)
+
+    url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")
+    async with connect(url, additional_headers=bearer(READ_ONLY)) as watcher:
+        await hello(watcher)
+        await screen_until(watcher, b"\x1b[")  # drawn: the one look that follows is done in 2 s
+        t0 = time.monotonic()
+
+        def after(seconds: float) -> Callable[[], Awaitable[bool]]:
+            async def passed() -> bool:
+                return time.monotonic() - t0 >= seconds
+
+            return passed
+
+        await await_until(after(2.0), 10, interval=0.5, what="2 s")
+        before = commands()
+        await await_until(after(5.0), 10, interval=0.5, what="3 s more")
+        spent = commands() - before
+        assert spent <= 1, f"{spent} tmux commands in 3 s for a screen that stood still"
 
 
 async def test_daemon_shutdown_ends_the_bridges(loop_daemon: Daemon) -> None:

@@ -46,8 +46,8 @@ from the_loop.web.terminal_bridge import (
 POLICY_VIOLATION = 1008
 MAX_INPUT_CHARS = 65536
 """An input frame longer than this is dropped (a paste of that size is a message, not keys)."""
-WINDOW_POLL_SECONDS = 1.0
-"""How often a read-only terminal asks tmux whether the agent's window changed size."""
+WINDOW_LOOK_GAP = 1.0
+"""The least time between two looks of a read-only terminal at its agent's window size."""
 
 Planner = Callable[[bool], Plan]
 
@@ -256,14 +256,18 @@ async def _logged_out(
 
 async def _follow_window(websocket: WebSocket, bridge: Bridge) -> None:
     """Keep a read-only terminal the size of the agent's window, telling the page each
-    change; runs until cancelled."""
+    change; runs until cancelled. tmux redraws every client of a window that changes size, so
+    the size is asked only after the client printed (at most once per ``WINDOW_LOOK_GAP``):
+    nothing is asked of tmux while the screen stands still."""
     while True:
-        await asyncio.sleep(WINDOW_POLL_SECONDS)
+        await bridge.printed.wait()
+        bridge.printed.clear()
         size = await asyncio.to_thread(bridge.plan.window_view)
-        if size is None or size == bridge.size:
-            continue
-        bridge.resize(*size)
-        await websocket.send_text(json.dumps({"type": "size", "cols": size[0], "rows": size[1]}))
+        if size is not None and size != bridge.size:
+            bridge.resize(*size)
+            message = {"type": "size", "cols": size[0], "rows": size[1]}
+            await websocket.send_text(json.dumps(message))
+        await asyncio.sleep(WINDOW_LOOK_GAP)
 
 
 async def _send_output(websocket: WebSocket, bridge: Bridge) -> None:

@@ -118,6 +118,8 @@ class Bridge:
         self._master = -1
         self.proc: subprocess.Popen[bytes] | None = None
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.printed = asyncio.Event()
+        """Set whenever the client prints (a window that changes size redraws its clients)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reading = False
         self._ended = False
@@ -190,6 +192,7 @@ class Bridge:
             self._queue.put_nowait(None)
             return
         self._queue.put_nowait(data)
+        self.printed.set()
         if self._queue.qsize() >= MAX_PENDING_OUTPUT:
             self._pause_reading()
 
