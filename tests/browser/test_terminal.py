@@ -46,16 +46,20 @@ WHOLE_ROWS = """() => {
     const rows = [...document.querySelectorAll("#terminal .xterm-rows > div")];
     const last = rows[rows.length - 1].getBoundingClientRect();
     const screen = document.querySelector("#terminal .xterm-screen").getBoundingClientRect();
-    return {rows: rows.length, cut: Math.max(last.bottom - box.bottom, screen.right - box.right)};
+    const end = document.elementFromPoint(screen.right - 1, last.top + last.height / 2);
+    return {rows: rows.length, cut: Math.max(last.bottom - box.bottom, screen.right - box.right),
+            shown: end !== null && end.closest("#terminal .xterm-screen") !== null,
+            hit: end && end.tagName + "." + end.className};
 }"""
 
 
 def shows_whole_rows(page: Page) -> None:
     """Every row of the terminal, tmux's status line last, lies inside the terminal's box (it
-    hides what overflows): none is cut in half, at the bottom or on the right."""
+    hides what overflows): none is cut in half, at the bottom or on the right, and the right
+    end of the status line is on screen (nothing in between clips it)."""
     found = page.evaluate(WHOLE_ROWS)
     rows = page.evaluate("() => window.theLoopTerminal.rows")
-    assert found["rows"] == rows and found["cut"] <= 0, found
+    assert found["rows"] == rows and found["cut"] <= 0 and found["shown"], found
 
 
 def clients(site: Site, target: str) -> list[str]:
@@ -127,6 +131,10 @@ def test_read_only_login_cannot_type(site: Site, login: Login) -> None:
     expect(page.locator("#term-h .badge-readonly")).to_have_count(1)
     assert page.locator(".keys").count() == 0
     wait_until(lambda: page.locator("#terminal[data-scale]").count(), 30, what="scaled")
+    shows_whole_rows(page)
+    scale = page.locator("#terminal").get_attribute("data-scale")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: scaled down, whole lines
+    wait_until(lambda: page.locator("#terminal").get_attribute("data-scale") != scale, 10)
     shows_whole_rows(page)
     page.locator("#terminal").click()
     page.keyboard.type("read-only keys")
