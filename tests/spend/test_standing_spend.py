@@ -224,6 +224,8 @@ def test_budget_stops_a_standing_session_say_refused_extend_resumes(
         report_transcript(work, name, transcript)
         wait_until(lambda: view(d, name)["usage"]["costUsd"] == 0.3, 30, what="metered")
         assert view(d, name)["usage"]["turns"] == 1
+        client, _csrf = logged_in(d, d.token)  # said as a person would
+        assert "1 turn, $0.30" in client.get(f"/standing/{name}").text
         wait_until(lambda: view(d, name)["attention"]["state"] == "waiting", 30)
         assert view(d, name)["status"] == "running", "one turn is under the budget"
 

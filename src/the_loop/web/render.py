@@ -68,6 +68,11 @@ def usd(usage: Any, unit: str = "$") -> str:
     return cost_text(usage.cost_usd, usage.priced, unit)
 
 
+def turns(count: int) -> str:
+    """COUNT turns, said as a person would: ``1 turn``, ``3 turns``."""
+    return f"{count} turn" if count == 1 else f"{count} turns"
+
+
 def badge(state: str) -> Markup:
     """A status badge (the CSS colours it by STATE)."""
     text = escape(state)
@@ -90,6 +95,7 @@ class Pages:
         self.env.filters["iso"] = iso
         self.env.filters["when"] = when
         self.env.filters["usd"] = usd
+        self.env.filters["turns"] = turns
         self.env.filters["safe_link"] = safe_link  # a payload's URL in href: http(s) only
         self.env.globals["badge"] = badge
         self.env.globals.update(asset=assets.url, nav=NAV, version=__version__)
