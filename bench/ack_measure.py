@@ -87,12 +87,6 @@ def written_bytes(pid: int) -> int:
     return 0
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system, every thread) process PID has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _strace_counts(summary: str) -> dict[str, tuple[int, float]]:
     """``strace -c`` output as {syscall: (calls, seconds)}."""
     found = {}

@@ -28,8 +28,7 @@ import time
 
 import common
 import httpx
-from ack_measure import cpu_seconds
-from common import Daemon, Figure, HttpConn, Install, Report
+from common import Daemon, Figure, HttpConn, Install, Report, cpu_seconds
 
 from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.harness.claude_hooks import hook_argv

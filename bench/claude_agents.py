@@ -78,13 +78,10 @@ def claude_env(root: Path, home: Path, api: FakeAnthropic) -> dict[str, str]:
 
 
 def cpu_ms(pid: int) -> float:
-    import os
-
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return common.cpu_seconds(pid) * 1000
     except OSError:
         return float("nan")
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def screen(install: Install, target: str) -> str:

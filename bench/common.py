@@ -69,6 +69,13 @@ def wait_until(
         pause.wait(interval)
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, every thread) process PID has used so far (``/proc/PID/stat``);
+    ``OSError`` once it is gone."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def progress(message: str) -> None:
     print(f"  .. {message}", flush=True)
 

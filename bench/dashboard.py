@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
-from pathlib import Path
 
 import common
 import live
@@ -57,14 +55,9 @@ def page_request(lv: live.Live, path: str, cookie: str) -> bytes:
 def cpu_share(pid: int, seconds: float) -> float:
     """The share of one core process PID used during SECONDS (utime + stime)."""
 
-    def ticks() -> int:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-
-    hz = os.sysconf("SC_CLK_TCK")
-    t0, c0 = time.monotonic(), ticks()
+    t0, c0 = time.monotonic(), common.cpu_seconds(pid)
     common.wait_until(lambda: time.monotonic() - t0 >= seconds, timeout=seconds + 5, interval=0.5)
-    return (ticks() - c0) / hz / (time.monotonic() - t0)
+    return (common.cpu_seconds(pid) - c0) / (time.monotonic() - t0)
 
 
 def main() -> None:

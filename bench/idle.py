@@ -51,11 +51,6 @@ PASSES = (
 """Entry points of the daemon's background work, counted in a profile (``--profile``)."""
 
 
-def ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
 def pipes_of(server: int) -> list[int]:
     """The ``dd`` processes the tmux server runs for ``pipe-pane`` (its children)."""
     found = []
@@ -72,11 +67,11 @@ def pipes_of(server: int) -> list[int]:
     return found
 
 
-def _sum_ticks(pids: list[int]) -> int:
-    total = 0
+def _sum_cpu(pids: list[int]) -> float:
+    total = 0.0
     for pid in pids:
         try:
-            total += ticks(pid)
+            total += common.cpu_seconds(pid)
         except OSError:
             continue
     return total
@@ -84,12 +79,11 @@ def _sum_ticks(pids: list[int]) -> int:
 
 def shares(pids: dict[str, list[int]], seconds: float) -> dict[str, float]:
     """Each group of PIDS' share of one core over a window of SECONDS (utime + stime)."""
-    hz = os.sysconf("SC_CLK_TCK")
     t0 = time.monotonic()
-    start = {name: _sum_ticks(group) for name, group in pids.items()}
+    start = {name: _sum_cpu(group) for name, group in pids.items()}
     common.wait_until(lambda: time.monotonic() - t0 >= seconds, timeout=seconds + 5, interval=0.5)
     spent = time.monotonic() - t0
-    return {name: (_sum_ticks(group) - start[name]) / hz / spent for name, group in pids.items()}
+    return {name: (_sum_cpu(group) - start[name]) / spent for name, group in pids.items()}
 
 
 COUNTERS = {

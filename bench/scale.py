@@ -28,7 +28,6 @@ figure at the largest N by the one at the smallest.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import time
 
@@ -43,10 +42,10 @@ import spend
 NAME = "scale"
 
 
-def beyond_idle(lv: live.Live, ticks: int, t0: float, idle_share: float) -> float:
-    """The daemon's CPU ms since TICKS were read at T0, less what it spends idle meanwhile
-    (IDLE_SHARE of a core, measured before)."""
-    spent = (idle.ticks(lv.daemon.pid) - ticks) * 1000 / os.sysconf("SC_CLK_TCK")
+def beyond_idle(lv: live.Live, cpu: float, t0: float, idle_share: float) -> float:
+    """The daemon's CPU ms since it had used CPU seconds at T0, less what it spends idle
+    meanwhile (IDLE_SHARE of a core, measured before)."""
+    spent = (common.cpu_seconds(lv.daemon.pid) - cpu) * 1000
     return spent - idle_share * (time.monotonic() - t0) * 1000
 
 
@@ -92,13 +91,13 @@ def measure(count: int, seconds: float, comments: int, pages: int) -> dict[str, 
             "agents_rss": float(mem["agentsRssMb"]),
         }
         with common.step(f"{pages} Sessions pages"):
-            before, t0 = idle.ticks(lv.daemon.pid), time.monotonic()
+            before, t0 = common.cpu_seconds(lv.daemon.pid), time.monotonic()
             got["page"] = page_p50(lv, pages, count)
             got["page_cpu"] = beyond_idle(lv, before, t0, cpu["daemon"]) / (pages + 11)
         rng = random.Random(count)
         lat = []
         with common.step(f"{comments} comments one at a time"):
-            before, t0 = idle.ticks(lv.daemon.pid), time.monotonic()
+            before, t0 = common.cpu_seconds(lv.daemon.pid), time.monotonic()
             for _ in range(comments):
                 ms, _ack = lv.comment(rng.choice(sessions))
                 lv.wait_idle()

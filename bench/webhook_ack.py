@@ -45,8 +45,8 @@ from ack_client import (
     push_body,
     sequential_new,
 )
-from ack_measure import breakdown, cpu_seconds, floors, written_bytes
-from common import AsyncHttpConn, Daemon, Figure, HttpConn, Install, Report
+from ack_measure import breakdown, floors, written_bytes
+from common import AsyncHttpConn, Daemon, Figure, HttpConn, Install, Report, cpu_seconds
 
 NAME = "webhook_ack"
 
