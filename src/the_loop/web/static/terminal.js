@@ -48,6 +48,7 @@ function scaleToFit(el, term) {
   xterm.style.transformOrigin = "0 0";
   xterm.style.transform = `scale(${scale})`;
   el.style.height = `${Math.ceil(height * scale) + 8}px`;
+  el.style.minHeight = "0"; // the box is the scaled window's height, however small
   el.dataset.scale = scale.toFixed(3);
 }
 
