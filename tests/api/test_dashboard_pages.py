@@ -90,6 +90,8 @@ def test_filters_narrow_and_bad_ones_are_refused(site: Daemon) -> None:
     assert "octo/repo" in offered and not [o for o in offered if "no-repo" in o], offered
     assert "github:octo/repo#52" not in client.get("/", params={"status": "closed"}).text
     assert "github:octo/repo#52" in client.get("/", params={"status": "active"}).text
+    typed = client.get("/sessions", params={"status": "active"})  # a URL a person might type
+    assert typed.status_code == 307 and typed.headers["location"] == "/?status=active"
     bad = client.get("/", params={"status": "sleeping"})
     assert bad.status_code == 400 and bad.headers["content-type"].startswith("text/html")
     assert "invalid status &#39;sleeping&#39;" in bad.text

@@ -109,6 +109,13 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
             default_harness=get_ctx().config.routing.default_harness,
         )
 
+    @router.get("/sessions", response_model=None)
+    async def sessions_alias(request: Request) -> Response:
+        """The Sessions page is ``/`` (a session's own page is ``/sessions/ID``): a person who
+        types ``/sessions`` is sent there, with the filters given."""
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(f"/{query}", status_code=307)
+
     @router.get("/attention", response_model=None)
     async def attention_page(request: Request) -> Response:
         who = viewer(request)
