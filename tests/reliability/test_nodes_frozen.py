@@ -1,9 +1,14 @@
-"""A node frozen between deciding to paste and pasting pastes nothing when it wakes (two real
-nodes sharing a real PostgreSQL, the fake agent in real tmux): node B checks its fence, then
-stops (SIGSTOP, every thread) just before its paste; node A declares it dead, takes the item
-over and delivers the prompt B had staged, marked; when B wakes, the paste it was about to make
-is refused by tmux itself (the deadline the paste carries has passed by the tmux server's
-clock), and B ends its left-behind agent. B's agent never gets the prompt A delivered."""
+"""A node frozen between deciding to act on an agent and acting does nothing when it wakes (two
+real nodes sharing a real PostgreSQL, the fake agent in real tmux; decision 0086).
+
+- Just before a paste: node B checks its fence, then stops (SIGSTOP, every thread); node A
+  declares it dead, takes the item over and delivers the prompt B had staged, marked; when B
+  wakes, the paste it was about to make is refused by tmux itself (the deadline the paste
+  carries has passed by the tmux server's clock), and B ends its left-behind agent. B's agent
+  never gets the prompt A delivered.
+- Just before a spawn: B stops before it starts the item's agent; A takes the item over and
+  runs it; when B wakes, the agent it was about to start does not start (its launcher reads
+  the deadline as the pane starts), so the item never has a second agent, not even briefly."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from tests.cluster import DEAD_AFTER, Node, cluster_db
 from tests.fakes import fake_agent
 from tests.helpers import wait_until
 from the_loop import events as ev
+from the_loop.runner.tmux_core import LATE_EXIT
 from the_loop.store import Database
 from the_loop.store import sessions as session_store
 
@@ -29,8 +35,9 @@ def state_backend() -> str:
 
 
 @pytest.fixture
-def cluster_env() -> dict[str, dict[str, str]]:
-    return {"node-b": {"THE_LOOP_PAUSE_AT": "before-paste"}}
+def cluster_env(request: pytest.FixtureRequest) -> dict[str, dict[str, str]]:
+    """Node B freezes itself at the step the test's indirect parameter names (a paste)."""
+    return {"node-b": {"THE_LOOP_PAUSE_AT": getattr(request, "param", "before-paste")}}
 
 
 def _events(db: Database, type_: str) -> list[Any]:
@@ -84,6 +91,41 @@ def test_a_node_frozen_just_before_its_paste_pastes_nothing_when_it_wakes(
     # the paste B was about to make when it froze never reached its agent
     assert not any("tok-1-0" in p for p in _prompts(b)), _prompts(b)
     assert [p.count("tok-1-0-end") for p in _prompts(a)] == [1, 0]
+    moved = session_store.get(db.connect(), rec.id)
+    assert moved is not None and moved.node == "node-a"
+    assert a.work.pane_dead(rec.tmux_target) == "0", "the moved agent on A runs on"
+
+
+@pytest.mark.parametrize("cluster_env", ["before-spawn"], indirect=True)
+def test_a_node_frozen_just_before_it_starts_an_agent_starts_none_when_it_wakes(
+    cluster: list[Node],
+) -> None:
+    a, b = cluster
+    db = cluster_db(cluster)
+    assert b.daemon.proc is not None
+    pid = b.daemon.proc.pid
+    assert b.post(1, 0) == 202  # B records #1's session, passes its fence, stops before spawning
+    wait_until(lambda: _stopped(pid), 60, what="B frozen just before its spawn")
+    (rec,) = session_store.list_sessions(db.connect())
+    assert rec.node == "node-b" and rec.tmux_target is not None
+
+    wait_until(lambda: _events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
+    assert a.post(1, 1) == 202  # the next comment moves #1 to A, which starts it and delivers
+    wait_until(lambda: len(_prompts(a)) >= 2, 60, what="both prompts on A")
+
+    b.daemon.proc.send_signal(signal.SIGCONT)  # B wakes where it stopped: at its spawn
+    wait_until(
+        lambda: any(e.payload.get("node") == "node-b" for e in _events(db, "node.rejoined")),
+        DEAD_AFTER * 6,
+        what="B rejoined",
+    )
+    wait_until(lambda: b.work.pane_dead(rec.tmux_target) == "1", 30, what="B's pane ended")
+    status = b.work.tmux(
+        "display-message", "-p", "-t", f"={rec.tmux_target}:", "#{pane_dead_status}"
+    )
+    assert status.stdout.strip() == str(LATE_EXIT), status  # its launcher found it too late
+    started = [p for p in b.work.agent_dir.glob("*.jsonl") if p.read_text().strip()]
+    assert not started, [p.read_text() for p in started]  # B's agent never ran, not even once
     moved = session_store.get(db.connect(), rec.id)
     assert moved is not None and moved.node == "node-a"
     assert a.work.pane_dead(rec.tmux_target) == "0", "the moved agent on A runs on"

@@ -80,25 +80,37 @@ def begin_work(ctx: Ctx) -> None:
     _WORK.epoch = state_for(ctx.db).rejoined
 
 
-def check_fence(ctx: Ctx) -> None:
+def end_work() -> None:
+    """This thread is done with its claim: it may go on to serve anything else (an operator's
+    message), which no rejoin since that claim concerns."""
+    _WORK.epoch = None
+
+
+def check_fence(ctx: Ctx) -> int | None:
     """Raise ``Unavailable`` unless this node may act on an agent now: its heartbeat fresh, and
     not rejoined since this thread's ``begin_work`` (a paste right after a long pause, or after
-    being declared dead, could double a prompt another node delivered)."""
+    being declared dead, could double a prompt another node delivered). Returns the deadline
+    the act itself must carry (``deadline``, read before the checks: a heartbeat written after
+    them extends nothing), None where the fence lets everything through (one node, or not a
+    daemon)."""
+    until = deadline(ctx)
     if not ctx.db.shared or state_for(ctx.db).beat_at is None:
-        return  # one node, or not a daemon (an operator's command acts on its own host)
+        return None  # one node, or not a daemon (an operator's command acts on its own host)
     if not may_claim(ctx):
         raise Unavailable(f"node {node_name(ctx)}: its own heartbeat is stale; not delivering")
     epoch = getattr(_WORK, "epoch", None)
     if epoch is not None and epoch != state_for(ctx.db).rejoined:
         raise Unavailable(f"node {node_name(ctx)} was declared dead meanwhile; not delivering")
+    return until
 
 
-def paste_deadline(ctx: Ctx) -> int | None:
-    """The whole second (since the epoch) from which this node's paste must not land: when
-    its peers may declare it dead (its last heartbeat's time plus ``deadAfterSeconds``, rounded
-    down). ``check_fence`` decides before a paste; tmux checks this as it pastes
-    (``paste_staged``), so a node frozen between the two pastes nothing when it wakes. None
-    where ``check_fence`` lets everything through (one node, or not a daemon)."""
+def deadline(ctx: Ctx) -> int | None:
+    """The whole second (since the epoch) from which this node's act on an agent must not
+    land: when its peers may declare it dead (its last heartbeat's time plus
+    ``deadAfterSeconds``, rounded down). ``check_fence`` decides before an act; tmux checks
+    this as it pastes (``paste_staged``) and the agent's launcher as it starts
+    (``launcher_command``), so a node frozen between the two acts on nothing when it wakes.
+    None on one node, or outside a daemon."""
     wall = state_for(ctx.db).beat_wall
     if not ctx.db.shared or wall is None:
         return None

@@ -147,7 +147,11 @@ class TmuxAgents:
         target = agent.tmux_target
         env = {**launch.env, **spawn_env(ctx, agent, adapter.adapter_name, launch.env)}
         argv, env = confine.argv(ctx, agent, launch, env)
-        result = tmux.spawn(target, argv, cwd=agent.cwd, env=env, owner=agent.owner)
+        until = nodes.check_fence(ctx)  # a node paused past its death starts nothing
+        pause_point("before-spawn")
+        result = tmux.spawn(
+            target, argv, cwd=agent.cwd, env=env, owner=agent.owner, until=until
+        )  # the deadline is checked again as the agent starts
         ctx.ready.discard(target)
         if result.answer is Answer.OCCUPIED and tmux.owner_of(target) == agent.owner:
             keep_previous_token(ctx, agent, env)  # the running agent holds its token
@@ -159,6 +163,7 @@ class TmuxAgents:
                 pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending)),
                 adapter.submit_gap,
                 adapter.frames_paste,
+                until,
             )
         return launch.session_id
 
@@ -186,14 +191,14 @@ class TmuxAgents:
         adapter = adapter_for(ctx, agent.harness, agent.args)
         self._stage(ctx, agent, item, name, revive, adapter.frames_paste)
         crash_point("after-staged")
-        nodes.check_fence(ctx)
+        until = nodes.check_fence(ctx)
         pause_point("before-paste")
         pasted = tmux.paste_staged(
             agent.tmux_target,
             name,
             adapter.submit_gap,
             adapter.frames_paste,
-            until=nodes.paste_deadline(ctx),  # tmux's own check, as it pastes
+            until=until,  # tmux's own check, as it pastes
         )
         if pasted.answer is Answer.LAPSED:  # frozen past the fence: nothing pasted, still staged
             raise Unavailable(f"node {nodes.node_name(ctx)}: {pasted.detail}; not delivering")

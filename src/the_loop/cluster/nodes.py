@@ -24,6 +24,7 @@ from the_loop.agent.node import begin_work as begin_work
 from the_loop.agent.node import check_fence as check_fence
 from the_loop.agent.node import dead_after as dead_after
 from the_loop.agent.node import elsewhere as elsewhere
+from the_loop.agent.node import end_work as end_work
 from the_loop.agent.node import may_claim as may_claim
 from the_loop.agent.node import node_name as node_name
 from the_loop.agent.node import shared_name as shared_name

@@ -287,6 +287,8 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
         return _failed(ctx, claimed, exc, transient=transient)
     except Exception as exc:  # the inbox processing edge: a bug must not wedge the inbox
         return _failed(ctx, claimed, exc, transient=True)
+    finally:
+        nodes.end_work()  # the thread may serve an operator's message next
     done = ev.build(
         "dispatch.succeeded", source=SOURCE, delivery_id=item.delivery_id, summary=summary
     )

@@ -323,12 +323,15 @@ class TmuxRunner:
         cwd: Path,
         env: Mapping[str, str] | None = None,
         owner: str | None = None,
+        until: int | None = None,
     ) -> SpawnResult:
         """Start ARGV in a new tmux session TARGET in CWD with ENV added to this process's own
         environment (the daemon's, or the CLI's; ``agent_env``: the-loop's secrets withheld).
 
         OWNER, when given, is recorded on the tmux session (``THE_LOOP_OWNER``) in the same tmux
-        invocation, so ``owner_of`` can later prove the session is the one we started.
+        invocation, so ``owner_of`` can later prove the session is the one we started. UNTIL,
+        when given (whole seconds since the epoch), is when it is too late for ARGV to start:
+        checked as the pane starts (``launcher_command``), which then dies at once.
 
         ``new-session`` is tried first (a taken name changes nothing). When tmux answers
         "duplicate session", the name is looked at: a live occupant is never killed or spawned
@@ -351,7 +354,7 @@ class TmuxRunner:
                     if isinstance(room, SpawnResult):
                         return room
                     cleared = room or cleared
-                result = self._new_session(target, argv, cwd, env, owner)
+                result = self._new_session(target, argv, cwd, env, owner, until)
                 if result.ok:
                     pid = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
                     return SpawnResult(
@@ -393,13 +396,19 @@ class TmuxRunner:
         )
 
     def _new_session(
-        self, target: str, argv: list[str], cwd: Path, env: dict[str, str], owner: str | None
+        self,
+        target: str,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        owner: str | None,
+        until: int | None,
     ) -> TmuxResult:
         # the environment and the argv go through a private launch script, never on tmux's
         # command line (``launcher_command``: command lines are readable by every local user);
         # it sets this process's environment as it is now (``agent_env``)
         launch = agent_env(self.withheld_env, env)
-        command = launcher_command(self.work_dir, argv, launch, self._stale_names())
+        command = launcher_command(self.work_dir, argv, launch, self._stale_names(), until)
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
         size = ["-x", str(self.columns), "-y", str(self.rows)]
         args = [*head, *size, "--", *command, *self._session_options(target)]
@@ -436,16 +445,24 @@ class TmuxRunner:
 
     # -- deliver -----------------------------------------------------------------------------
 
-    def deliver(self, target: str, text: str, gap: float = 0.0, frame: bool = False) -> Delivery:
+    def deliver(
+        self,
+        target: str,
+        text: str,
+        gap: float = 0.0,
+        frame: bool = False,
+        until: int | None = None,
+    ) -> Delivery:
         """Paste TEXT into TARGET's pane (bracketed: by tmux once the program asked, or always
         by its own markers when FRAME, see ``framed``) and submit it with a carriage return
         (GAP seconds later, for programs that take an Enter right after a paste as a new line).
 
         The text goes through a uniquely named tmux buffer loaded from a private file; the
-        pane's liveness is checked in the same tmux command run as the paste. Deliveries to one
-        target are strictly ordered (threads and processes). Answers ``absent`` or ``dead``
-        when nothing can take it, ``no_answer``/``failed`` when tmux could not, ``refused`` for
-        an empty prompt or a foreign target. Never raises.
+        pane's liveness is checked in the same tmux command run as the paste (and UNTIL, when
+        given: ``paste_staged``). Deliveries to one target are strictly ordered (threads and
+        processes). Answers ``absent`` or ``dead`` when nothing can take it, ``lapsed`` when
+        UNTIL had come, ``no_answer``/``failed`` when tmux could not, ``refused`` for an empty
+        prompt or a foreign target. Never raises.
         """
         body = clean_prompt(text)
         problem = target_problem(target) or empty_problem(body)
@@ -453,7 +470,7 @@ class TmuxRunner:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target), self._prompt_file(framed(body, frame)) as path:
             name = f"the-loop-{uuid.uuid4().hex}"
-            result = self.run(*paste_command(target, name, path, gap, frame))
+            result = self.run(*paste_command(target, name, path, gap, frame, until))
             if not result.ok:
                 self.run("delete-buffer", "-b", name, ";", "delete-buffer", "-b", f"{name}-cr")
         return self._delivery(target, body, result)
@@ -525,9 +542,6 @@ class TmuxRunner:
             return Delivery(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target):
             result = self.run(*paste_staged_command(target, name, gap, frame, until))
-        if result.ok and LAPSED_MARKER in result.stdout:
-            detail = f"not pasted into {target}: its deadline had passed when tmux ran it"
-            return Delivery(target=target, answer=Answer.LAPSED, detail=detail)
         return self._delivery(target, "", result)
 
     def has_buffer(self, name: str) -> BufferState:
@@ -553,6 +567,9 @@ class TmuxRunner:
         if DEAD_MARKER in result.stdout:
             detail = f"the agent in {target} has exited (its pane is dead)"
             return Delivery(target=target, answer=Answer.DEAD, detail=detail)
+        if LAPSED_MARKER in result.stdout:
+            detail = f"not pasted into {target}: its deadline had passed when tmux ran it"
+            return Delivery(target=target, answer=Answer.LAPSED, detail=detail)
         return Delivery(target=target, chars=len(body))
 
     @contextlib.contextmanager

@@ -37,9 +37,11 @@ _NOT_FOUND_MARKERS = (
 _CONTROL_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 DEAD_MARKER = "the-loop:pane-dead"
 LAPSED_MARKER = "the-loop:deadline-passed"
+LATE_EXIT = 75
+"""How an agent's launcher exits when it started after its deadline (``launcher_command``)."""
 NOW_OPTION = "@the_loop_now"
 """A server option holding ``%s``: ``#{T:@the_loop_now}`` is the tmux server's clock, in whole
-seconds since the epoch, at the moment a command expands it (``until_command``)."""
+seconds since the epoch, at the moment a command expands it (``_alive_unless_late``)."""
 OWNER_VAR = "THE_LOOP_OWNER"
 OWNER_OPTION = "@the_loop_owner"
 PANE_FORMAT = (
@@ -222,6 +224,17 @@ def paste_buffer(name: str, target: str, frame: bool) -> str:
     return f"paste-buffer {'' if frame else '-p '}-d -b {name} -t ={target}:"
 
 
+def _alive_unless_late(until: int | None) -> tuple[list[str], str, str]:
+    """What a paste runs first (the server's clock stored, given UNTIL), the
+    ``if-shell -F`` condition under which it does not paste (the pane dead, or UNTIL come by
+    the server's clock), and the format then printed (``DEAD_MARKER`` or ``LAPSED_MARKER``)."""
+    if until is None:
+        return [], "#{pane_dead}", DEAD_MARKER
+    late = f"#{{e|>=:#{{T:{NOW_OPTION}}},{until}}}"
+    clock = ["set-option", "-g", NOW_OPTION, "%s", ";"]
+    return clock, f"#{{||:#{{pane_dead}},{late}}}", f"#{{?pane_dead,{DEAD_MARKER},{LAPSED_MARKER}}}"
+
+
 def paste_staged_command(
     target: str, name: str, gap: float, frame: bool, until: int | None
 ) -> list[str]:
@@ -235,36 +248,40 @@ def paste_staged_command(
         f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
         f"paste-buffer -d -b {name}-cr -t ={target}:"
     )
-    at = ["-t", f"={target}:"]
-    if until is None:
-        dead = f"display-message -p {DEAD_MARKER}"
-        return ["if-shell", "-F", *at, "#{pane_dead}", dead, when_alive]
-    late = f"#{{e|>=:#{{T:{NOW_OPTION}}},{until}}}"
-    which = f"#{{?pane_dead,{DEAD_MARKER},{LAPSED_MARKER}}}"
+    clock, stop, said = _alive_unless_late(until)
     return [
-        "set-option", "-g", NOW_OPTION, "%s", ";",
-        "if-shell", "-F", *at, f"#{{||:#{{pane_dead}},{late}}}",
-        f"display-message -p -t ={target}: '{which}'", when_alive,
+        *clock,
+        "if-shell", "-F", "-t", f"={target}:", stop,
+        f"display-message -p -t ={target}: '{said}'", when_alive,
     ]  # fmt: skip
 
 
 def paste_command(
-    target: str, name: str, path: Path, gap: float = 0.0, frame: bool = False
+    target: str,
+    name: str,
+    path: Path,
+    gap: float = 0.0,
+    frame: bool = False,
+    until: int | None = None,
 ) -> list[str]:
     """Load PATH into buffer NAME and a CR into NAME-cr; paste both into TARGET only if its
-    pane is not dead, in the same command queue run (pasting into a dead pane crashes tmux),
-    GAP seconds apart (FRAME: PATH holds the paste's markers, see ``framed``)."""
-    when_dead = (
-        f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; display-message -p {DEAD_MARKER}"
+    pane is not dead (and, given UNTIL, the server's clock reads less: ``paste_staged_command``),
+    in the same command queue run (pasting into a dead pane crashes tmux), GAP seconds apart
+    (FRAME: PATH holds the paste's markers, see ``framed``); else delete them and print why."""
+    clock, stop, said = _alive_unless_late(until)
+    when_not = (
+        f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; "
+        f"display-message -p -t ={target}: '{said}'"
     )
     when_alive = (
         f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
         f"paste-buffer -d -b {name}-cr -t ={target}:"
     )
     return [
+        *clock,
         "load-buffer", "-b", name, str(path), ";",
         "set-buffer", "-b", f"{name}-cr", "\r", ";",
-        "if-shell", "-F", "-t", f"={target}:", "#{pane_dead}", when_dead, when_alive,
+        "if-shell", "-F", "-t", f"={target}:", stop, when_not, when_alive,
     ]  # fmt: skip
 
 
@@ -406,17 +423,27 @@ def wait_gone(identities: Sequence[ProcessIdentity], grace: float) -> list[Proce
 
 
 def launcher_command(
-    work_dir: Path, argv: list[str], env: dict[str, str], unset: Collection[str] = ()
+    work_dir: Path,
+    argv: list[str],
+    env: dict[str, str],
+    unset: Collection[str] = (),
+    until: int | None = None,
 ) -> list[str]:
     """Argv of a launcher: ``sh`` running a private script (0600, in a 0700 spool) that removes
     itself, unsets UNSET, exports ENV and ``exec``s ARGV (the pane's pid stays the program's).
     Neither the environment's values (an agent's hook token, a harness's API key) nor a long
     argv is then on any command line: ``/proc/<pid>/cmdline`` is readable by every user of the
     host, and the tmux server keeps the command line of the client that started it for its
-    whole life."""
+    whole life. Given UNTIL (whole seconds since the epoch), the script starts nothing once the
+    clock reads UNTIL or later: it says so and exits ``LATE_EXIT`` (the pane dies)."""
     spool = private_dir(work_dir / "spool")
     path = spool / f"launch-{uuid.uuid4().hex}.sh"
     lines = [f"rm -f -- {shlex.quote(str(path))}"]
+    if until is not None:
+        late = f"the-loop: not started: its node's deadline ({until}) had passed"
+        lines.append(
+            f'[ "$(date +%s)" -lt {until} ] || {{ echo {shlex.quote(late)}; exit {LATE_EXIT}; }}'
+        )
     lines += [f"unset {name}" for name in unset if SHELL_NAME.fullmatch(name)]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     lines.append("exec " + " ".join(shlex.quote(arg) for arg in argv))
