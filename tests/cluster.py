@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import httpx
 
 from tests.daemon import Daemon
+from tests.fakes import fake_agent
 from tests.tokens import seen_tokens, token_comment
 from tests.work import Work
+from the_loop.events import Event, EventFilter, query
 from the_loop.store import Database, open_database
 
 DEAD_AFTER = 5.0
@@ -38,6 +40,19 @@ class Node:
     def seen(self) -> Counter[str]:
         """Each token as often as this node's fake agents received it."""
         return seen_tokens(self.work)
+
+    def prompts(self) -> list[str]:
+        """Every prompt this node's fake agents received, conversation by conversation."""
+        return [
+            r.text
+            for path in self.work.agent_dir.glob("*.jsonl")
+            for r in fake_agent.read_prompts(self.work.agent_dir, path.stem)
+        ]
+
+
+def events(db: Database, *types: str) -> list[Event]:
+    """The events of TYPES in DB, oldest first."""
+    return query(db, EventFilter(types=types, limit=None))
 
 
 def cluster_db(cluster: list[Node]) -> Database:

@@ -18,12 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import DEAD_AFTER, Node, cluster_db
-from tests.fakes import fake_agent
+from tests.cluster import DEAD_AFTER, Node, cluster_db, events
 from tests.helpers import wait_until
-from the_loop import events as ev
-from the_loop.store import Database
 from the_loop.store import sessions as session_store
+from the_loop.store.sessions import SessionRecord
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
 
@@ -39,22 +37,28 @@ def cluster_env(request: pytest.FixtureRequest) -> dict[str, dict[str, str]]:
     return {"node-b": {"THE_LOOP_PAUSE_AT": getattr(request, "param", "before-paste")}}
 
 
-def _events(db: Database, type_: str) -> list[Any]:
-    return ev.query(db, ev.EventFilter(types=(type_,), limit=None))
-
-
-def _prompts(node: Node) -> list[str]:
-    return [
-        r.text
-        for path in node.work.agent_dir.glob("*.jsonl")
-        for r in fake_agent.read_prompts(node.work.agent_dir, path.stem)
-    ]
-
-
 def _stopped(pid: int) -> bool:
     """Whether process PID is stopped by a signal (state ``T`` in ``/proc/PID/stat``)."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat.rpartition(")")[2].split()[0] == "T"
+
+
+def _frozen_then_moved(cluster: list[Node], step: str) -> SessionRecord:
+    """B takes #1 and freezes at STEP; once B is declared dead, the next comment moves #1 to A,
+    which delivers both prompts. #1's session record (B's, before the move)."""
+    a, b = cluster
+    db = cluster_db(cluster)
+    assert b.daemon.proc is not None
+    pid = b.daemon.proc.pid
+    assert b.post(1, 0) == 202
+    wait_until(lambda: _stopped(pid), 60, what=f"B frozen at {step}")
+    (rec,) = session_store.list_sessions(db.connect())
+    assert rec.node == "node-b" and rec.tmux_target is not None
+    wait_until(lambda: events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
+    assert a.post(1, 1) == 202
+    wait_until(lambda: len(a.prompts()) >= 2, 60, what="both prompts on A")
+    assert "tok-1-0-end" in a.prompts()[0] and "tok-1-1-end" in a.prompts()[1]
+    return rec
 
 
 def test_a_node_frozen_just_before_its_paste_pastes_nothing_when_it_wakes(
@@ -62,34 +66,25 @@ def test_a_node_frozen_just_before_its_paste_pastes_nothing_when_it_wakes(
 ) -> None:
     a, b = cluster
     db = cluster_db(cluster)
-    assert b.daemon.proc is not None
-    pid = b.daemon.proc.pid
-    assert b.post(1, 0) == 202  # B spawns #1's agent, stages its prompt, passes its fence, stops
-    wait_until(lambda: _stopped(pid), 60, what="B frozen just before its paste")
-    (rec,) = session_store.list_sessions(db.connect())
-    assert rec.node == "node-b" and rec.tmux_target is not None
+    rec = _frozen_then_moved(cluster, "its paste")  # B spawned #1's agent and staged its prompt
+    assert rec.tmux_target is not None and b.daemon.proc is not None
     assert b.work.pane_dead(rec.tmux_target) == "0", "B's agent runs on while B is frozen"
-
-    wait_until(lambda: _events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
-    assert a.post(1, 1) == 202  # the next comment moves #1 to A, which delivers both
-    wait_until(lambda: len(_prompts(a)) >= 2, 60, what="both prompts on A")
-    assert "tok-1-0-end" in _prompts(a)[0] and "tok-1-1-end" in _prompts(a)[1]
-    assert _events(db, "session.moved")[0].payload["inFlight"] == 1
+    assert events(db, "session.moved")[0].payload["inFlight"] == 1
 
     b.daemon.proc.send_signal(signal.SIGCONT)  # B wakes where it stopped
 
     def ended() -> list[Any]:  # B ends its left-behind agent once it finds it rejoined
         return [
             e
-            for e in _events(db, "session.harness_terminated")
+            for e in events(db, "session.harness_terminated")
             if e.session_id == rec.id and "node-a" in str(e.payload.get("reason"))
         ]
 
     wait_until(ended, DEAD_AFTER * 6, what="B ends its left agent")
     assert b.work.pane_dead(rec.tmux_target) == "1"
     # the paste B was about to make when it froze never reached its agent
-    assert not any("tok-1-0" in p for p in _prompts(b)), _prompts(b)
-    assert [p.count("tok-1-0-end") for p in _prompts(a)] == [1, 0]
+    assert not any("tok-1-0" in p for p in b.prompts()), b.prompts()
+    assert [p.count("tok-1-0-end") for p in a.prompts()] == [1, 0]
     moved = session_store.get(db.connect(), rec.id)
     assert moved is not None and moved.node == "node-a"
     assert a.work.pane_dead(rec.tmux_target) == "0", "the moved agent on A runs on"
@@ -101,20 +96,12 @@ def test_a_node_frozen_just_before_it_starts_an_agent_starts_none_when_it_wakes(
 ) -> None:
     a, b = cluster
     db = cluster_db(cluster)
-    assert b.daemon.proc is not None
-    pid = b.daemon.proc.pid
-    assert b.post(1, 0) == 202  # B records #1's session, passes its fence, stops before spawning
-    wait_until(lambda: _stopped(pid), 60, what="B frozen just before its spawn")
-    (rec,) = session_store.list_sessions(db.connect())
-    assert rec.node == "node-b" and rec.tmux_target is not None
-
-    wait_until(lambda: _events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
-    assert a.post(1, 1) == 202  # the next comment moves #1 to A, which starts it and delivers
-    wait_until(lambda: len(_prompts(a)) >= 2, 60, what="both prompts on A")
+    rec = _frozen_then_moved(cluster, "its spawn")  # B recorded #1's session, passed its fence
+    assert rec.tmux_target is not None and b.daemon.proc is not None
 
     b.daemon.proc.send_signal(signal.SIGCONT)  # B wakes where it stopped: at its spawn
     wait_until(
-        lambda: any(e.payload.get("node") == "node-b" for e in _events(db, "node.rejoined")),
+        lambda: any(e.payload.get("node") == "node-b" for e in events(db, "node.rejoined")),
         DEAD_AFTER * 6,
         what="B rejoined",
     )

@@ -11,12 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import DEAD_AFTER, Node, cluster_db
-from tests.fakes import fake_agent
+from tests.cluster import DEAD_AFTER, Node, cluster_db, events
 from tests.helpers import wait_until
-from the_loop import events as ev
 from the_loop.cluster.placement import REPEAT_NOTE
-from the_loop.store import Database
 from the_loop.store import sessions as session_store
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
@@ -32,18 +29,6 @@ def cluster_env() -> dict[str, dict[str, str]]:
     return {"node-b": {"THE_LOOP_CRASH_AT": "after-paste"}}
 
 
-def _events(db: Database, type_: str) -> list[Any]:
-    return ev.query(db, ev.EventFilter(types=(type_,), limit=None))
-
-
-def _prompts(node: Node) -> list[str]:
-    return [
-        r.text
-        for path in node.work.agent_dir.glob("*.jsonl")
-        for r in fake_agent.read_prompts(node.work.agent_dir, path.stem)
-    ]
-
-
 def test_a_prompt_in_flight_is_redelivered_marked_and_a_returning_node_ends_its_agent(
     cluster: list[Node],
 ) -> None:
@@ -54,17 +39,17 @@ def test_a_prompt_in_flight_is_redelivered_marked_and_a_returning_node_ends_its_
     b.daemon.proc.wait(timeout=60)
     (rec,) = session_store.list_sessions(db.connect())
     assert rec.node == "node-b" and rec.tmux_target is not None
-    wait_until(lambda: any("tok-1-0-end" in p for p in _prompts(b)), 30, what="B's paste")
+    wait_until(lambda: any("tok-1-0-end" in p for p in b.prompts()), 30, what="B's paste")
     assert b.work.pane_dead(rec.tmux_target) == "0", "B's agent outlives B's daemon"
 
-    wait_until(lambda: _events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
+    wait_until(lambda: events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
     assert a.post(1, 1) == 202  # the next comment moves #1 to A
-    wait_until(lambda: len(_prompts(a)) >= 2, 60, what="both prompts on A")
-    first, second = _prompts(a)[:2]
+    wait_until(lambda: len(a.prompts()) >= 2, 60, what="both prompts on A")
+    first, second = a.prompts()[:2]
     assert first.startswith(REPEAT_NOTE.strip()[:30]) and "tok-1-0-end" in first, first
     assert "possible" in first or "may be a repeat" in first
     assert "tok-1-1-end" in second and "may be a repeat" not in second
-    moved = _events(db, "session.moved")
+    moved = events(db, "session.moved")
     assert len(moved) == 1 and moved[0].payload["inFlight"] == 1
     assert moved[0].payload["fromNode"] == "node-b" and moved[0].payload["toNode"] == "node-a"
     assert b.work.pane_dead(rec.tmux_target) == "0", "still running while B is away"
@@ -75,7 +60,7 @@ def test_a_prompt_in_flight_is_redelivered_marked_and_a_returning_node_ends_its_
     def ended() -> list[Any]:  # written once the terminate returns, after the pane died
         return [
             e
-            for e in _events(db, "session.harness_terminated")
+            for e in events(db, "session.harness_terminated")
             if e.session_id == rec.id and "node-a" in str(e.payload.get("reason"))
         ]
 
