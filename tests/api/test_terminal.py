@@ -202,6 +202,45 @@ async def test_a_closed_session_is_shown_read_only(keeps_agents: Daemon) -> None
     assert typed(loop_daemon.work, sid) == ["marker"]
 
 
+@pytest.fixture
+def focus_daemon(work: Work) -> Iterator[Daemon]:
+    """A daemon whose agents ask their terminal for focus events, as Claude Code does."""
+    work.configure(github={"enabled": True}, harness_env={"FAKE_AGENT_FOCUS": "1"})
+    d = Daemon(work)
+    d.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
+    yield d
+    d.stop()
+
+
+async def test_an_exited_agents_screen_is_shown_and_no_client_attaches_to_its_dead_pane(
+    focus_daemon: Daemon,
+) -> None:
+    """A closed session's agent is ended and its dead pane kept as a record. Its terminal
+    shows that screen, read-only, without attaching a tmux client to the dead pane: tmux 3.3a
+    exits when a client attaches to a dead pane whose program asked for focus events, which
+    would end every other agent on the host (decision 0087)."""
+    d, work = focus_daemon, focus_daemon.work
+    sid = spawned(d)
+    other = d.post("issue_comment", P.issue_comment_event("the-loop do more", number=8), "t-8")
+    assert other.status_code == 202
+    wait_until(lambda: len(d.api("GET", "/sessions").json()) == 2, 30, what="a second session")
+    closed = d.api("POST", f"/sessions/{sid}/close", json={})
+    assert closed.status_code == 200, closed.text
+    target = d.api("GET", f"/sessions/{sid}").json()["tmuxTarget"]
+    wait_until(lambda: work.pane_dead(target) == "1", 30, what="the closed session's pane dead")
+    for token in (d.token, READ_ONLY):
+        url = ws_url(d, f"/sessions/{sid}/terminal")
+        async with connect(url, additional_headers=bearer(token)) as ws:
+            assert (await hello(ws))["readOnly"] is True
+            await screen_until(ws, b"FAKE-AGENT GOT #1")
+            await ws.send(json.dumps({"type": "input", "data": "typed at a record\r"}))
+            assert client_pids(work, target) == [], "a tmux client attached to a dead pane"
+    listed = work.tmux("list-sessions", "-F", "#{session_name}")
+    assert listed.returncode == 0, f"the tmux server is gone: {listed.stderr}"
+    others = [s["id"] for s in d.api("GET", "/sessions").json() if s["id"] != sid]
+    assert [d.api("GET", f"/sessions/{o}").json()["pane"] for o in others] == ["live"]
+
+
 async def test_refused_handshakes(loop_daemon: Daemon) -> None:
     sid = spawned(loop_daemon)
     url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")

@@ -13,6 +13,8 @@ Environment switches:
 - ``FAKE_AGENT_IGNORE_TERM=1``: ignore SIGTERM;
 - ``FAKE_AGENT_RESUME_FAILS=1``: exit 3 on ``--resume``;
 - ``FAKE_AGENT_CRASH_AFTER=N``: exit 42 right after recording the N-th prompt;
+- ``FAKE_AGENT_FOCUS=1``: ask the terminal for focus events, as Claude Code does (and ignore
+  the focus-in and focus-out sequences tmux then sends);
 - ``FAKE_AGENT_START_DELAY=S``: wait S seconds before taking the terminal (input sent before
   then is flushed, as a slow TUI would lose it).
 
@@ -307,7 +309,8 @@ def run_terminal(agent: Agent, prompt: str | None) -> int:
     if saved is not None:
         tty.setraw(fd, termios.TCSAFLUSH)
     try:
-        os.write(sys.stdout.fileno(), b"\x1b[?2004h")
+        focus = b"\x1b[?1004h" if os.environ.get("FAKE_AGENT_FOCUS") == "1" else b""
+        os.write(sys.stdout.fileno(), b"\x1b[?2004h" + focus)
         say(f"{READY} {agent.conversation}")
         if prompt:
             agent.prompt(prompt, "argv")
@@ -323,6 +326,7 @@ def read_loop(agent: Agent, fd: int) -> int:
         data = os.read(fd, 65536)
         if not data:
             return 0
+        data = data.replace(b"\x1b[I", b"").replace(b"\x1b[O", b"")  # focus in, out
         try:
             prompts = parser.feed(data)
         except EOFError:

@@ -70,9 +70,17 @@ def test_close_terminates_keeps_pane_and_reopen_starts_fresh(work: Work) -> None
         [sys.executable, "-m", "the_loop", "sessions", "attach", REF],
         env={**work.env.process_env(), "PATH": _fake_tmux_path(work)},
     )
-    assert code == 0, shown
+    assert code == 0, shown  # (tmux not answering about the pane: attached read-only)
     assert "closed; attaching read-only" in shown
     assert "attach-session -r -t =loop-github-octo-repo-15" in shown
+    # with tmux: the agent has exited, so its last screen is printed (no client attaches to a
+    # dead pane, decision 0087)
+    code, shown = run_in_terminal(
+        [sys.executable, "-m", "the_loop", "sessions", "attach", REF], env=work.env.process_env()
+    )
+    assert code == 0, shown
+    assert "has exited; its last screen" in shown and "FAKE-AGENT GOT #1" in shown, shown
+    assert work.tmux("list-clients").stdout == "" and work.pane_dead(TARGET) == "1"
 
     work.dispatch("issues", P.issues_event("reopened"), "d-reopen")
     work.dispatch("issue_comment", P.issue_comment_event("the-loop start"), "d-restart")

@@ -42,6 +42,19 @@ def capture(ctx: Ctx, target: str, lines: int | None = 200) -> Capture:
     return ctx.runners.tmux.capture(target, lines)
 
 
+def record(ctx: Ctx, target: str, *, escapes: bool = False) -> str | None:
+    """TARGET's last screen (with its colours when ESCAPES) when its program has exited and
+    the dead pane is kept as a record; None while it runs, or when it is gone or tmux did not
+    say. A dead pane is shown from this, never by attaching a tmux client to it: tmux 3.3a
+    exits — ending every agent on the host — when a client attaches to a dead pane whose
+    program had asked for focus events, as Claude Code does (decision 0087)."""
+    tmux = ctx.runners.tmux
+    if tmux.probe(target) is not Probe.DEAD:
+        return None
+    shown = tmux.visible(target, escapes=escapes)
+    return shown.text if shown.ok else None
+
+
 def attach_command(ctx: Ctx, target: str, *, read_only: bool = True) -> AttachCommand:
     """The argv a person runs to attach to TARGET (read-only unless READ_ONLY is False)."""
     return ctx.runners.tmux.attach_command(target, read_only=read_only)
@@ -79,6 +92,9 @@ class Terminal:
     read_only: bool
     command: AttachCommand
     window_view: Callable[[], tuple[int, int] | None]
+    record: Callable[[], str | None] | None = None
+    """For a dead pane: its last screen, with its colours (``record``), shown instead of
+    attaching the client to it."""
 
 
 def terminal(ctx: Ctx, agent: Agent, read_only: bool) -> Terminal:
@@ -97,6 +113,8 @@ def terminal(ctx: Ctx, agent: Agent, read_only: bool) -> Terminal:
         raise Unavailable(f"tmux did not answer about {target}")
     if not mine:
         raise foreign_occupant(ctx, agent)
-    read_only = read_only or found is Probe.DEAD
+    dead = found is Probe.DEAD
+    read_only = read_only or dead
     command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
-    return Terminal(target, read_only, command, lambda: tmux.viewer_size(target))
+    shown = (lambda: record(ctx, target, escapes=True)) if dead else None
+    return Terminal(target, read_only, command, lambda: tmux.viewer_size(target), shown)

@@ -144,8 +144,9 @@ def show(ref: str, fmt: str) -> None:
 def attach(ref: str, read_only: bool) -> None:
     """Attach this terminal to the session's tmux pane.
 
-    A closed session is attached read-only. Detach with the tmux prefix, then d
-    (C-b d unless the prefix was changed); the agent keeps running.
+    A closed session is attached read-only; when its agent has exited, its last
+    screen is printed instead. Detach with the tmux prefix, then d (C-b d unless the
+    prefix was changed); the agent keeps running.
     """
     from the_loop.views.sessions import attach_plan  # lazy: start-up
 
@@ -153,6 +154,9 @@ def attach(ref: str, read_only: bool) -> None:
     plan = attach_plan(common.ctx(), ref, read_only)
     if plan.note:
         print(f"note: {plan.note}", file=sys.stderr, flush=True)
+    if plan.command is None:
+        print(plan.screen or "")
+        return
     common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)
 
 

@@ -253,12 +253,17 @@ def attach(name: str, read_only: bool) -> None:
     """Attach this terminal to a running standing session's tmux pane.
 
     Detach with the tmux prefix, then d (C-b d unless the prefix was changed); the agent keeps
-    running. Needs a terminal; without one, read the screen with `standing logs NAME`.
+    running. Needs a terminal; without one, read the screen with `standing logs NAME`. When
+    its agent has exited, its last screen is printed instead.
     """
     from the_loop.standing.terminal import attach_plan  # lazy: start-up
 
     common.require_terminal("attach", f"read the screen with `the-loop standing logs {name}`")
     plan = attach_plan(common.ctx(), name, read_only)
+    if plan.command is None:
+        print(f"note: the agent of standing session {name} has exited; its last screen:")
+        print(plan.screen or "")
+        return
     common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)
 
 

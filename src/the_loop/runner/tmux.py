@@ -246,6 +246,12 @@ class TmuxRunner:
         result = self.ask(*screens.capture_args(target, lines, escapes=escapes))
         return screens.captured(target, lines, result, self.socket)
 
+    def visible(self, target: str, *, escapes: bool = False) -> Capture:
+        """TARGET's visible screen row by row (wrapped lines not joined: what a client showing
+        it draws), with the escapes of its colours when ESCAPES. Never raises."""
+        args = ["capture-pane", "-p", *(["-e"] if escapes else []), "-t", f"={target}:"]
+        return screens.captured(target, None, self.ask(*args), self.socket)
+
     def capture_many(self, targets: Sequence[str], lines: int | None = 200) -> dict[str, Capture]:
         """``capture`` of each of TARGETS, in as few tmux invocations as fit
         (``tmux_screens``). Never raises."""

@@ -20,11 +20,13 @@ from the_loop.standing.views import list_standing
 
 @dataclass(frozen=True, slots=True)
 class StandingAttach:
-    """The tmux client to run for a standing session and whether it attaches read-only."""
+    """The tmux client to run for a standing session and whether it attaches read-only; or,
+    when its agent has exited, its last screen to show instead (``panes.record``)."""
 
     name: str
-    command: AttachCommand
+    command: AttachCommand | None
     read_only: bool
+    screen: str | None = None
 
 
 def running_view(ctx: Ctx, name: str) -> StandingView:
@@ -53,6 +55,9 @@ def attach_plan(ctx: Ctx, name: str, read_only: bool = False) -> StandingAttach:
     view = running_view(ctx, name)
     flags = ["--read-only"] if read_only else []
     _here(ctx, view, standing_node.command("attach", name, *flags))
+    last = panes.record(ctx, view.target)
+    if last is not None:
+        return StandingAttach(name, None, True, last)
     command = panes.attach_command(ctx, view.target, read_only=read_only).unwrap()
     return StandingAttach(name, command, read_only)
 

@@ -90,11 +90,14 @@ def standing_view(ctx: Ctx, name: str) -> StandingView:
 
 @dataclass(frozen=True, slots=True)
 class AttachPlan:
-    """The tmux client to run, whether it attaches read-only, and why when it was forced."""
+    """The tmux client to run, whether it attaches read-only, and why when it was forced; or,
+    when the agent has exited, its last screen to show instead (``screen``, with the ``note``
+    saying so: no client attaches to a dead pane, ``panes.record``)."""
 
-    command: AttachCommand
+    command: AttachCommand | None
     read_only: bool
     note: str | None = None
+    screen: str | None = None
 
 
 def attach_plan(ctx: Ctx, ref_or_id: str, read_only: bool = False) -> AttachPlan:
@@ -104,6 +107,10 @@ def attach_plan(ctx: Ctx, ref_or_id: str, read_only: bool = False) -> AttachPlan
     if rec.runner != "tmux" or not rec.tmux_target:
         raise BadInput(f"session {rec.id} runs headless; use `the-loop sessions logs {ref_or_id}`")
     placement.require_here(ctx, rec, placement.command("attach", rec.work_item))
+    last = panes.record(ctx, rec.tmux_target)
+    if last is not None:
+        said = f"the agent of {rec.work_item} has exited; its last screen, kept as a record:"
+        return AttachPlan(None, True, said, last)
     note = None
     if not rec.live and not read_only:
         note = f"session {rec.id} of {rec.work_item} is closed; attaching read-only"

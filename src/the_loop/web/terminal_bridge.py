@@ -3,7 +3,8 @@
 ``session_plan`` / ``standing_plan`` decide what a viewer may attach to (blocking: the database
 and tmux; run them in a thread): only a tmux target whose ownership mark is the one the-loop set
 at spawn, read-only when the viewer is, when the session is closed or not running, or when the
-pane is dead but kept. ``Bridge`` runs ``tmux attach-session`` on a new pty (argv only, its
+pane is dead but kept (then shown from its last screen: no client attaches to a dead pane,
+decision 0087). ``Bridge`` runs ``tmux attach-session`` on a new pty (argv only, its
 own session and process group) and moves bytes between the pty's master and the caller without
 blocking the event loop: output through ``loop.add_reader``, input written non-blocking with
 ``add_writer`` for what did not fit. ``close`` kills the client's process group, reaps it and
@@ -64,6 +65,8 @@ class Plan:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     window_view: Callable[[], tuple[int, int] | None] = lambda: None
+    record: Callable[[], str | None] | None = None
+    """For a dead pane: its last screen, shown instead of running the client (``start``)."""
 
 
 def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
@@ -91,7 +94,7 @@ def _plan(ctx: Ctx, agent: Agent, read_only: bool) -> Plan:
     env["TERM"] = TERM
     if not any("UTF-8" in env.get(k, "").upper() for k in ("LC_ALL", "LC_CTYPE", "LANG")):
         env["LC_CTYPE"] = "C.UTF-8"
-    return Plan(term.target, term.read_only, term.command.argv, env, term.window_view)
+    return Plan(term.target, term.read_only, term.command.argv, env, term.window_view, term.record)
 
 
 def clamp_size(cols: object, rows: object) -> tuple[int, int] | None:
@@ -133,8 +136,14 @@ class Bridge:
 
     async def start(self) -> None:
         """Spawn the client on a new pty (in a thread: fork and exec take a moment) and start
-        reading its output on the running loop."""
+        reading its output on the running loop. For a dead pane (``Plan.record``) no client
+        runs: its last screen is the one output, drawn from the top, cursor hidden."""
         self._loop = asyncio.get_running_loop()
+        if self.plan.record is not None:
+            shown = await asyncio.to_thread(self.plan.record) or ""
+            screen = "\r\n".join(shown.split("\n"))
+            self._queue.put_nowait(f"\x1b[?25l\x1b[H\x1b[2J{screen}".encode())
+            return
         await asyncio.to_thread(self._spawn)
         self._resume_reading()
 
