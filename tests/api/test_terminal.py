@@ -241,6 +241,82 @@ async def test_an_exited_agents_screen_is_shown_and_no_client_attaches_to_its_de
     assert [d.api("GET", f"/sessions/{o}").json()["pane"] for o in others] == ["live"]
 
 
+def _server_and_others_live(d: Daemon, *gone: str) -> None:
+    """The tmux server still runs, and so does every agent but those of sessions GONE."""
+    listed = d.work.tmux("list-sessions", "-F", "#{session_name}")
+    assert listed.returncode == 0, f"the tmux server is gone: {listed.stderr}"
+    others = [s["id"] for s in d.api("GET", "/sessions").json() if s["id"] not in gone]
+    panes = {o: d.api("GET", f"/sessions/{o}").json()["pane"] for o in others}
+    assert panes and set(panes.values()) == {"live"}, panes
+
+
+def _two_sessions(d: Daemon) -> tuple[str, str]:
+    """A session to watch, and another agent that must outlive what happens to the first."""
+    sid = spawned(d)
+    other = d.post("issue_comment", P.issue_comment_event("the-loop do more", number=8), "t-8")
+    assert other.status_code == 202
+    wait_until(lambda: len(d.api("GET", "/sessions").json()) == 2, 30, what="a second session")
+    return sid, str(d.api("GET", f"/sessions/{sid}").json()["tmuxTarget"])
+
+
+async def test_watchers_of_an_agent_that_ends_leave_without_ending_the_others(
+    focus_daemon: Daemon,
+) -> None:
+    """Viewers watch an agent (it asked for focus events) when it ends — closed through the
+    API, or exiting on its own — and leave afterwards: the tmux server and the other agents
+    run on. tmux 3.3a exits when a client leaves a dead pane whose program asked for focus
+    events while that client was focused (decision 0087): a viewer's client never is, and a
+    close detaches the viewers while the pane is still alive."""
+    d, work = focus_daemon, focus_daemon.work
+    sid, target = _two_sessions(d)
+    url = ws_url(d, f"/sessions/{sid}/terminal")
+    async with (
+        connect(url, additional_headers=bearer(d.token)) as writer,
+        connect(url, additional_headers=bearer(READ_ONLY)) as watcher,
+    ):
+        for ws in (writer, watcher):
+            await hello(ws)
+            await screen_until(ws, b"\x1b[")
+
+        def focused() -> list[str]:
+            flags = work.tmux("list-clients", "-t", f"={target}", "-F", "#{client_flags}")
+            return [f for f in flags.stdout.split() if "focused" in f.split(",")]
+
+        wait_until(lambda: len(client_pids(work, target)) == 2 and not focused(), 30,
+                   what="both viewers attached and unfocused")  # fmt: skip
+        await writer.send(json.dumps({"type": "input", "data": "\x1b[I"}))  # a focus-in report
+        pane_pid = int(
+            work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}").stdout
+        )
+        os.kill(pane_pid, signal.SIGKILL)  # the agent exits on its own while watched
+        wait_until(lambda: work.pane_dead(target) == "1", 30, what="the watched agent dead")
+        assert not focused(), focused()
+    wait_until(lambda: client_pids(work, target) == [], 30, what="the viewers gone")
+    _server_and_others_live(d, sid)
+
+    exited = sid
+    sid, target = spawned_again(d, 9)  # and one closed while watched
+    url = ws_url(d, f"/sessions/{sid}/terminal")
+    async with connect(url, additional_headers=bearer(d.token)) as writer:
+        await hello(writer)
+        await screen_until(writer, b"\x1b[")
+        closed = d.api("POST", f"/sessions/{sid}/close", json={})
+        assert closed.status_code == 200, closed.text
+        wait_until(lambda: client_pids(work, target) == [], 30, what="the viewer detached")
+        assert work.pane_dead(target) == "1"
+    _server_and_others_live(d, exited, sid)
+
+
+def spawned_again(d: Daemon, number: int) -> tuple[str, str]:
+    body = P.issue_comment_event("the-loop do it", number=number)
+    assert d.post("issue_comment", body, f"t-{number}").status_code == 202
+    ref = f"github:octo/repo%23{number}"
+    wait_until(lambda: d.api("GET", f"/sessions/{ref}").status_code == 200, 30, what="spawn")
+    found = d.api("GET", f"/sessions/{ref}").json()
+    d.work.wait_prompts(found["id"], 1, timeout=30)
+    return str(found["id"]), str(found["tmuxTarget"])
+
+
 async def test_refused_handshakes(loop_daemon: Daemon) -> None:
     sid = spawned(loop_daemon)
     url = ws_url(loop_daemon, f"/sessions/{sid}/terminal")

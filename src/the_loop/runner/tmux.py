@@ -601,7 +601,8 @@ class TmuxRunner:
         Only targets matching ``^loop-[A-Za-z0-9._-]+$``; with OWNER, only a target whose live
         panes carry that ownership mark (read in the same ``list-panes``; anything else is
         ``refused``, untouched). Re-asserts ``remain-on-exit`` so the
-        pane stays as a dead record, sends SIGTERM to every live pane pid of exactly TARGET
+        pane stays as a dead record and detaches its clients (decision 0087), sends SIGTERM to
+        every live pane pid of exactly TARGET
         (pids <= 1 dropped), waits up to GRACE seconds in small steps, then SIGKILLs the
         survivors that are still the same processes.
         """
@@ -622,7 +623,11 @@ class TmuxRunner:
         foreign = [p for p in status.panes if not p.dead and p.owner != owner]
         if owner is not None and status.probe is Probe.LIVE and foreign:
             return TerminateReport(target, status.probe, refused=self.occupied_message(target))
-        self.run("set-option", "-w", "-t", f"={target}:", "remain-on-exit", "on")
+        keep = ["set-option", "-w", "-t", f"={target}:", "remain-on-exit", "on"]
+        # its viewers leave while the pane is alive: one leaving a dead pane whose program had
+        # asked for focus events makes tmux 3.3a write to the dead pane and exit (decision 0087)
+        leave = [";", "detach-client", "-s", f"={target}"] if status.probe is Probe.LIVE else []
+        self.run(*keep, *leave)
         found = [process_identity(pid) for pid in signalable_pids(status.panes, target)]
         victims = [ident for ident in found if ident is not None]
         signalled = [i for i in victims if send(i, signal.SIGTERM)]

@@ -53,6 +53,11 @@ MAX_PENDING_OUTPUT = 64
 MAX_PENDING_INPUT = 1 << 20
 """Input bytes waiting for the pty beyond which more input is dropped."""
 TERM = "xterm-256color"
+FOCUS_IN, FOCUS_OUT = b"\x1b[I", b"\x1b[O"
+"""What a terminal reports when it gains and loses focus. A viewer's client says once, when it
+has attached, that it lost focus, and never regains it: a pane some focused client shows is
+told when that client leaves, and tmux 3.3a exits when it tells a dead pane whose program had
+asked for focus events (decision 0087). An agent does not need to know who looks at it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,7 @@ class Bridge:
         self._reading = False
         self._ended = False
         self._pending = bytearray()
+        self._unfocused = False
         self._closed = False
         self._state_lock = threading.Lock()
 
@@ -200,6 +206,10 @@ class Bridge:
             self._pause_reading()
             self._queue.put_nowait(None)
             return
+        if not self._unfocused:  # attached (it draws): say the viewer's terminal lost focus
+            self._unfocused = True
+            with contextlib.suppress(OSError):
+                os.write(self._master, FOCUS_OUT)
         self._queue.put_nowait(data)
         self.printed.set()
         if self._queue.qsize() >= MAX_PENDING_OUTPUT:
@@ -223,7 +233,9 @@ class Bridge:
     # -- input -------------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        """Send DATA to the client as typed keys (dropped when read-only or closed)."""
+        """Send DATA to the client as typed keys (dropped when read-only or closed; a focus-in
+        report dropped too: the client stays unfocused, see ``FOCUS_OUT``)."""
+        data = data.replace(FOCUS_IN, b"")
         if self.plan.read_only or self._closed or self._master < 0 or not data:
             return
         if self._pending:
