@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 import uuid
 from pathlib import Path
@@ -85,6 +86,8 @@ def test_claude_argv() -> None:
         "--",
         "fix it",
     )
+    settings = json.loads(settings_argv()[1])  # no recap asked of the model when a viewer
+    assert settings["awaySummaryEnabled"] is False and settings["hooks"]  # comes and goes
     assert launch.env == {"A": "1"} and launch.chooses_session_id and launch.prompt_in_argv
     assert launch.ready_pattern and launch.session_id == U
     resume = claude.resume_interactive(spec(prompt=None))

@@ -81,5 +81,10 @@ def hook_settings(command: str | None = None) -> dict[str, Any]:
 
 
 def settings_argv(command: str | None = None) -> list[str]:
-    """``["--settings", <json>]`` for an interactive Claude Code launch."""
-    return ["--settings", json.dumps(hook_settings(command), separators=(",", ":"))]
+    """``["--settings", <json>]`` for an interactive Claude Code launch: the attention hooks,
+    and no "away summary". Claude Code asks the model for a recap when its terminal regains
+    focus after a while; under the-loop the terminal's focus is a viewer's tmux client
+    coming and going, so each look at an idle agent would cost a model call and put a recap
+    on its screen that nobody asked for."""
+    settings = {**hook_settings(command), "awaySummaryEnabled": False}
+    return ["--settings", json.dumps(settings, separators=(",", ":"))]
