@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pty
+import signal
 import stat
+import struct
 import subprocess
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +105,36 @@ def test_kill_session_removes_the_target(runner: TmuxRunner, agents: FakeAgents)
     assert runner.kill_session("loop-kill").unwrap().probe is Probe.ABSENT
     wait_until(lambda: process_identity(pid) is None, 10)
     assert fake_agent.read_starts(agents.directory, "c-kill")[0].pid == pid
+
+
+def test_killing_a_dead_pane_a_focused_client_watches_leaves_the_server_running(
+    runner: TmuxRunner, agents: FakeAgents
+) -> None:
+    """An agent that asked for focus events exits on its own while a person's (focused) tmux
+    client watches it; killing its tmux session then tells that client's pane it lost focus,
+    which tmux 3.3a writes into the dead pane and exits. The kill resets the pane's terminal
+    modes first: the server and the other agents run on (decision 0087)."""
+    agents.spawn("loop-kill-other", "c-other")
+    pid = agents.spawn("loop-kill-dead", "c-dead", FAKE_AGENT_FOCUS="1")
+    argv = runner.attach_command("loop-kill-dead", read_only=False).unwrap()
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    client = subprocess.Popen(
+        list(argv.argv), stdin=slave, stdout=slave, stderr=slave,
+        env={**argv.env, "TERM": "xterm-256color"}, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    try:
+        focused = "#{client_flags}"
+        wait_until(
+            lambda: "focused" in runner.run("list-clients", "-F", focused).stdout, 15, what="client"
+        )
+        os.kill(pid, signal.SIGKILL)  # the agent exits on its own while watched
+        agents.wait_probe("loop-kill-dead", Probe.DEAD)
+        killed = runner.kill_session("loop-kill-dead")
+        assert killed.probe is Probe.ABSENT, killed
+        assert runner.probe("loop-kill-other") is Probe.LIVE, "the tmux server exited"
+    finally:
+        client.kill()
+        client.wait()
+        os.close(master)

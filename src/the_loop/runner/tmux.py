@@ -386,7 +386,7 @@ class TmuxRunner:
         if probe is Probe.UNKNOWN:
             detail = f"tmux did not answer about {target}; not spawning"
             return SpawnResult(target=target, answer=Answer.NO_ANSWER, detail=detail)
-        self.run("kill-session", "-t", f"={target}")
+        self.run(*_reset_then_kill(target))
         after = self.probe(target)
         if after is not Probe.ABSENT:
             detail = f"could not clear the dead tmux session {target} (now {after})"
@@ -649,7 +649,7 @@ class TmuxRunner:
         if problem is not None:
             return Killed(target=target, answer=Answer.REFUSED, detail=problem)
         with self._locks.hold(target):
-            self.run("kill-session", "-t", f"={target}")
+            self.run(*_reset_then_kill(target))
             probe = self.probe(target)
         if probe is Probe.UNKNOWN:
             return Killed(
@@ -660,3 +660,11 @@ class TmuxRunner:
     def kill_server(self) -> TmuxResult:
         """Kill the private server (every target on this socket); for tests and teardown."""
         return self.run("kill-server")
+
+
+def _reset_then_kill(target: str) -> list[str]:
+    """Kill tmux session TARGET, its pane's terminal modes reset first (``send-keys -R``): a
+    client still attached to a dead pane whose program had asked for focus events is told it
+    lost focus as the session goes, which tmux 3.3a writes into the dead pane and exits
+    (decision 0087). The pane is about to go, so nothing of it is lost."""
+    return ["send-keys", "-R", "-t", f"={target}:", ";", "kill-session", "-t", f"={target}"]
