@@ -48,10 +48,14 @@ def record(ctx: Ctx, target: str, *, escapes: bool = False) -> str | None:
     say. A dead pane is shown from this, never by attaching a tmux client to it: tmux 3.3a
     exits — ending every agent on the host — when a client attaches to a dead pane whose
     program had asked for focus events, as Claude Code does (decision 0087)."""
-    tmux = ctx.runners.tmux
-    if tmux.probe(target) is not Probe.DEAD:
+    if ctx.runners.tmux.probe(target) is not Probe.DEAD:
         return None
-    shown = tmux.visible(target, escapes=escapes)
+    return _last_screen(ctx, target, escapes)
+
+
+def _last_screen(ctx: Ctx, target: str, escapes: bool) -> str | None:
+    """TARGET's visible screen (``record``, its pane known dead); None when tmux did not say."""
+    shown = ctx.runners.tmux.visible(target, escapes=escapes)
     return shown.text if shown.ok else None
 
 
@@ -116,5 +120,5 @@ def terminal(ctx: Ctx, agent: Agent, read_only: bool) -> Terminal:
     dead = found is Probe.DEAD
     read_only = read_only or dead
     command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
-    shown = (lambda: record(ctx, target, escapes=True)) if dead else None
+    shown = (lambda: _last_screen(ctx, target, escapes=True)) if dead else None
     return Terminal(target, read_only, command, lambda: tmux.viewer_size(target), shown)

@@ -261,7 +261,8 @@ def attach(name: str, read_only: bool) -> None:
     common.require_terminal("attach", f"read the screen with `the-loop standing logs {name}`")
     plan = attach_plan(common.ctx(), name, read_only)
     if plan.command is None:
-        print(f"note: the agent of standing session {name} has exited; its last screen:")
+        note = f"note: the agent of standing session {name} has exited; its last screen:"
+        print(note, file=sys.stderr, flush=True)  # as `sessions attach` says it
         print(plan.screen or "")
         return
     common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)

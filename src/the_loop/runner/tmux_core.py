@@ -41,7 +41,7 @@ LATE_EXIT = 75
 """How an agent's launcher exits when it started after its deadline (``launcher_command``)."""
 NOW_OPTION = "@the_loop_now"
 """A server option holding ``%s``: ``#{T:@the_loop_now}`` is the tmux server's clock, in whole
-seconds since the epoch, at the moment a command expands it (``_alive_unless_late``)."""
+seconds since the epoch, at the moment a command expands it (``_paste_unless_stopped``)."""
 OWNER_VAR = "THE_LOOP_OWNER"
 OWNER_OPTION = "@the_loop_owner"
 PANE_FORMAT = (
@@ -224,36 +224,36 @@ def paste_buffer(name: str, target: str, frame: bool) -> str:
     return f"paste-buffer {'' if frame else '-p '}-d -b {name} -t ={target}:"
 
 
-def _alive_unless_late(until: int | None) -> tuple[list[str], str, str]:
-    """What a paste runs first (the server's clock stored, given UNTIL), the
-    ``if-shell -F`` condition under which it does not paste (the pane dead, or UNTIL come by
-    the server's clock), and the format then printed (``DEAD_MARKER`` or ``LAPSED_MARKER``)."""
-    if until is None:
-        return [], "#{pane_dead}", DEAD_MARKER
+def _paste_unless_stopped(
+    target: str, name: str, gap: float, frame: bool, until: int | None, *, drop: bool
+) -> list[str]:
+    """Paste buffer NAME, then its CR GAP seconds later, into TARGET in one command queue run,
+    only if its pane is alive and, given UNTIL (whole seconds since the epoch), only while the
+    tmux server's clock reads less than UNTIL (the clock stored first in ``NOW_OPTION``); else
+    print why (``DEAD_MARKER`` or ``LAPSED_MARKER``), deleting the buffers first when DROP."""
     late = f"#{{e|>=:#{{T:{NOW_OPTION}}},{until}}}"
-    clock = ["set-option", "-g", NOW_OPTION, "%s", ";"]
-    return clock, f"#{{||:#{{pane_dead}},{late}}}", f"#{{?pane_dead,{DEAD_MARKER},{LAPSED_MARKER}}}"
+    clock = [] if until is None else ["set-option", "-g", NOW_OPTION, "%s", ";"]
+    stop = "#{pane_dead}" if until is None else f"#{{||:#{{pane_dead}},{late}}}"
+    said = DEAD_MARKER if until is None else f"#{{?pane_dead,{DEAD_MARKER},{LAPSED_MARKER}}}"
+    dropped = f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; " if drop else ""
+    when_alive = (
+        f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
+        f"paste-buffer -d -b {name}-cr -t ={target}:"
+    )
+    return [
+        *clock,
+        "if-shell", "-F", "-t", f"={target}:", stop,
+        f"{dropped}display-message -p -t ={target}: '{said}'", when_alive,
+    ]  # fmt: skip
 
 
 def paste_staged_command(
     target: str, name: str, gap: float, frame: bool, until: int | None
 ) -> list[str]:
-    """Paste buffer NAME, then its CR GAP seconds later, into TARGET in one command queue run,
-    only if its pane is alive (else print ``DEAD_MARKER``) and, given UNTIL (whole seconds since
-    the epoch), only while the tmux server's clock reads less than UNTIL (else print
-    ``LAPSED_MARKER``): a deadline read by the server as it pastes, which a caller held up
-    (frozen, or not scheduled) between deciding to paste and tmux pasting cannot overrun.
-    Buffers are kept when nothing is pasted."""
-    when_alive = (
-        f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
-        f"paste-buffer -d -b {name}-cr -t ={target}:"
-    )
-    clock, stop, said = _alive_unless_late(until)
-    return [
-        *clock,
-        "if-shell", "-F", "-t", f"={target}:", stop,
-        f"display-message -p -t ={target}: '{said}'", when_alive,
-    ]  # fmt: skip
+    """Paste staged buffer NAME into TARGET (``_paste_unless_stopped``), keeping the buffers
+    when nothing is pasted: a deadline read by the server as it pastes, which a caller held up
+    (frozen, or not scheduled) between deciding to paste and tmux pasting cannot overrun."""
+    return _paste_unless_stopped(target, name, gap, frame, until, drop=False)
 
 
 def paste_command(
@@ -265,23 +265,13 @@ def paste_command(
     until: int | None = None,
 ) -> list[str]:
     """Load PATH into buffer NAME and a CR into NAME-cr; paste both into TARGET only if its
-    pane is not dead (and, given UNTIL, the server's clock reads less: ``paste_staged_command``),
-    in the same command queue run (pasting into a dead pane crashes tmux), GAP seconds apart
-    (FRAME: PATH holds the paste's markers, see ``framed``); else delete them and print why."""
-    clock, stop, said = _alive_unless_late(until)
-    when_not = (
-        f"delete-buffer -b {name} ; delete-buffer -b {name}-cr ; "
-        f"display-message -p -t ={target}: '{said}'"
-    )
-    when_alive = (
-        f"{paste_buffer(name, target, frame)} ; {submit_gap(gap)}"
-        f"paste-buffer -d -b {name}-cr -t ={target}:"
-    )
+    pane is not dead (and, given UNTIL, the server's clock reads less), in the same command
+    queue run (pasting into a dead pane crashes tmux), GAP seconds apart (FRAME: PATH holds
+    the paste's markers, see ``framed``); else delete them and print why."""
     return [
-        *clock,
         "load-buffer", "-b", name, str(path), ";",
         "set-buffer", "-b", f"{name}-cr", "\r", ";",
-        "if-shell", "-F", "-t", f"={target}:", stop, when_not, when_alive,
+        *_paste_unless_stopped(target, name, gap, frame, until, drop=True),
     ]  # fmt: skip
 
 
