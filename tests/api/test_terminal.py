@@ -85,7 +85,9 @@ async def screen_until(ws: ClientConnection, needle: bytes, timeout: float = 30)
     async def more() -> bool:
         nonlocal seen
         chunk = await asyncio.wait_for(ws.recv(), timeout=timeout)
-        assert isinstance(chunk, bytes), chunk
+        if isinstance(chunk, str):  # a read-only viewer is told the window's size
+            assert json.loads(chunk)["type"] == "size", chunk
+            return False
         seen += chunk
         return needle in seen
 
@@ -266,7 +268,9 @@ async def test_watchers_of_an_agent_that_ends_leave_without_ending_the_others(
     API, or exiting on its own — and leave afterwards: the tmux server and the other agents
     run on. tmux 3.3a exits when a client leaves a dead pane whose program asked for focus
     events while that client was focused (decision 0087): a viewer's client never is, and a
-    close detaches the viewers while the pane is still alive."""
+    close detaches the viewers while the pane is still alive. An agent that exits on its own
+    has its viewers' clients detached by its pane's death hook, and they see its last screen
+    instead, as a viewer coming later would (decision 0088)."""
     d, work = focus_daemon, focus_daemon.work
     sid, target = _two_sessions(d)
     url = ws_url(d, f"/sessions/{sid}/terminal")
@@ -290,8 +294,10 @@ async def test_watchers_of_an_agent_that_ends_leave_without_ending_the_others(
         )
         os.kill(pane_pid, signal.SIGKILL)  # the agent exits on its own while watched
         wait_until(lambda: work.pane_dead(target) == "1", 30, what="the watched agent dead")
-        assert not focused(), focused()
-    wait_until(lambda: client_pids(work, target) == [], 30, what="the viewers gone")
+        for ws in (writer, watcher):
+            await screen_until(ws, b"Pane is dead (signal 9")  # its record, on the same socket
+        assert client_pids(work, target) == []  # shown without a client
+    assert client_pids(work, target) == []
     _server_and_others_live(d, sid)
 
     exited = sid

@@ -11,6 +11,7 @@ Environment switches:
 
 - ``FAKE_AGENT_DIR`` (required): where conversations are recorded;
 - ``FAKE_AGENT_IGNORE_TERM=1``: ignore SIGTERM;
+- ``FAKE_AGENT_CLEAR_ON_TERM=1``: clear the screen on SIGTERM, then exit (as Claude Code does);
 - ``FAKE_AGENT_RESUME_FAILS=1``: exit 3 on ``--resume``;
 - ``FAKE_AGENT_CRASH_AFTER=N``: exit 42 right after recording the N-th prompt;
 - ``FAKE_AGENT_FOCUS=1``: ask the terminal for focus events, as Claude Code does (and ignore
@@ -295,12 +296,21 @@ def main(argv: list[str]) -> int:
         return 3
     if os.environ.get("FAKE_AGENT_IGNORE_TERM") == "1":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif os.environ.get("FAKE_AGENT_CLEAR_ON_TERM") == "1":
+        signal.signal(signal.SIGTERM, _clear_and_exit)
     agent = Agent(directory, conversation, resumed)
     agent.start(argv)
     delay = float(os.environ.get("FAKE_AGENT_START_DELAY") or 0)
     if delay:
         time.sleep(delay)
     return run_terminal(agent, prompt)
+
+
+def _clear_and_exit(signum: int, frame: object) -> None:
+    """SIGTERM with ``FAKE_AGENT_CLEAR_ON_TERM``: clear the screen, then exit, as Claude Code
+    does when it is ended."""
+    os.write(sys.stdout.fileno(), b"\x1b[H\x1b[2J")
+    os._exit(128 + signum)
 
 
 def run_terminal(agent: Agent, prompt: str | None) -> int:

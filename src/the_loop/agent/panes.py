@@ -45,17 +45,11 @@ def capture(ctx: Ctx, target: str, lines: int | None = 200) -> Capture:
 def record(ctx: Ctx, target: str, *, escapes: bool = False) -> str | None:
     """TARGET's last screen (with its colours when ESCAPES) when its program has exited and
     the dead pane is kept as a record; None while it runs, or when it is gone or tmux did not
-    say. A dead pane is shown from this, never by attaching a tmux client to it: tmux 3.3a
-    exits — ending every agent on the host — when a client attaches to a dead pane whose
-    program had asked for focus events, as Claude Code does (decision 0087)."""
+    say. The screen is the one kept as the program ended (decision 0088). A dead pane is
+    shown from this, never by attaching a tmux client to it (decision 0087)."""
     if ctx.runners.tmux.probe(target) is not Probe.DEAD:
         return None
-    return _last_screen(ctx, target, escapes)
-
-
-def _last_screen(ctx: Ctx, target: str, escapes: bool) -> str | None:
-    """TARGET's visible screen (``record``, its pane known dead); None when tmux did not say."""
-    shown = ctx.runners.tmux.visible(target, escapes=escapes)
+    shown = ctx.runners.tmux.last_screen(target, escapes=escapes)
     return shown.text if shown.ok else None
 
 
@@ -89,16 +83,18 @@ def prefix_key(ctx: Ctx) -> str:
 @dataclass(frozen=True, slots=True)
 class Terminal:
     """How a viewer attaches to an agent's pane: its target, whether read-only (a dead pane
-    always is), the client to run, and how to ask the size of a client showing the target's
-    whole window (None when tmux cannot say)."""
+    always is), the client to run, how to ask the size of a client showing the target's
+    whole window (None when tmux cannot say), and whether the pane is dead."""
 
     target: str
     read_only: bool
     command: AttachCommand
     window_view: Callable[[], tuple[int, int] | None]
-    record: Callable[[], str | None] | None = None
-    """For a dead pane: its last screen, with its colours (``record``), shown instead of
-    attaching the client to it."""
+    record: Callable[[], str | None]
+    """The pane's last screen with its colours once its program has exited, None while it
+    runs (``record``): what a dead pane shows instead of a client, and what a viewer whose
+    client the pane's death detached sees next."""
+    dead: bool = False
 
 
 def terminal(ctx: Ctx, agent: Agent, read_only: bool) -> Terminal:
@@ -120,5 +116,11 @@ def terminal(ctx: Ctx, agent: Agent, read_only: bool) -> Terminal:
     dead = found is Probe.DEAD
     read_only = read_only or dead
     command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
-    shown = (lambda: _last_screen(ctx, target, escapes=True)) if dead else None
-    return Terminal(target, read_only, command, lambda: tmux.viewer_size(target), shown)
+    return Terminal(
+        target,
+        read_only,
+        command,
+        lambda: tmux.viewer_size(target),
+        lambda: record(ctx, target, escapes=True),
+        dead,
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -157,20 +156,27 @@ def require_terminal(what: str, instead: str) -> None:
         raise BadInput(f"{what} needs a terminal (stdin and stdout are not a tty); {instead}")
 
 
-def tmux_prefix(context: Ctx) -> str:
-    """The prefix key of the-loop's tmux server (``C-b`` when it does not say)."""
+def attach(command: AttachCommand, read_only: bool) -> None:
+    """Say how to detach, then run the tmux client of COMMAND on this terminal. When it ended
+    because the agent exited (the dead pane's hook detaches its clients, decision 0088), print
+    the screen the agent left, as attaching to it afterwards would; exit as the client did."""
+    import subprocess  # lazy: start-up (only attach runs a client)
+
     from the_loop.agent import panes  # lazy: start-up (only attach asks)
 
-    return panes.prefix_key(context)
-
-
-def exec_attach(command: AttachCommand, prefix: str, read_only: bool) -> None:
-    """Say how to detach, then replace this process with the tmux client of COMMAND."""
+    context = ctx()
     mode = "read-only (what you type is not sent); " if read_only else ""
     print(
-        f"attaching {mode}detach with {prefix} d (the tmux prefix, then d); "
+        f"attaching {mode}detach with {panes.prefix_key(context)} d (the tmux prefix, then d); "
         "the agent keeps running",
         file=sys.stderr,
         flush=True,
     )
-    os.execvpe(command.argv[0], list(command.argv), dict(command.env))
+    client = subprocess.run(list(command.argv), env=dict(command.env), check=False)
+    last = panes.record(context, command.target)
+    if last is not None:
+        note = "note: the agent has exited; its last screen, kept as a record:"
+        print(note, file=sys.stderr, flush=True)
+        print(last)
+    elif client.returncode != 0:
+        raise SystemExit(client.returncode)

@@ -145,8 +145,9 @@ def attach(ref: str, read_only: bool) -> None:
     """Attach this terminal to the session's tmux pane.
 
     A closed session is attached read-only; when its agent has exited, its last
-    screen is printed instead. Detach with the tmux prefix, then d (C-b d unless the
-    prefix was changed); the agent keeps running.
+    screen is printed instead (and when it exits while you watch, you are detached
+    and shown it). Detach with the tmux prefix, then d (C-b d unless the prefix was
+    changed); the agent keeps running.
     """
     from the_loop.views.sessions import attach_plan  # lazy: start-up
 
@@ -157,7 +158,7 @@ def attach(ref: str, read_only: bool) -> None:
     if plan.command is None:
         print(plan.screen or "")
         return
-    common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)
+    common.attach(plan.command, plan.read_only)
 
 
 @app.command("say")

@@ -254,7 +254,8 @@ def attach(name: str, read_only: bool) -> None:
 
     Detach with the tmux prefix, then d (C-b d unless the prefix was changed); the agent keeps
     running. Needs a terminal; without one, read the screen with `standing logs NAME`. When
-    its agent has exited, its last screen is printed instead.
+    its agent has exited, its last screen is printed instead (and when it exits while you
+    watch, you are detached and shown it).
     """
     from the_loop.standing.terminal import attach_plan  # lazy: start-up
 
@@ -265,7 +266,7 @@ def attach(name: str, read_only: bool) -> None:
         print(note, file=sys.stderr, flush=True)  # as `sessions attach` says it
         print(plan.screen or "")
         return
-    common.exec_attach(plan.command, common.tmux_prefix(common.ctx()), plan.read_only)
+    common.attach(plan.command, plan.read_only)
 
 
 @app.command("logs")

@@ -212,7 +212,9 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
         for status in (SessionStatus.active, SessionStatus.paused)
     }
     targets = [r.tmux_target for rs in by_status.values() for r in rs if r.tmux_target]
-    known = panes.probe_many(ctx, targets) if targets else {}  # one tmux client
+    # one tmux client, asked even for no session: it wakes tmux's reaper when an agent's end
+    # went unseen (standing agents' too; ``runner.tmux_core.wake_reaper``)
+    known = panes.probe_many(ctx, targets)
     for records in by_status.values():
         held = usage_store.holds_of(conn, [r.id for r in records])
         for rec in records:

@@ -73,8 +73,10 @@ from the_loop.runner.tmux_core import (
     LAPSED_MARKER,
     VIEWER_SIZE_FORMAT,
     agent_env,
+    death_hook,
     framed,
     paste_staged_command,
+    record_buffer,
     stale_names,
     viewer_hooks,
 )
@@ -106,6 +108,7 @@ from the_loop.runner.tmux_core import spawn_failure as spawn_failure
 from the_loop.runner.tmux_core import spawn_input_problem as spawn_input_problem
 from the_loop.runner.tmux_core import target_problem as target_problem
 from the_loop.runner.tmux_core import wait_gone as wait_gone
+from the_loop.runner.tmux_core import wake_reaper as wake_reaper
 
 
 class TmuxRunner:
@@ -204,6 +207,7 @@ class TmuxRunner:
         panes = parse_panes(result.stdout, target)
         if not panes:
             return PaneStatus(Probe.UNKNOWN, (), f"tmux listed no pane of {target}")
+        wake_reaper(panes)
         live = any(not p.dead and process_identity(p.pid) is not None for p in panes)
         return PaneStatus(Probe.LIVE if live else Probe.DEAD, panes)
 
@@ -246,9 +250,15 @@ class TmuxRunner:
         result = self.ask(*screens.capture_args(target, lines, escapes=escapes))
         return screens.captured(target, lines, result, self.socket)
 
-    def visible(self, target: str, *, escapes: bool = False) -> Capture:
-        """TARGET's visible screen row by row (wrapped lines not joined: what a client showing
-        it draws), with the escapes of its colours when ESCAPES. Never raises."""
+    def last_screen(self, target: str, *, escapes: bool = False) -> Capture:
+        """TARGET's screen row by row as its program left it (wrapped lines not joined: what a
+        client showing it drew), with the escapes of its colours when ESCAPES: the one kept at
+        its end (``death_hook``, ``terminate``), else the pane's visible screen (a session
+        spawned before the-loop kept records). For a dead pane. Never raises."""
+        kept = self.ask("show-buffer", "-b", record_buffer(target))
+        if kept.ok:
+            text = kept.stdout if escapes else screens.without_colours(kept.stdout)
+            return Capture(target=target, text=screens.screen_text(text, None))
         args = ["capture-pane", "-p", *(["-e"] if escapes else []), "-t", f"={target}:"]
         return screens.captured(target, None, self.ask(*args), self.socket)
 
@@ -438,14 +448,18 @@ class TmuxRunner:
 
     def _session_options(self, target: str) -> list[str]:
         """Options chained after ``new-session`` in the same invocation, so they hold before
-        the agent can exit or a viewer attach: remain-on-exit, ``window-size manual`` and the
-        hooks by which the window follows its interactive viewer (``viewer_hooks``)."""
+        the agent can exit or a viewer attach: remain-on-exit and the hook that makes the dead
+        pane safe and keeps its screen (``death_hook``), ``window-size manual`` and the hooks
+        by which the window follows its interactive viewer (``viewer_hooks``)."""
         window = [("remain-on-exit", "on")] if self.remain_on_exit else []
         window.append(("window-size", "manual"))
+        hooks = viewer_hooks(self.columns, self.rows)
+        if self.remain_on_exit:
+            hooks.append(death_hook(target))
         out: list[str] = []
         for name, value in window:
             out += [";", "set-option", "-w", "-t", f"={target}:", name, value]
-        for hook, command in viewer_hooks(self.columns, self.rows):
+        for hook, command in hooks:
             out += [";", "set-hook", "-t", f"={target}:", hook, command]
         return out
 
@@ -624,10 +638,15 @@ class TmuxRunner:
         if owner is not None and status.probe is Probe.LIVE and foreign:
             return TerminateReport(target, status.probe, refused=self.occupied_message(target))
         keep = ["set-option", "-w", "-t", f"={target}:", "remain-on-exit", "on"]
-        # its viewers leave while the pane is alive: one leaving a dead pane whose program had
-        # asked for focus events makes tmux 3.3a write to the dead pane and exit (decision 0087)
-        leave = [";", "detach-client", "-s", f"={target}"] if status.probe is Probe.LIVE else []
-        self.run(*keep, *leave)
+        if status.probe is Probe.LIVE:
+            # the record is the screen the agent showed when it was ended (an agent may clear
+            # it as it exits), so the death hook does not keep another; its viewers leave while
+            # the pane is alive (decisions 0087, 0088)
+            hook, reset = death_hook(target, keep_screen=False)
+            keep += [";", "capture-pane", "-e", "-b", record_buffer(target), "-t", f"={target}:"]
+            keep += [";", "set-hook", "-t", f"={target}:", hook, reset]
+            keep += [";", "detach-client", "-s", f"={target}"]
+        self.run(*keep)
         found = [process_identity(pid) for pid in signalable_pids(status.panes, target)]
         victims = [ident for ident in found if ident is not None]
         signalled = [i for i in victims if send(i, signal.SIGTERM)]
@@ -663,8 +682,11 @@ class TmuxRunner:
 
 
 def _reset_then_kill(target: str) -> list[str]:
-    """Kill tmux session TARGET, its pane's terminal modes reset first (``send-keys -R``): a
-    client still attached to a dead pane whose program had asked for focus events is told it
-    lost focus as the session goes, which tmux 3.3a writes into the dead pane and exits
-    (decision 0087). The pane is about to go, so nothing of it is lost."""
-    return ["send-keys", "-R", "-t", f"={target}:", ";", "kill-session", "-t", f"={target}"]
+    """Kill tmux session TARGET, its pane's terminal modes reset first (``send-keys -R``: a
+    session spawned before the death hook, ``death_hook``): a client still attached to a dead
+    pane whose program had asked for focus events is told it lost focus as the session goes,
+    which tmux 3.3a writes into the dead pane and exits (decision 0087). The pane is about to
+    go, so nothing of it is lost; its kept screen goes with it (the buffer's deletion comes
+    last: it fails when none was kept)."""
+    kill = ["send-keys", "-R", "-t", f"={target}:", ";", "kill-session", "-t", f"={target}"]
+    return [*kill, ";", "delete-buffer", "-b", record_buffer(target)]

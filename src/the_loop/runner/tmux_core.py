@@ -20,7 +20,7 @@ from pathlib import Path
 
 from the_loop.config import Config
 from the_loop.refs import is_loop_target
-from the_loop.runner.base import ProcessIdentity, private_dir, still_running
+from the_loop.runner.base import ProcessIdentity, private_dir, process_identity, still_running
 from the_loop.runner.outcomes import Answer, Probe, SpawnResult
 
 _ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -46,8 +46,10 @@ OWNER_VAR = "THE_LOOP_OWNER"
 OWNER_OPTION = "@the_loop_owner"
 PANE_FORMAT = (
     "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
-    f"\t#{{{OWNER_OPTION}}}"
+    f"\t#{{{OWNER_OPTION}}}\t#{{pid}}"
 )
+"""One line per pane: its session, pid, whether dead and how its program ended, its owner, and
+the pid of the tmux server (``wake_reaper``)."""
 STAGE_FORMAT = f"#{{pane_dead}}\t#{{{OWNER_OPTION}}}"
 COMMAND_BUDGET = 12_000
 _STATUS_LINES = "#{?#{==:#{status},off},0,1}"
@@ -67,6 +69,29 @@ def viewer_hooks(columns: int, rows: int) -> list[tuple[str, str]]:
     )
     restore = f"if -F '#{{==:#{{session_attached}},0}}' 'resize-window -x {columns} -y {rows}'"
     return [("client-attached", follow), ("client-resized", follow), ("client-detached", restore)]
+
+
+def record_buffer(target: str) -> str:
+    """The tmux buffer that keeps TARGET's last screen once its program has exited
+    (``death_hook``); deleted with the session (``kill_session``)."""
+    return f"the-loop-record-{target}"
+
+
+def death_hook(target: str, *, keep_screen: bool = True) -> tuple[str, str]:
+    """The ``pane-died`` hook of agent session TARGET (decision 0088), run by the tmux server as
+    the pane dies, before anything else can happen to it: its screen (colours, and tmux's
+    ``Pane is dead`` line) kept in ``record_buffer`` (unless KEEP_SCREEN is False: the-loop
+    kept it before ending the agent, ``terminate``), its terminal modes reset (``send-keys -R``;
+    the screen moves into its history) and its clients detached. tmux 3.3a exits, ending every
+    agent, when it tells a dead pane whose program had asked for focus events that a client
+    came or left (decision 0087); reset at its death, a pane no longer asks, whoever watches.
+
+    No command of it may fail: tmux 3.3a keeps a hook's error as a configuration error and
+    shows it, in view mode, on the next session created, whose pane then takes pastes into
+    that mode. ``detach-client`` fails when no client is attached, so it is asked only then."""
+    keep = f"capture-pane -e -b {record_buffer(target)} ; " if keep_screen else ""
+    leave = f"if -F '#{{session_attached}}' 'detach-client -s ={target}'"
+    return "pane-died", f"{keep}send-keys -R ; {leave}"
 
 
 LAUNCH_SHELL = "/bin/sh"
@@ -130,6 +155,16 @@ class PaneInfo:
     dead_status: int | None
     dead_signal: int | None
     owner: str | None = None
+    server: int | None = None
+    """The tmux server's pid, as it said in the same answer."""
+
+    @property
+    def unreaped(self) -> bool:
+        """Its program has ended but tmux has not seen it end (no exit status yet): dead (its
+        terminal closed) without a status, or not dead and its process gone or a zombie."""
+        if self.dead:
+            return self.dead_status is None and self.dead_signal is None
+        return process_identity(self.pid) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +200,12 @@ def clean_prompt(text: str) -> str:
     return _CONTROL_CHARS.sub("", text)
 
 
-def parse_panes(output: str, target: str) -> tuple[PaneInfo, ...]:
-    """The panes of exactly TARGET in ``list-panes`` OUTPUT (other sessions' lines dropped)."""
+def parse_panes(output: str, target: str | None) -> tuple[PaneInfo, ...]:
+    """The panes of exactly TARGET (None: of every session) in ``list-panes`` OUTPUT."""
     panes: list[PaneInfo] = []
     for line in output.splitlines():
         fields = line.split("\t")
-        if len(fields) not in (5, 6) or fields[0] != target:
+        if len(fields) not in (5, 6, 7) or target not in (None, fields[0]):
             continue
         try:
             pid = int(fields[1])
@@ -178,9 +213,23 @@ def parse_panes(output: str, target: str) -> tuple[PaneInfo, ...]:
             continue
         status = int(fields[3]) if fields[3].lstrip("-").isdigit() else None
         sig = int(fields[4]) if fields[4].isdigit() else None
-        owner = fields[5] or None if len(fields) == 6 else None
-        panes.append(PaneInfo(fields[0], pid, fields[2] == "1", status, sig, owner))
+        owner = fields[5] or None if len(fields) >= 6 else None
+        server = int(fields[6]) if len(fields) == 7 and fields[6].isdigit() else None
+        panes.append(PaneInfo(fields[0], pid, fields[2] == "1", status, sig, owner, server))
     return tuple(panes)
+
+
+def wake_reaper(panes: Sequence[PaneInfo]) -> None:
+    """Ask the tmux server to look for its ended children (SIGCHLD) when the program of one of
+    PANES has ended unseen (``PaneInfo.unreaped``; decision 0088). Debian's tmux 3.3a misses
+    that signal now and then (about one pane death in seven here; tmux issues 311 and 4559):
+    it removes the pane's utmp record as the terminal closes, through libutempter, which has
+    its own SIGCHLD handler in place meanwhile, so a program that ends in that moment stays a
+    zombie, and its ``pane-died`` hook waits, until another child of the server ends.
+    Harmless when nothing waits: the server only calls ``waitpid``."""
+    for server in {p.server for p in panes if p.unreaped and p.server and p.server > 1}:
+        with contextlib.suppress(OSError):
+            os.kill(server, signal.SIGCHLD)
 
 
 def signalable_pids(panes: Sequence[PaneInfo], target: str) -> list[int]:

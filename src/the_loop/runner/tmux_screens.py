@@ -15,6 +15,7 @@ absent, failed, no answer), and the panes after it go into the next batch.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable, Sequence
 
@@ -22,6 +23,8 @@ from the_loop.runner.outcomes import Answer, Capture
 from the_loop.runner.tmux_core import COMMAND_BUDGET, TmuxResult, command_size, failure
 
 MARK = "::the-loop-screen-"
+_COLOURS = re.compile(r"\x1b\[[0-9;:]*m")
+"""What ``capture-pane -e`` adds to a screen's text: the escapes of its colours and styles."""
 
 
 class Tally:
@@ -54,6 +57,11 @@ def screen_text(output: str, lines: int | None) -> str:
     if lines is not None:
         text = text[-lines:] if lines > 0 else []
     return "\n".join(text)
+
+
+def without_colours(text: str) -> str:
+    """TEXT captured with ``-e``, as ``capture-pane`` without it would have given it."""
+    return _COLOURS.sub("", text)
 
 
 def captured(target: str, lines: int | None, result: TmuxResult, socket: str) -> Capture:

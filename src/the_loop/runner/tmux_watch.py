@@ -17,8 +17,9 @@ A pane whose program exits is kept by ``remain-on-exit`` and its pipe stays open
 also asks the pane's pid (in the same tmux invocation) and waits on a pidfd of it in the same
 ``epoll``: the kernel says when that process ends, and ``on_died`` is called (the daemon's
 reconciler looks at once instead of on its slow beat); so it is when a pipe closes. (tmux's
-own ``pane-died`` hook was tried first: under load it did not fire for about one pane death
-in ten.)
+own ``pane-died`` hook was tried first: it runs only once tmux has seen the program end,
+which Debian's tmux 3.3a misses about one time in seven until something wakes its reaper,
+``tmux_core.wake_reaper``, decision 0088.)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from the_loop.runner.tmux_core import (
     TmuxResult,
     command_size,
     parse_panes,
+    wake_reaper,
 )
 
 if TYPE_CHECKING:
@@ -355,6 +357,7 @@ def probe_many(runner: TmuxRunner, targets: Sequence[str]) -> dict[str, Probe] |
         return dict.fromkeys(targets, Probe.ABSENT)
     if not result.ok:
         return None
+    wake_reaper(parse_panes(result.stdout, None))
     lines: dict[str, list[str]] = {}
     for line in result.stdout.splitlines():
         lines.setdefault(line.split("\t", 1)[0], []).append(line)

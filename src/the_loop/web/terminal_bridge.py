@@ -70,8 +70,11 @@ class Plan:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     window_view: Callable[[], tuple[int, int] | None] = lambda: None
-    record: Callable[[], str | None] | None = None
-    """For a dead pane: its last screen, shown instead of running the client (``start``)."""
+    record: Callable[[], str | None] = lambda: None
+    """The pane's last screen once its program has exited, None while it runs: shown instead
+    of running the client when the pane is dead (``start``), and when the client ends because
+    the pane died (``output``)."""
+    dead: bool = False
 
 
 def session_plan(ctx: Ctx, ref_or_id: str, viewer_read_only: bool) -> Plan:
@@ -99,7 +102,15 @@ def _plan(ctx: Ctx, agent: Agent, read_only: bool) -> Plan:
     env["TERM"] = TERM
     if not any("UTF-8" in env.get(k, "").upper() for k in ("LC_ALL", "LC_CTYPE", "LANG")):
         env["LC_CTYPE"] = "C.UTF-8"
-    return Plan(term.target, term.read_only, term.command.argv, env, term.window_view, term.record)
+    return Plan(
+        term.target,
+        term.read_only,
+        term.command.argv,
+        env,
+        term.window_view,
+        term.record,
+        term.dead,
+    )
 
 
 def clamp_size(cols: object, rows: object) -> tuple[int, int] | None:
@@ -107,6 +118,13 @@ def clamp_size(cols: object, rows: object) -> tuple[int, int] | None:
     if type(cols) is not int or type(rows) is not int or cols < 1 or rows < 1:
         return None
     return min(max(cols, 2), MAX_COLS), min(max(rows, 2), MAX_ROWS)
+
+
+def _drawn(screen: str) -> bytes:
+    """SCREEN (a pane's rows, ``\\n``-separated) drawn from the top of a cleared terminal, the
+    cursor hidden: a dead pane's record, shown without a tmux client."""
+    rows = "\r\n".join(screen.split("\n"))
+    return f"\x1b[?25l\x1b[H\x1b[2J{rows}".encode()
 
 
 def _set_size(fd: int, cols: int, rows: int) -> None:
@@ -133,6 +151,7 @@ class Bridge:
         self._ended = False
         self._pending = bytearray()
         self._unfocused = False
+        self._shown_end = False
         self._closed = False
         self._state_lock = threading.Lock()
 
@@ -142,16 +161,19 @@ class Bridge:
 
     async def start(self) -> None:
         """Spawn the client on a new pty (in a thread: fork and exec take a moment) and start
-        reading its output on the running loop. For a dead pane (``Plan.record``) no client
-        runs: its last screen is the one output, drawn from the top, cursor hidden."""
+        reading its output on the running loop. For a dead pane (``Plan.dead``) no client
+        runs: its last screen is the one output (``_recorded``)."""
         self._loop = asyncio.get_running_loop()
-        if self.plan.record is not None:
-            shown = await asyncio.to_thread(self.plan.record) or ""
-            screen = "\r\n".join(shown.split("\n"))
-            self._queue.put_nowait(f"\x1b[?25l\x1b[H\x1b[2J{screen}".encode())
+        if self.plan.dead:
+            self._queue.put_nowait(await self._recorded() or _drawn(""))
             return
         await asyncio.to_thread(self._spawn)
         self._resume_reading()
+
+    async def _recorded(self) -> bytes | None:
+        """The pane's last screen, drawn (``_drawn``); None while the pane is not dead."""
+        shown = await asyncio.to_thread(self.plan.record)
+        return None if shown is None else _drawn(shown)
 
     def _spawn(self) -> None:
         with self._state_lock:  # against a close() racing a start cancelled half-way
@@ -216,10 +238,19 @@ class Bridge:
             self._pause_reading()
 
     async def output(self) -> bytes | None:
-        """The next output (everything queued, joined), or None once the client has ended."""
+        """The next output (everything queued, joined), or None once the client has ended. A
+        client that ended because the agent's pane died (the pane's death hook detaches its
+        clients, decision 0088) is followed by the pane's last screen, once, and the viewer
+        watches that from then on, as one who came after."""
         first = await self._queue.get()
         if first is None:
-            return None
+            if self._shown_end:
+                return None
+            self._shown_end = True
+            shown = await self._recorded()
+            if shown is None:
+                return None
+            return shown
         parts = [first]
         while not self._queue.empty():
             more = self._queue.get_nowait()
