@@ -7,6 +7,8 @@ printing, though passes run at most every 0.5 s unless tmux says a pane printed.
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import time
 from typing import Any
@@ -112,6 +114,39 @@ def test_an_agent_that_exits_is_reported_when_tmux_says_so(crashing_daemon: Daem
     assert vanished[-1]["workItem"] == ref and vanished[-1]["payload"]["pane"] == "dead"
     changed = [e["payload"] for e in work.events("session.attention_changed")]
     assert any(c["to"] == "blocked" and c["rule"] == "the harness exited" for c in changed)
+
+
+@pytest.fixture
+def hooked_daemon(work: Work) -> Any:
+    hooks_only = {"signals": "hooks", "blockedPatterns": []}  # as Claude Code: no screen read
+    work.configure(attention={"harnesses": {"fake": hooks_only}}, github={"enabled": True})
+    d = Daemon(work)
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_an_agent_read_through_hooks_that_exits_is_reported_at_once(hooked_daemon: Daemon) -> None:
+    """An agent whose attention comes from its hooks is neither captured nor piped, yet its
+    program's end is waited on: killed, it is reported within moments (not at the
+    reconciler's 60 s beat), and tmux has seen it end (its pane's death hook ran: decision
+    0088)."""
+    work = hooked_daemon.work
+    ref = spawn(hooked_daemon, 36)
+    target = "loop-github-octo-repo-36"
+    sid = str(hooked_daemon.api("GET", "/sessions/github:octo/repo%2336").json()["id"])
+    work.wait_prompts(sid, 1, timeout=30)
+    pane = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid} #{pane_pipe}")
+    pid, piped = pane.stdout.split()
+    assert piped == "0", "an agent read through hooks was piped"
+    os.kill(int(pid), signal.SIGKILL)
+    killed = time.monotonic()
+    vanished = wait_until(lambda: work.events("session.vanished"), 20, what="session.vanished")
+    assert time.monotonic() - killed < 20  # not the reconciler's 60 s beat
+    assert vanished[-1]["workItem"] == ref
+    shown = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_dead_signal}")
+    assert shown.stdout.strip() == "9", "tmux has not seen the agent end"
+    assert work.tmux("show-buffer", "-b", f"the-loop-record-{target}").returncode == 0
 
 
 def test_a_pane_tmux_says_is_gone_is_not_read_on_every_pass(push_daemon: Daemon) -> None:

@@ -7,6 +7,8 @@ token, a WebSocket from a foreign page."""
 from __future__ import annotations
 
 import http.server
+import os
+import signal
 import threading
 
 import pytest
@@ -169,6 +171,26 @@ def test_closed_session_cannot_be_typed_into(site: Site, login: Login) -> None:
         raise AssertionError(f"{exc}: it recorded {site.prompts(sid)!r}; screen:\n{shown}") from exc
     assert not any("keys for a closed session" in p for p in site.prompts(sid))
     assert not any('"input"' in f for f in frames), frames
+
+
+def test_an_agent_that_exits_while_watched_on_a_phone_leaves_its_last_screen(
+    site: Site, login: Login
+) -> None:
+    """Watching an agent on a phone when it exits on its own: the terminal shows the screen it
+    left (tmux's `Pane is dead` line last) without a tmux client, and the page says, without a
+    reload, that the pane is dead and the harness exited (decision 0088)."""
+    rec = site.spawn(47)
+    sid, target = rec["id"], rec["tmuxTarget"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    page = login(**PHONE)
+    open_terminal(page, sid, shows="AI coding agent")  # its first prompt, wrapped on a phone
+    expect(page.locator("#live-meta")).to_contain_text("pane live")
+    pid = site.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}").stdout
+    os.kill(int(pid), signal.SIGKILL)
+    wait_until(lambda: "Pane is dead (signal 9" in screen_text(page), 30, what="its last screen")
+    assert clients(site, target) == []
+    expect(page.locator("#live-meta")).to_contain_text("pane dead")
+    expect(page.locator("#live-waiting")).to_contain_text("the harness exited")
 
 
 def test_phone_key_toolbar_touch_scroll_and_window_size(site: Site, login: Login) -> None:

@@ -127,6 +127,37 @@ def test_a_watched_program_that_exits_is_told_at_once(
         watch.close()
 
 
+def test_an_agent_watched_for_its_end_alone_is_told_once_per_program(
+    runner: TmuxRunner, workdir: Path, tmp_path: Path
+) -> None:
+    """An agent read through hooks (Claude Code) is not piped, yet its program's end is told
+    at once; once per program: a look with the same start asks tmux nothing, a new program in
+    the same target (a new start) is waited on again."""
+    target = "loop-end-only"
+    go = _spawn_until(runner, workdir, target)
+    died = threading.Event()
+    ask = Counted(runner)
+    watch = PaneWatch(ask, tmp_path / "watch", on_died=died.set)
+    try:
+        assert watch.watch([], {target: 1.0}) == set()
+        piped = runner.run("display-message", "-p", "-t", f"={target}:", "#{pane_pipe}")
+        assert piped.stdout.strip() == "0", "an agent watched for its end alone was piped"
+        go.touch()
+        assert died.wait(10), "its end was not told"
+        died.clear()
+        calls = ask.calls
+        watch.watch([], {target: 1.0})
+        assert ask.calls == calls and not died.is_set()
+        runner.kill_session(target)
+        go.unlink()
+        again = _spawn_until(runner, workdir, target)
+        watch.watch([], {target: 2.0})
+        again.touch()
+        assert died.wait(10), "the new program's end was not told"
+    finally:
+        watch.close()
+
+
 def _waiting_in_open(fifo: Path) -> list[int]:
     """The pids of the pipe commands that copy into FIFO and wait in ``open`` for a reader."""
     found = []

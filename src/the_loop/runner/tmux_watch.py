@@ -7,6 +7,9 @@ a pane wakes that thread, which drains the bytes, notes the time and calls ``on_
 pane that prints nothing costs nothing to anyone. ``take`` hands the panes that printed since
 the last ``take``, with the time of their last output.
 
+An agent whose output nobody reads (read through its hooks) is watched for its end alone:
+``watch(targets, ends)`` waits on the program of each of ENDS once per start, with no pipe.
+
 A pipe that closes (the pane died, ``dd`` was killed, another ``pipe-pane`` replaced ours)
 is reported as printed and forgotten, so the next ``watch`` arms it again. Arming replaces any
 pipe the pane had (a previous daemon's), and many panes are armed in one tmux invocation.
@@ -32,7 +35,7 @@ import shlex
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +55,7 @@ if TYPE_CHECKING:
     from the_loop.runner.tmux import TmuxRunner
 
 CHUNK = 65536
+_UNSET = object()
 
 
 @dataclass
@@ -80,16 +84,29 @@ class PaneWatch:
     _closed: bool = False
     _pidfds: dict[str, int] = field(default_factory=dict)
     _by_pidfd: dict[int, str] = field(default_factory=dict)
+    _ends: dict[str, object] = field(default_factory=dict)
+    """The targets whose program's end alone is watched → the start it was armed for."""
 
-    def watch(self, targets: Sequence[str]) -> set[str]:
-        """Watch exactly TARGETS: arm those not armed yet, forget the others. Returns the
-        targets armed by this call (their earlier output was not seen: read them once)."""
+    def watch(self, targets: Sequence[str], ends: Mapping[str, object] | None = None) -> set[str]:
+        """Watch exactly TARGETS (their output and their program's end) and, of ENDS (target →
+        a token that changes when a new program starts there, such as its start time), only
+        their program's end (``on_died``: an agent read through hooks prints unwatched); arm
+        those not armed yet, forget the others. Returns the targets of TARGETS armed by this
+        call (their earlier output was not seen: read them once)."""
         wanted = set(targets)
+        only = {t: start for t, start in (ends or {}).items() if t not in wanted}
         with self._lock:
             gone = [t for t in self._pipes if t not in wanted]
             for target in gone:
                 self._drop(target)
+            for target, start in list(self._ends.items()):
+                if only.get(target, _UNSET) != start:
+                    self._forget_exit(target)
+                    del self._ends[target]
+            fresh = {t: start for t, start in only.items() if t not in self._ends}
             new = [t for t in dict.fromkeys(targets) if t not in self._pipes]
+        if fresh and self._start():
+            self._await_ends(fresh)
         if not new or not self._start():
             return set()
         opened = {t: p for t in new if (p := self._open(t)) is not None}
@@ -102,12 +119,34 @@ class PaneWatch:
                     continue
                 self._pipes[target] = pipe
                 self._by_fd[pipe.fd] = target
+                self._forget_exit(target)  # watched for its end alone until now
                 if self._poll is not None:
                     self._poll.register(pipe.fd, select.EPOLLIN | select.EPOLLHUP)
                     ended = not self._await_exit(target, armed[target]) or ended
         if ended:
             self.on_died()  # its program ended before it was armed
         return set(armed)
+
+    def _await_ends(self, fresh: Mapping[str, object]) -> None:
+        """Wait on the programs of FRESH (target → its start; one ``list-panes -a``): each is
+        remembered for that start, so a program that already ended is told once."""
+        listed = self.ask("list-panes", "-a", "-F", "#{session_name}\t#{pane_pid}\t#{pane_dead}")
+        if not listed.ok and not listed.not_found:
+            return  # asked again at the next watch
+        pids: dict[str, int | None] = {}
+        for line in listed.stdout.splitlines():
+            name, _, rest = line.partition("\t")
+            pids[name] = _pids(rest.replace("\t", " "), 1)[0]
+        ended = False
+        with self._lock:
+            if self._closed:
+                return
+            for target, start in fresh.items():
+                self._forget_exit(target)
+                self._ends[target] = start
+                ended = not self._await_exit(target, pids.get(target)) or ended
+        if ended:
+            self.on_died()
 
     def armed(self, target: str) -> bool:
         """Whether TARGET's output reaches this watch."""
@@ -127,6 +166,9 @@ class PaneWatch:
             self._closed = True
             for target in list(self._pipes):
                 self._drop(target)
+            for target in list(self._ends):
+                self._forget_exit(target)
+            self._ends.clear()
             poll, self._poll = self._poll, None
         if poll is not None:
             poll.close()

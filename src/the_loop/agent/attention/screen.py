@@ -26,6 +26,7 @@ import hashlib
 import re
 import textwrap
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from the_loop.agent import node as nodes
@@ -57,12 +58,13 @@ one pass per pane (panes first read over a minute of spawns would each wake one)
 
 @dataclass(frozen=True, slots=True)
 class Watched:
-    """A live tmux agent the detector reads."""
+    """A live tmux agent of this node (``agents``), and when it was started."""
 
     key: str
     harness: str
     target: str
     work_item: str | None = None
+    started: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +140,16 @@ class ScreenDetector:
         prior.read_at = now
         return now - prior.changed_at
 
-    def to_read(self, agents: list[Watched], now: float) -> tuple[list[Watched], dict[str, float]]:
+    def to_read(
+        self, agents: list[Watched], now: float, others: Sequence[Watched] = ()
+    ) -> tuple[list[Watched], dict[str, float]]:
         """Which of AGENTS to read now (all of them without a watch), and when each pane
-        that tmux said printed last printed."""
+        that tmux said printed last printed. Of OTHERS (agents read through hooks alone), only
+        the end of their program is watched: the reconciler looks at once."""
         if self.watch is None:
             return agents, {}
-        fresh = self.watch.watch([a.target for a in agents])
+        ends = {a.target: a.started for a in others}
+        fresh = self.watch.watch([a.target for a in agents], ends)
         printed = self.watch.take()
         keys = {a.key for a in agents}
         for key in [k for k in self.seen if k not in keys]:
@@ -271,6 +277,11 @@ def _hooks_verdict(
 
 def watched(ctx: Ctx) -> list[Watched]:
     """The live tmux agents whose attention is read from the screen."""
+    return [w for w in agents(ctx) if reads_screen(ctx, w)]
+
+
+def agents(ctx: Ctx) -> list[Watched]:
+    """The live tmux agents of this node, work items' and standing sessions'."""
     conn = ctx.db.connect()
     found: list[Watched] = []
     here = nodes.shared_name(ctx)  # only this node's panes
@@ -279,18 +290,22 @@ def watched(ctx: Ctx) -> list[Watched]:
             if nodes.elsewhere(here, rec.node):
                 continue
             if rec.runner == "tmux" and rec.tmux_target and rec.started_at is not None:
-                found.append(Watched(rec.id, rec.harness, rec.tmux_target, rec.work_item))
+                found.append(
+                    Watched(rec.id, rec.harness, rec.tmux_target, rec.work_item, rec.started_at)
+                )
     for srec in standing_store.list_records(conn):
         if srec.status.value == "running" and not nodes.elsewhere(here, srec.node):
             harness = srec.harness or _declared_harness(ctx, srec.name)
-            found.append(Watched(f"standing:{srec.name}", harness, standing_target(srec.name)))
-    settings = ctx.config.attention
+            target = standing_target(srec.name)
+            found.append(Watched(f"standing:{srec.name}", harness, target, None, srec.started_at))
+    return found
 
-    def read(w: Watched) -> bool:
-        mine = settings.harness(w.harness, _adapter(ctx, w.harness))
-        return mine.signals in READ or (mine.signals == "hooks" and bool(mine.blocked_patterns))
 
-    return [w for w in found if read(w)]
+def reads_screen(ctx: Ctx, agent: Watched) -> bool:
+    """Whether AGENT's attention is read from its screen (wholly, or for what its hooks
+    cannot say: a sign-in screen)."""
+    mine = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+    return mine.signals in READ or (mine.signals == "hooks" and bool(mine.blocked_patterns))
 
 
 def _adapter(ctx: Ctx, harness: str) -> str | None:
@@ -309,11 +324,13 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
     """One pass over the watched agents; returns how many changed state."""
     now = time.time() if now is None else now
     changed = 0
-    agents = watched(ctx)
-    reading, printed = detector.to_read(agents, now)
+    everyone = agents(ctx)
+    read = [a for a in everyone if reads_screen(ctx, a)]
+    others = [a for a in everyone if a not in read]
+    reading, printed = detector.to_read(read, now, others)
     captures = ctx.runners.tmux.capture_many([a.target for a in reading], SCREEN_LINES)
     failed = False
-    for agent in agents:
+    for agent in read:
         settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
         capture = captures.get(agent.target)
         if capture is None:  # nothing printed: only the quiet rule can change its state
@@ -337,7 +354,7 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
         settled = None if agent.key in detector.seen else _waiting_since(ctx, agent)
         quiet = detector.look(agent.key, screen, now, printed.get(agent.target), settled)
         changed += _judge(ctx, detector, agent, settings, screen, quiet, now)
-    detector.due = detector.next_due(agents, now, failed)
+    detector.due = detector.next_due(read, now, failed)
     return changed
 
 
@@ -395,6 +412,9 @@ def _record(
 ) -> bool:
     notify = settings.signals == "notify"
     row = store.get(ctx.db.connect(), agent.key)
+    if row is not None and row.state == store.BLOCKED and row.signal == store.CRASH_SIGNAL:
+        return False  # its agent has exited (a dead pane's screen still changes as tmux marks
+        # it): only starting it again lifts that
     if notify and verdict.state == store.WORKING and (row is None or row.state not in store.HUMAN):
         return False  # the harness reports its turns; only a prompt's end is read here
     if (
