@@ -1,5 +1,5 @@
-"""`sessions attach` with real tmux and the daemon, the way a person uses it: attached in a
-terminal while the agent exits on its own (decision 0088)."""
+"""`sessions attach` with real tmux, the way a person uses it: attached in a terminal while
+the agent exits on its own, with the daemon and without it (decision 0088)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ import time
 from tests.daemon import Daemon, served
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
+from tests.runner.conftest import FakeAgents
 from tests.work import Work
+from the_loop.agent import panes
+from the_loop.config import load_config
+from the_loop.context import open_ctx
 
 REF = "github:octo/repo#15"
 TARGET = "loop-github-octo-repo-15"
@@ -81,3 +85,27 @@ def _attached_when_the_agent_exits(d: Daemon) -> None:
     assert "Pane is dead (signal 9" in tail, tail
     assert work.pane_dead("loop-github-octo-repo-16") == "0", "the tmux server exited"
     assert work.tmux("list-clients").stdout == ""
+
+
+def test_with_no_daemon_an_attached_agents_end_is_seen(work: Work) -> None:
+    """tmux 3.3a misses about one agent's end in seven (libutempter's SIGCHLD window), and
+    then the pane's death hook, which detaches a watching client, waits. Attach looks after
+    the agent it shows itself (``panes.seen_ending``): each of many agents killed in turn, with
+    nothing else of the-loop looking at it, is seen ended by tmux and its hook run."""
+    work.configure()
+    ctx = open_ctx(loaded=load_config(work.env.config_path))
+    agents = FakeAgents(ctx.runners.tmux, work.agent_dir, work.env.root)
+    for n in range(16):
+        target = f"loop-seen-{n}"
+        pid = agents.spawn(target, f"c-seen-{n}")
+        with panes.seen_ending(ctx, target):
+            os.kill(pid, signal.SIGKILL)
+            wait_until(lambda t=target: _ended_by_kill(work, t), 5, what=f"{target} seen ended")
+        assert work.tmux("show-buffer", "-b", f"the-loop-record-{target}").returncode == 0
+
+
+def _ended_by_kill(work: Work, target: str) -> bool:
+    """Whether tmux has seen TARGET's program end by SIGKILL (asked without the-loop, which
+    would wake tmux's reaper itself)."""
+    shown = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_dead_signal}")
+    return shown.stdout.strip() == "9"

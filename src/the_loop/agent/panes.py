@@ -5,7 +5,9 @@ runner)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,6 +53,33 @@ def record(ctx: Ctx, target: str, *, escapes: bool = False) -> str | None:
         return None
     shown = ctx.runners.tmux.last_screen(target, escapes=escapes)
     return shown.text if shown.ok else None
+
+
+@contextlib.contextmanager
+def seen_ending(ctx: Ctx, target: str) -> Iterator[None]:
+    """While the block runs, make tmux see TARGET's program end as soon as it does, in a
+    process that has no daemon's reconciler to look (a person's ``attach`` while the daemon is
+    down): the pane watch waits on the program, and at its end the pane is looked at, then
+    again a moment later (tmux may mark it late). Looking wakes tmux's reaper when the end went
+    unseen, so the pane's death hook runs: it resets the pane and detaches the person's client
+    (decision 0088)."""
+
+    def look() -> None:  # from the watch's thread
+        ctx.runners.tmux.probe(target)
+        again = threading.Timer(LOOK_AGAIN_SECONDS, ctx.runners.tmux.probe, (target,))
+        again.daemon = True
+        again.start()
+
+    watch = tmux_watch.pane_watch(ctx.runners.tmux, lambda: None, look)
+    try:
+        watch.watch([], {target: None})
+        yield
+    finally:
+        watch.close()
+
+
+LOOK_AGAIN_SECONDS = 1.0
+"""After an agent's end, when ``seen_ending`` looks at its pane once more."""
 
 
 def attach_command(ctx: Ctx, target: str, *, read_only: bool = True) -> AttachCommand:

@@ -172,7 +172,8 @@ def attach(command: AttachCommand, read_only: bool) -> None:
         file=sys.stderr,
         flush=True,
     )
-    client = subprocess.run(list(command.argv), env=dict(command.env), check=False)
+    with panes.seen_ending(context, command.target):  # with no daemon, no one else looks
+        client = subprocess.run(list(command.argv), env=dict(command.env), check=False)
     last = panes.record(context, command.target)
     if last is not None:
         note = "note: the agent has exited; its last screen, kept as a record:"

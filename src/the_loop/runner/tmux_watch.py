@@ -172,6 +172,8 @@ class PaneWatch:
             poll, self._poll = self._poll, None
         if poll is not None:
             poll.close()
+        with contextlib.suppress(OSError):
+            self.directory.rmdir()  # its FIFOs are gone; a directory left in use stays
 
     # -- inside ----------------------------------------------------------------------------
 
