@@ -130,13 +130,10 @@ class PaneWatch:
     def _await_ends(self, fresh: Mapping[str, object]) -> None:
         """Wait on the programs of FRESH (target → its start; one ``list-panes -a``): each is
         remembered for that start, so a program that already ended is told once."""
-        listed = self.ask("list-panes", "-a", "-F", "#{session_name}\t#{pane_pid}\t#{pane_dead}")
+        listed = self.ask("list-panes", "-a", "-F", PANE_FORMAT)
         if not listed.ok and not listed.not_found:
             return  # asked again at the next watch
-        pids: dict[str, int | None] = {}
-        for line in listed.stdout.splitlines():
-            name, _, rest = line.partition("\t")
-            pids[name] = _pids(rest.replace("\t", " "), 1)[0]
+        pids = {p.session: None if p.dead else p.pid for p in parse_panes(listed.stdout, None)}
         ended = False
         with self._lock:
             if self._closed:

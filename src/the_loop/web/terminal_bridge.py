@@ -247,10 +247,7 @@ class Bridge:
             if self._shown_end:
                 return None
             self._shown_end = True
-            shown = await self._recorded()
-            if shown is None:
-                return None
-            return shown
+            return await self._recorded()
         parts = [first]
         while not self._queue.empty():
             more = self._queue.get_nowait()

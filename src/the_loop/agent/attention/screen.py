@@ -324,9 +324,10 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
     """One pass over the watched agents; returns how many changed state."""
     now = time.time() if now is None else now
     changed = 0
-    everyone = agents(ctx)
-    read = [a for a in everyone if reads_screen(ctx, a)]
-    others = [a for a in everyone if a not in read]
+    read: list[Watched] = []
+    others: list[Watched] = []
+    for agent in agents(ctx):
+        (read if reads_screen(ctx, agent) else others).append(agent)
     reading, printed = detector.to_read(read, now, others)
     captures = ctx.runners.tmux.capture_many([a.target for a in reading], SCREEN_LINES)
     failed = False
