@@ -206,8 +206,10 @@ async def test_a_closed_session_is_shown_read_only(keeps_agents: Daemon) -> None
 
 @pytest.fixture
 def focus_daemon(work: Work) -> Iterator[Daemon]:
-    """A daemon whose agents ask their terminal for focus events, as Claude Code does."""
-    work.configure(github={"enabled": True}, harness_env={"FAKE_AGENT_FOCUS": "1"})
+    """A daemon whose agents ask their terminal for focus events and clear their screen as
+    they are told to end, as Claude Code does."""
+    agents = {"FAKE_AGENT_FOCUS": "1", "FAKE_AGENT_CLEAR_ON_TERM": "1"}
+    work.configure(github={"enabled": True}, harness_env=agents)
     d = Daemon(work)
     d.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
     yield d
@@ -270,7 +272,8 @@ async def test_watchers_of_an_agent_that_ends_leave_without_ending_the_others(
     events while that client was focused (decision 0087): a viewer's client never is, and a
     close detaches the viewers while the pane is still alive. An agent that exits on its own
     has its viewers' clients detached by its pane's death hook, and they see its last screen
-    instead, as a viewer coming later would (decision 0088)."""
+    instead, as a viewer coming later would (decision 0088); so do the viewers of an agent
+    the-loop closes: the screen it showed when it was told to end."""
     d, work = focus_daemon, focus_daemon.work
     sid, target = _two_sessions(d)
     url = ws_url(d, f"/sessions/{sid}/terminal")
@@ -308,9 +311,66 @@ async def test_watchers_of_an_agent_that_ends_leave_without_ending_the_others(
         await screen_until(writer, b"\x1b[")
         closed = d.api("POST", f"/sessions/{sid}/close", json={})
         assert closed.status_code == 200, closed.text
-        wait_until(lambda: client_pids(work, target) == [], 30, what="the viewer detached")
+        assert b"FAKE-AGENT GOT #1" in await record_drawn(writer)  # not the cleared screen
+        assert client_pids(work, target) == []
         assert work.pane_dead(target) == "1"
     _server_and_others_live(d, exited, sid)
+
+
+RECORD = b"\x1b[?25l\x1b[H\x1b[2J"
+"""How the bridge begins to draw a record (a screen kept, shown without a tmux client)."""
+
+
+async def record_drawn(ws: ClientConnection, timeout: float = 30) -> bytes:
+    """The next output that draws a record (``RECORD``); other output is skipped."""
+    drawn: list[bytes] = []
+
+    async def more() -> bool:
+        chunk = await asyncio.wait_for(ws.recv(), timeout=timeout)
+        if isinstance(chunk, bytes) and chunk.startswith(RECORD):
+            drawn.append(chunk)
+        return bool(drawn)
+
+    await await_until(more, timeout=timeout, interval=0, what="a record drawn")
+    return drawn[0]
+
+
+@pytest.fixture
+def slow_to_end(work: Work) -> Iterator[Daemon]:
+    """A daemon whose agents ask for focus events and ignore SIGTERM: a close ends them only
+    after the grace, with SIGKILL."""
+    agents = {"FAKE_AGENT_FOCUS": "1", "FAKE_AGENT_IGNORE_TERM": "1"}
+    work.configure(
+        github={"enabled": True}, harness_env=agents, tmux={"harnessKillGraceSeconds": 3}
+    )
+    d = Daemon(work)
+    d.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
+    yield d
+    d.stop()
+
+
+async def test_a_viewer_of_an_agent_being_closed_sees_its_record_at_once(
+    slow_to_end: Daemon,
+) -> None:
+    """An agent the-loop closes is detached from its viewers while it still runs (decision
+    0087), and may take a while to end. Its viewers are shown the screen it had when it was
+    told to end, at once, on the same socket, not an ended terminal."""
+    d, work = slow_to_end, slow_to_end.work
+    sid, target = _two_sessions(d)
+    url = ws_url(d, f"/sessions/{sid}/terminal")
+    async with connect(url, additional_headers=bearer(READ_ONLY)) as watcher:
+        await hello(watcher)
+        await screen_until(watcher, b"FAKE-AGENT GOT #1")
+        closing = asyncio.create_task(
+            asyncio.to_thread(d.api, "POST", f"/sessions/{sid}/close", json={})
+        )
+        assert b"FAKE-AGENT GOT #1" in await record_drawn(watcher)
+        assert work.pane_dead(target) == "0", "shown only once the agent had ended"
+        assert client_pids(work, target) == []
+        closed = await closing
+        assert closed.status_code == 200, closed.text
+        assert work.pane_dead(target) == "1"
+    _server_and_others_live(d, sid)
 
 
 def spawned_again(d: Daemon, number: int) -> tuple[str, str]:

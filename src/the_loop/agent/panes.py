@@ -46,12 +46,16 @@ def capture(ctx: Ctx, target: str, lines: int | None = 200) -> Capture:
 
 def record(ctx: Ctx, target: str, *, escapes: bool = False) -> str | None:
     """TARGET's last screen (with its colours when ESCAPES) when its program has exited and
-    the dead pane is kept as a record; None while it runs, or when it is gone or tmux did not
-    say. The screen is the one kept as the program ended (decision 0088). A dead pane is
-    shown from this, never by attaching a tmux client to it (decision 0087)."""
-    if ctx.runners.tmux.probe(target) is not Probe.DEAD:
+    the dead pane is kept as a record, or once the-loop has kept it and is ending the program
+    (a close: its viewers were detached while the pane was alive, decision 0087); None while
+    it runs, or when it is gone or tmux did not say. The screen is the one kept as the program
+    ended (decision 0088). A dead pane is shown from this, never by attaching a tmux client to
+    it (decision 0087)."""
+    tmux = ctx.runners.tmux
+    found = tmux.probe(target)
+    if found is not Probe.DEAD and not (found is Probe.LIVE and tmux.ending(target)):
         return None
-    shown = ctx.runners.tmux.last_screen(target, escapes=escapes)
+    shown = tmux.last_screen(target, escapes=escapes)
     return shown.text if shown.ok else None
 
 

@@ -76,6 +76,7 @@ from the_loop.runner.tmux_core import (
     death_hook,
     framed,
     paste_staged_command,
+    ENDING_OPTION,
     record_buffer,
     stale_names,
     viewer_hooks,
@@ -261,6 +262,13 @@ class TmuxRunner:
             return Capture(target=target, text=screens.screen_text(text, None))
         args = ["capture-pane", "-p", *(["-e"] if escapes else []), "-t", f"={target}:"]
         return screens.captured(target, None, self.ask(*args), self.socket)
+
+    def ending(self, target: str) -> bool:
+        """True when the-loop has kept TARGET's screen and signalled its program to end
+        (``terminate``, ``ENDING_OPTION``): that screen is its record even before the pane
+        dies. False when not, or when tmux did not say. Never raises."""
+        found = self.ask("show-options", "-qv", "-t", f"={target}:", ENDING_OPTION)
+        return found.ok and found.stdout.strip() == "on"
 
     def capture_many(self, targets: Sequence[str], lines: int | None = 200) -> dict[str, Capture]:
         """``capture`` of each of TARGETS, in as few tmux invocations as fit
@@ -645,6 +653,7 @@ class TmuxRunner:
             hook, reset = death_hook(target, keep_screen=False)
             keep += [";", "capture-pane", "-e", "-b", record_buffer(target), "-t", f"={target}:"]
             keep += [";", "set-hook", "-t", f"={target}:", hook, reset]
+            keep += [";", "set-option", "-t", f"={target}:", ENDING_OPTION, "on"]
             keep += [";", "detach-client", "-s", f"={target}"]
         self.run(*keep)
         found = [process_identity(pid) for pid in signalable_pids(status.panes, target)]

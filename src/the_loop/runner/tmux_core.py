@@ -77,6 +77,12 @@ def record_buffer(target: str) -> str:
     return f"the-loop-record-{target}"
 
 
+ENDING_OPTION = "@the-loop-ending"
+"""The session option ``terminate`` sets on an agent's session once it has kept the agent's
+screen (``record_buffer``) and before it signals the agent: from then on that screen is the
+agent's record, while its program is still ending."""
+
+
 def death_hook(target: str, *, keep_screen: bool = True) -> tuple[str, str]:
     """The ``pane-died`` hook of agent session TARGET (decision 0088), run by the tmux server as
     the pane dies, before anything else can happen to it: its screen (colours, and tmux's
