@@ -86,7 +86,7 @@ async def screen_until(ws: ClientConnection, needle: bytes, timeout: float = 30)
         nonlocal seen
         chunk = await asyncio.wait_for(ws.recv(), timeout=timeout)
         if isinstance(chunk, str):  # a read-only viewer is told the window's size
-            assert json.loads(chunk)["type"] == "size", chunk
+            assert json.loads(chunk)["type"] in ("size", "ended"), chunk
             return False
         seen += chunk
         return needle in seen
@@ -236,7 +236,7 @@ async def test_an_exited_agents_screen_is_shown_and_no_client_attaches_to_its_de
         url = ws_url(d, f"/sessions/{sid}/terminal")
         async with connect(url, additional_headers=bearer(token)) as ws:
             assert (await hello(ws))["readOnly"] is True
-            await screen_until(ws, b"FAKE-AGENT GOT #1")
+            assert b"FAKE-AGENT GOT #1" in await record_drawn(ws)
             await ws.send(json.dumps({"type": "input", "data": "typed at a record\r"}))
             assert client_pids(work, target) == [], "a tmux client attached to a dead pane"
     listed = work.tmux("list-sessions", "-F", "#{session_name}")
@@ -322,12 +322,17 @@ RECORD = b"\x1b[?25l\x1b[H\x1b[2J"
 
 
 async def record_drawn(ws: ClientConnection, timeout: float = 30) -> bytes:
-    """The next output that draws a record (``RECORD``); other output is skipped."""
+    """The next output that draws a record (``RECORD``), after the page was told the agent
+    ended; other output is skipped."""
     drawn: list[bytes] = []
+    told: list[str] = []
 
     async def more() -> bool:
         chunk = await asyncio.wait_for(ws.recv(), timeout=timeout)
+        if isinstance(chunk, str) and json.loads(chunk)["type"] == "ended":
+            told.append(chunk)
         if isinstance(chunk, bytes) and chunk.startswith(RECORD):
+            assert told, "a record drawn without the page told the agent ended"
             drawn.append(chunk)
         return bool(drawn)
 

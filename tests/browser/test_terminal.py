@@ -185,12 +185,17 @@ def test_an_agent_that_exits_while_watched_on_a_phone_leaves_its_last_screen(
     page = login(**PHONE)
     open_terminal(page, sid, shows="AI coding agent")  # its first prompt, wrapped on a phone
     expect(page.locator("#live-meta")).to_contain_text("pane live")
+    toolbar = page.get_by_role("toolbar", name="Terminal keys")
+    expect(toolbar).to_be_visible()
     pid = site.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}").stdout
     os.kill(int(pid), signal.SIGKILL)
     wait_until(lambda: "Pane is dead (signal 9" in screen_text(page), 30, what="its last screen")
     assert clients(site, target) == []
     expect(page.locator("#live-meta")).to_contain_text("pane dead")
     expect(page.locator("#live-waiting")).to_contain_text("the harness exited")
+    # the terminal says it shows a record, and offers no keys to type into it
+    expect(page.locator("[data-term-state]")).to_contain_text("the agent has ended")
+    expect(toolbar).to_be_hidden()
 
 
 def test_phone_key_toolbar_touch_scroll_and_window_size(site: Site, login: Login) -> None:

@@ -70,13 +70,13 @@ from the_loop.runner.outcomes import Staged as Staged
 from the_loop.runner.tmux_core import COMMAND_BUDGET as COMMAND_BUDGET
 from the_loop.runner.tmux_core import DEAD_MARKER as DEAD_MARKER
 from the_loop.runner.tmux_core import (
+    ENDING_OPTION,
     LAPSED_MARKER,
     VIEWER_SIZE_FORMAT,
     agent_env,
     death_hook,
     framed,
     paste_staged_command,
-    ENDING_OPTION,
     record_buffer,
     stale_names,
     viewer_hooks,

@@ -12,7 +12,10 @@ read-only one drops input and resizes: it is the size of the agent's whole windo
 server sends ``{"type": "size", "cols", "rows"}`` when that changes (decision 0042). When
 the target cannot be shown, the server sends ``{"type": "error", "code", "message"}`` and
 closes with 4000 + the HTTP status of the error (4404 not found, 4409 refused, 4400 headless,
-4503 tmux unavailable). Optional query parameters ``cols`` and ``rows`` give the first size.
+4503 tmux unavailable). Once the agent has ended (before the hello, or while watched: it
+exited, or the-loop is ending it) the server sends ``{"type": "ended", "message"}`` and then
+the screen it left, kept as a record; the socket stays open, and nothing typed reaches
+anything. Optional query parameters ``cols`` and ``rows`` give the first size.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from the_loop.web.terminal_bridge import (
 POLICY_VIOLATION = 1008
 MAX_INPUT_CHARS = 65536
 """An input frame longer than this is dropped (a paste of that size is a message, not keys)."""
+ENDED = "the agent has ended: its last screen, kept as a record (read-only)"
+"""What the page says once the terminal shows the agent's record instead of its live pane."""
 WINDOW_LOOK_GAP = 1.0
 """The least time between two looks of a read-only terminal at its agent's window size."""
 
@@ -271,7 +276,11 @@ async def _follow_window(websocket: WebSocket, bridge: Bridge) -> None:
 
 
 async def _send_output(websocket: WebSocket, bridge: Bridge) -> None:
+    told = False
     while (data := await bridge.output()) is not None:
+        if bridge.shows_record and not told:
+            told = True
+            await websocket.send_text(json.dumps({"type": "ended", "message": ENDED}))
         await websocket.send_bytes(data)
     with contextlib.suppress(RuntimeError, OSError, WebSocketDisconnect):
         await websocket.close(code=1000, reason="the terminal ended")

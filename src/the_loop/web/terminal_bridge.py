@@ -152,6 +152,9 @@ class Bridge:
         self._pending = bytearray()
         self._unfocused = False
         self._shown_end = False
+        self.shows_record = False
+        """Set once what the client is sent is the agent's kept last screen (``_recorded``):
+        the agent has ended, and nothing typed reaches anything."""
         self._closed = False
         self._state_lock = threading.Lock()
 
@@ -166,6 +169,7 @@ class Bridge:
         self._loop = asyncio.get_running_loop()
         if self.plan.dead:
             self._queue.put_nowait(await self._recorded() or _drawn(""))
+            self.shows_record = True
             return
         await asyncio.to_thread(self._spawn)
         self._resume_reading()
@@ -247,7 +251,9 @@ class Bridge:
             if self._shown_end:
                 return None
             self._shown_end = True
-            return await self._recorded()
+            shown = await self._recorded()
+            self.shows_record = shown is not None
+            return shown
         parts = [first]
         while not self._queue.empty():
             more = self._queue.get_nowait()

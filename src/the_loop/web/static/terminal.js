@@ -115,6 +115,14 @@ async function startTerminal() {
         if (msg.type === "hello" && msg.readOnly) { readOnly = true; term.options.disableStdin = true; }
         if ((msg.type === "hello" && msg.readOnly) || (msg.type === "size" && readOnly)) showWindow(msg.cols, msg.rows);
         if (msg.type === "error") say(msg.message);
+        if (msg.type === "ended") { // what follows is the agent's record: nothing to type into
+          readOnly = true;
+          term.options.disableStdin = true;
+          term.options.cursorBlink = false;
+          for (const bar of document.querySelectorAll(".keys")) bar.hidden = true;
+          el.dataset.ended = "true";
+          say(msg.message);
+        }
       } catch (_) { /* not ours */ }
       return;
     }
