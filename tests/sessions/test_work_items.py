@@ -167,12 +167,24 @@ def test_max_concurrent_sessions_queues_fifo(work: Work) -> None:
     for n in (1, 2, 3):
         body = P.issue_comment_event("the-loop start", number=n)
         work.dispatch("issue_comment", body, f"d-q{n}")
-    assert work.session_json("github:octo/repo#3")["status"] == "queued"
+    queued = work.session_json("github:octo/repo#3")
+    assert queued["status"] == "queued"
     assert work.events("dispatch.queued")
+    # nothing runs yet, and every surface says why rather than calling it working
+    assert queued["attention"] is None
+    assert "all 2 session slots are taken" in queued["queuedBecause"]
+    explained = work.cli("attention", "explain", "github:octo/repo#3")
+    assert explained.exit_code == 1 and "is queued: its agent has not started" in explained.stderr
+    by_hand = work.cli("sessions", "start", "local:later", "--prompt", "when there is room")
+    assert by_hand.exit_code == 0, by_hand.stderr
+    assert (
+        "queued local:later" in by_hand.stdout and "why:    all 2 session slots" in by_hand.stdout
+    )
     work.dispatch("issue_comment", P.issue_comment_event("hello queued", number=3), "d-q3b")
     work.cli("sessions", "close", "github:octo/repo#1")
     third = work.session_json("github:octo/repo#3")
     assert third["status"] == "active"
+    assert third["attention"] is not None and third["queuedBecause"] is None
     texts = work.wait_prompts(third["id"], 2)
     assert "hello queued" in texts[1]
 

@@ -112,7 +112,9 @@ def start(ref: str, prompt: str, harness: str | None, actor: str | None, fmt: st
         common.print_json(started)
         return
     print(f"{started.action} {started.work_item} (session {started.session_id}, {started.harness})")
-    if started.action != "queued":
+    if started.action == "queued":
+        print(f"  why:    {started.why}")
+    else:
         print(f"  read:   the-loop sessions logs {started.work_item}")
         print(f"  steer:  the-loop sessions attach {started.work_item}")
 

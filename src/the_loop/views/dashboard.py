@@ -117,6 +117,8 @@ def session_page(ctx: Ctx, session_id: str, event_limit: int = 30) -> SessionPag
     view = views.session_view(ctx, session_id)
     row = attention_store.get(ctx.db.connect(), view.id)
     state = None if view.live else attention_store.EXITED
+    if view.attention is None:  # nothing recorded, or queued: not started
+        row = None
     found = attention.view_of(row, state=state) if row is not None else None
     flt = events.parse_filter(work_item=view.work_item, limit=event_limit)
     screen = ""

@@ -20,7 +20,7 @@ from the_loop.refs import validate_standing_name
 from the_loop.runner import AttachCommand
 from the_loop.standing import service as standing
 from the_loop.standing.service import StandingView
-from the_loop.store.sessions import delivered_count
+from the_loop.store.sessions import SessionStatus, delivered_count
 from the_loop.wire import Wire
 from the_loop.work_items import service as sessions
 from the_loop.work_items.records import SessionSummary, summaries
@@ -34,6 +34,8 @@ class SessionView(SessionSummary):
     deliveries: int
     permission_mode: str = "ask"
     """The harness's ``permissionMode``: ask (it asks before tools), auto or bypass."""
+    queued_because: str | None = None
+    """Why a queued session has not started, as of now, and what starts it."""
 
 
 class Screen(Wire):
@@ -54,6 +56,9 @@ def session_view(ctx: Ctx, ref_or_id: str) -> SessionView:
         pane=sessions.probe(ctx, rec),
         deliveries=delivered_count(ctx.db.connect(), rec.id),
         permission_mode=permission_mode(ctx, rec.harness),
+        queued_because=(
+            sessions.why_queued(ctx, rec) if rec.status is SessionStatus.queued else None
+        ),
     )
 
 

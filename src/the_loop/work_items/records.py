@@ -10,6 +10,7 @@ from the_loop.errors import NotFound
 from the_loop.refs import WorkItemRef, names_work_item
 from the_loop.store import sessions as store
 from the_loop.store import usage as usage_store
+from the_loop.store.attention import HELD
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 
@@ -30,9 +31,19 @@ class SessionSummary(SessionRecord):
 
 
 def summaries(ctx: Ctx, records: list[SessionRecord]) -> list[SessionSummary]:
-    """RECORDS with their attention (one query for all of them)."""
+    """RECORDS with their attention (one query for all of them). A queued session has none:
+    its agent has not started (one held over budget says so)."""
     found = of_sessions(ctx, [(r.id, r.live) for r in records])
-    return [SessionSummary(**r.model_dump(by_alias=False), attention=found[r.id]) for r in records]
+    return [
+        SessionSummary(**r.model_dump(by_alias=False), attention=_shown(r, found[r.id]))
+        for r in records
+    ]
+
+
+def _shown(rec: SessionRecord, attention: SessionAttention | None) -> SessionAttention | None:
+    if rec.status is SessionStatus.queued and attention is not None:
+        return attention if attention.state in HELD else None
+    return attention
 
 
 def get(ctx: Ctx, session_id: str) -> SessionRecord:

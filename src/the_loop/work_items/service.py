@@ -221,6 +221,26 @@ def spawn(
     return _start(ctx, rec, event, fresh=True)
 
 
+def why_queued(ctx: Ctx, rec: SessionRecord) -> str:
+    """Why REC, a queued session, has not started, as of now, and what starts it: a person
+    who started it by hand is told so, as is one who looks at it (``sessions show``)."""
+    over = holds.item_over_budget(ctx, rec.work_item)
+    if over is not None:
+        extend = f"the-loop sessions extend {rec.work_item}"
+        return f"its budget is reached ({over}); `{extend}` lets it start"
+    memory = admission.blocked(ctx)
+    if memory is not None:
+        return f"{memory}; it starts when memory frees"
+    limit = ctx.config.routing.max_concurrent_sessions
+    if store.count_running(ctx.db.connect(), placement.slot_node(ctx)) >= limit:
+        taken = "the one session slot is" if limit == 1 else f"all {limit} session slots are"
+        return (
+            f"{taken} taken (routing.maxConcurrentSessions); it starts when a session closes"
+            " (`the-loop sessions list --status active`)"
+        )
+    return "it starts at the daemon's next look, after any session queued before it"
+
+
 def _start(
     ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, fresh: bool = False
 ) -> SessionRecord:

@@ -41,6 +41,8 @@ class Started(Wire):
     status: SessionStatus
     tmux_target: str | None = None
     detail: str = ""
+    why: str = ""
+    """Why a queued session has not started, and what starts it."""
 
 
 def start_session(
@@ -69,7 +71,11 @@ def start_session(
             action: Literal["spawned", "queued"] = (
                 "queued" if rec.status is SessionStatus.queued else "spawned"
             )
-            return _started(action, rec, f"{action} {rec.work_item} (session {rec.id})")
+            said = f"{action} {rec.work_item} (session {rec.id})"
+            if action == "queued":
+                why = sessions.why_queued(ctx, rec)
+                return _started(action, rec, f"{said}: {why}", why)
+            return _started(action, rec, said)
         if harness is not None and harness != live.harness:
             raise Conflict(
                 f"{ref} already has a live session with harness {live.harness!r} "
@@ -82,7 +88,10 @@ def start_session(
 
 
 def _started(
-    action: Literal["spawned", "queued", "delivered"], rec: SessionRecord, detail: str
+    action: Literal["spawned", "queued", "delivered"],
+    rec: SessionRecord,
+    detail: str,
+    why: str = "",
 ) -> Started:
     return Started(
         action=action,
@@ -92,6 +101,7 @@ def _started(
         status=rec.status,
         tmux_target=rec.tmux_target,
         detail=detail,
+        why=why,
     )
 
 

@@ -31,7 +31,7 @@ from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
 from the_loop.store.conn import Connection
-from the_loop.store.sessions import SessionRecord
+from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.wire import UtcDatetime, Wire
 
 log = logging.getLogger(__name__)
@@ -246,9 +246,16 @@ def explain(ctx: Ctx, ref: str) -> AttentionView:
     """REF's attention with the signal and rule that decided it; ``NotFound`` when nothing
     was recorded for it."""
     key = agent_key(ctx, ref)
-    row = store.get(ctx.db.connect(), key)
+    conn = ctx.db.connect()
+    row = store.get(conn, key)
     if row is None:
         raise NotFound(f"no attention recorded for {ref} yet")
+    rec = session_store.get(conn, key)
+    if rec is not None and rec.status is SessionStatus.queued and row.state not in store.HELD:
+        raise NotFound(
+            f"{ref} is queued: its agent has not started, so nothing decided its attention yet"
+            f" (`the-loop sessions show {ref}` says why it waits)"
+        )
     return view_of(row)
 
 
