@@ -19,7 +19,9 @@ failed; ``SAFETY_SECONDS`` at the latest). Between passes it waits on a ``Pulse`
   an event loop, so a waiting pass does not wake to look), it counts as a change. A look while
   a commit of this process is under way (its WAL written, its own stamp not yet recorded)
   waits for the next one, so a commit that wakes no pass (a node's heartbeat) is never taken
-  for another process's. On PostgreSQL such a write cannot be seen: a pulse built with
+  for another process's; nor does such a commit hide another process's write made just
+  before it (the stamp it records covers both: ``Database.hid_a_write`` says so, and the
+  look counts it). On PostgreSQL such a write cannot be seen: a pulse built with
   ``poll_unseen`` (a queue that other processes and nodes fill: the inbox, the outbox, Slack's
   posts) then counts every look as a change, which is the poll it always was there; the other
   passes see it with their agent's pane output, on the next change of this process, or by the
@@ -164,6 +166,10 @@ class _Looker:
         if found is None:
             return False  # a commit of this process is under way: judged at the next look
         stamp, own = found
+        if self.db.hid_a_write:  # a heartbeat's stamp covers another process's write
+            self.db.hid_a_write = False
+            self._seen = stamp
+            return True
         if stamp is None or stamp == self._seen:
             return False
         self._seen = stamp

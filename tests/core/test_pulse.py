@@ -1,7 +1,8 @@
 """What wakes a background pass (``the_loop.pulse``, decision 0066): a write of another process
 to the SQLite file counts as a change; a commit of this process that wakes no pass (a node's
 heartbeat) never does, even when the pass looks while that commit's WAL frames are written
-and its own stamp is not yet recorded."""
+and its own stamp is not yet recorded; nor does such a commit hide another process's write
+that came just before it."""
 
 from __future__ import annotations
 
@@ -70,3 +71,41 @@ def test_a_commit_of_this_process_is_never_taken_for_another_processs_write(
         db.close()
     assert not own, "a commit of this process was taken for another process's write"
     assert outside, "another process's write was not seen"
+
+
+def test_another_processs_write_just_before_a_heartbeat_is_still_seen(tmp_path: Path) -> None:
+    """A person's `the-loop allow` (another process) committed, then, before the pass looked,
+    the node's heartbeat (an unnoticed commit of the daemon): the heartbeat's stamp covers the
+    answer's write too. Unseen, the waiting permission hook got its answer only at the safety
+    pass, 30 s later, and the CLI said the agent had not taken it."""
+    db = open_database(tmp_path)
+    with db.transaction() as tx:
+        event_store.insert(tx, ev.build("webhook.received", source="test"))
+
+    async def scenario() -> bool:
+        pulse = Pulse(db)
+        stop = asyncio.Event()
+        try:
+            began = pulse.begin()
+            other = sqlite3.connect(tmp_path / DB_NAME)  # another process's connection
+            try:
+                with other:
+                    other.execute("UPDATE events SET source = 'other' WHERE id = 1")
+            finally:
+                other.close()
+
+            def heartbeat() -> None:
+                with db.unnoticed(), db.transaction() as tx:
+                    event_store.insert(tx, ev.build("webhook.received", source="beat"))
+
+            await asyncio.to_thread(heartbeat)
+            await pulse.wait(stop, began, began + ONE_LOOK, 0.0)
+            return pulse.changed.is_set()
+        finally:
+            pulse.close()
+
+    try:
+        seen = asyncio.run(scenario())
+    finally:
+        db.close()
+    assert seen, "another process's write was hidden by a heartbeat that followed it"

@@ -27,6 +27,10 @@ class Database(ABC):
         self.own_stamp: tuple[int, int] | None = None
         """``wal_stamp`` after this process's last commit that changed rows (``the_loop.pulse``
         tells another process's writes from its own by it)."""
+        self.hid_a_write = False
+        """Set when a commit that wakes no listener (``unnoticed``) followed another process's
+        write: its ``own_stamp`` covers that write too, so ``the_loop.pulse`` is told here
+        (and clears it) instead."""
 
     def on_commit(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call LISTENER (in the committing thread, after the commit) whenever a transaction of
@@ -45,10 +49,13 @@ class Database(ABC):
         finally:
             self._unnoticed.on = False
 
-    def committed(self) -> None:
-        """Tell the listeners that a transaction changed rows (called by the backends)."""
+    def committed(self, before: tuple[int, int] | None = None) -> None:
+        """Tell the listeners that a transaction changed rows (called by the backends; BEFORE:
+        ``wal_stamp`` as the transaction took the write lock, when the backend has one)."""
+        followed = before is not None and before != self.own_stamp  # another process wrote
         self.own_stamp = self.wal_stamp()
         if getattr(self._unnoticed, "on", False):
+            self.hid_a_write = self.hid_a_write or followed
             return
         for listener in list(self._listeners):
             listener()

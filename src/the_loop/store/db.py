@@ -113,6 +113,7 @@ class SqliteDatabase(Database):
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from None
+        before = self.wal_stamp()  # the write lock is held: no other process writes now
         changes = conn.total_changes
         try:
             yield conn
@@ -129,7 +130,7 @@ class SqliteDatabase(Database):
                 _rollback(conn)
                 raise _state_error(self.path, exc) from None
             if conn.total_changes != changes:
-                self.committed()
+                self.committed(before)
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""
