@@ -173,6 +173,44 @@ def test_a_permission_hook_waiting_across_a_daemon_restart_receives_the_answer(
         db.close()
 
 
+def test_a_prompt_submitted_while_a_permission_hook_waits_leaves_the_wait_as_it_is(
+    work: Work, daemon: Daemon
+) -> None:
+    """Claude Code sends a message typed while it worked along at its next tool call, its
+    permission dialog up: the message's ``UserPromptSubmit`` reports while the
+    ``PermissionRequest`` hook waits. The wait goes on (the prompt keeps its id, the session
+    stays needs-permission) and the answer reaches the hook. It was closed as moved-on: the
+    hook printed nothing, Claude Code fell back to its own dialog, a vaguer prompt replaced
+    the first, and the person's answer never reached the agent. With no hook waiting, a
+    submitted prompt still means the agent moved on from a dialog."""
+    env = work.env
+    hook = hook_env(env, issue(env))
+    proc = start_hook(hook, permission("make release"))
+    asked = wait_until(lambda: (r := row(env)) and r.prompt and r, 20, what="the prompt")
+    assert asked.prompt is not None
+    submitted = {"hook_event_name": "UserPromptSubmit", "prompt": "typed while it worked"}
+    assert run_hook(hook, submitted).returncode == 0
+    during = row(env)
+    assert during is not None and during.state == store.NEEDS_PERMISSION, during
+    assert during.prompt is not None and during.prompt.id == asked.prompt.id
+    assert during.prompt.pending
+    allowed = env.run("allow", asked.prompt.id)
+    assert allowed.exit_code == 0, allowed.stderr
+    decision = json.loads(output(proc, 30))["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "allow"}
+
+    noticed = {"hook_event_name": "Notification", "notification_type": "permission_prompt",
+               "message": "Claude needs your permission to use Bash"}  # fmt: skip
+    assert run_hook(hook, noticed).returncode == 0  # a dialog no hook waits on
+    shown = wait_until(lambda: (r := row(env)) and r.prompt and r.prompt.pending and r, 20)
+    assert shown.prompt is not None and shown.prompt.id != asked.prompt.id
+    explained = env.run("attention", "explain", AGENT)  # as a person looks (and time passes:
+    assert shown.prompt.id in explained.stdout  # a hook's start is known to a clock tick)
+    assert run_hook(hook, submitted).returncode == 0
+    moved = row(env)
+    assert moved is not None and moved.state == store.WORKING, moved.rule
+
+
 # --- what an agent's environment holds --------------------------------------------------------
 
 

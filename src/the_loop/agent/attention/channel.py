@@ -143,6 +143,11 @@ class Channel:
         self.spool = self.dir / SPOOL_NAME
         self.lock = threading.Lock()
         """Held while reports are applied: the spool and socket reports, one at a time."""
+        self.held: dict[str, int] = {}
+        """How many connected ``PermissionRequest`` hooks wait on each prompt: Claude Code
+        holds its tool until one of them prints a decision or it answers its own dialog, so
+        a prompt submitted meanwhile does not end that wait (``hook_apply.apply``)."""
+        self._held_lock = threading.Lock()
         self.handlers: set[asyncio.Task[Any]] = set()
         self.pruned_at = 0.0
 
@@ -233,7 +238,22 @@ class Channel:
         with self.lock:
             self._apply_spool()
             report = hook_apply.check(self.ctx.db, raw)
-            return report, hook_apply.apply(self.ctx.db, report, self.ctx.db.shared)
+            prompt_id = hook_apply.apply(self.ctx.db, report, self.ctx.db.shared, self.waits)
+            if report.permission and prompt_id is not None:
+                self._hold(prompt_id, 1)  # before any other report is applied
+            return report, prompt_id
+
+    def waits(self, prompt_id: str) -> bool:
+        """Whether a connected ``PermissionRequest`` hook waits on PROMPT_ID."""
+        return self.held.get(prompt_id, 0) > 0
+
+    def _hold(self, prompt_id: str, by: int) -> None:
+        with self._held_lock:
+            count = self.held.get(prompt_id, 0) + by
+            if count > 0:
+                self.held[prompt_id] = count
+            else:
+                self.held.pop(prompt_id, None)
 
     async def await_decision(
         self, prompt_id: str | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -246,7 +266,7 @@ class Channel:
             return
         heard = asyncio.ensure_future(reader.read(1))
         settled = asyncio.ensure_future(self.decisions.settled(prompt_id))
-        try:
+        try:  # held since ``take`` opened or found the prompt
             done, _ = await asyncio.wait({heard, settled}, return_when=asyncio.FIRST_COMPLETED)
             if settled not in done:
                 return  # the hook went away (Claude Code's own timeout, or it was killed)
@@ -263,6 +283,7 @@ class Channel:
         finally:
             heard.cancel()
             settled.cancel()
+            self._hold(prompt_id, -1)
 
     # --- the spool --------------------------------------------------------------------------
 

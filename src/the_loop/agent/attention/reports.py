@@ -35,7 +35,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -174,9 +174,12 @@ def refused(db: Database, agent: str | None, reason: str) -> None:
     )
 
 
-def apply(db: Database, report: Report, shared: bool) -> str | None:
+def apply(
+    db: Database, report: Report, shared: bool, waits: Callable[[str], bool] = lambda _: False
+) -> str | None:
     """Apply REPORT once (a report id seen before changes nothing); the id of the permission
-    prompt it opened (or opened before), else None."""
+    prompt it opened (or opened before), else None. WAITS tells whether a connected
+    ``PermissionRequest`` hook waits on a prompt (the channel's; none for the spool)."""
     done = hook_tokens.applied(db.connect(), report.id)
     if done is not None:
         return done[1]
@@ -187,7 +190,7 @@ def apply(db: Database, report: Report, shared: bool) -> str | None:
         if done is not None:
             return done[1]
         skip = _late(tx, report) or _behind(report, transcript) or _aside(report, transcript)
-        prompt_id = None if skip else _write(tx, report, transcript, last)
+        prompt_id = None if skip else _write(tx, report, transcript, last, waits)
         resent = 0 if skip else _resend(tx, report)
         at = time.time() if report.at is None else report.at
         hook_tokens.record(tx, report.id, report.who.agent, prompt_id, at)
@@ -315,8 +318,14 @@ def _where(report: Report) -> dict[str, Any]:
     }
 
 
-def _write(tx: Any, report: Report, transcript: str | None, last: str | None) -> str | None:
-    """Record what REPORT says in TX; the permission prompt it opened, if any."""
+def _write(
+    tx: Any, report: Report, transcript: str | None, last: str | None, waits: Callable[[str], bool]
+) -> str | None:
+    """Record what REPORT says in TX; the permission prompt it opened, if any. A prompt
+    submitted while a ``PermissionRequest`` hook waits on the agent's dialog (WAITS) leaves
+    the dialog's wait as it is: Claude Code sends a message typed while it worked along at its
+    next tool call, dialog up; taking that for the dialog's end closed the prompt the hook
+    waited on, so its answer never reached the agent (and a vaguer prompt replaced it)."""
     agent, data, now = report.who.agent, report.data, time.time()
 
     def write(state: str, signal: str, rule: str, **kw: Any) -> store.Change | None:
@@ -331,7 +340,9 @@ def _write(tx: Any, report: Report, transcript: str | None, last: str | None) ->
     event = str(data.get("hook_event_name"))
     signal = f"claude-hook:{event}"
     if event == "UserPromptSubmit":
-        write(store.WORKING, signal, "a prompt was submitted")
+        waited = store.pending_of(tx, agent)
+        if waited is None or not waits(waited.id):
+            write(store.WORKING, signal, "a prompt was submitted")
     elif event == "SessionStart":
         write(store.WAITING, signal, "the agent started and waits for input")
     elif event == "Stop":
