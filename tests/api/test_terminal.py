@@ -208,8 +208,14 @@ async def test_a_closed_session_is_shown_read_only(keeps_agents: Daemon) -> None
 def focus_daemon(work: Work) -> Iterator[Daemon]:
     """A daemon whose agents ask their terminal for focus events and clear their screen as
     they are told to end, as Claude Code does."""
-    agents = {"FAKE_AGENT_FOCUS": "1", "FAKE_AGENT_CLEAR_ON_TERM": "1"}
-    work.configure(github={"enabled": True}, harness_env=agents)
+    yield from agents_daemon(work, FAKE_AGENT_FOCUS="1", FAKE_AGENT_CLEAR_ON_TERM="1")
+
+
+def agents_daemon(work: Work, grace: float | None = None, **agents: str) -> Iterator[Daemon]:
+    """A daemon whose fake agents run with AGENTS in their environment (GRACE: the seconds
+    between SIGTERM and SIGKILL when one is ended)."""
+    tmux = {} if grace is None else {"harnessKillGraceSeconds": grace}
+    work.configure(github={"enabled": True}, harness_env=agents, tmux=tmux)
     d = Daemon(work)
     d.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
     yield d
@@ -344,14 +350,7 @@ async def record_drawn(ws: ClientConnection, timeout: float = 30) -> bytes:
 def slow_to_end(work: Work) -> Iterator[Daemon]:
     """A daemon whose agents ask for focus events and ignore SIGTERM: a close ends them only
     after the grace, with SIGKILL."""
-    agents = {"FAKE_AGENT_FOCUS": "1", "FAKE_AGENT_IGNORE_TERM": "1"}
-    work.configure(
-        github={"enabled": True}, harness_env=agents, tmux={"harnessKillGraceSeconds": 3}
-    )
-    d = Daemon(work)
-    d.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
-    yield d
-    d.stop()
+    yield from agents_daemon(work, 3, FAKE_AGENT_FOCUS="1", FAKE_AGENT_IGNORE_TERM="1")
 
 
 async def test_a_viewer_of_an_agent_being_closed_sees_its_record_at_once(

@@ -22,6 +22,16 @@ ONE_LOOK = OUTSIDE_SECONDS * 1.5
 """Long enough for a waiting pulse to look once at the WAL."""
 
 
+def written_by_another_process(state_dir: Path) -> None:
+    """A write to the database file by another process (its own connection)."""
+    other = sqlite3.connect(state_dir / DB_NAME)
+    try:
+        with other:
+            other.execute("UPDATE events SET source = 'other' WHERE id = 1")
+    finally:
+        other.close()
+
+
 def test_a_commit_of_this_process_is_never_taken_for_another_processs_write(
     tmp_path: Path,
 ) -> None:
@@ -53,12 +63,7 @@ def test_a_commit_of_this_process_is_never_taken_for_another_processs_write(
             await pulse.wait(stop, began, began + ONE_LOOK, 0.0)
             own = during or pulse.changed.is_set()
 
-            other = sqlite3.connect(tmp_path / DB_NAME)  # another process's connection
-            try:
-                with other:
-                    other.execute("UPDATE events SET source = 'other' WHERE id = 1")
-            finally:
-                other.close()
+            written_by_another_process(tmp_path)
             began = pulse.begin()
             await pulse.wait(stop, began, began + ONE_LOOK, 0.0)
             return own, pulse.changed.is_set()
@@ -87,12 +92,7 @@ def test_another_processs_write_just_before_a_heartbeat_is_still_seen(tmp_path: 
         stop = asyncio.Event()
         try:
             began = pulse.begin()
-            other = sqlite3.connect(tmp_path / DB_NAME)  # another process's connection
-            try:
-                with other:
-                    other.execute("UPDATE events SET source = 'other' WHERE id = 1")
-            finally:
-                other.close()
+            written_by_another_process(tmp_path)
 
             def heartbeat() -> None:
                 with db.unnoticed(), db.transaction() as tx:
