@@ -150,12 +150,22 @@ def test_reports_spooled_while_the_daemon_is_stopped_apply_in_order_after_it_sta
 def test_a_permission_hook_waiting_across_a_daemon_restart_receives_the_answer(
     work: Work, daemon: Daemon
 ) -> None:
+    """The hook, reconnecting, is answered; and a prompt Claude Code submitted while the daemon
+    was away (spooled, applied as the daemon starts, before the hook is back) does not end
+    its wait (decision 0090)."""
     env = work.env
-    proc = start_hook(hook_env(env, issue(env)), permission("make release"))
+    hook = hook_env(env, issue(env))
+    proc = start_hook(hook, permission("make release"))
     asked = wait_until(lambda: (r := row(env)) and r.prompt and r, 20, what="the prompt")
     assert asked.prompt is not None
     daemon.stop()
+    submitted = {"hook_event_name": "UserPromptSubmit", "prompt": "typed while it worked"}
+    assert run_hook(hook, submitted).returncode == 0
+    assert spool_files(env), "the report was not spooled"
     daemon.start()
+    assert not spool_files(env)
+    after = row(env)
+    assert after is not None and after.state == store.NEEDS_PERMISSION, after.rule
     allowed = env.run("sessions", "allow", AGENT, "--prompt", asked.prompt.id)
     assert allowed.exit_code == 0, allowed.stderr
     decision = json.loads(output(proc, 30))["hookSpecificOutput"]["decision"]

@@ -144,9 +144,10 @@ class Channel:
         self.lock = threading.Lock()
         """Held while reports are applied: the spool and socket reports, one at a time."""
         self.held: dict[str, int] = {}
-        """How many connected ``PermissionRequest`` hooks wait on each prompt: Claude Code
-        holds its tool until one of them prints a decision or it answers its own dialog, so
-        a prompt submitted meanwhile does not end that wait (``hook_apply.apply``)."""
+        """How many connected ``PermissionRequest`` hooks wait on each prompt this daemon
+        opened or was asked about (0 once the last one left): Claude Code holds its tool until
+        one of them prints a decision or it answers its own dialog, so a prompt submitted
+        meanwhile does not end that wait (``waits``, ``hook_apply.apply``)."""
         self._held_lock = threading.Lock()
         self.handlers: set[asyncio.Task[Any]] = set()
         self.pruned_at = 0.0
@@ -243,17 +244,16 @@ class Channel:
                 self._hold(prompt_id, 1)  # before any other report is applied
             return report, prompt_id
 
-    def waits(self, prompt_id: str) -> bool:
-        """Whether a connected ``PermissionRequest`` hook waits on PROMPT_ID."""
-        return self.held.get(prompt_id, 0) > 0
+    def waits(self, prompt: store.Prompt) -> bool:
+        """Whether a ``PermissionRequest`` hook waits on PROMPT: one is connected; or none has
+        been, since this daemon started, for a prompt such a hook opened (it has a tool): the
+        hook is reconnecting to send its report again."""
+        count = self.held.get(prompt.id)
+        return bool(prompt.tool) if count is None else count > 0
 
     def _hold(self, prompt_id: str, by: int) -> None:
         with self._held_lock:
-            count = self.held.get(prompt_id, 0) + by
-            if count > 0:
-                self.held[prompt_id] = count
-            else:
-                self.held.pop(prompt_id, None)
+            self.held[prompt_id] = max(self.held.get(prompt_id, 0) + by, 0)
 
     async def await_decision(
         self, prompt_id: str | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -335,7 +335,7 @@ class Channel:
             if report.permission:
                 hook_apply.refused(db, report.who.agent, "a permission request is not spooled")
             else:
-                hook_apply.apply(db, report, db.shared)
+                hook_apply.apply(db, report, db.shared, self.waits)
         except hook_apply.Refused:
             pass
         path.unlink(missing_ok=True)

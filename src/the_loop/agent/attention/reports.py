@@ -175,11 +175,14 @@ def refused(db: Database, agent: str | None, reason: str) -> None:
 
 
 def apply(
-    db: Database, report: Report, shared: bool, waits: Callable[[str], bool] = lambda _: False
+    db: Database,
+    report: Report,
+    shared: bool,
+    waits: Callable[[store.Prompt], bool] = lambda _: False,
 ) -> str | None:
     """Apply REPORT once (a report id seen before changes nothing); the id of the permission
-    prompt it opened (or opened before), else None. WAITS tells whether a connected
-    ``PermissionRequest`` hook waits on a prompt (the channel's; none for the spool)."""
+    prompt it opened (or opened before), else None. WAITS tells whether a
+    ``PermissionRequest`` hook waits on a prompt (the channel's)."""
     done = hook_tokens.applied(db.connect(), report.id)
     if done is not None:
         return done[1]
@@ -319,7 +322,11 @@ def _where(report: Report) -> dict[str, Any]:
 
 
 def _write(
-    tx: Any, report: Report, transcript: str | None, last: str | None, waits: Callable[[str], bool]
+    tx: Any,
+    report: Report,
+    transcript: str | None,
+    last: str | None,
+    waits: Callable[[store.Prompt], bool],
 ) -> str | None:
     """Record what REPORT says in TX; the permission prompt it opened, if any. A prompt
     submitted while a ``PermissionRequest`` hook waits on the agent's dialog (WAITS) leaves
@@ -341,7 +348,7 @@ def _write(
     signal = f"claude-hook:{event}"
     if event == "UserPromptSubmit":
         waited = store.pending_of(tx, agent)
-        if waited is None or not waits(waited.id):
+        if waited is None or not waits(waited):
             write(store.WORKING, signal, "a prompt was submitted")
     elif event == "SessionStart":
         write(store.WAITING, signal, "the agent started and waits for input")
