@@ -182,3 +182,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 from tests.daemon import daemon  # noqa: E402,F401
 from tests.pg import pg_server, pg_url  # noqa: E402,F401  (PostgreSQL for the store tests)
 from tests.work import work  # noqa: E402,F401  (the fixture, shared by several test folders)
+
+
+@pytest.fixture(autouse=True)
+def _no_hook_left_waiting() -> Iterator[None]:
+    """A permission hook a test started and left waiting (the test failed before its answer)
+    retries its connection for as long as it runs: it is ended with its test."""
+    yield
+    from tests.attention.hooks import end_started_hooks  # lazy: it imports this module
+
+    end_started_hooks()

@@ -55,6 +55,20 @@ def run_hook(
     )
 
 
+STARTED: list[subprocess.Popen[str]] = []
+"""Hook processes ``start_hook`` started in this test (a permission hook retries for as long
+as it is let run: ``end_started_hooks`` ends those a failed test left waiting)."""
+
+
+def end_started_hooks() -> None:
+    """Kill the hook processes of this test still running."""
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def start_hook(env: dict[str, str], data: Any) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         hook_argv(),
@@ -64,6 +78,7 @@ def start_hook(env: dict[str, str], data: Any) -> subprocess.Popen[str]:
         text=True,
         env=env,
     )
+    STARTED.append(proc)
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(data))
     proc.stdin.close()
