@@ -49,12 +49,17 @@ class Database(ABC):
         finally:
             self._unnoticed.on = False
 
+    def wakes_nobody(self) -> bool:
+        """Whether this thread's commits wake no listener now (``unnoticed``)."""
+        return bool(getattr(self._unnoticed, "on", False))
+
     def committed(self, before: tuple[int, int] | None = None) -> None:
         """Tell the listeners that a transaction changed rows (called by the backends; BEFORE:
-        ``wal_stamp`` as the transaction took the write lock, when the backend has one)."""
+        ``wal_stamp`` as a commit that wakes nobody took the write lock, when the backend has
+        one: only such a commit can hide another process's write)."""
         followed = before is not None and before != self.own_stamp  # another process wrote
         self.own_stamp = self.wal_stamp()
-        if getattr(self._unnoticed, "on", False):
+        if self.wakes_nobody():
             self.hid_a_write = self.hid_a_write or followed
             return
         for listener in list(self._listeners):

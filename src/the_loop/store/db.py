@@ -113,7 +113,9 @@ class SqliteDatabase(Database):
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from None
-        before = self.wal_stamp()  # the write lock is held: no other process writes now
+        # the write lock is held: no other process writes now (and the stamp is needed only
+        # for a commit that wakes nobody, so the others make no extra system call)
+        before = self.wal_stamp() if self.wakes_nobody() else None
         changes = conn.total_changes
         try:
             yield conn

@@ -3,14 +3,13 @@ store), so read-only commands such as ``sessions list`` do not load the agent la
 
 from __future__ import annotations
 
-from the_loop.agent.attention.service import SessionAttention, of_sessions
+from the_loop.agent.attention.service import SessionAttention, not_started, of_sessions
 from the_loop.agent.spend import usage
 from the_loop.context import Ctx
 from the_loop.errors import NotFound
 from the_loop.refs import WorkItemRef, names_work_item
 from the_loop.store import sessions as store
 from the_loop.store import usage as usage_store
-from the_loop.store.attention import HELD
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 
@@ -41,9 +40,7 @@ def summaries(ctx: Ctx, records: list[SessionRecord]) -> list[SessionSummary]:
 
 
 def _shown(rec: SessionRecord, attention: SessionAttention | None) -> SessionAttention | None:
-    if rec.status is SessionStatus.queued and attention is not None:
-        return attention if attention.state in HELD else None
-    return attention
+    return None if attention is None or not_started(rec, attention.state) else attention
 
 
 def get(ctx: Ctx, session_id: str) -> SessionRecord:

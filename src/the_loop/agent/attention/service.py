@@ -242,6 +242,12 @@ def agent_key(ctx: Ctx, ref: str) -> str:
     raise NotFound(f"no session or standing session {ref!r}")
 
 
+def not_started(rec: SessionRecord, state: str) -> bool:
+    """Whether REC, whose attention reads STATE, has none to show: it is queued and its agent
+    has not started (one held over budget says so)."""
+    return rec.status is SessionStatus.queued and state not in store.HELD
+
+
 def explain(ctx: Ctx, ref: str) -> AttentionView:
     """REF's attention with the signal and rule that decided it; ``NotFound`` when nothing
     was recorded for it."""
@@ -251,7 +257,7 @@ def explain(ctx: Ctx, ref: str) -> AttentionView:
     if row is None:
         raise NotFound(f"no attention recorded for {ref} yet")
     rec = session_store.get(conn, key)
-    if rec is not None and rec.status is SessionStatus.queued and row.state not in store.HELD:
+    if rec is not None and not_started(rec, row.state):
         raise NotFound(
             f"{ref} is queued: its agent has not started, so nothing decided its attention yet"
             f" (`the-loop sessions show {ref}` says why it waits)"
