@@ -99,6 +99,12 @@ class HookRefused(Payload):
     reason: str
 
 
+class HookLeft(Payload):
+    agent: str
+    prompt_id: str
+    dialog: Literal["gone", "shown"]
+
+
 class EgressRefused(Payload):
     agent: str
     host: str
@@ -203,6 +209,14 @@ CATALOGUE: dict[str, EventSpec] = {
             "A hook report was refused: not its session's token, another session's, an answer,"
             " or a transcript outside the agent's own directory.",
             HookRefused,
+        ),
+        _spec(
+            "hook.left",
+            _I,
+            "A permission hook left without a decision (the dialog was answered in the agent's"
+            " terminal): the dialog is gone (its prompt closed, the agent works on) or still"
+            " shows (answer it there).",
+            HookLeft,
         ),
         _spec(
             "sandbox.egress_refused",

@@ -15,7 +15,10 @@ looks them up when a commit of this daemon or another process's write may hold o
 beat of its own): ``decision JSON`` when it is answered, JSON being what the hook prints for
 Claude Code (the hook answers ``ack``, and the prompt is then closed as ``answered``),
 ``closed`` when it was closed without a decision. A hook whose connection dropped (the daemon
-restarted) sends the same report again, finds the same prompt and receives its decision.
+restarted) sends the same report again, finds the same prompt and receives its decision. When
+the last hook waiting on a prompt leaves without a decision (its dialog was answered in the
+agent's terminal), or none came back for it within ``RECONNECT_SECONDS`` of a restart, the
+agent's pane is read for the dialog to be gone (``agent.attention.left``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from the_loop.agent.attention import left as dialog_left
 from the_loop.agent.attention import reports as hook_apply
 from the_loop.agent.attention.spawn import hook_dir
 from the_loop.context import Ctx
@@ -56,6 +60,10 @@ SPOOL_SECONDS = 5.0
 not reach the socket; each report the socket takes applies the spool first, and the daemon
 applies it when it starts)."""
 ACK_SECONDS = 5.0
+RECONNECT_SECONDS = 3.0
+"""How long after it listens the channel gives the permission hooks that waited across a
+restart to send their report again (each retries every ``the_loop.hook.RETRY_SECONDS``) before
+it looks at the panes of the prompts none came back for (``look_unclaimed``)."""
 PRUNE_SECONDS = 3600.0
 STALE_TMP_SECONDS = 60.0
 _SHORT_PATH = 100
@@ -159,12 +167,14 @@ class Channel:
         await asyncio.to_thread(self.apply_spool)
         path = self.dir / SOCKET_NAME
         server = await asyncio.start_unix_server(self.serve, sock=listen(path), limit=MAX_LINE)
+        unclaimed = asyncio.create_task(self.look_unclaimed(stop), name="hook-unclaimed")
         try:
             while not await wait_or_stop(stop, SPOOL_SECONDS):
                 await asyncio.to_thread(self.apply_spool)
                 watch.progressed()
         finally:
             server.close()
+            unclaimed.cancel()
             for task in list(self.handlers):
                 task.cancel()
             self.decisions.close()
@@ -217,7 +227,9 @@ class Channel:
                 writer.close()  # the hook goes on; its harness writes the message meanwhile
                 await self.keep_when_flushed(report, path)
             return
-        await self.await_decision(prompt_id, reader, writer)
+        if await self.await_decision(prompt_id, reader, writer):
+            assert prompt_id is not None
+            await self.look(prompt_id)
 
     async def keep_when_flushed(self, report: hook_apply.Report, path: str) -> None:
         """Keep PATH again once it holds the last message REPORT carries, or after
@@ -257,33 +269,61 @@ class Channel:
 
     async def await_decision(
         self, prompt_id: str | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    ) -> bool:
         """Wait until PROMPT_ID is decided (send the decision; on the hook's acknowledgement
-        close it as answered) or closed (send ``closed``); stop when the hook goes away."""
+        close it as answered) or closed (send ``closed``); stop when the hook goes away.
+        Whether it went away before either (its dialog was answered in the agent's terminal,
+        or it was killed)."""
         assert self.decisions is not None, "the channel runs"
         if prompt_id is None:  # no prompt was opened for it
             await reply(writer, CLOSED)
-            return
+            return False
         heard = asyncio.ensure_future(reader.read(1))
         settled = asyncio.ensure_future(self.decisions.settled(prompt_id))
         try:  # held since ``take`` opened or found the prompt
             done, _ = await asyncio.wait({heard, settled}, return_when=asyncio.FIRST_COMPLETED)
             if settled not in done:
-                return  # the hook went away (Claude Code's own timeout, or it was killed)
+                return True  # the hook went away
             found = settled.result()
             if found is None or found.decision is None:
                 await reply(writer, CLOSED)
-                return
+                return False
             await reply(writer, DECISION, hook_apply.decision_output(found))
             acked = await asyncio.wait_for(heard, ACK_SECONDS)
             if acked:
                 await asyncio.to_thread(hook_apply.finish, self.ctx.db, found.id)
+            return False
         except TimeoutError:
-            return
+            return False
         finally:
             heard.cancel()
             settled.cancel()
             self._hold(prompt_id, -1)
+
+    async def look(self, prompt_id: str) -> None:
+        """Once no hook waits on PROMPT_ID, read its agent's pane for the dialog to be gone
+        (``agent.attention.left``)."""
+        await asyncio.to_thread(
+            dialog_left.look, self.ctx, prompt_id, lambda: self._left(prompt_id)
+        )
+
+    def _left(self, prompt_id: str) -> bool:
+        return not self.held.get(prompt_id)
+
+    async def look_unclaimed(self, stop: asyncio.Event) -> None:
+        """After a restart: once the hooks that were waiting had ``RECONNECT_SECONDS`` to
+        send their report again, look at the pane of each hook's prompt none came back for
+        (its dialog was answered in the terminal while the daemon was away)."""
+        if await wait_or_stop(stop, RECONNECT_SECONDS):
+            return
+        pending = await asyncio.to_thread(self._hook_prompts)
+        await asyncio.gather(*(self.look(p) for p in pending if self._left(p)))
+
+    def _hook_prompts(self) -> list[str]:
+        """The pending prompts that a permission hook opened (they name a tool)."""
+        conn = self.ctx.db.connect()
+        found = [store.pending_of(conn, agent) for agent, _ in store.agents_in(conn, store.HUMAN)]
+        return [p.id for p in found if p is not None and p.tool]
 
     # --- the spool --------------------------------------------------------------------------
 

@@ -1,0 +1,124 @@
+"""A dialog answered in the agent's own terminal (SPEC §15 "Prompt identity": a prompt keeps its
+identity until the pane no longer shows that dialog; decision 0091).
+
+Claude Code draws its permission (or question) dialog while the-loop's ``PermissionRequest``
+hook waits for a decision. A person at the agent's terminal (``sessions attach``, the browser
+terminal) may answer that dialog there, or dismiss it with Esc; Claude Code then ends the hook,
+and no hook tells what followed: the tool runs and the turn goes on, or, dismissed, Claude Code
+waits for input ("Interrupted · What should Claude do instead?") with no report at all. The
+session needed a permission, and its messages stayed held, until someone typed in that terminal.
+
+So when the last hook waiting on a prompt leaves without a decision (``agent.attention.channel``),
+or none came back for it after the daemon restarted, ``look`` reads the agent's pane for up to
+``LOOK_SECONDS``. When the harness's input box (its ``ready_pattern``) shows at the bottom of the
+screen, and no dialog, on two reads in a row, the prompt is closed (``moved-on``) and the agent is
+``working``: what was held behind the dialog is delivered into the input box. Not ``waiting``:
+a yes runs the tool, for as long as it takes, and a waiting agent may be suspended; a dismissed
+dialog's agent reads working until its next report, as one interrupted mid-turn does. A screen
+that still shows the dialog (the hook died; Claude Code's own dialog waits in the terminal), or
+no input box, leaves the prompt as it is. Either way the look ends with ``hook.left``.
+
+Only for harnesses whose attention comes from hooks (``signals: hooks``); blocking (the channel
+runs it in a worker thread).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+
+from the_loop import events as ev
+from the_loop.agent.attention.answer import DIALOG_END, pane_of
+from the_loop.agent.attention.screen import SCREEN_LINES, tail_of
+from the_loop.context import Ctx
+from the_loop.errors import Conflict
+from the_loop.harness import recorded_adapter
+from the_loop.store import attention as store
+
+LOOK_SECONDS = 5.0
+"""How long the pane is read after the hook left for the dialog to be gone (Claude Code redraws
+its input box at once; a busy host may take a moment)."""
+LOOK_GAP = 0.1
+SIGNAL = "claude-hook:PermissionRequest"
+RULE = (
+    "the dialog was answered or dismissed in the agent's terminal: its hook left without a "
+    "decision and the input box shows"
+)
+
+
+def look(ctx: Ctx, prompt_id: str, left: Callable[[], bool]) -> bool:
+    """Read the pane of PROMPT_ID's agent while LEFT says no hook waits on it any more; once
+    the input box shows with no dialog on two reads in a row, close the prompt as moved-on and
+    mark the agent working. Whether it did; stops early when the prompt is closed or answered
+    meanwhile, a hook waits on it again, the agent has no pane of ours, or the daemon stops."""
+    deadline = time.monotonic() + LOOK_SECONDS
+    seen = 0
+    while not ctx.stopping.is_set() and left():
+        found = store.get_prompt(ctx.db.connect(), prompt_id)
+        if found is None or not found.pending:
+            return False
+        shown = _input_box(ctx, found)
+        if shown is None:
+            return False
+        seen = seen + 1 if shown else 0
+        if seen >= 2:
+            return _moved_on(ctx, found)
+        if time.monotonic() >= deadline:
+            _left(ctx, found, "shown")
+            return False
+        time.sleep(LOOK_GAP)
+    return False
+
+
+def _input_box(ctx: Ctx, prompt: store.Prompt) -> bool | None:
+    """Whether the pane of PROMPT's agent shows its harness's input box at the bottom of the
+    screen and no dialog; None when it cannot tell (no pane of ours, a harness read otherwise)."""
+    row = store.get(ctx.db.connect(), prompt.agent)
+    if row is None or ctx.config.attention.harness(row.harness).signals != "hooks":
+        return None
+    adapter = recorded_adapter(ctx.config, row.harness)
+    if adapter is None or adapter.ready_pattern is None:
+        return None
+    try:
+        target = pane_of(ctx, prompt.agent)
+    except Conflict:
+        return None
+    tmux = ctx.runners.tmux
+    if tmux.owner_of(target) != prompt.agent:
+        return None
+    capture = tmux.capture(target, SCREEN_LINES)
+    if not capture.ok:
+        return None
+    tail = tail_of(capture.text)
+    return DIALOG_END not in tail and re.search(adapter.ready_pattern, tail) is not None
+
+
+def _moved_on(ctx: Ctx, prompt: store.Prompt) -> bool:
+    """Close PROMPT (moved-on) and mark its agent working, when it is still the one the agent
+    waits on, undecided."""
+    with ctx.db.transaction() as tx:
+        row = store.get(tx, prompt.agent)
+        now_open = row.prompt if row is not None else None
+        if now_open is None or now_open.id != prompt.id or not now_open.pending:
+            return False
+        store.set_state(tx, prompt.agent, store.WORKING, SIGNAL, RULE, now=time.time())
+    _left(ctx, prompt, "gone")
+    return True
+
+
+def _left(ctx: Ctx, prompt: store.Prompt, dialog: str) -> None:
+    """Log ``hook.left``: what the look found of PROMPT's dialog (``gone``, ``shown``)."""
+    row = store.get(ctx.db.connect(), prompt.agent)
+    standing = row.standing if row is not None else None
+    ev.emit(
+        ctx.db,
+        "hook.left",
+        source="hook",
+        work_item=row.work_item if row is not None else None,
+        standing=standing,
+        session_id=None if standing else prompt.agent,
+        agent=prompt.agent,
+        prompt_id=prompt.id,
+        dialog=dialog,
+    )

@@ -1,0 +1,195 @@
+"""A dialog answered in the agent's own terminal, with the real Claude Code against the fake
+Messages API (decision 0091): a person at ``sessions attach`` dismisses the permission dialog
+with Esc after a person's pace; Claude Code ends the-loop's waiting hook and waits for input,
+with no report. The-loop reads the pane once the hook left: the prompt closes, the agent reads
+working, and the message held behind the dialog reaches it exactly once; an allow for the
+closed prompt is refused as stale, and the tool never ran. The same after a daemon restart
+(Esc pressed while the daemon was away, so no hook comes back). A hook that dies while the
+dialog stays up (killed) leaves the prompt pending and the message held: only the dialog's
+leaving the screen ends the wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from tests.attention.test_claude_attention import (
+    REF,
+    REPO,
+    attention_of,
+    reply,
+    tool_results,
+    wait_state,
+)
+from tests.claude_daemon import claude_item
+from tests.conftest import Env
+from tests.daemon import Daemon
+from tests.fakes.fake_anthropic import FakeAnthropic
+from tests.fakes.fake_github import FakeGitHub
+from tests.helpers import wait_until
+from tests.work import Work
+
+pytestmark = [
+    pytest.mark.claude,
+    pytest.mark.slow,
+]
+PACE = 15.0
+HOOK = "from the_loop.hook import main"
+
+
+def _item(
+    work: Work, loop_env: Env
+) -> AbstractContextManager[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
+    attention = {"notifyAfterSeconds": 300, "pollSeconds": 0.1}
+    return claude_item(work, loop_env, reply, ["alice"], attention=attention)
+
+
+def _asking(daemon: Daemon, gh: FakeGitHub) -> dict[str, Any]:
+    """Once the first turn is over, ask for tool 1 and hold a comment behind its dialog."""
+    wait_state(daemon, "waiting", 120, "claude-hook:Stop")
+    gh.add_comment(REPO, 1, "please RUN-TOOL-1 now", author="alice")
+    asked = wait_state(daemon, "needs-permission")["prompt"]
+    gh.add_comment(REPO, 1, "HELD-ONE from a comment", author="alice")
+    wait_until(lambda: _events(daemon, "session.held"), 30, what="the comment held")
+    return asked  # type: ignore[no-any-return]
+
+
+def _events(daemon: Daemon, kind: str) -> list[dict[str, Any]]:
+    return daemon.api("GET", "/events", params={"type": kind, "limit": 100}).json()  # type: ignore[no-any-return]
+
+
+def _said(api: FakeAnthropic) -> str:
+    """Everything the user said in the conversation's newest request."""
+    last = api.last_conversation_request()
+    if last is None:
+        return ""
+    return "\n".join(json.dumps(m) for m in last.messages if m.get("role") == "user")
+
+
+def _screen(daemon: Daemon) -> str:
+    found = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}/screen")
+    return str(found.json().get("text", "")) if found.status_code == 200 else ""
+
+
+def _keys(work: Work, *keys: str) -> None:
+    """A person at the agent's terminal presses KEYS."""
+    target = work.session_json(REF)["tmuxTarget"]
+    sent = work.tmux("send-keys", "-t", f"={target}:", *keys)
+    assert sent.returncode == 0, sent.stderr
+
+
+def _hooks_of(work: Work) -> list[int]:
+    """The hook processes running under the agent's pane."""
+    target = work.session_json(REF)["tmuxTarget"]
+    shown = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}")
+    top = int(shown.stdout)
+    parent: dict[int, int] = {}
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+        if HOOK.encode() in argv and b"claude" not in argv:
+            found.append(int(entry))
+
+    def under(pid: int) -> bool:
+        while pid > 1:
+            if pid == top:
+                return True
+            pid = parent.get(pid, 0)
+        return False
+
+    return [pid for pid in found if under(pid)]
+
+
+def _allow(daemon: Daemon, prompt_id: str) -> int:
+    session = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()["id"]
+    answered = daemon.api(
+        "POST",
+        f"/sessions/{session}/permission",
+        json={"decision": "allow", "promptId": prompt_id, "actor": "alice"},
+    )
+    return answered.status_code
+
+
+def _dismissed(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> None:
+    """The dialog dismissed in the terminal: its prompt closed, the held comment delivered
+    once, the tool never run, and an allow for the closed prompt refused."""
+    wait_until(
+        lambda: attention_of(daemon).get("state") not in (None, "needs-permission"),
+        30,
+        what="the wait ended",
+    )
+    left = [e["payload"] for e in _events(daemon, "hook.left")]
+    assert left == [{"agent": left[0]["agent"], "promptId": asked["id"], "dialog": "gone"}], left
+    text = wait_until(lambda: "HELD-ONE" in _said(api) and _said(api), 60, what="HELD-ONE")
+    assert text.count("HELD-ONE") == 1
+    assert _allow(daemon, asked["id"]) == 409  # stale: the dialog is gone
+    history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
+    assert (history[0]["id"], history[0]["decision"], history[0]["outcome"]) == (
+        asked["id"],
+        None,
+        "moved-on",
+    )
+    results = tool_results(api, "toolu_1")
+    assert results and results[0]["is_error"] is True  # Claude Code says it was rejected
+    cwd = Path(daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()["cwd"])
+    assert not (cwd / "tool-1-ran.txt").exists()
+
+
+def test_a_dialog_dismissed_in_the_agents_terminal_lets_what_it_held_through(
+    work: Work, loop_env: Env
+) -> None:
+    with _item(work, loop_env) as (daemon, gh, api):
+        asked = _asking(daemon, gh)
+        since = time.monotonic()
+        wait_until(lambda: time.monotonic() - since >= PACE, PACE + 5, what="a person's pace")
+        assert attention_of(daemon)["prompt"]["id"] == asked["id"]
+        assert "HELD-ONE" not in _said(api)
+        _keys(work, "Escape")
+        _dismissed(daemon, api, asked)
+
+
+def test_a_dialog_dismissed_while_the_daemon_was_away(work: Work, loop_env: Env) -> None:
+    with _item(work, loop_env) as (daemon, gh, api):
+        asked = _asking(daemon, gh)
+        daemon.stop()
+        _keys(work, "Escape")
+        wait_until(lambda: not _hooks_of(work), 30, what="the hook ended by Claude Code")
+        daemon.start(FAKE_GH_TOKEN=gh.token)
+        _dismissed(daemon, api, asked)
+
+
+def test_a_hook_that_died_with_its_dialog_up_leaves_the_wait_to_the_terminal(
+    work: Work, loop_env: Env
+) -> None:
+    with _item(work, loop_env) as (daemon, gh, api):
+        asked = _asking(daemon, gh)
+        hooks = wait_until(lambda: _hooks_of(work), 30, what="the waiting hook")
+        for pid in hooks:
+            os.kill(pid, 9)
+        found = wait_until(lambda: _events(daemon, "hook.left"), 30, what="the look at the pane")
+        assert [e["payload"]["dialog"] for e in found] == ["shown"]
+        now = attention_of(daemon)
+        assert now["state"] == "needs-permission" and now["prompt"]["id"] == asked["id"]
+        assert "Esc to cancel" in _screen(daemon)  # Claude Code's own dialog waits there
+        assert "HELD-ONE" not in _said(api) and not tool_results(api, "toolu_1")
+
+        _keys(work, "Enter")  # answered there: 1. Yes
+        wait_until(lambda: tool_results(api, "toolu_1"), 30, what="the tool result")
+        assert tool_results(api, "toolu_1")[0]["is_error"] is False
+        text = wait_until(lambda: "HELD-ONE" in _said(api) and _said(api), 60, what="HELD-ONE")
+        assert text.count("HELD-ONE") == 1
