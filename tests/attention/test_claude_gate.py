@@ -55,7 +55,7 @@ NOTICE_SECONDS = 10.0
 that answer has, kept wide so a loaded host never posts the notice first."""
 
 
-def _item(
+def item_at(
     work: Work, loop_env: Env, notify_after: float
 ) -> AbstractContextManager[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
     attention = {"notifyAfterSeconds": notify_after, "pollSeconds": 0.1}
@@ -64,17 +64,17 @@ def _item(
 
 @pytest.fixture
 def setup(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    with _item(work, loop_env, 1) as running:
+    with item_at(work, loop_env, 1) as running:
         yield running
 
 
 @pytest.fixture
 def slow_notice(work: Work, loop_env: Env) -> Iterator[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    with _item(work, loop_env, NOTICE_SECONDS) as running:
+    with item_at(work, loop_env, NOTICE_SECONDS) as running:
         yield running
 
 
-def _screen(daemon: Daemon) -> str:
+def screen_text(daemon: Daemon) -> str:
     found = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}/screen")
     return str(found.json().get("text", "")) if found.status_code == 200 else ""
 
@@ -89,7 +89,7 @@ def _at_pace(since: float) -> bool:
     return time.monotonic() - since >= PACE
 
 
-def _user_text(api: FakeAnthropic) -> str:
+def user_text(api: FakeAnthropic) -> str:
     """What the user said in the conversation's newest request, reminders and all (Claude Code
     passes messages typed during a turn on inside a system reminder)."""
     last = api.last_conversation_request()
@@ -144,8 +144,8 @@ def test_held_behind_the_dialog_then_allowed_at_a_persons_pace(
     now = attention_of(daemon)
     assert now["state"] == "needs-permission" and now["prompt"]["id"] == asked["id"]
     assert not tool_results(api, "toolu_1")
-    assert "HELD-ONE" not in _user_text(api) and "HELD-THREE" not in _user_text(api)
-    assert "Esc to cancel" in _screen(daemon)  # the dialog is still up, untouched
+    assert "HELD-ONE" not in user_text(api) and "HELD-THREE" not in user_text(api)
+    assert "Esc to cancel" in screen_text(daemon)  # the dialog is still up, untouched
     cwd = Path(daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()["cwd"])
     assert not (cwd / "tool-1-ran.txt").exists()
 
@@ -161,7 +161,7 @@ def test_held_behind_the_dialog_then_allowed_at_a_persons_pace(
     markers = ("HELD-ONE", CI_MARK, "HELD-THREE")
 
     def all_delivered() -> str | None:
-        text = _user_text(api)
+        text = user_text(api)
         return text if all(m in text for m in markers) else None
 
     text = wait_until(all_delivered, 60, what="the held messages")

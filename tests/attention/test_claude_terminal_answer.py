@@ -11,10 +11,8 @@ leaving the screen ends the wait.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,11 +23,10 @@ from tests.attention.test_claude_attention import (
     REF,
     REPO,
     attention_of,
-    reply,
     tool_results,
     wait_state,
 )
-from tests.claude_daemon import claude_item
+from tests.attention.test_claude_gate import item_at, screen_text, user_text
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic
@@ -43,13 +40,8 @@ pytestmark = [
 ]
 PACE = 15.0
 HOOK = "from the_loop.hook import main"
-
-
-def _item(
-    work: Work, loop_env: Env
-) -> AbstractContextManager[tuple[Daemon, FakeGitHub, FakeAnthropic]]:
-    attention = {"notifyAfterSeconds": 300, "pollSeconds": 0.1}
-    return claude_item(work, loop_env, reply, ["alice"], attention=attention)
+NOTICE_LATE = 300.0
+"""``notifyAfterSeconds``: no notice is posted while these tests run."""
 
 
 def _asking(daemon: Daemon, gh: FakeGitHub) -> dict[str, Any]:
@@ -64,19 +56,6 @@ def _asking(daemon: Daemon, gh: FakeGitHub) -> dict[str, Any]:
 
 def _events(daemon: Daemon, kind: str) -> list[dict[str, Any]]:
     return daemon.api("GET", "/events", params={"type": kind, "limit": 100}).json()  # type: ignore[no-any-return]
-
-
-def _said(api: FakeAnthropic) -> str:
-    """Everything the user said in the conversation's newest request."""
-    last = api.last_conversation_request()
-    if last is None:
-        return ""
-    return "\n".join(json.dumps(m) for m in last.messages if m.get("role") == "user")
-
-
-def _screen(daemon: Daemon) -> str:
-    found = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}/screen")
-    return str(found.json().get("text", "")) if found.status_code == 200 else ""
 
 
 def _keys(work: Work, *keys: str) -> None:
@@ -135,7 +114,7 @@ def _dismissed(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> Non
     )
     left = [e["payload"] for e in _events(daemon, "hook.left")]
     assert left == [{"agent": left[0]["agent"], "promptId": asked["id"], "dialog": "gone"}], left
-    text = wait_until(lambda: "HELD-ONE" in _said(api) and _said(api), 60, what="HELD-ONE")
+    text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD-ONE")
     assert text.count("HELD-ONE") == 1
     assert _allow(daemon, asked["id"]) == 409  # stale: the dialog is gone
     history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
@@ -153,18 +132,18 @@ def _dismissed(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> Non
 def test_a_dialog_dismissed_in_the_agents_terminal_lets_what_it_held_through(
     work: Work, loop_env: Env
 ) -> None:
-    with _item(work, loop_env) as (daemon, gh, api):
+    with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
         asked = _asking(daemon, gh)
         since = time.monotonic()
         wait_until(lambda: time.monotonic() - since >= PACE, PACE + 5, what="a person's pace")
         assert attention_of(daemon)["prompt"]["id"] == asked["id"]
-        assert "HELD-ONE" not in _said(api)
+        assert "HELD-ONE" not in user_text(api)
         _keys(work, "Escape")
         _dismissed(daemon, api, asked)
 
 
 def test_a_dialog_dismissed_while_the_daemon_was_away(work: Work, loop_env: Env) -> None:
-    with _item(work, loop_env) as (daemon, gh, api):
+    with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
         asked = _asking(daemon, gh)
         daemon.stop()
         _keys(work, "Escape")
@@ -176,7 +155,7 @@ def test_a_dialog_dismissed_while_the_daemon_was_away(work: Work, loop_env: Env)
 def test_a_hook_that_died_with_its_dialog_up_leaves_the_wait_to_the_terminal(
     work: Work, loop_env: Env
 ) -> None:
-    with _item(work, loop_env) as (daemon, gh, api):
+    with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
         asked = _asking(daemon, gh)
         hooks = wait_until(lambda: _hooks_of(work), 30, what="the waiting hook")
         for pid in hooks:
@@ -185,11 +164,13 @@ def test_a_hook_that_died_with_its_dialog_up_leaves_the_wait_to_the_terminal(
         assert [e["payload"]["dialog"] for e in found] == ["shown"]
         now = attention_of(daemon)
         assert now["state"] == "needs-permission" and now["prompt"]["id"] == asked["id"]
-        assert "Esc to cancel" in _screen(daemon)  # Claude Code's own dialog waits there
-        assert "HELD-ONE" not in _said(api) and not tool_results(api, "toolu_1")
+        assert "Esc to cancel" in screen_text(daemon)  # Claude Code's own dialog waits there
+        assert "HELD-ONE" not in user_text(api) and not tool_results(api, "toolu_1")
 
         _keys(work, "Enter")  # answered there: 1. Yes
         wait_until(lambda: tool_results(api, "toolu_1"), 30, what="the tool result")
         assert tool_results(api, "toolu_1")[0]["is_error"] is False
-        text = wait_until(lambda: "HELD-ONE" in _said(api) and _said(api), 60, what="HELD-ONE")
+        text = wait_until(
+            lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD-ONE"
+        )
         assert text.count("HELD-ONE") == 1
