@@ -2,11 +2,11 @@
 Messages API (decision 0091): a person at ``sessions attach`` dismisses the permission dialog
 with Esc after a person's pace; Claude Code ends the-loop's waiting hook and waits for input,
 with no report. The-loop reads the pane once the hook left: the prompt closes, the agent reads
-working, and the message held behind the dialog reaches it exactly once; an allow for the
-closed prompt is refused as stale, and the tool never ran. The same after a daemon restart
-(Esc pressed while the daemon was away, so no hook comes back). A hook that dies while the
-dialog stays up (killed) leaves the prompt pending and the message held: only the dialog's
-leaving the screen ends the wait.
+waiting ("Interrupted" over its input box), and the message held behind the dialog reaches it
+exactly once; an allow for the closed prompt is refused as stale, and the tool never ran. The
+same after a daemon restart (Esc pressed while the daemon was away, so no hook comes back). A
+hook that dies while the dialog stays up (killed) leaves the prompt pending and the message
+held: only the dialog's leaving the screen ends the wait.
 """
 
 from __future__ import annotations
@@ -114,6 +114,12 @@ def _dismissed(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> Non
     )
     left = [e["payload"] for e in _events(daemon, "hook.left")]
     assert left == [{"agent": left[0]["agent"], "promptId": asked["id"], "dialog": "gone"}], left
+    read = [
+        (c["from"], c["to"])
+        for c in (e["payload"] for e in _events(daemon, "session.attention_changed"))
+        if "in the agent's terminal" in c["rule"]
+    ]
+    assert read == [("needs-permission", "waiting")]  # dismissed: it waits for input
     text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD-ONE")
     assert text.count("HELD-ONE") == 1
     assert _allow(daemon, asked["id"]) == 409  # stale: the dialog is gone

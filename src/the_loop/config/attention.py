@@ -58,7 +58,8 @@ class HarnessAttention(_Model):
             "Regular expressions (multi-line) that mark, at the bottom of the screen, an agent "
             "waiting for input whose turn ended without its report (Codex interrupted by a "
             "denied request sends no notify); mostly for `notify` harnesses, which have no "
-            "quiet rule."
+            "quiet rule. For a `hooks` harness, read only when its permission hook left "
+            "without a decision: the dialog was dismissed in its terminal."
         ),
     )
     blocked_patterns: list[str] = Field(
@@ -105,6 +106,16 @@ def _default_harnesses() -> dict[str, Any]:
             # ("Not logged in · Please run /login") stay in the conversation, and in the
             # history a resumed one draws, long after they stopped being true
             "blockedPatterns": [],
+            # read only once its permission hook left without a decision (decision 0091): a
+            # dialog dismissed in its terminal (Esc, or "No") leaves "Interrupted · What
+            # should Claude do instead?" as the conversation's last line over its input box
+            # (a tip of Claude Code's own may come between, never a message, a tool or its
+            # result: lines starting with U+276F, U+25CF or U+23BF), and the agent waits
+            "waitingPatterns": [
+                r"(?m)^[ \t]*\u23bf[ \t\u00a0]+Interrupted\b[^\n]*\n"
+                r"(?:[ \t]*+(?![\u276f\u25cf\u23bf\u2500])[^\n]*\n){0,3}"
+                r"\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0]|$)"
+            ],
         },
         "codex": {
             "signals": "notify",

@@ -10,13 +10,15 @@ session needed a permission, and its messages stayed held, until someone typed i
 
 So when the last hook waiting on a prompt leaves without a decision (``agent.attention.channel``),
 or none came back for it after the daemon restarted, ``look`` reads the agent's pane for up to
-``LOOK_SECONDS``. When the harness's input box (its ``ready_pattern``) shows at the bottom of the
-screen, and no dialog, on two reads in a row, the prompt is closed (``moved-on``) and the agent is
-``working``: what was held behind the dialog is delivered into the input box. Not ``waiting``:
-a yes runs the tool, for as long as it takes, and a waiting agent may be suspended; a dismissed
-dialog's agent reads working until its next report, as one interrupted mid-turn does. A screen
-that still shows the dialog (the hook died; Claude Code's own dialog waits in the terminal), or
-no input box, leaves the prompt as it is. Either way the look ends with ``hook.left``.
+``LOOK_SECONDS``. Once two reads in a row show the dialog gone, the prompt is closed
+(``moved-on``), and what was held behind it is delivered into the input box. The dialog is gone
+when the harness's input box (its ``ready_pattern``) shows at the bottom of the screen, with no
+dialog. The agent is then ``waiting`` when one of the harness's ``waitingPatterns`` shows the
+dialog was dismissed (Claude Code: "Interrupted" right over its input box), else ``working``: a
+yes runs the tool, for as long as it takes, and a wrong ``waiting`` could let idle suspension
+stop it. A screen that still shows the dialog (the hook died; Claude Code's own dialog waits in
+the terminal), or no input box, leaves the prompt as it is. Either way the look ends with
+``hook.left``.
 
 Only for harnesses whose attention comes from hooks (``signals: hooks``); blocking (the channel
 runs it in a worker thread).
@@ -41,41 +43,50 @@ LOOK_SECONDS = 5.0
 its input box at once; a busy host may take a moment)."""
 LOOK_GAP = 0.1
 SIGNAL = "claude-hook:PermissionRequest"
-RULE = (
-    "the dialog was answered or dismissed in the agent's terminal: its hook left without a "
-    "decision and the input box shows"
-)
+RULES = {
+    store.WORKING: (
+        "the dialog was answered in the agent's terminal: its hook left without a decision "
+        "and the input box shows"
+    ),
+    store.WAITING: (
+        "the dialog was dismissed in the agent's terminal: its hook left without a decision "
+        "and the agent waits for input"
+    ),
+}
 
 
 def look(ctx: Ctx, prompt_id: str, left: Callable[[], bool]) -> bool:
     """Read the pane of PROMPT_ID's agent while LEFT says no hook waits on it any more; once
-    the input box shows with no dialog on two reads in a row, close the prompt as moved-on and
-    mark the agent working. Whether it did; stops early when the prompt is closed or answered
-    meanwhile, a hook waits on it again, the agent has no pane of ours, or the daemon stops."""
+    two reads in a row show its dialog gone, close the prompt as moved-on and set the state
+    they show. Whether it did; stops early when the prompt is closed or answered meanwhile, a
+    hook waits on it again, the agent has no pane of ours, or the daemon stops."""
     deadline = time.monotonic() + LOOK_SECONDS
-    seen = 0
+    before = ""
     while not ctx.stopping.is_set() and left():
         found = store.get_prompt(ctx.db.connect(), prompt_id)
         if found is None or not found.pending:
             return False
-        shown = _input_box(ctx, found)
+        shown = _shown(ctx, found)
         if shown is None:
             return False
-        seen = seen + 1 if shown else 0
-        if seen >= 2:
-            return _moved_on(ctx, found)
+        if shown and shown == before:
+            return _moved_on(ctx, found, shown)
         if time.monotonic() >= deadline:
             _left(ctx, found, "shown")
             return False
+        before = shown
         time.sleep(LOOK_GAP)
     return False
 
 
-def _input_box(ctx: Ctx, prompt: store.Prompt) -> bool | None:
-    """Whether the pane of PROMPT's agent shows its harness's input box at the bottom of the
-    screen and no dialog; None when it cannot tell (no pane of ours, a harness read otherwise)."""
+def _shown(ctx: Ctx, prompt: store.Prompt) -> str | None:
+    """What the pane of PROMPT's agent shows at the bottom of its screen: ``waiting`` (one of
+    its harness's ``waitingPatterns``: the dialog was dismissed and the agent waits for
+    input), ``working`` (its input box and no dialog), or "" (a dialog, or no input box);
+    None when it cannot tell (no pane of ours, a harness not read through hooks)."""
     row = store.get(ctx.db.connect(), prompt.agent)
-    if row is None or ctx.config.attention.harness(row.harness).signals != "hooks":
+    settings = ctx.config.attention.harness(row.harness) if row is not None else None
+    if row is None or settings is None or settings.signals != "hooks":
         return None
     adapter = recorded_adapter(ctx.config, row.harness)
     if adapter is None or adapter.ready_pattern is None:
@@ -91,18 +102,22 @@ def _input_box(ctx: Ctx, prompt: store.Prompt) -> bool | None:
     if not capture.ok:
         return None
     tail = tail_of(capture.text)
-    return DIALOG_END not in tail and re.search(adapter.ready_pattern, tail) is not None
+    if DIALOG_END in tail or re.search(adapter.ready_pattern, tail) is None:
+        return ""
+    if any(re.search(pattern, tail) for pattern in settings.waiting_patterns):
+        return store.WAITING
+    return store.WORKING
 
 
-def _moved_on(ctx: Ctx, prompt: store.Prompt) -> bool:
-    """Close PROMPT (moved-on) and mark its agent working, when it is still the one the agent
-    waits on, undecided."""
+def _moved_on(ctx: Ctx, prompt: store.Prompt, state: str) -> bool:
+    """Close PROMPT (moved-on) and set its agent's STATE, when it is still the prompt the
+    agent waits on, undecided."""
     with ctx.db.transaction() as tx:
         row = store.get(tx, prompt.agent)
         now_open = row.prompt if row is not None else None
         if now_open is None or now_open.id != prompt.id or not now_open.pending:
             return False
-        store.set_state(tx, prompt.agent, store.WORKING, SIGNAL, RULE, now=time.time())
+        store.set_state(tx, prompt.agent, state, SIGNAL, RULES[state], now=time.time())
     _left(ctx, prompt, "gone")
     return True
 
