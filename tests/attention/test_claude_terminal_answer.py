@@ -4,9 +4,9 @@ with Esc after a person's pace; Claude Code ends the-loop's waiting hook and wai
 with no report. The-loop reads the pane once the hook left: the prompt closes, the agent reads
 waiting ("Interrupted" over its input box), and the message held behind the dialog reaches it
 exactly once; an allow for the closed prompt is refused as stale, and the tool never ran. The
-same after a daemon restart (Esc pressed while the daemon was away, so no hook comes back). A
-hook that dies while the dialog stays up (killed) leaves the prompt pending and the message
-held: only the dialog's leaving the screen ends the wait.
+same for a question dialog, and after a daemon restart (Esc pressed while the daemon was away,
+so no hook comes back). A hook that dies while the dialog stays up (killed) leaves the prompt
+pending and the message held: only the dialog's leaving the screen ends the wait.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from tests.attention.test_claude_attention import (
     wait_state,
 )
 from tests.attention.test_claude_gate import item_at, screen_text, user_text
+from tests.attention.test_claude_question import answer_of
+from tests.attention.test_claude_question import reply as asking
+from tests.claude_daemon import claude_item
 from tests.conftest import Env
 from tests.daemon import Daemon
 from tests.fakes.fake_anthropic import FakeAnthropic
@@ -44,11 +47,12 @@ NOTICE_LATE = 300.0
 """``notifyAfterSeconds``: no notice is posted while these tests run."""
 
 
-def _asking(daemon: Daemon, gh: FakeGitHub) -> dict[str, Any]:
-    """Once the first turn is over, ask for tool 1 and hold a comment behind its dialog."""
+def _asking(daemon: Daemon, gh: FakeGitHub, ask: str = "RUN-TOOL-1") -> dict[str, Any]:
+    """Once the first turn is over, ask for ASK (tool 1, or a question) and hold a comment
+    behind its dialog."""
     wait_state(daemon, "waiting", 120, "claude-hook:Stop")
-    gh.add_comment(REPO, 1, "please RUN-TOOL-1 now", author="alice")
-    asked = wait_state(daemon, "needs-permission")["prompt"]
+    gh.add_comment(REPO, 1, f"please {ask} now", author="alice")
+    asked = wait_until(lambda: attention_of(daemon).get("prompt"), 90, what="the dialog")
     gh.add_comment(REPO, 1, "HELD-ONE from a comment", author="alice")
     wait_until(lambda: _events(daemon, "session.held"), 30, what="the comment held")
     return asked  # type: ignore[no-any-return]
@@ -105,13 +109,9 @@ def _allow(daemon: Daemon, prompt_id: str) -> int:
 
 
 def _dismissed(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> None:
-    """The dialog dismissed in the terminal: its prompt closed, the held comment delivered
-    once, the tool never run, and an allow for the closed prompt refused."""
-    wait_until(
-        lambda: attention_of(daemon).get("state") not in (None, "needs-permission"),
-        30,
-        what="the wait ended",
-    )
+    """The dialog dismissed in the terminal: its prompt closed, the agent read waiting, the
+    held comment delivered once, and an answer for the closed prompt refused."""
+    wait_until(lambda: attention_of(daemon).get("prompt") is None, 30, what="the wait ended")
     left = [e["payload"] for e in _events(daemon, "hook.left")]
     assert left == [{"agent": left[0]["agent"], "promptId": asked["id"], "dialog": "gone"}], left
     read = [
@@ -119,18 +119,24 @@ def _dismissed(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> Non
         for c in (e["payload"] for e in _events(daemon, "session.attention_changed"))
         if "in the agent's terminal" in c["rule"]
     ]
-    assert read == [("needs-permission", "waiting")]  # dismissed: it waits for input
+    waited = "needs-input" if asked["kind"] == "question" else "needs-permission"
+    assert read == [(waited, "waiting")]  # dismissed: it waits for input
     text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD-ONE")
     assert text.count("HELD-ONE") == 1
-    assert _allow(daemon, asked["id"]) == 409  # stale: the dialog is gone
+    if asked["kind"] == "permission":
+        assert _allow(daemon, asked["id"]) == 409  # stale: the dialog is gone
     history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
     assert (history[0]["id"], history[0]["decision"], history[0]["outcome"]) == (
         asked["id"],
         None,
         "moved-on",
     )
+
+
+def _not_run(daemon: Daemon, api: FakeAnthropic) -> None:
+    """Tool 1 was refused (Claude Code says so to the model) and never ran."""
     results = tool_results(api, "toolu_1")
-    assert results and results[0]["is_error"] is True  # Claude Code says it was rejected
+    assert results and results[0]["is_error"] is True
     cwd = Path(daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()["cwd"])
     assert not (cwd / "tool-1-ran.txt").exists()
 
@@ -146,6 +152,20 @@ def test_a_dialog_dismissed_in_the_agents_terminal_lets_what_it_held_through(
         assert "HELD-ONE" not in user_text(api)
         _keys(work, "Escape")
         _dismissed(daemon, api, asked)
+        _not_run(daemon, api)
+
+
+def test_a_question_dismissed_in_the_agents_terminal(work: Work, loop_env: Env) -> None:
+    attention = {"notifyAfterSeconds": NOTICE_LATE, "pollSeconds": 0.1}
+    with claude_item(work, loop_env, asking, ["alice"], attention=attention) as running:
+        daemon, gh, api = running
+        asked = _asking(daemon, gh, "ASK-ME-1")
+        assert asked["kind"] == "question"
+        wait_until(lambda: "Esc to cancel" in screen_text(daemon), 30, what="the question drawn")
+        _keys(work, "Escape")
+        _dismissed(daemon, api, asked)
+        declined = answer_of(api, "toolu_ask_1")  # the model hears nobody chose
+        assert "tool use was rejected" in declined, declined
 
 
 def test_a_dialog_dismissed_while_the_daemon_was_away(work: Work, loop_env: Env) -> None:
@@ -156,6 +176,7 @@ def test_a_dialog_dismissed_while_the_daemon_was_away(work: Work, loop_env: Env)
         wait_until(lambda: not _hooks_of(work), 30, what="the hook ended by Claude Code")
         daemon.start(FAKE_GH_TOKEN=gh.token)
         _dismissed(daemon, api, asked)
+        _not_run(daemon, api)
 
 
 def test_a_hook_that_died_with_its_dialog_up_leaves_the_wait_to_the_terminal(

@@ -107,14 +107,19 @@ def _default_harnesses() -> dict[str, Any]:
             # history a resumed one draws, long after they stopped being true
             "blockedPatterns": [],
             # read only once its permission hook left without a decision (decision 0091): a
-            # dialog dismissed in its terminal (Esc, or "No") leaves "Interrupted · What
+            # permission dismissed in its terminal (Esc, or "No") leaves "Interrupted · What
             # should Claude do instead?" as the conversation's last line over its input box
             # (a tip of Claude Code's own may come between, never a message, a tool or its
-            # result: lines starting with U+276F, U+25CF or U+23BF), and the agent waits
+            # result: lines starting with U+276F, U+25CF or U+23BF); a question dismissed
+            # there, "Declined to answer Claude's questions:" over the questions it listed
+            # (indented lines); either way the agent waits
             "waitingPatterns": [
                 r"(?m)^[ \t]*\u23bf[ \t\u00a0]+Interrupted\b[^\n]*\n"
                 r"(?:[ \t]*+(?![\u276f\u25cf\u23bf\u2500])[^\n]*\n){0,3}"
-                r"\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0]|$)"
+                r"\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0]|$)",
+                r"(?m)^\u25cf Declined to answer Claude's questions\b[^\n]*\n"
+                r"(?:[ \t]+(?![\u276f\u25cf])[^\n]*\n){0,6}"
+                r"\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0]|$)",
             ],
         },
         "codex": {
