@@ -213,9 +213,9 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec(
             "hook.left",
             _I,
-            "A permission hook left without a decision (the dialog was answered in the agent's"
-            " terminal): the dialog is gone (its prompt closed, the agent works on) or still"
-            " shows (answer it there).",
+            "A permission hook left without a decision (the dialog was answered or dismissed"
+            " in the agent's terminal): the dialog is gone (its prompt closed, held messages go"
+            " on) or still shows (answer it there).",
             HookLeft,
         ),
         _spec(
