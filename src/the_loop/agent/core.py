@@ -190,10 +190,7 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
         return f"held behind {what}" + (f" ({shown.id})" if shown is not None else "")
     if agent.runner != "tmux" or agent.target is None:
         return None
-    configured = ctx.config.harnesses.get(agent.harness)
-    settings = ctx.config.attention.harness(
-        agent.harness, configured.adapter if configured else None
-    )
+    settings = ctx.config.attention_of(agent.harness)
     read = settings.signals in screen_reading.READ
     patterns = [*settings.permission_patterns, *settings.question_patterns] if read else []
     if not patterns and not settings.blocked_patterns:

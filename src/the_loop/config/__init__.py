@@ -25,7 +25,7 @@ from pydantic.alias_generators import to_camel
 
 from the_loop import instance
 from the_loop.config import warnings as config_warnings
-from the_loop.config.attention import AttentionConfig
+from the_loop.config.attention import AttentionConfig, HarnessAttention
 from the_loop.config.database import DatabaseConfig
 from the_loop.config.errors import (
     AtPath,
@@ -417,6 +417,12 @@ class Config(Model):
     def harness(self, name: str) -> HarnessConfig:
         """The configuration of harness NAME (defaults for a built-in not configured)."""
         return self.harnesses.get(name) or HarnessConfig()
+
+    def attention_of(self, name: str) -> HarnessAttention:
+        """How harness NAME's attention is read: its own ``attention.harnesses`` entry, else
+        its adapter's (a harness configured as another name for ``claude`` reads as Claude)."""
+        configured = self.harnesses.get(name)
+        return self.attention.harness(name, configured.adapter if configured else None)
 
     def warnings(self) -> list[str]:
         """Accepted-but-risky settings, reported at start and on reload."""

@@ -219,6 +219,6 @@ def _shows(ctx: Ctx, target: str, prompt: store.Prompt) -> bool:
     if prompt.tool == store.QUESTION_TOOL:
         return any(DIALOG_END in line for line in tail)
     harness = store.get(ctx.db.connect(), prompt.agent)
-    settings = ctx.config.attention.harness(harness.harness if harness else "")
+    settings = ctx.config.attention_of(harness.harness if harness else "")
     verdict = classify(capture.text.rstrip(), 0.0, float("inf"), settings)
     return verdict.state == store.NEEDS_INPUT and verdict.text == prompt.text

@@ -85,7 +85,7 @@ def _shown(ctx: Ctx, prompt: store.Prompt) -> str | None:
     input), ``working`` (its input box and no dialog), or "" (a dialog, or no input box);
     None when it cannot tell (no pane of ours, a harness not read through hooks)."""
     row = store.get(ctx.db.connect(), prompt.agent)
-    settings = ctx.config.attention.harness(row.harness) if row is not None else None
+    settings = ctx.config.attention_of(row.harness) if row is not None else None
     if row is None or settings is None or settings.signals != "hooks":
         return None
     adapter = recorded_adapter(ctx.config, row.harness)

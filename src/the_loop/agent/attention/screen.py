@@ -304,13 +304,8 @@ def agents(ctx: Ctx) -> list[Watched]:
 def reads_screen(ctx: Ctx, agent: Watched) -> bool:
     """Whether AGENT's attention is read from its screen (wholly, or for what its hooks
     cannot say: a sign-in screen)."""
-    mine = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+    mine = ctx.config.attention_of(agent.harness)
     return mine.signals in READ or (mine.signals == "hooks" and bool(mine.blocked_patterns))
-
-
-def _adapter(ctx: Ctx, harness: str) -> str | None:
-    configured = ctx.config.harnesses.get(harness)
-    return configured.adapter if configured else None
 
 
 def _declared_harness(ctx: Ctx, name: str) -> str:
@@ -332,7 +327,7 @@ def detect_once(ctx: Ctx, detector: ScreenDetector, now: float | None = None) ->
     captures = ctx.runners.tmux.capture_many([a.target for a in reading], SCREEN_LINES)
     failed = False
     for agent in read:
-        settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+        settings = ctx.config.attention_of(agent.harness)
         capture = captures.get(agent.target)
         if capture is None:  # nothing printed: only the quiet rule can change its state
             changed += _still(ctx, detector, agent, settings, now)
@@ -483,7 +478,7 @@ def answer_with_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, dec
     capture = ctx.runners.tmux.capture(agent.target, SCREEN_LINES)
     if not capture.ok:
         raise Unavailable(f"tmux did not answer about {agent.target}")
-    settings = ctx.config.attention.harness(agent.harness, _adapter(ctx, agent.harness))
+    settings = ctx.config.attention_of(agent.harness)
     verdict = classify(capture.text.rstrip(), 0.0, float("inf"), settings)
     if verdict.state != store.NEEDS_PERMISSION or verdict.text != target.text:
         raise Conflict(f"the screen no longer shows prompt {target.id}; this answer is stale")

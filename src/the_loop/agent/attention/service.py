@@ -329,7 +329,7 @@ def answer_permission(
             f"`the-loop answer {target.id} …` or `the-loop sessions answer`"
         )
     harness = row.harness if row else ""
-    hooks = ctx.config.attention.harness(harness or "").signals == "hooks" or (
+    hooks = ctx.config.attention_of(harness or "").signals == "hooks" or (
         row is not None and row.signal.startswith("claude-hook:")
     )
     if hooks:

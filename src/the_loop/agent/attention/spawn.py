@@ -135,9 +135,7 @@ def note_delivered(ctx: Ctx, tx: Connection, agent: Agent) -> None:
     """In TX (the one that marks a prompt delivered): AGENT is ``working`` when its harness
     reports only finished turns (``signals: notify``): a delivered prompt starts a turn, and
     the notify program says when it ends."""
-    configured = ctx.config.harnesses.get(agent.harness)
-    adapter = configured.adapter if configured else None
-    if ctx.config.attention.harness(agent.harness, adapter).signals != "notify":
+    if ctx.config.attention_of(agent.harness).signals != "notify":
         return
     standing = agent.key.startswith(store.STANDING_PREFIX)
     store.set_state(
