@@ -275,3 +275,24 @@ def test_a_harness_added_to_attention_keeps_the_built_in_ones() -> None:
     assert harnesses["codex"].deny_keys == ["n"]  # what is set wins
     assert harnesses["gemini"].permission_patterns == [] and harnesses["gemini"].allow_keys == ["1"]
     assert harnesses["mytool"].permission_patterns == ["Allow\\?"]
+
+
+def test_a_harness_named_otherwise_reads_its_attention_as_its_adapter_does() -> None:
+    """A harness configured under a name of its own (``claude-fast: {adapter: claude}``) has
+    Claude Code's hooks and dialog patterns wherever an agent's attention is read; an entry of
+    its own under ``attention.harnesses`` wins."""
+    config = parse_config_text(
+        "harnesses:\n"
+        "  claude-fast: {adapter: claude, args: ['--model', 'haiku']}\n"
+        "  codex-own: {adapter: codex}\n"
+        "attention:\n"
+        "  harnesses:\n"
+        "    codex-own: {signals: screen}\n"
+    )
+    fast = config.attention_of("claude-fast")
+    assert (
+        fast.signals == "hooks"
+        and fast.waiting_patterns == config.attention_of("claude").waiting_patterns
+    )
+    assert config.attention_of("codex-own").signals == "screen"
+    assert config.attention_of("unknown").signals == "screen"  # read from the screen
