@@ -53,6 +53,8 @@ def _asking(daemon: Daemon, gh: FakeGitHub, ask: str = "RUN-TOOL-1") -> dict[str
     wait_state(daemon, "waiting", 120, "claude-hook:Stop")
     gh.add_comment(REPO, 1, f"please {ask} now", author="alice")
     asked = wait_until(lambda: attention_of(daemon).get("prompt"), 90, what="the dialog")
+    # Claude Code reports the dialog before it draws it: a key pressed before then misses it
+    wait_until(lambda: "Esc to cancel" in screen_text(daemon), 30, what="the dialog drawn")
     gh.add_comment(REPO, 1, "HELD-ONE from a comment", author="alice")
     wait_until(lambda: _events(daemon, "session.held"), 30, what="the comment held")
     return asked  # type: ignore[no-any-return]
@@ -161,7 +163,6 @@ def test_a_question_dismissed_in_the_agents_terminal(work: Work, loop_env: Env) 
         daemon, gh, api = running
         asked = _asking(daemon, gh, "ASK-ME-1")
         assert asked["kind"] == "question"
-        wait_until(lambda: "Esc to cancel" in screen_text(daemon), 30, what="the question drawn")
         _keys(work, "Escape")
         _dismissed(daemon, api, asked)
         declined = answer_of(api, "toolu_ask_1")  # the model hears nobody chose
