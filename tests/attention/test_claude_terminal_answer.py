@@ -5,8 +5,9 @@ with no report. The-loop reads the pane once the hook left: the prompt closes, t
 waiting ("Interrupted" over its input box), and the message held behind the dialog reaches it
 exactly once; an allow for the closed prompt is refused as stale, and the tool never ran. The
 same for a question dialog, and after a daemon restart (Esc pressed while the daemon was away,
-so no hook comes back). A hook that dies while the dialog stays up (killed) leaves the prompt
-pending and the message held: only the dialog's leaving the screen ends the wait.
+so no hook comes back). A hook that dies while the dialog stays up (killed), or before Claude
+Code has drawn it, leaves the prompt pending and the message held: only the dialog's leaving
+the screen ends the wait.
 """
 
 from __future__ import annotations
@@ -202,3 +203,26 @@ def test_a_hook_that_died_with_its_dialog_up_leaves_the_wait_to_the_terminal(
             lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD-ONE"
         )
         assert text.count("HELD-ONE") == 1
+
+
+def test_a_hook_that_died_before_its_dialog_was_drawn_holds_everything(
+    work: Work, loop_env: Env
+) -> None:
+    """Claude Code reports its dialog about 0.5 s before it draws it, and its input box shows
+    until then: a look in that moment must not take the dialog for gone."""
+    with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
+        wait_state(daemon, "waiting", 120, "claude-hook:Stop")
+        gh.add_comment(REPO, 1, "please RUN-TOOL-1 now", author="alice")
+        asked = wait_until(lambda: attention_of(daemon).get("prompt"), 90, what="the report")
+        drawn = "Esc to cancel" in screen_text(daemon)
+        for pid in wait_until(lambda: _hooks_of(work), 30, what="the waiting hook"):
+            os.kill(pid, 9)
+        session = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()["id"]
+        said = daemon.api("POST", f"/sessions/{session}/messages", json={"text": "HELD-ONE"})
+        assert "held behind a permission prompt" in said.text, said.text
+        found = wait_until(lambda: _events(daemon, "hook.left"), 30, what="the look at the pane")
+        assert [e["payload"]["dialog"] for e in found] == ["shown"], f"drawn at once: {drawn}"
+        now = attention_of(daemon)
+        assert now["state"] == "needs-permission" and now["prompt"]["id"] == asked["id"]
+        assert "Esc to cancel" in screen_text(daemon)
+        assert "HELD-ONE" not in user_text(api) and not tool_results(api, "toolu_1")

@@ -10,7 +10,8 @@ session needed a permission, and its messages stayed held, until someone typed i
 
 So when the last hook waiting on a prompt leaves without a decision (``agent.attention.channel``),
 or none came back for it after the daemon restarted, ``look`` reads the agent's pane for up to
-``LOOK_SECONDS``. Once two reads in a row show the dialog gone, the prompt is closed
+``LOOK_SECONDS`` (from ``DRAWN_SECONDS`` after the prompt opened: Claude Code draws its dialog
+a moment after it reports it). Once two reads in a row show the dialog gone, the prompt is closed
 (``moved-on``), and what was held behind it is delivered into the input box. The dialog is gone
 when the harness's input box (its ``ready_pattern``) shows at the bottom of the screen, with no
 dialog. The agent is then ``waiting`` when one of the harness's ``waitingPatterns`` shows the
@@ -42,6 +43,10 @@ LOOK_SECONDS = 5.0
 """How long the pane is read after the hook left for the dialog to be gone (Claude Code redraws
 its input box at once; a busy host may take a moment)."""
 LOOK_GAP = 0.1
+DRAWN_SECONDS = 2.0
+"""Nothing is read before the prompt is this old: Claude Code reports its dialog about 0.5 s
+before it draws it, and until then its screen shows the input box, which would read as the
+dialog gone (a hook that died in that moment)."""
 SIGNAL = "claude-hook:PermissionRequest"
 RULES = {
     store.WORKING: (
@@ -66,6 +71,11 @@ def look(ctx: Ctx, prompt_id: str, left: Callable[[], bool]) -> bool:
         found = store.get_prompt(ctx.db.connect(), prompt_id)
         if found is None or not found.pending:
             return False
+        early = found.created_at + DRAWN_SECONDS - time.time()
+        if early > 0:  # not drawn yet, maybe: the look's time starts once it is
+            deadline = max(deadline, time.monotonic() + early + LOOK_SECONDS)
+            time.sleep(min(early, LOOK_GAP))
+            continue
         shown = _shown(ctx, found)
         if shown is None:
             return False
