@@ -7,7 +7,7 @@ exactly once; an allow for the closed prompt is refused as stale, and the tool n
 same for a question dialog, and after a daemon restart (Esc pressed while the daemon was away,
 so no hook comes back). A hook that dies while the dialog stays up (killed), or before Claude
 Code has drawn it, leaves the prompt pending and the message held: only the dialog's leaving
-the screen ends the wait.
+the screen ends the wait, which the-loop looks for again every few seconds.
 """
 
 from __future__ import annotations
@@ -205,11 +205,12 @@ def test_a_hook_that_died_with_its_dialog_up_leaves_the_wait_to_the_terminal(
         assert text.count("HELD-ONE") == 1
 
 
-def test_a_hook_that_died_before_its_dialog_was_drawn_holds_everything(
+def test_a_hook_that_died_before_its_dialog_was_drawn_holds_everything_until_it_is_answered(
     work: Work, loop_env: Env
 ) -> None:
     """Claude Code reports its dialog about 0.5 s before it draws it, and its input box shows
-    until then: a look in that moment must not take the dialog for gone."""
+    until then: a look in that moment must not take the dialog for gone. Its own dialog, left
+    waiting in the terminal, is looked at again: dismissed there, the held message goes on."""
     with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
         wait_state(daemon, "waiting", 120, "claude-hook:Stop")
         gh.add_comment(REPO, 1, "please RUN-TOOL-1 now", author="alice")
@@ -226,3 +227,15 @@ def test_a_hook_that_died_before_its_dialog_was_drawn_holds_everything(
         assert now["state"] == "needs-permission" and now["prompt"]["id"] == asked["id"]
         assert "Esc to cancel" in screen_text(daemon)
         assert "HELD-ONE" not in user_text(api) and not tool_results(api, "toolu_1")
+
+        _keys(work, "Escape")  # Claude Code's own dialog, dismissed there: looked at again
+        wait_until(lambda: attention_of(daemon).get("prompt") is None, 30, what="the wait ended")
+        assert [e["payload"]["dialog"] for e in _events(daemon, "hook.left")] == ["shown", "gone"]
+        read = [
+            (c["from"], c["to"])
+            for c in (e["payload"] for e in _events(daemon, "session.attention_changed"))
+            if "in the agent's terminal" in c["rule"]
+        ]
+        assert read == [("needs-permission", "waiting")]
+        text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD")
+        assert text.count("HELD-ONE") == 1

@@ -18,7 +18,8 @@ Claude Code (the hook answers ``ack``, and the prompt is then closed as ``answer
 restarted) sends the same report again, finds the same prompt and receives its decision. When
 the last hook waiting on a prompt leaves without a decision (its dialog was answered in the
 agent's terminal), or none came back for it within ``RECONNECT_SECONDS`` of a restart, the
-agent's pane is read for the dialog to be gone (``agent.attention.left``).
+agent's pane is read for the dialog to be gone (``agent.attention.left``); a dialog that still
+shows is looked at again every ``SPOOL_SECONDS`` until it is answered in the terminal.
 """
 
 from __future__ import annotations
@@ -157,6 +158,9 @@ class Channel:
         one of them prints a decision or it answers its own dialog, so a prompt submitted
         meanwhile does not end that wait (``waits``, ``hook_apply.apply``)."""
         self._held_lock = threading.Lock()
+        self.unheard: set[str] = set()
+        """Prompts whose dialog still showed when the last hook waiting on them had left:
+        looked at again every ``SPOOL_SECONDS`` until the dialog is gone (``recheck``)."""
         self.handlers: set[asyncio.Task[Any]] = set()
         self.pruned_at = 0.0
 
@@ -171,6 +175,7 @@ class Channel:
         try:
             while not await wait_or_stop(stop, SPOOL_SECONDS):
                 await asyncio.to_thread(self.apply_spool)
+                await self.recheck()
                 watch.progressed()
         finally:
             server.close()
@@ -300,12 +305,28 @@ class Channel:
             settled.cancel()
             self._hold(prompt_id, -1)
 
-    async def look(self, prompt_id: str) -> None:
-        """Once no hook waits on PROMPT_ID, read its agent's pane for the dialog to be gone
-        (``agent.attention.left``)."""
-        await asyncio.to_thread(
-            dialog_left.look, self.ctx, prompt_id, lambda: self._left(prompt_id)
+    async def look(
+        self, prompt_id: str, seconds: float = dialog_left.LOOK_SECONDS, tell: bool = True
+    ) -> None:
+        """Once no hook waits on PROMPT_ID, read its agent's pane for SECONDS for the dialog
+        to be gone (``agent.attention.left``); a dialog that still shows is looked at again
+        (``recheck``)."""
+        found = await asyncio.to_thread(
+            dialog_left.look, self.ctx, prompt_id, lambda: self._left(prompt_id), seconds, tell
         )
+        if found == dialog_left.SHOWN:
+            self.unheard.add(prompt_id)
+        else:
+            self.unheard.discard(prompt_id)
+
+    async def recheck(self) -> None:
+        """Look briefly again at each dialog that still showed when its hook had left: Claude
+        Code's own dialog waits in the terminal, and nothing reports when it is answered there."""
+        for prompt_id in list(self.unheard):
+            if self._left(prompt_id):
+                await self.look(prompt_id, dialog_left.RECHECK_SECONDS, tell=False)
+            else:
+                self.unheard.discard(prompt_id)  # a hook waits on it again
 
     def _left(self, prompt_id: str) -> bool:
         return not self.held.get(prompt_id)

@@ -18,8 +18,8 @@ dialog. The agent is then ``waiting`` when one of the harness's ``waitingPattern
 dialog was dismissed (Claude Code: "Interrupted" right over its input box), else ``working``: a
 yes runs the tool, for as long as it takes, and a wrong ``waiting`` could let idle suspension
 stop it. A screen that still shows the dialog (the hook died; Claude Code's own dialog waits in
-the terminal), or no input box, leaves the prompt as it is. Either way the look ends with
-``hook.left``.
+the terminal), or no input box, leaves the prompt as it is; the channel looks again, briefly,
+every few seconds, until it is answered there. Either way the look ends with ``hook.left``.
 
 Only for harnesses whose attention comes from hooks (``signals: hooks``); blocking (the channel
 runs it in a worker thread).
@@ -43,6 +43,10 @@ LOOK_SECONDS = 5.0
 """How long the pane is read after the hook left for the dialog to be gone (Claude Code redraws
 its input box at once; a busy host may take a moment)."""
 LOOK_GAP = 0.1
+RECHECK_SECONDS = 0.15
+"""A look again at a dialog that still showed (two reads): see ``agent.attention.channel``."""
+GONE = "gone"
+SHOWN = "shown"
 DRAWN_SECONDS = 2.0
 """Nothing is read before the prompt is this old: Claude Code reports its dialog about 0.5 s
 before it draws it, and until then its screen shows the input box, which would read as the
@@ -60,33 +64,41 @@ RULES = {
 }
 
 
-def look(ctx: Ctx, prompt_id: str, left: Callable[[], bool]) -> bool:
-    """Read the pane of PROMPT_ID's agent while LEFT says no hook waits on it any more; once
-    two reads in a row show its dialog gone, close the prompt as moved-on and set the state
-    they show. Whether it did; stops early when the prompt is closed or answered meanwhile, a
-    hook waits on it again, the agent has no pane of ours, or the daemon stops."""
-    deadline = time.monotonic() + LOOK_SECONDS
+def look(
+    ctx: Ctx,
+    prompt_id: str,
+    left: Callable[[], bool],
+    seconds: float = LOOK_SECONDS,
+    tell: bool = True,
+) -> str | None:
+    """Read the pane of PROMPT_ID's agent for SECONDS while LEFT says no hook waits on it any
+    more; once two reads in a row show its dialog gone, close the prompt as moved-on and set
+    the state they show. ``GONE`` when it did, ``SHOWN`` when the dialog still showed at the
+    end (logged only when TELL), None when it stopped early: the prompt was closed or answered
+    meanwhile, a hook waits on it again, the agent has no pane of ours, or the daemon stops."""
+    deadline = time.monotonic() + seconds
     before = ""
     while not ctx.stopping.is_set() and left():
         found = store.get_prompt(ctx.db.connect(), prompt_id)
         if found is None or not found.pending:
-            return False
+            return None
         early = found.created_at + DRAWN_SECONDS - time.time()
         if early > 0:  # not drawn yet, maybe: the look's time starts once it is
-            deadline = max(deadline, time.monotonic() + early + LOOK_SECONDS)
+            deadline = max(deadline, time.monotonic() + early + seconds)
             time.sleep(min(early, LOOK_GAP))
             continue
         shown = _shown(ctx, found)
         if shown is None:
-            return False
+            return None
         if shown and shown == before:
-            return _moved_on(ctx, found, shown)
+            return GONE if _moved_on(ctx, found, shown) else None
         if time.monotonic() >= deadline:
-            _left(ctx, found, "shown")
-            return False
+            if tell:
+                _left(ctx, found, SHOWN)
+            return SHOWN
         before = shown
         time.sleep(LOOK_GAP)
-    return False
+    return None
 
 
 def _shown(ctx: Ctx, prompt: store.Prompt) -> str | None:
@@ -128,7 +140,7 @@ def _moved_on(ctx: Ctx, prompt: store.Prompt, state: str) -> bool:
         if now_open is None or now_open.id != prompt.id or not now_open.pending:
             return False
         store.set_state(tx, prompt.agent, state, SIGNAL, RULES[state], now=time.time())
-    _left(ctx, prompt, "gone")
+    _left(ctx, prompt, GONE)
     return True
 
 
