@@ -311,9 +311,13 @@ class Channel:
         """Once no hook waits on PROMPT_ID, read its agent's pane for SECONDS for the dialog
         to be gone (``agent.attention.left``); a dialog that still shows is looked at again
         (``recheck``)."""
-        found = await asyncio.to_thread(
-            dialog_left.look, self.ctx, prompt_id, lambda: self._left(prompt_id), seconds, tell
-        )
+        try:
+            found = await asyncio.to_thread(
+                dialog_left.look, self.ctx, prompt_id, lambda: self._left(prompt_id), seconds, tell
+            )
+        except Exception:  # the database or tmux is away: looked at again on the next beat
+            log.log(logging.WARNING if tell else logging.DEBUG, "cannot look at %s", prompt_id)
+            found = dialog_left.SHOWN
         if found == dialog_left.SHOWN:
             self.unheard.add(prompt_id)
         else:
