@@ -158,6 +158,8 @@ class Channel:
         one of them prints a decision or it answers its own dialog, so a prompt submitted
         meanwhile does not end that wait (``waits``, ``hook_apply.apply``)."""
         self._held_lock = threading.Lock()
+        self.looking: set[str] = set()
+        """Prompts whose agent's pane a look reads now."""
         self.unheard: set[str] = set()
         """Prompts whose dialog still showed when the last hook waiting on them had left:
         looked at again every ``SPOOL_SECONDS`` until the dialog is gone (``recheck``)."""
@@ -310,7 +312,10 @@ class Channel:
     ) -> None:
         """Once no hook waits on PROMPT_ID, read its agent's pane for SECONDS for the dialog
         to be gone (``agent.attention.left``); a dialog that still shows is looked at again
-        (``recheck``)."""
+        (``recheck``). One look at a time per prompt."""
+        if prompt_id in self.looking:
+            return
+        self.looking.add(prompt_id)
         try:
             found = await asyncio.to_thread(
                 dialog_left.look, self.ctx, prompt_id, lambda: self._left(prompt_id), seconds, tell
@@ -318,6 +323,8 @@ class Channel:
         except Exception:  # the database or tmux is away: looked at again on the next beat
             log.log(logging.WARNING if tell else logging.DEBUG, "cannot look at %s", prompt_id)
             found = dialog_left.SHOWN
+        finally:
+            self.looking.discard(prompt_id)
         if found == dialog_left.SHOWN:
             self.unheard.add(prompt_id)
         else:
@@ -339,16 +346,18 @@ class Channel:
         """After a restart: once the hooks that were waiting had ``RECONNECT_SECONDS`` to
         send their report again, look at the pane of each hook's prompt none came back for
         (its dialog was answered in the terminal while the daemon was away)."""
+        listening = time.time()
         if await wait_or_stop(stop, RECONNECT_SECONDS):
             return
-        pending = await asyncio.to_thread(self._hook_prompts)
+        pending = await asyncio.to_thread(self._hook_prompts, listening)
         await asyncio.gather(*(self.look(p) for p in pending if self._left(p)))
 
-    def _hook_prompts(self) -> list[str]:
-        """The pending prompts that a permission hook opened (they name a tool)."""
+    def _hook_prompts(self, before: float) -> list[str]:
+        """The pending prompts that a permission hook opened (they name a tool) BEFORE then
+        (a prompt opened since is its hook's own connection's to look after)."""
         conn = self.ctx.db.connect()
         found = [store.pending_of(conn, agent) for agent, _ in store.agents_in(conn, store.HUMAN)]
-        return [p.id for p in found if p is not None and p.tool]
+        return [p.id for p in found if p is not None and p.tool and p.created_at < before]
 
     # --- the spool --------------------------------------------------------------------------
 
