@@ -37,6 +37,7 @@ from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.agent.spend.memory import tree_pids
 
 pytestmark = [
     pytest.mark.claude,
@@ -76,29 +77,15 @@ def _hooks_of(work: Work) -> list[int]:
     """The hook processes running under the agent's pane."""
     target = work.session_json(REF)["tmuxTarget"]
     shown = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}")
-    top = int(shown.stdout)
-    parent: dict[int, int] = {}
     found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid in tree_pids({"pane": [int(shown.stdout)]})["pane"]:
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
-            continue
-        parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+            continue  # ended meanwhile
         if HOOK.encode() in argv and b"claude" not in argv:
-            found.append(int(entry))
-
-    def under(pid: int) -> bool:
-        while pid > 1:
-            if pid == top:
-                return True
-            pid = parent.get(pid, 0)
-        return False
-
-    return [pid for pid in found if under(pid)]
+            found.append(pid)
+    return found
 
 
 def _allow(daemon: Daemon, prompt_id: str) -> int:

@@ -355,9 +355,7 @@ class Channel:
     def _hook_prompts(self, before: float) -> list[str]:
         """The pending prompts that a permission hook opened (they name a tool) BEFORE then
         (a prompt opened since is its hook's own connection's to look after)."""
-        conn = self.ctx.db.connect()
-        found = [store.pending_of(conn, agent) for agent, _ in store.agents_in(conn, store.HUMAN)]
-        return [p.id for p in found if p is not None and p.tool and p.created_at < before]
+        return [p.id for p in store.overdue(self.ctx.db.connect(), before) if p.tool]
 
     # --- the spool --------------------------------------------------------------------------
 

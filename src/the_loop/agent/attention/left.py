@@ -107,8 +107,10 @@ def _shown(ctx: Ctx, prompt: store.Prompt) -> str | None:
     input), ``working`` (its input box and no dialog), or "" (a dialog, or no input box);
     None when it cannot tell (no pane of ours, a harness not read through hooks)."""
     row = store.get(ctx.db.connect(), prompt.agent)
-    settings = ctx.config.attention_of(row.harness) if row is not None else None
-    if row is None or settings is None or settings.signals != "hooks":
+    if row is None:
+        return None
+    settings = ctx.config.attention_of(row.harness)
+    if settings.signals != "hooks":
         return None
     adapter = recorded_adapter(ctx.config, row.harness)
     if adapter is None or adapter.ready_pattern is None:
