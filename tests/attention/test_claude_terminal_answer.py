@@ -13,7 +13,9 @@ the screen ends the wait, which the-loop looks for again every few seconds.
 from __future__ import annotations
 
 import os
+import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -226,3 +228,96 @@ def test_a_hook_that_died_before_its_dialog_was_drawn_holds_everything_until_it_
         assert read == [("needs-permission", "waiting")]
         text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD")
         assert text.count("HELD-ONE") == 1
+
+
+def _ended_by_esc(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> None:
+    """Esc in the terminal ends a wait whose allow no hook took: looked at again, the prompt
+    closes (moved-on, the allow still named), the agent reads waiting, the held comment goes
+    on once, and the tool never ran."""
+    wait_until(lambda: attention_of(daemon).get("prompt") is None, 30, what="the wait ended")
+    assert [e["payload"]["dialog"] for e in _events(daemon, "hook.left")] == ["shown", "gone"]
+    read = [
+        (c["from"], c["to"])
+        for c in (e["payload"] for e in _events(daemon, "session.attention_changed"))
+        if "in the agent's terminal" in c["rule"]
+    ]
+    assert read == [("needs-permission", "waiting")]
+    text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD")
+    assert text.count("HELD-ONE") == 1
+    history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
+    assert (history[0]["id"], history[0]["decision"], history[0]["outcome"]) == (
+        asked["id"],
+        "allow",
+        "moved-on",
+    )
+    _not_run(daemon, api)
+
+
+def test_an_allow_no_hook_took_still_lets_the_terminal_end_the_wait(
+    work: Work, loop_env: Env
+) -> None:
+    """The hook died with its dialog up; an allow is then recorded but nobody takes it. While
+    the allow waits to be taken, the dialog is dismissed in the terminal: the wait ends, and
+    the allow is told it was not taken (409), not that it was (200)."""
+    with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
+        asked = _asking(daemon, gh)
+        for pid in wait_until(lambda: _hooks_of(work), 30, what="the waiting hook"):
+            os.kill(pid, signal.SIGKILL)
+        found = wait_until(lambda: _events(daemon, "hook.left"), 30, what="the look at the pane")
+        assert [e["payload"]["dialog"] for e in found] == ["shown"]
+        with ThreadPoolExecutor(1) as pool:
+            allowed = pool.submit(_allow, daemon, asked["id"])
+            wait_until(
+                lambda: attention_of(daemon)["prompt"]["decision"] == "allow", 10, what="recorded"
+            )
+            now = attention_of(daemon)
+            assert now["state"] == "needs-permission" and now["prompt"]["id"] == asked["id"]
+            assert "Esc to cancel" in screen_text(daemon) and "HELD-ONE" not in user_text(api)
+            _keys(work, "Escape")
+            assert allowed.result() == 409  # the agent never took it
+        _ended_by_esc(daemon, api, asked)
+
+
+def test_a_hook_that_went_away_before_it_took_its_allow(work: Work, loop_env: Env) -> None:
+    """The decision is sent, but the hook never says it took it (stopped, then killed): the
+    pane is read as when a hook leaves without one, and the dialog Claude Code still shows
+    ends the wait once it is answered in the terminal."""
+    with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
+        asked = _asking(daemon, gh)
+        hooks = wait_until(lambda: _hooks_of(work), 30, what="the waiting hook")
+        for pid in hooks:
+            os.kill(pid, signal.SIGSTOP)
+        assert _allow(daemon, asked["id"]) == 503  # sent; the hook never took it
+        found = wait_until(lambda: _events(daemon, "hook.left"), 30, what="the look at the pane")
+        assert [e["payload"]["dialog"] for e in found] == ["shown"]
+        for pid in hooks:
+            os.kill(pid, signal.SIGKILL)
+        assert attention_of(daemon)["state"] == "needs-permission"
+        assert "Esc to cancel" in screen_text(daemon) and "HELD-ONE" not in user_text(api)
+        _keys(work, "Escape")
+        _ended_by_esc(daemon, api, asked)
+
+
+def test_an_allow_no_hook_took_across_a_restart(work: Work, loop_env: Env) -> None:
+    """The same after the daemon restarted: no hook comes back for the prompt, answered or
+    not, so its pane is read again, and Esc there ends the wait."""
+    with item_at(work, loop_env, NOTICE_LATE) as (daemon, gh, api):
+        asked = _asking(daemon, gh)
+        for pid in wait_until(lambda: _hooks_of(work), 30, what="the waiting hook"):
+            os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: _events(daemon, "hook.left"), 30, what="the look at the pane")
+        assert _allow(daemon, asked["id"]) == 503  # recorded; no hook is there to take it
+        daemon.stop()
+        daemon.start(FAKE_GH_TOKEN=gh.token)
+        wait_until(lambda: len(_events(daemon, "hook.left")) == 2, 30, what="the look again")
+        assert attention_of(daemon)["state"] == "needs-permission"
+        _keys(work, "Escape")
+        wait_until(lambda: attention_of(daemon).get("prompt") is None, 30, what="the wait ended")
+        assert [e["payload"]["dialog"] for e in _events(daemon, "hook.left")] == [
+            "shown",
+            "shown",
+            "gone",
+        ]
+        text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD")
+        assert text.count("HELD-ONE") == 1
+        _not_run(daemon, api)

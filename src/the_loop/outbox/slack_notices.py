@@ -96,7 +96,10 @@ def outcome_text(prompt: attention_store.Prompt) -> str:
     head = prompt_text(prompt.kind, prompt.tool, prompt.detail, prompt.id)
     if prompt.decision is not None:
         done = "Allowed" if prompt.decision == "allow" else "Denied"
-        return f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})."
+        said = f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})"
+        if prompt.untaken:
+            return f"{said}, {attention_store.NOT_TAKEN}."
+        return f"{said}."
     if prompt.actor is not None:  # a question answered through the-loop
         given = prompt.outcome or ""
         what = given.removeprefix("answered: ") if given.startswith("answered: ") else ""
@@ -121,12 +124,11 @@ def queue_outcome(ctx: Ctx, prompt_id: str, now: float) -> bool:
     conn = ctx.db.connect()
     prompt = attention_store.get_prompt(conn, prompt_id)
     posted = store.posted_prompt(conn, prompt_id)
-    if prompt is None or posted is None or prompt.pending:
-        return False
+    if prompt is None or posted is None or prompt.closed_at is None:
+        return False  # told once closed: an answer recorded may not be taken
     typing = prompt.actor is not None and prompt.decision is None
     recorded = (prompt.outcome or "").startswith("answered: ")
-    closed = prompt.closed_at if prompt.closed_at is not None else now
-    if typing and not recorded and now - closed < ANSWERING_SECONDS:
+    if typing and not recorded and now - prompt.closed_at < ANSWERING_SECONDS:
         return False  # told once the answer is recorded (or at a pass after the wait)
     with ctx.db.transaction() as tx:
         if not store.mark_update(tx, prompt_id, now):

@@ -60,6 +60,13 @@ _INFO, _DEBUG = 20, 10
 # ``dataclasses`` (with ``inspect``) would double its start-up.
 
 
+NOT_TAKEN = (
+    "but the agent never confirmed it took that answer: its dialog was closed in the agent's "
+    "terminal first"
+)
+"""What the follow-ups on GitHub and Slack add to an ``untaken`` answer."""
+
+
 class Prompt:
     """One wait on a person: a question (``kind`` question) or a tool awaiting permission."""
 
@@ -91,6 +98,12 @@ class Prompt:
     @property
     def pending(self) -> bool:
         return self.decision is None and self.closed_at is None
+
+    @property
+    def untaken(self) -> bool:
+        """An answer was recorded, but the prompt closed without the agent's confirming it took
+        it: its hook had left, and its dialog went from the screen (``agent.attention.left``)."""
+        return self.decision is not None and self.outcome == "moved-on"
 
     @property
     def choices(self) -> list[str] | None:
@@ -427,16 +440,18 @@ def _new_lines(previous: str, message: str) -> str:
 
 
 def _same_dialog(open_prompt: Prompt, new: NewPrompt) -> bool:
-    """True when NEW is about the dialog OPEN_PROMPT (still pending) already stands for: the
-    same prompt reported again, or a vaguer word (no tool: Claude Code's ``permission_prompt``
-    notification after its ``PermissionRequest``) about a dialog known with its tool."""
-    if not open_prompt.pending:
+    """True when NEW is about the dialog OPEN_PROMPT (still open) already stands for: the
+    same prompt reported again while pending, or a vaguer word (no tool: Claude Code's
+    ``permission_prompt`` notification after its ``PermissionRequest``) about a dialog known
+    with its tool, also one answered whose answer the agent has not taken yet."""
+    if open_prompt.closed_at is not None:
         return False
     if not new.tool:  # a vaguer word never replaces a dialog known with its tool
-        return bool(open_prompt.tool) or (open_prompt.kind, open_prompt.text) == (
-            new.kind,
-            new.text,
+        return bool(open_prompt.tool) or (
+            open_prompt.pending and (open_prompt.kind, open_prompt.text) == (new.kind, new.text)
         )
+    if not open_prompt.pending:
+        return False
     return (open_prompt.kind, open_prompt.tool, open_prompt.input) == (
         new.kind,
         new.tool,
@@ -586,10 +601,11 @@ def due_notices(conn: Connection, before: float) -> list[Prompt]:
 
 
 def due_followups(conn: Connection) -> list[Prompt]:
-    """Prompts with a notice posted that were answered or closed, not yet followed up."""
+    """Prompts with a notice posted that are closed, not yet followed up (an answer recorded
+    is followed up once its prompt closes: the agent took it, or its dialog went otherwise)."""
     cur = conn.execute(
         f"SELECT {_PROMPT} FROM attention_prompts WHERE notice_at IS NOT NULL"
-        " AND followup_at IS NULL AND (decision IS NOT NULL OR closed_at IS NOT NULL)"
+        " AND followup_at IS NULL AND closed_at IS NOT NULL"
         " ORDER BY created_at"
     )
     return [Prompt(r) for r in cur.fetchall()]
@@ -647,10 +663,12 @@ def prompts_of(conn: Connection, agent: str, limit: int) -> list[Prompt]:
     return [Prompt(r) for r in cur.fetchall()]
 
 
-def overdue(conn: Connection, before: float) -> list[Prompt]:
-    """Pending prompts of any agent opened at BEFORE or earlier, oldest first."""
+def overdue(conn: Connection, before: float, answered: bool = False) -> list[Prompt]:
+    """Pending prompts of any agent opened at BEFORE or earlier, oldest first; with ANSWERED,
+    also those whose answer was recorded and not taken yet (open)."""
+    pending = "" if answered else " AND decision IS NULL"
     cur = conn.execute(
-        f"SELECT {_PROMPT} FROM attention_prompts WHERE decision IS NULL AND closed_at IS NULL"
+        f"SELECT {_PROMPT} FROM attention_prompts WHERE closed_at IS NULL{pending}"
         " AND created_at <= ? ORDER BY created_at",
         (before,),
     )

@@ -132,10 +132,11 @@ def first_unposted_prompt(conn: Connection) -> float | None:
 
 
 def due_updates(conn: Connection) -> list[str]:
-    """Posted prompts that were answered or closed since, whose update is not queued yet."""
+    """Posted prompts that closed since, whose update is not queued yet (an answer recorded is
+    told once its prompt closes: the agent took it, or its dialog went otherwise)."""
     cur = conn.execute(
         "SELECT s.prompt_id FROM slack_prompts s JOIN attention_prompts p ON p.id = s.prompt_id"
-        " WHERE s.update_queued_at IS NULL AND (p.decision IS NOT NULL OR p.closed_at IS NOT NULL)"
+        " WHERE s.update_queued_at IS NULL AND p.closed_at IS NOT NULL"
         " ORDER BY s.queued_at"
     )
     return [str(r[0]) for r in cur.fetchall()]

@@ -76,7 +76,10 @@ def followup_text(prompt: store.Prompt) -> str:
     """The follow-up of a noticed prompt that is no longer pending."""
     if prompt.decision is not None:
         done = "allowed" if prompt.decision == "allow" else "denied"
-        return f"Prompt `{prompt.id}` was {done} by {prompt.actor} (via {prompt.via})."
+        said = f"Prompt `{prompt.id}` was {done} by {prompt.actor} (via {prompt.via})"
+        if prompt.untaken:
+            return f"{said}, {store.NOT_TAKEN}."
+        return f"{said}."
     if prompt.actor is not None:
         return f"Prompt `{prompt.id}` was answered by {prompt.actor} (via {prompt.via})."
     outcome = {

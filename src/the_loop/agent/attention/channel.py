@@ -16,10 +16,11 @@ beat of its own): ``decision JSON`` when it is answered, JSON being what the hoo
 Claude Code (the hook answers ``ack``, and the prompt is then closed as ``answered``),
 ``closed`` when it was closed without a decision. A hook whose connection dropped (the daemon
 restarted) sends the same report again, finds the same prompt and receives its decision. When
-the last hook waiting on a prompt leaves without a decision (its dialog was answered in the
-agent's terminal), or none came back for it within ``RECONNECT_SECONDS`` of a restart, the
-agent's pane is read for the dialog to be gone (``agent.attention.left``); a dialog that still
-shows is looked at again every ``SPOOL_SECONDS`` until it is answered in the terminal.
+the last hook waiting on a prompt leaves without a decision, or without saying it took the one
+it was sent (its dialog was answered in the agent's terminal; it was killed), or none came back
+for it within ``RECONNECT_SECONDS`` of a restart, the agent's pane is read for the dialog to
+be gone (``agent.attention.left``); a dialog that still shows is looked at again every
+``SPOOL_SECONDS`` until it is answered in the terminal.
 """
 
 from __future__ import annotations
@@ -279,8 +280,8 @@ class Channel:
     ) -> bool:
         """Wait until PROMPT_ID is decided (send the decision; on the hook's acknowledgement
         close it as answered) or closed (send ``closed``); stop when the hook goes away.
-        Whether it went away before either (its dialog was answered in the agent's terminal,
-        or it was killed)."""
+        Whether it went away before either, or before it said it took the decision (its dialog
+        was answered in the agent's terminal, or it was killed)."""
         assert self.decisions is not None, "the channel runs"
         if prompt_id is None:  # no prompt was opened for it
             await reply(writer, CLOSED)
@@ -297,11 +298,12 @@ class Channel:
                 return False
             await reply(writer, DECISION, hook_apply.decision_output(found))
             acked = await asyncio.wait_for(heard, ACK_SECONDS)
-            if acked:
-                await asyncio.to_thread(hook_apply.finish, self.ctx.db, found.id)
+            if not acked:
+                return True  # it went away before it took the decision
+            await asyncio.to_thread(hook_apply.finish, self.ctx.db, found.id)
             return False
         except TimeoutError:
-            return False
+            return True  # no word that it took the decision: the pane tells
         finally:
             heard.cancel()
             settled.cancel()
@@ -353,9 +355,11 @@ class Channel:
         await asyncio.gather(*(self.look(p) for p in pending if self._left(p)))
 
     def _hook_prompts(self, before: float) -> list[str]:
-        """The pending prompts that a permission hook opened (they name a tool) BEFORE then
-        (a prompt opened since is its hook's own connection's to look after)."""
-        return [p.id for p in store.overdue(self.ctx.db.connect(), before) if p.tool]
+        """The open prompts that a permission hook opened (they name a tool) BEFORE then, an
+        answer recorded for them or not (a prompt opened since is its hook's own connection's
+        to look after)."""
+        found = store.overdue(self.ctx.db.connect(), before, answered=True)
+        return [p.id for p in found if p.tool]
 
     # --- the spool --------------------------------------------------------------------------
 

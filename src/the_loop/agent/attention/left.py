@@ -80,8 +80,8 @@ def look(
     before = ""
     while not ctx.stopping.is_set() and left():
         found = store.get_prompt(ctx.db.connect(), prompt_id)
-        if found is None or not found.pending:
-            return None
+        if found is None or found.closed_at is not None:
+            return None  # an answer recorded that no hook took leaves it open: looked at
         early = found.created_at + DRAWN_SECONDS - time.time()
         if early > 0:  # not drawn yet, maybe: the look's time starts once it is
             deadline = max(deadline, time.monotonic() + early + seconds)
@@ -134,14 +134,16 @@ def _shown(ctx: Ctx, prompt: store.Prompt) -> str | None:
 
 
 def _moved_on(ctx: Ctx, prompt: store.Prompt, state: str) -> bool:
-    """Close PROMPT (moved-on) and set its agent's STATE, when it is still the prompt the
-    agent waits on, undecided."""
+    """Close PROMPT (moved-on, also when an answer no hook took was recorded for it) and set
+    its agent's STATE, when it is still the open prompt the agent waits on."""
     with ctx.db.transaction() as tx:
         row = store.get(tx, prompt.agent)
         now_open = row.prompt if row is not None else None
-        if now_open is None or now_open.id != prompt.id or not now_open.pending:
+        if now_open is None or now_open.id != prompt.id or now_open.closed_at is not None:
             return False
-        store.set_state(tx, prompt.agent, state, SIGNAL, RULES[state], now=time.time())
+        now = time.time()
+        store.close_prompt(tx, prompt.id, "moved-on", now)  # not "answered": none was taken
+        store.set_state(tx, prompt.agent, state, SIGNAL, RULES[state], now=now)
     _left(ctx, prompt, GONE)
     return True
 

@@ -318,7 +318,8 @@ def answer_permission(
     notice quoted; otherwise ``Conflict`` listing the pending prompts. ``Conflict`` too when
     the prompt is a question, or was answered or closed before (the first answer wins);
     ``NotFound`` for an unknown REF. Reported done only when the dialog took the answer (the
-    hook confirmed it, or the screen no longer shows it); ``Unavailable`` otherwise."""
+    hook confirmed it, or the screen no longer shows it); ``Conflict`` when the dialog was
+    answered in the agent's terminal before the hook took it, ``Unavailable`` otherwise."""
     key = agent_key(ctx, ref)
     conn = ctx.db.connect()
     row = store.get(conn, key)
@@ -404,12 +405,20 @@ def _clip(text: str, limit: int = 80) -> str:
 
 def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
     """Wait until the harness's hook took the answer to TARGET (it closes the prompt as
-    ``answered``); ``Unavailable`` when it did not within ``CONFIRM_SECONDS``."""
+    ``answered``); ``Conflict`` when the prompt closed otherwise (its dialog was answered in
+    the agent's terminal first), ``Unavailable`` when it did not close within
+    ``CONFIRM_SECONDS``."""
     deadline = time.monotonic() + CONFIRM_SECONDS
     while True:
         found = store.get_prompt(ctx.db.connect(), target.id)
         if found is not None and found.closed_at is not None:
-            return
+            if found.outcome == "answered":
+                return
+            raise Conflict(
+                f"the answer to {target.id} is recorded, but the agent never confirmed it took "
+                f"it: the prompt closed first ({found.outcome}: its dialog was closed in the "
+                "agent's terminal)"
+            )
         if time.monotonic() >= deadline:
             raise Unavailable(
                 f"the answer to {target.id} is recorded, but the agent has not taken it yet: "

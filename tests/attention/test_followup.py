@@ -1,0 +1,65 @@
+"""The follow-up on a noticed prompt says what happened to it: an answer recorded is followed
+up once its prompt closes, and one the agent never took (its hook had died, and the dialog was
+answered in the agent's terminal: ``agent.attention.left``) is not reported as taken, on
+GitHub or in Slack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from the_loop.outbox.slack_notices import outcome_text
+from the_loop.store import attention as store
+from the_loop.store import slack as slack_store
+from the_loop.store.db import Database, open_database
+from the_loop.work_items.notice import followup_text
+
+AGENT = "a-followup"
+
+
+def _noticed(tmp_path: Path) -> tuple[Database, str]:
+    db = open_database(tmp_path)
+    with db.transaction() as tx:
+        change = store.set_state(
+            tx, AGENT, store.NEEDS_PERMISSION, "claude-hook:PermissionRequest", "Bash",
+            now=1.0, prompt=store.NewPrompt("permission", tool="Bash", input="make deploy"),
+            work_item="github:octo/repo#1",
+        )  # fmt: skip
+        assert change is not None and change.prompt_id is not None
+        assert store.mark_notice(tx, change.prompt_id, 2.0)
+        assert store.answer(tx, change.prompt_id, "allow", "alice", "github-comment", 3.0)
+    return db, change.prompt_id
+
+
+def _followed_up(db: Database) -> list[str]:
+    return [followup_text(p) for p in store.due_followups(db.connect())]
+
+
+def test_an_answer_taken_is_followed_up_once_its_prompt_closes(tmp_path: Path) -> None:
+    db, pid = _noticed(tmp_path)
+    assert _followed_up(db) == [], "recorded, not taken yet: nothing to tell"
+    with db.transaction() as tx:
+        store.close_prompt(tx, pid, "answered", 4.0)  # the hook took it
+    assert _followed_up(db) == [f"Prompt `{pid}` was allowed by alice (via github-comment)."]
+
+
+def test_an_answer_the_agent_never_took_is_not_told_as_taken(tmp_path: Path) -> None:
+    db, pid = _noticed(tmp_path)
+    with db.transaction() as tx:  # the dialog went, answered in the terminal
+        store.close_prompt(tx, pid, "moved-on", 4.0)
+    [told] = _followed_up(db)
+    assert told.startswith(f"Prompt `{pid}` was allowed by alice (via github-comment), but ")
+    assert "never confirmed it took that answer" in told
+
+
+def test_slack_tells_an_answer_the_agent_never_took_as_such(tmp_path: Path) -> None:
+    db, pid = _noticed(tmp_path)
+    with db.transaction() as tx:
+        assert slack_store.add_prompt(tx, pid, "slack:C1:1.0", "C1", 2.0)
+    assert slack_store.due_updates(db.connect()) == [], "recorded, not taken yet"
+    with db.transaction() as tx:
+        store.close_prompt(tx, pid, "moved-on", 4.0)
+    assert slack_store.due_updates(db.connect()) == [pid]
+    found = store.get_prompt(db.connect(), pid)
+    assert found is not None
+    told = outcome_text(found)
+    assert "*Allowed* by alice (via github-comment), but the agent never confirmed" in told
