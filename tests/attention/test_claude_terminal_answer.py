@@ -250,6 +250,9 @@ def _ended_by_esc(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> 
         "allow",
         "moved-on",
     )
+    assert history[0]["untaken"] is True
+    listed = daemon.work.cli("attention", "history", REF).stdout.splitlines()
+    assert "allow (not taken)" in next(line for line in listed if asked["id"] in line)
     _not_run(daemon, api)
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import getpass
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from the_loop.cli import common
 from the_loop.cli.base import command, format_option, group
+
+if TYPE_CHECKING:
+    from the_loop.agent.attention.service import PromptView
 
 
 @group(
@@ -92,7 +96,7 @@ def history(ref: str, limit: int, fmt: str) -> None:
                 common.ago(p.created_at),
                 p.kind,
                 p.tool or "-",
-                "pending" if p.pending else (p.decision or p.outcome or "closed"),
+                _answer(p),
                 p.answered_by or "-",
                 p.answered_via or "-",
                 _question(p.detail, ""),
@@ -100,6 +104,15 @@ def history(ref: str, limit: int, fmt: str) -> None:
             for p in views
         ],
     )
+
+
+def _answer(p: PromptView) -> str:
+    """What became of P, as the ANSWER column says it."""
+    if p.pending:
+        return "pending"
+    if p.decision is not None:
+        return f"{p.decision} (not taken)" if p.untaken else p.decision
+    return p.outcome or "closed"
 
 
 def _asked(prompt: str) -> tuple[str, str, str]:

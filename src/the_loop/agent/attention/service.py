@@ -63,6 +63,9 @@ class PromptView(_View):
     answered_by: str | None = None
     answered_via: str | None = None
     outcome: str | None = None
+    untaken: bool = False
+    """The decision was recorded, but the agent never confirmed it took it: its dialog was
+    closed in the agent's terminal first (the outcome is then ``moved-on``)."""
     notice_posted_at: UtcDatetime | None = None
 
 
@@ -131,6 +134,7 @@ def _prompt_view(p: store.Prompt) -> PromptView:
         answered_by=p.actor,
         answered_via=p.via,
         outcome=p.outcome,
+        untaken=p.untaken,
         notice_posted_at=_when(p.notice_at) if p.notice_at is not None else None,
     )
 
@@ -422,8 +426,8 @@ def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
         if time.monotonic() >= deadline:
             raise Unavailable(
                 f"the answer to {target.id} is recorded, but the agent has not taken it yet: "
-                "its hook is not waiting on it (is the daemon running?); it applies as soon "
-                "as the hook asks again, or answer in the agent's terminal "
+                "no hook waits on it (the hook ended, or the daemon is not running); it "
+                "applies if the hook asks again, else answer in the agent's terminal "
                 "(`the-loop sessions attach`)"
             )
         time.sleep(0.05)
