@@ -65,6 +65,15 @@ def test_pages_need_a_login_and_render_for_the_role(site: Daemon) -> None:
     assert f'href="/sessions/{sid}"' in listing and "github:octo/repo#51" in listing
     session = full.get(f"/sessions/{sid}").text
     assert f'data-ws="/api/v1/sessions/{sid}/terminal"' in session
+    changed = wait_until(  # each event in the session's list says what it was
+        lambda: re.search(
+            r"<code>session\.attention_changed</code> (\S+ → waiting: [^<]+)</li>",
+            full.get(f"/sessions/{sid}").text,
+        ),
+        30,
+        what="the change to waiting listed",
+    )
+    assert changed.group(1).startswith("working → waiting: "), changed.group(1)
     assert 'data-read-only="false"' in session and "data-post=" in session
     standing = full.get("/standing").text
     assert 'data-post="/api/v1/standing/keeper/start"' in standing

@@ -73,6 +73,26 @@ def turns(count: int) -> str:
     return f"{count} turn" if count == 1 else f"{count} turns"
 
 
+GIST_LIMIT = 160
+
+
+def gist(payload: dict[str, Any]) -> str:
+    """One line of what an event in a session's list says: its summary or reason, a change of
+    attention (``waiting → working: the rule``), what a look at a dialog found, what a wait
+    asks."""
+    said = payload.get("summary") or payload.get("reason")
+    if not said and "from" in payload and "to" in payload:
+        said = f"{payload['from']} → {payload['to']}"
+        if payload.get("rule"):
+            said += f": {payload['rule']}"
+    if not said and payload.get("dialog"):
+        said = f"dialog {payload['dialog']}"
+    if not said and payload.get("state") and payload.get("text"):
+        said = f"{payload['state']}: {payload['text']}"
+    text = str(said or "")
+    return text if len(text) <= GIST_LIMIT else text[: GIST_LIMIT - 1] + "…"
+
+
 def badge(state: str) -> Markup:
     """A status badge (the CSS colours it by STATE)."""
     text = escape(state)
@@ -96,6 +116,7 @@ class Pages:
         self.env.filters["when"] = when
         self.env.filters["usd"] = usd
         self.env.filters["turns"] = turns
+        self.env.filters["gist"] = gist
         self.env.filters["safe_link"] = safe_link  # a payload's URL in href: http(s) only
         self.env.globals["badge"] = badge
         self.env.globals.update(asset=assets.url, nav=NAV, version=__version__)
