@@ -218,24 +218,15 @@ def test_a_hook_that_died_before_its_dialog_was_drawn_holds_everything_until_it_
         assert "HELD-ONE" not in user_text(api) and not tool_results(api, "toolu_1")
 
         _keys(work, "Escape")  # Claude Code's own dialog, dismissed there: looked at again
-        wait_until(lambda: attention_of(daemon).get("prompt") is None, 30, what="the wait ended")
-        assert [e["payload"]["dialog"] for e in _events(daemon, "hook.left")] == ["shown", "gone"]
-        read = [
-            (c["from"], c["to"])
-            for c in (e["payload"] for e in _events(daemon, "session.attention_changed"))
-            if "in the agent's terminal" in c["rule"]
-        ]
-        assert read == [("needs-permission", "waiting")]
-        text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD")
-        assert text.count("HELD-ONE") == 1
+        _waits_again(daemon, api, ["shown", "gone"])
 
 
-def _ended_by_esc(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> None:
-    """Esc in the terminal ends a wait whose allow no hook took: looked at again, the prompt
-    closes (moved-on, the allow still named), the agent reads waiting, the held comment goes
-    on once, and the tool never ran."""
+def _waits_again(daemon: Daemon, api: FakeAnthropic, looks: list[str]) -> None:
+    """Esc pressed on a dialog still shown after its hook left: the pane, looked at again
+    (LOOKS: what each look found), ends the wait; the agent reads waiting, and the held
+    comment goes on once."""
     wait_until(lambda: attention_of(daemon).get("prompt") is None, 30, what="the wait ended")
-    assert [e["payload"]["dialog"] for e in _events(daemon, "hook.left")] == ["shown", "gone"]
+    assert [e["payload"]["dialog"] for e in _events(daemon, "hook.left")] == looks
     read = [
         (c["from"], c["to"])
         for c in (e["payload"] for e in _events(daemon, "session.attention_changed"))
@@ -244,6 +235,14 @@ def _ended_by_esc(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> 
     assert read == [("needs-permission", "waiting")]
     text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD")
     assert text.count("HELD-ONE") == 1
+
+
+def _ended_by_esc(
+    daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any], looks: list[str]
+) -> None:
+    """Esc in the terminal ends a wait whose allow no hook took (``_waits_again``): the prompt
+    closes moved-on with the allow still named, as not taken, and the tool never ran."""
+    _waits_again(daemon, api, looks)
     history = daemon.api("GET", f"/attention-history/{quote(REF, safe=':/')}").json()
     assert (history[0]["id"], history[0]["decision"], history[0]["outcome"]) == (
         asked["id"],
@@ -278,7 +277,7 @@ def test_an_allow_no_hook_took_still_lets_the_terminal_end_the_wait(
             assert "Esc to cancel" in screen_text(daemon) and "HELD-ONE" not in user_text(api)
             _keys(work, "Escape")
             assert allowed.result() == 409  # the agent never took it
-        _ended_by_esc(daemon, api, asked)
+        _ended_by_esc(daemon, api, asked, ["shown", "gone"])
 
 
 def test_a_hook_that_went_away_before_it_took_its_allow(work: Work, loop_env: Env) -> None:
@@ -298,7 +297,7 @@ def test_a_hook_that_went_away_before_it_took_its_allow(work: Work, loop_env: En
         assert attention_of(daemon)["state"] == "needs-permission"
         assert "Esc to cancel" in screen_text(daemon) and "HELD-ONE" not in user_text(api)
         _keys(work, "Escape")
-        _ended_by_esc(daemon, api, asked)
+        _ended_by_esc(daemon, api, asked, ["shown", "gone"])
 
 
 def test_an_allow_no_hook_took_across_a_restart(work: Work, loop_env: Env) -> None:
@@ -315,12 +314,4 @@ def test_an_allow_no_hook_took_across_a_restart(work: Work, loop_env: Env) -> No
         wait_until(lambda: len(_events(daemon, "hook.left")) == 2, 30, what="the look again")
         assert attention_of(daemon)["state"] == "needs-permission"
         _keys(work, "Escape")
-        wait_until(lambda: attention_of(daemon).get("prompt") is None, 30, what="the wait ended")
-        assert [e["payload"]["dialog"] for e in _events(daemon, "hook.left")] == [
-            "shown",
-            "shown",
-            "gone",
-        ]
-        text = wait_until(lambda: "HELD-ONE" in user_text(api) and user_text(api), 60, what="HELD")
-        assert text.count("HELD-ONE") == 1
-        _not_run(daemon, api)
+        _ended_by_esc(daemon, api, asked, ["shown", "shown", "gone"])
