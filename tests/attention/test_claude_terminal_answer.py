@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 
 from tests.attention.test_claude_attention import (
@@ -98,6 +99,15 @@ def _allow(daemon: Daemon, prompt_id: str) -> int:
         json={"decision": "allow", "promptId": prompt_id, "actor": "alice"},
     )
     return answered.status_code
+
+
+def _page(daemon: Daemon, path: str) -> str:
+    """The dashboard's page at PATH, as a person logged in with the full token sees it."""
+    with httpx.Client(base_url=daemon.url, timeout=30) as client:
+        assert client.post("/login", json={"token": daemon.token}).status_code == 200
+        page = client.get(path)
+        assert page.status_code == 200, page.text
+        return page.text
 
 
 def _dismissed(daemon: Daemon, api: FakeAnthropic, asked: dict[str, Any]) -> None:
@@ -275,6 +285,9 @@ def test_an_allow_no_hook_took_still_lets_the_terminal_end_the_wait(
             now = attention_of(daemon)
             assert now["state"] == "needs-permission" and now["prompt"]["id"] == asked["id"]
             assert "Esc to cancel" in screen_text(daemon) and "HELD-ONE" not in user_text(api)
+            page = _page(daemon, f"/sessions/{now['sessionId']}")  # still waiting, and says why
+            assert "Waiting for you" in page and "has not taken the answer yet" in page
+            assert ">Allow</button>" not in page  # answered already
             _keys(work, "Escape")
             assert allowed.result() == 409  # the agent never took it
         _ended_by_esc(daemon, api, asked, ["shown", "gone"])

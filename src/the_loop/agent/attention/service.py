@@ -59,6 +59,9 @@ class PromptView(_View):
     (the command a Gemini dialog asks to run)."""
     created_at: UtcDatetime
     pending: bool
+    open: bool
+    """The agent still waits on it: not closed (``pending``, or answered and the answer not
+    taken yet: its hook ended, and the dialog waits in the agent's terminal)."""
     decision: str | None = None
     answered_by: str | None = None
     answered_via: str | None = None
@@ -130,6 +133,7 @@ def _prompt_view(p: store.Prompt) -> PromptView:
         detail=p.detail,
         created_at=_when(p.created_at),
         pending=p.pending,
+        open=p.closed_at is None,
         decision=p.decision,
         answered_by=p.actor,
         answered_via=p.via,
@@ -428,7 +432,7 @@ def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
                 f"the answer to {target.id} is recorded, but the agent has not taken it yet: "
                 "no hook waits on it (the hook ended, or the daemon is not running); it "
                 "applies if the hook asks again, else answer in the agent's terminal "
-                "(`the-loop sessions attach`)"
+                "(`the-loop sessions attach`, or the Terminal tab of its page)"
             )
         time.sleep(0.05)
 
