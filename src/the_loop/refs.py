@@ -177,6 +177,13 @@ def standing_of(key: str) -> str | None:
     return key[len(STANDING_KEY) :] if key.startswith(STANDING_KEY) else None
 
 
+def attach_command(key: str) -> str:
+    """The command that attaches a person's terminal to agent KEY's pane (a standing session's,
+    or a work item's session by its id), as the refusals that send them there name it."""
+    name = standing_of(key)
+    return f"the-loop sessions attach {key}" if name is None else f"the-loop standing attach {name}"
+
+
 def is_loop_target(target: str) -> bool:
     """True when TARGET is a name the-loop could own (``^loop-[A-Za-z0-9._-]+$``)."""
     return bool(TARGET_RE.match(target))

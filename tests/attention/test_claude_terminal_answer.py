@@ -302,7 +302,15 @@ def test_a_hook_that_went_away_before_it_took_its_allow(work: Work, loop_env: En
         hooks = wait_until(lambda: _hooks_of(work), 30, what="the waiting hook")
         for pid in hooks:
             os.kill(pid, signal.SIGSTOP)
-        assert _allow(daemon, asked["id"]) == 503  # sent; the hook never took it
+        session = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()["id"]
+        answered = daemon.api(
+            "POST",
+            f"/sessions/{session}/permission",
+            json={"decision": "allow", "promptId": asked["id"], "actor": "alice"},
+        )
+        assert answered.status_code == 503  # sent; the hook never took it
+        told = answered.json()["error"]["message"]
+        assert f"the-loop sessions attach {session}" in told, told  # where to answer it
         found = wait_until(lambda: _events(daemon, "hook.left"), 30, what="the look at the pane")
         assert [e["payload"]["dialog"] for e in found] == ["shown"]
         for pid in hooks:

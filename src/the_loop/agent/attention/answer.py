@@ -27,7 +27,7 @@ from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, Unavailable
 from the_loop.harness import recorded_adapter
 from the_loop.prompts import sanitize
-from the_loop.refs import standing_target
+from the_loop.refs import attach_command, standing_target
 from the_loop.runner import Probe, framed
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
@@ -119,7 +119,7 @@ def _options(prompt: store.Prompt) -> list[str]:
     if choices is None:
         raise Conflict(
             f"prompt {prompt.id} asks several questions: answer them in the agent's terminal "
-            "(`the-loop sessions attach`)"
+            f"(`{attach_command(prompt.agent)}`)"
         )
     return choices
 
@@ -165,12 +165,12 @@ def type_answer(ctx: Ctx, key: str, prompt: store.Prompt, typed: Typed) -> None:
         if not _send(ctx, target, step):
             raise Unavailable(
                 f"the answer to {prompt.id} was not taken as typed; answer it in the agent's "
-                "terminal (`the-loop sessions attach`)"
+                f"terminal (`{attach_command(key)}`)"
             )
     if not _until(ctx, target, prompt, shown=False):
         raise Unavailable(
             f"the answer to {prompt.id} was typed, but the screen still shows the question; "
-            "answer it in the agent's terminal (`the-loop sessions attach`)"
+            f"answer it in the agent's terminal (`{attach_command(key)}`)"
         )
 
 

@@ -33,7 +33,7 @@ from the_loop.agent import node as nodes
 from the_loop.config.attention import HarnessAttention
 from the_loop.context import Ctx
 from the_loop.errors import Conflict, Unavailable
-from the_loop.refs import standing_target
+from the_loop.refs import attach_command, standing_target
 from the_loop.runner import Answer, Probe
 from the_loop.runner.tmux_watch import PaneWatch
 from the_loop.store import attention as store
@@ -493,7 +493,7 @@ def answer_with_keys(ctx: Ctx, key: str, harness: str, target: store.Prompt, dec
     if not _gone(ctx, agent.target, settings, target.text):
         raise Unavailable(
             f"the keys for prompt {target.id} were sent, but the screen still shows it; answer "
-            f"it in the agent's terminal (`the-loop sessions attach`)"
+            f"it in the agent's terminal (`{attach_command(key)}`)"
         )
 
 

@@ -26,7 +26,7 @@ from typing import Literal
 from the_loop.context import Ctx
 from the_loop.engine import AnswerCommand
 from the_loop.errors import BadInput, Conflict, LoopError, NotFound, Unavailable
-from the_loop.refs import WorkItemRef, names_work_item
+from the_loop.refs import WorkItemRef, attach_command, names_work_item
 from the_loop.store import attention as store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
@@ -346,7 +346,7 @@ def answer_permission(
             taken = store.answer(tx, target.id, decision, actor, via, time.time())
         if not taken:
             raise Conflict(_stale(store.get_prompt(conn, target.id) or target))
-        _confirmed(ctx, target, ref)
+        _confirmed(ctx, target)
     else:
         _answer_by_keys(ctx, key, harness, target, decision, actor, via)
     return Answered(
@@ -411,7 +411,7 @@ def _clip(text: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _confirmed(ctx: Ctx, target: store.Prompt, ref: str) -> None:
+def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
     """Wait until the harness's hook took the answer to TARGET (it closes the prompt as
     ``answered``); ``Conflict`` when the prompt closed otherwise (its dialog was answered in
     the agent's terminal first), ``Unavailable`` when it did not close within
@@ -432,16 +432,9 @@ def _confirmed(ctx: Ctx, target: store.Prompt, ref: str) -> None:
                 f"the answer to {target.id} is recorded, but the agent has not taken it yet: "
                 "no hook waits on it (the hook ended, or the daemon is not running); it "
                 "applies if the hook asks again, else answer in the agent's terminal "
-                f"(`{_attach_command(target.agent, ref)}`, or the Terminal tab of its page)"
+                f"(`{attach_command(target.agent)}`, or the Terminal tab of its page)"
             )
         time.sleep(0.05)
-
-
-def _attach_command(agent: str, ref: str) -> str:
-    """The command that attaches a terminal to AGENT's pane (REF: as the answer named it)."""
-    if agent.startswith(store.STANDING_PREFIX):
-        return f"the-loop standing attach {agent.removeprefix(store.STANDING_PREFIX)}"
-    return f"the-loop sessions attach {ref}"
 
 
 class QuestionAnswered(_View):
