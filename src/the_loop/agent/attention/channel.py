@@ -20,7 +20,7 @@ the last hook waiting on a prompt leaves without a decision, or without saying i
 it was sent (its dialog was answered in the agent's terminal; it was killed), or none came back
 for it within ``RECONNECT_SECONDS`` of a restart, the agent's pane is read for the dialog to
 be gone (``agent.attention.left``); a dialog that still shows is looked at again every
-``SPOOL_SECONDS`` until it is answered in the terminal.
+``UNHEARD_SECONDS`` until it is answered in the terminal.
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ SPOOL_SECONDS = 5.0
 """How often the spool is looked at while the daemon listens (a hook spools only when it could
 not reach the socket; each report the socket takes applies the spool first, and the daemon
 applies it when it starts)."""
+UNHEARD_SECONDS = 1.0
+"""How often the channel's beat comes while a dialog whose hook left still shows (``recheck``:
+two reads of that pane; an answer given there ends the wait within about this)."""
 ACK_SECONDS = 5.0
 RECONNECT_SECONDS = 3.0
 """How long after it listens the channel gives the permission hooks that waited across a
@@ -163,7 +166,9 @@ class Channel:
         """Prompts whose agent's pane a look reads now."""
         self.unheard: set[str] = set()
         """Prompts whose dialog still showed when the last hook waiting on them had left:
-        looked at again every ``SPOOL_SECONDS`` until the dialog is gone (``recheck``)."""
+        looked at again every ``UNHEARD_SECONDS`` until the dialog is gone (``recheck``)."""
+        self.shown = asyncio.Event()
+        """Set when a prompt joins ``unheard``: the channel's beat comes sooner (``rest``)."""
         self.handlers: set[asyncio.Task[Any]] = set()
         self.pruned_at = 0.0
 
@@ -176,7 +181,7 @@ class Channel:
         server = await asyncio.start_unix_server(self.serve, sock=listen(path), limit=MAX_LINE)
         unclaimed = asyncio.create_task(self.look_unclaimed(stop), name="hook-unclaimed")
         try:
-            while not await wait_or_stop(stop, SPOOL_SECONDS):
+            while not await self.rest(stop):
                 await asyncio.to_thread(self.apply_spool)
                 await self.recheck()
                 watch.progressed()
@@ -329,8 +334,26 @@ class Channel:
             self.looking.discard(prompt_id)
         if found == dialog_left.SHOWN:
             self.unheard.add(prompt_id)
+            self.shown.set()
         else:
             self.unheard.discard(prompt_id)
+
+    async def rest(self, stop: asyncio.Event) -> bool:
+        """Wait for the channel's next beat: ``SPOOL_SECONDS``, or ``UNHEARD_SECONDS`` while a
+        dialog whose hook left still shows (also one found so meanwhile). True when STOP."""
+        if not self.unheard:
+            self.shown.clear()
+            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.shown.wait())]
+            try:
+                await asyncio.wait(
+                    waits, timeout=SPOOL_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                for waiting in waits:
+                    waiting.cancel()
+            if stop.is_set() or not self.unheard:
+                return stop.is_set()
+        return await wait_or_stop(stop, UNHEARD_SECONDS)
 
     async def recheck(self) -> None:
         """Look briefly again at each dialog that still showed when its hook had left: Claude
