@@ -63,3 +63,37 @@ def test_slack_tells_an_answer_the_agent_never_took_as_such(tmp_path: Path) -> N
     assert found is not None
     told = outcome_text(found)
     assert "*Allowed* by alice (via github-comment), but the agent never confirmed" in told
+
+
+def test_a_wait_that_ends_before_the_hook_took_its_answer_is_not_answered(
+    tmp_path: Path,
+) -> None:
+    """Any report that ends the wait first (the agent submitted a prompt typed in its
+    terminal, or ended) leaves the recorded answer untaken; the hook's word that it took it
+    makes it answered, also when that report came a moment before."""
+    db, pid = _noticed(tmp_path)
+    with db.transaction() as tx:
+        store.set_state(tx, AGENT, store.WORKING, "claude-hook:UserPromptSubmit", "typed", now=4.0)
+    found = store.get_prompt(db.connect(), pid)
+    assert found is not None and (found.outcome, found.untaken) == ("moved-on", True)
+    assert _followed_up(db)[0].endswith(f"{store.NOT_TAKEN}.")
+    with db.transaction() as tx:
+        store.took(tx, pid, 5.0)  # the hook had taken it after all
+    found = store.get_prompt(db.connect(), pid)
+    assert found is not None and (found.outcome, found.untaken) == ("answered", False)
+    assert found.closed_at == 4.0
+
+
+def test_an_answer_taken_by_keys_is_answered_however_its_wait_ends(tmp_path: Path) -> None:
+    db = open_database(tmp_path)
+    with db.transaction() as tx:
+        change = store.set_state(
+            tx, AGENT, store.NEEDS_PERMISSION, "screen", "Codex asks", now=1.0,
+            prompt=store.NewPrompt("permission", text="Run make deploy?"),
+        )  # fmt: skip
+        assert change is not None and change.prompt_id is not None
+        assert store.claim(tx, change.prompt_id, "alice", "cli", 2.0)
+        assert store.decide(tx, change.prompt_id, "allow", "alice", "cli", 2.0)
+        store.set_state(tx, AGENT, store.WORKING, "answer:keys", "allowed", now=3.0)
+    found = store.get_prompt(db.connect(), change.prompt_id)
+    assert found is not None and (found.outcome, found.untaken) == ("answered", False)

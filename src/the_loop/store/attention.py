@@ -102,7 +102,8 @@ class Prompt:
     @property
     def untaken(self) -> bool:
         """An answer was recorded, but the prompt closed without the agent's confirming it took
-        it: its hook had left, and its dialog went from the screen (``agent.attention.left``)."""
+        it (its hook had left, and its dialog went from the screen: ``agent.attention.left``;
+        or the agent moved on, or ended, first)."""
         return self.decision is not None and self.outcome == "moved-on"
 
     @property
@@ -382,10 +383,9 @@ def set_state(
             )
         return None
     if open_prompt is not None:
-        if open_prompt.decision is not None:
-            outcome = "answered"
-        else:
-            outcome = "superseded" if prompt is not None else "moved-on"
+        # an answer the agent took is closed as such (``took``, ``decide``); one recorded and
+        # not taken yet stays a wait that moved on (``Prompt.untaken``)
+        outcome = "superseded" if prompt is not None and open_prompt.pending else "moved-on"
         tx.execute(
             "UPDATE attention_prompts SET closed_at = ?, outcome = COALESCE(outcome, ?)"
             " WHERE id = ?",
@@ -567,16 +567,25 @@ def answer(tx: Connection, prompt_id: str, decision: str, actor: str, via: str, 
 
 
 def decide(tx: Connection, prompt_id: str, decision: str, actor: str, via: str, at: float) -> bool:
-    """Record DECISION for the prompt ACTOR/VIA claimed at AT, whose keys were taken — also
-    when the screen saw the dialog go meanwhile and closed it (the keys are why it went);
-    False when the claim is not this one's."""
+    """Record DECISION for the prompt ACTOR/VIA claimed at AT, whose keys were taken: its
+    outcome is ``answered``, also when the screen saw the dialog go meanwhile and closed it
+    (the keys are why it went); False when the claim is not this one's."""
     cur = tx.execute(
-        "UPDATE attention_prompts SET decision = ?,"
-        " outcome = CASE WHEN closed_at IS NULL THEN outcome ELSE 'answered' END"
+        "UPDATE attention_prompts SET decision = ?, outcome = 'answered'"
         " WHERE id = ? AND decision IS NULL AND actor = ? AND via = ? AND answered_at = ?",
         (decision, prompt_id, actor, via, at),
     )
     return cur.rowcount == 1
+
+
+def took(tx: Connection, prompt_id: str, now: float) -> None:
+    """The agent took the answer recorded for PROMPT_ID (its hook said so): it is closed as
+    ``answered``, also when a report of the agent's closed it a moment before."""
+    tx.execute(
+        "UPDATE attention_prompts SET closed_at = COALESCE(closed_at, ?), outcome = 'answered'"
+        " WHERE id = ? AND decision IS NOT NULL",
+        (now, prompt_id),
+    )
 
 
 def close_prompt(tx: Connection, prompt_id: str, outcome: str, now: float) -> None:

@@ -134,16 +134,15 @@ def _shown(ctx: Ctx, prompt: store.Prompt) -> str | None:
 
 
 def _moved_on(ctx: Ctx, prompt: store.Prompt, state: str) -> bool:
-    """Close PROMPT (moved-on, also when an answer no hook took was recorded for it) and set
-    its agent's STATE, when it is still the open prompt the agent waits on."""
+    """Close PROMPT (moved-on, also when an answer no hook took was recorded for it: see
+    ``store.attention.Prompt.untaken``) and set its agent's STATE, when it is still the open
+    prompt the agent waits on."""
     with ctx.db.transaction() as tx:
         row = store.get(tx, prompt.agent)
         now_open = row.prompt if row is not None else None
         if now_open is None or now_open.id != prompt.id or now_open.closed_at is not None:
             return False
-        now = time.time()
-        store.close_prompt(tx, prompt.id, "moved-on", now)  # not "answered": none was taken
-        store.set_state(tx, prompt.agent, state, SIGNAL, RULES[state], now=now)
+        store.set_state(tx, prompt.agent, state, SIGNAL, RULES[state], now=time.time())
     _left(ctx, prompt, GONE)
     return True
 

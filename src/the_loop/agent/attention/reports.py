@@ -480,6 +480,7 @@ def finish(db: Database, prompt_id: str) -> None:
         found = store.get_prompt(tx, prompt_id)
         if found is None or found.decision is None:
             return
+        store.took(tx, prompt_id, now)  # before the state: a wait left with it untaken moved on
         row = store.get(tx, found.agent)
         if row is not None and row.prompt is not None and row.prompt.id == prompt_id:
             done = "allowed" if found.decision == "allow" else "denied"
@@ -493,7 +494,6 @@ def finish(db: Database, prompt_id: str) -> None:
                 now=now,
                 source=SOURCE,
             )
-        store.close_prompt(tx, prompt_id, "answered", now)
 
 
 def decision_output(found: store.Prompt) -> str:
