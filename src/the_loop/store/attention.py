@@ -589,7 +589,8 @@ def took(tx: Connection, prompt_id: str, now: float) -> None:
 
 
 def close_prompt(tx: Connection, prompt_id: str, outcome: str, now: float) -> None:
-    """Close PROMPT_ID with OUTCOME (its answer was taken, it timed out, ...)."""
+    """Close PROMPT_ID with OUTCOME, unless it has one (it timed out; an answer the agent took
+    is closed by ``took``)."""
     tx.execute(
         "UPDATE attention_prompts SET closed_at = COALESCE(closed_at, ?),"
         " outcome = COALESCE(outcome, ?) WHERE id = ?",

@@ -19,7 +19,7 @@ dialog was dismissed (Claude Code: "Interrupted" right over its input box), else
 yes runs the tool, for as long as it takes, and a wrong ``waiting`` could let idle suspension
 stop it. A screen that still shows the dialog (the hook died; Claude Code's own dialog waits in
 the terminal), or no input box, leaves the prompt as it is; the channel looks again, briefly,
-every few seconds, until it is answered there. Either way the look ends with ``hook.left``.
+every second, until it is answered there. Either way the look ends with ``hook.left``.
 
 Only for harnesses whose attention comes from hooks (``signals: hooks``); blocking (the channel
 runs it in a worker thread).
@@ -74,8 +74,9 @@ def look(
     """Read the pane of PROMPT_ID's agent for SECONDS while LEFT says no hook waits on it any
     more; once two reads in a row show its dialog gone, close the prompt as moved-on and set
     the state they show. ``GONE`` when it did, ``SHOWN`` when the dialog still showed at the
-    end (logged only when TELL), None when it stopped early: the prompt was closed or answered
-    meanwhile, a hook waits on it again, the agent has no pane of ours, or the daemon stops."""
+    end (logged only when TELL), None when it stopped early: the prompt was closed meanwhile,
+    a hook waits on it again, the agent has no pane of ours, or the daemon stops. A prompt with
+    an answer recorded that no hook took is still open, and looked at as any other."""
     deadline = time.monotonic() + seconds
     before = ""
     while not ctx.stopping.is_set() and left():

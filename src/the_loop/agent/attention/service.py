@@ -67,8 +67,9 @@ class PromptView(_View):
     answered_via: str | None = None
     outcome: str | None = None
     untaken: bool = False
-    """The decision was recorded, but the agent never confirmed it took it: its dialog was
-    closed in the agent's terminal first (the outcome is then ``moved-on``)."""
+    """The decision was recorded, but the agent never confirmed it took it: its wait ended
+    first (its dialog closed in the agent's terminal, or the agent ended); the outcome is then
+    ``moved-on``."""
     notice_posted_at: UtcDatetime | None = None
 
 
