@@ -91,11 +91,20 @@ class Work:
         found = self.cli("attention", "explain", ref, "--format", "json")
         return json.loads(found.stdout) if found.exit_code == 0 else {}  # type: ignore[no-any-return]
 
-    def wait_attention(self, ref: str, state: str, timeout: float = 60) -> dict[str, Any]:
-        """REF's attention once it is in STATE (waited for)."""
-        return wait_until(  # type: ignore[no-any-return]
-            lambda: (a := self.attention(ref)).get("state") == state and a, timeout, what=state
-        )
+    def wait_attention(
+        self, ref: str, state: str, timeout: float = 60, signal: str | None = None
+    ) -> dict[str, Any]:
+        """REF's attention once it is in STATE (waited for), set by SIGNAL when given: a
+        turn's ``claude-hook:Stop``, not the start's ``waiting`` that Claude Code's prompt
+        report, which it does not wait for, may come after."""
+
+        def reached() -> dict[str, Any] | None:
+            a = self.attention(ref)
+            if a.get("state") != state or (signal is not None and a.get("signal") != signal):
+                return None
+            return a
+
+        return wait_until(reached, timeout, what=f"{state} ({signal or 'any signal'})")  # type: ignore[no-any-return]
 
     def prompts(self, conversation: str) -> list[str]:
         return [p.text for p in fake_agent.read_prompts(self.agent_dir, conversation)]

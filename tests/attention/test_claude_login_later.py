@@ -111,5 +111,4 @@ def test_a_key_exported_after_not_logged_in_reaches_the_restarted_agent(
                 120,
                 what="the item's first request at the gateway",
             )
-            answered = work.wait_attention(ITEM, "waiting", 60)
-            assert answered["signal"] == "claude-hook:Stop", answered
+            work.wait_attention(ITEM, "waiting", 60, "claude-hook:Stop")

@@ -48,7 +48,6 @@ def test_a_confined_claude_code_keeps_its_operators_settings(work: Work) -> None
                 lambda: api.conversation_requests(), 90, what="a turn at the operator's gateway"
             )
             assert {r.body.get("model") for r in asked} == {MODEL}
-            found = work.wait_attention(REF, "waiting", 60)
-            assert found["signal"] == "claude-hook:Stop", found  # its hooks report as before
+            work.wait_attention(REF, "waiting", 60, "claude-hook:Stop")  # hooks report as before
             homes = list((work.env.state_dir / "homes").glob("*/.claude/settings.json"))
             assert len(homes) == 1 and homes[0].stat().st_mode & 0o777 == 0o600
