@@ -106,16 +106,21 @@ def test_a_codex_approval_holds_messages_and_is_answered_through_the_loop(
     )
 
     # the held message's turn over (a notify of the turn before it may come after it
-    # started, when Codex spawned its notify program late: that one is not asserted on)
-    answered = wait_until(
-        lambda: (
-            (a := work.attention(REF)).get("state") == "waiting"
-            and str(a.get("lastMessage")).startswith("FAKE-CODEX-REPLY-")
-            and a["lastMessage"]
-        ),
-        60,
-        what="the held message's turn finished",
-    )
+    # started, when Codex spawned its notify program late: that one is not asserted on;
+    # started late, after the held message's turn ended, changes nothing either)
+    try:
+        answered = wait_until(
+            lambda: (
+                (a := work.attention(REF)).get("state") == "waiting"
+                and str(a.get("lastMessage")).startswith("FAKE-CODEX-REPLY-")
+                and a["lastMessage"]
+            ),
+            60,
+            what="the held message's turn finished",
+        )
+    except AssertionError as failed:
+        turns = [(r.seq, [i.get("type") for i in r.items][-3:]) for r in api.conversation_turns()]
+        raise AssertionError(f"{failed}: {work.attention(REF)}, turns {turns}") from None
     assert work.cli("sessions", "say", REF, "-t", "now RUN-AGAIN").exit_code == 0
     second = work.wait_attention(REF, "needs-permission")["prompt"]
     assert second["id"] != asked["id"]

@@ -302,7 +302,8 @@ def test_a_codex_notify_of_a_turn_before_the_running_one_leaves_the_agent_workin
     """Codex may start a turn's notify program only after it took a delivered prompt and
     started the next turn: its rollout, whose last turn boundary is that turn's start, says
     the notify is of a turn before the running one, and the agent stays working. A notify of
-    the running turn, or of one the rollout says ended, is applied."""
+    the running turn, or of the one the rollout says ended last, is applied; one of a turn
+    before that, started later still, changes nothing (the newer turn's answer stays)."""
     home = loop_env.root / "codex-home"
     env = hook_env(loop_env, issue(loop_env, root=home))
     day = home / "sessions" / "2026" / "12" / "05"
@@ -347,3 +348,9 @@ def test_a_codex_notify_of_a_turn_before_the_running_one_leaves_the_agent_workin
     boundary("task_complete", "turn-2")
     found = notify("turn-2", "the second turn's answer")
     assert (found.state, found.last_message) == ("waiting", "the second turn's answer"), found
+    found = notify("turn-1", "the first turn's answer, told after the second's")
+    assert (found.state, found.last_message) == ("waiting", "the second turn's answer"), found
+    boundary("task_started", "turn-3")
+    boundary("turn_aborted", "turn-3")  # Esc
+    found = notify("turn-2", "the second turn's answer, told after an interruption")
+    assert found.last_message == "the second turn's answer", found

@@ -14,7 +14,7 @@ Applied as the hook applied it before: ``UserPromptSubmit`` → working; ``Sessi
 something → needs-input or needs-permission; ``PermissionRequest`` opens the permission prompt
 with its tool and input (once per report id: a resend finds the same prompt); Codex's
 ``agent-turn-complete`` → waiting (unless its rollout says a later turn of the conversation
-already runs, or it is of the thread Codex titles the conversation in). A report carries when
+already began, or it is of the thread Codex titles the conversation in). A report carries when
 its hook started (``at``), and is recorded as applied at that time; the report of a hook the
 harness does not wait for (``SessionStart``, ``UserPromptSubmit``) is dropped when a hook that
 started later was applied first (it arrived late: a prompt's report after its turn's ``Stop``).
@@ -253,33 +253,33 @@ def _late(tx: Any, report: Report) -> bool:
 
 
 def _behind(report: Report, transcript: str | None) -> bool:
-    """Whether REPORT is a Codex notify of a turn before the one its conversation runs: the
-    rollout's last turn boundary is another turn's start. Codex takes a delivered prompt and
-    starts its turn as soon as the one before ends, and may start that one's notify program
-    only after (too late for ``_late`` to know by the time)."""
+    """Whether REPORT is a Codex notify of a turn before the newest one of its conversation:
+    the rollout's last turn boundary (a start, an end or an interruption) is another turn's.
+    Codex takes a delivered prompt and starts its turn as soon as the one before ends, and may
+    start that one's notify program only after (too late for ``_late`` to know), even after
+    the next turn ended and was reported: applied then, it would put the older turn's last
+    message back."""
     if report.kind != CODEX_NOTIFY or transcript is None:
         return False
     turn = report.data.get("turn-id")
-    running = codex_running_turn(transcript)
-    return isinstance(turn, str) and running is not None and running != turn
+    newest = codex_newest_turn(transcript)
+    return isinstance(turn, str) and newest is not None and newest != turn
 
 
-def codex_running_turn(rollout: str) -> str | None:
-    """The id of the turn Codex's ROLLOUT says is running: the last turn boundary written
-    there is a ``task_started`` (not a ``task_complete`` or ``turn_aborted``); else None."""
+def codex_newest_turn(rollout: str) -> str | None:
+    """The id of the turn of the last turn boundary Codex's ROLLOUT holds (``task_started``,
+    ``task_complete`` or ``turn_aborted``); None when it holds none."""
     for entry in _last_entries(rollout):
         payload = entry.get("payload")
         if entry.get("type") != "event_msg" or not isinstance(payload, dict):
             continue
-        kind = payload.get("type")
-        if kind in ("task_complete", "turn_aborted"):
-            return None
-        if kind == "task_started":
-            started = payload.get("turn_attribution")
-            turn = payload.get("turn_id") or (
-                started.get("turn_id") if isinstance(started, dict) else None
-            )
-            return turn if isinstance(turn, str) and turn else None
+        if payload.get("type") not in ("task_started", "task_complete", "turn_aborted"):
+            continue
+        started = payload.get("turn_attribution")
+        turn = payload.get("turn_id") or (
+            started.get("turn_id") if isinstance(started, dict) else None
+        )
+        return turn if isinstance(turn, str) and turn else None
     return None
 
 
