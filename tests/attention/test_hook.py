@@ -27,7 +27,10 @@ from tests.attention.hooks import (
 from tests.conftest import BACKENDS, Env
 from tests.daemon import Daemon
 from tests.helpers import wait_until
-from the_loop.agent.attention.spawn import DELIVERY
+from the_loop.agent import Agent, AgentKind
+from the_loop.agent.attention.spawn import DELIVERY, note_delivered
+from the_loop.config import load_config
+from the_loop.context import open_ctx
 from the_loop.harness.claude_hooks import hook_argv
 from the_loop.store import attention as store
 from the_loop.store import open_database
@@ -37,6 +40,18 @@ from the_loop.store import open_database
 def state_backend(request: pytest.FixtureRequest) -> str:
     """Every test here runs on SQLite and on PostgreSQL."""
     return str(request.param)
+
+
+def delivered(env: Env, began: float) -> None:
+    """The-loop records a prompt delivered to the Codex agent AGENT (work item local:cx),
+    its paste begun at BEGAN, as the delivery does (``note_delivered``)."""
+    ctx = open_ctx(loaded=load_config(env.config_path))
+    agent = Agent(AGENT, AgentKind.WORK_ITEM, "codex", "tmux", env.root, label="local:cx")
+    try:
+        with ctx.db.transaction() as tx:
+            note_delivered(ctx, tx, agent, began)
+    finally:
+        ctx.db.close()
 
 
 def prompt_of(env: Env, prompt_id: str) -> store.Prompt | None:
@@ -267,33 +282,40 @@ def test_a_codex_notify_begun_before_a_delivery_leaves_the_agent_working(
     it, must not say the agent waits (each report carries when its program started)."""
     env = hook_env(loop_env, issue(loop_env))
 
-    def delivered(at: float) -> None:
-        db = open_database(loop_env.state_dir, loop_env.database_url)
-        try:
-            with db.transaction() as tx:
-                store.set_state(
-                    tx, AGENT, store.WORKING, DELIVERY, "a prompt was delivered", now=at,
-                    work_item="local:cx", source=DELIVERY,
-                )  # fmt: skip
-        finally:
-            db.close()
-
     def notify(message: str) -> None:
         turn = {"type": "agent-turn-complete", "last-assistant-message": message}
         argv = [sys.executable, "-m", "the_loop", "hook", "codex-notify", json.dumps(turn)]
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and done.stderr == "", done.stderr
 
-    delivered(time.time() - 3600)  # a delivery before the notify program below starts
+    delivered(loop_env, time.time() - 3600)  # a delivery before the notify program below starts
     notify("the delivered prompt's turn")
     found = row(loop_env)
     assert found is not None and found.state == "waiting", found
     assert found.last_message == "the delivered prompt's turn"
-    delivered(time.time() + 3600)  # a delivery after the next notify program starts
+    delivered(loop_env, time.time() + 3600)  # a delivery after the next notify program starts
     notify("the turn before that delivery")
     found = row(loop_env)
     assert found is not None and (found.state, found.signal) == ("working", DELIVERY), found
     assert found.last_message == "the delivered prompt's turn"
+
+
+def test_a_codex_turn_reported_before_its_delivery_was_recorded_stays_reported(
+    loop_env: Env, daemon: Daemon
+) -> None:
+    """A prompt's turn can end, and its notify be applied, between the paste and the
+    transaction that records the delivery (a fast turn, a busy daemon): the delivery then
+    leaves the reported ``waiting`` alone, where it used to say ``working`` until a next turn
+    that never came."""
+    env = hook_env(loop_env, issue(loop_env))
+    began = time.time()  # the paste begins
+    turn = {"type": "agent-turn-complete", "last-assistant-message": "done at once"}
+    argv = [sys.executable, "-m", "the_loop", "hook", "codex-notify", json.dumps(turn)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    delivered(loop_env, began)  # recorded after the turn was reported
+    found = row(loop_env)
+    assert found is not None and (found.state, found.last_message) == ("waiting", "done at once")
 
 
 def test_a_codex_notify_of_a_turn_before_the_running_one_leaves_the_agent_working(
@@ -334,15 +356,7 @@ def test_a_codex_notify_of_a_turn_before_the_running_one_leaves_the_agent_workin
     found = notify("turn-1", "the first turn's answer")
     assert (found.state, found.last_message) == ("waiting", "the first turn's answer"), found
     boundary("task_started", "turn-2")  # a delivered prompt's turn, started by Codex at once
-    db = open_database(loop_env.state_dir, loop_env.database_url)
-    try:
-        with db.transaction() as tx:
-            store.set_state(
-                tx, AGENT, store.WORKING, DELIVERY, "a prompt was delivered", now=time.time(),
-                work_item="local:cx", source=DELIVERY,
-            )  # fmt: skip
-    finally:
-        db.close()
+    delivered(loop_env, time.time())
     found = notify("turn-1", "the first turn's answer, told again late")
     assert (found.state, found.signal) == ("working", DELIVERY), found
     boundary("task_complete", "turn-2")

@@ -160,11 +160,12 @@ def flush(
             done.held = held
             _report_held(ctx, agent, held, item.delivery_id)
             break
+        began = time.time()
         runner.deliver(ctx, agent, item, revive)
         crash_point("after-paste")
         with ctx.db.transaction() as tx:
             queue.mark(tx, item.seq, queue.PromptStatus.delivered)
-            note_delivered(ctx, tx, agent)
+            note_delivered(ctx, tx, agent, began)
             if record is not None:
                 record(tx)
         done.delivered.append(len(item.text))

@@ -131,11 +131,17 @@ DELIVERY = "delivery"
 """The signal (and source) of the ``working`` a delivered prompt starts for a notify harness."""
 
 
-def note_delivered(ctx: Ctx, tx: Connection, agent: Agent) -> None:
+def note_delivered(ctx: Ctx, tx: Connection, agent: Agent, began: float) -> None:
     """In TX (the one that marks a prompt delivered): AGENT is ``working`` when its harness
     reports only finished turns (``signals: notify``): a delivered prompt starts a turn, and
-    the notify program says when it ends."""
+    the notify program says when it ends. Recorded as of BEGAN, when the paste began (a notify
+    that started before it is of an earlier turn), and not at all when the agent's state
+    changed since then: the turn may have ended, and been reported, before this transaction
+    (a fast turn, a slow daemon), and would otherwise read ``working`` until the next one."""
     if ctx.config.attention_of(agent.harness).signals != "notify":
+        return
+    row = store.get(tx, agent.key)
+    if row is not None and row.updated_at >= began:
         return
     standing = agent.key.startswith(store.STANDING_PREFIX)
     store.set_state(
@@ -144,7 +150,7 @@ def note_delivered(ctx: Ctx, tx: Connection, agent: Agent) -> None:
         store.WORKING,
         DELIVERY,
         "a prompt was delivered",
-        now=time.time(),
+        now=began,
         work_item=None if standing else agent.label or None,
         standing=agent.key.removeprefix(store.STANDING_PREFIX) if standing else None,
         source=DELIVERY,
