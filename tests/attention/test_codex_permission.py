@@ -97,8 +97,8 @@ def test_a_codex_approval_holds_messages_and_is_answered_through_the_loop(
     allowed = work.cli("sessions", "allow", REF, "--prompt", asked["id"])
     assert allowed.exit_code == 0, allowed.stderr
     assert f"allow {asked['id']} (echo ran > ran.txt) for {REF}" in allowed.stdout  # what runs
-    wait_until(lambda: (cwd / "ran.txt").exists(), 30, what="the command run once allowed")
-    assert (cwd / "ran.txt").read_text() == "ran\n"
+    ran = cwd / "ran.txt"  # created by the shell before echo writes it: its text is waited for
+    wait_until(lambda: ran.exists() and ran.read_text() == "ran\n", 30, what="the command run")
     wait_until(
         lambda: any("HELD-WHILE-ASKING" in p for p in api.user_prompts()),
         60,
