@@ -120,12 +120,15 @@ def test_intake_resumes_after_a_write_lock_held_past_the_busy_timeout(
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         # Within seconds the worker, blocked on the lock, reports itself stalled...
         wait_until(lambda: _status(work)[0] == 1, timeout=20, interval=0.2, what="unhealthy")
-        # ... and /health answers fast meanwhile (every try, no thread pool to wait for).
+        # ... and /health answers meanwhile without waiting on the lock (every try, no thread
+        # pool to wait for; it waits at most 80 ms for the database: decision 0015): one that
+        # waited would take the busy timeout, 30 s. Bounded at 1 s, not near the ~85 ms it
+        # takes here: a parallel suite on a loaded machine once saw 158 ms.
         with httpx.Client(timeout=5) as client:
             timings = [_health_ms(daemon, client) for _ in range(5)]
         assert all(body["status"] == "unhealthy" for _, body in timings), timings
         slowest = max(ms for ms, _ in timings)
-        assert slowest < 100, f"/health took {slowest:.0f} ms while the database was locked"
+        assert slowest < 1000, f"/health took {slowest:.0f} ms while the database was locked"
         # Past the busy timeout the worker's step fails for real: it must survive that. The
         # daemon's writers queue on one in-process lock, each then waiting out the busy timeout:
         # the worker's turn may come after others' (WRITERS_AHEAD).
