@@ -40,11 +40,6 @@ def counted(d: Daemon, metric: str) -> int:
     return int(found)
 
 
-def prompts(work: Work, sid: str) -> list[dict[str, Any]]:
-    """The prompts the fake agent of session SID recorded, in order."""
-    return [r for r in fake_agent.read_records(work.agent_dir, sid) if r["kind"] == "prompt"]
-
-
 def captures(d: Daemon) -> int:
     return counted(d, "the_loop_tmux_pane_captures_total")
 
@@ -95,7 +90,7 @@ def test_idle_pane_not_captured_and_change_seen_fast(push_daemon: Daemon) -> Non
                 wait_until(lambda: state(work, ref) == "waiting", 30, what="waiting again")
             say(push_daemon, ref, f"ASK-PERMISSION: make deploy-{n}")
             seen = wait_until(lambda n=n: seen_at(f"deploy-{n}"), 10, what=f"prompt {n}")
-            printed = prompts(work, sid)[-1]["ts"]  # it shows the prompt right after
+            printed = fake_agent.read_prompts(work.agent_dir, sid)[-1].ts  # then it shows it
             late.append(1000 * (seen - printed))
     finally:
         db.close()
@@ -127,7 +122,7 @@ def test_an_agent_that_exits_is_reported_when_tmux_says_so(crashing_daemon: Daem
     say(crashing_daemon, ref, "this one makes it exit")
     # it exits right after recording that prompt (the pane is dead only until the agent is
     # started again for the message it lost: a loaded machine can miss that moment)
-    wait_until(lambda: len(prompts(work, sid)) >= 2, 20, what="the agent to take the message")
+    work.wait_prompts(sid, 2, timeout=20)
     exited = time.monotonic()
     # told at once (blocked, then the agent is started again for the message it lost)
     vanished = wait_until(lambda: work.events("session.vanished"), 20, what="session.vanished")
