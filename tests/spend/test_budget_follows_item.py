@@ -134,10 +134,16 @@ def test_a_recreated_standing_session_keeps_its_usage_and_its_hold(
     created = d.api("POST", "/standing", json={"name": "ops", "prompt": "watch"})
     assert created.status_code == 201, created.text
     assert created.json()["start"]["outcome"] == "started"
+    # the budget is checked at each turn's end (and when the meter reads new usage): the turn
+    # is written after the first turn ended, and the next turn's end stops the agent
+    wait_until(lambda: view()["attention"]["state"] == "waiting", 30, what="the first turn over")
     ctx = open_ctx(work.env.config_path)
     with ctx.db.transaction() as tx:  # what the meter reads from a harness: one turn
         turn = usage_store.Entry("t:1", usage_store.TURN)
         usage_store.add_entries(tx, "standing:ops", [turn], "2026-01-01", time.time())
+    said = d.api("POST", "/standing/ops/messages", json={"text": "next"})  # refused when the
+    # spend pass woken by that turn's end ran after the write: the agent is stopped already
+    assert said.status_code == 200 or "standing extend ops" in said.text, said.text
     wait_until(lambda: view()["status"] == "over-budget", 30, what="the budget stop")
 
     deleted = d.api("DELETE", "/standing/ops")
