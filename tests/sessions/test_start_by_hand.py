@@ -66,6 +66,22 @@ def test_the_documented_offline_quickstart_reaches_a_working_agent(loop_env: Env
             "demo",
             "active",
         )
+
+        # it waits as soon as it answered (its prompt alone on the last line), not after the
+        # quiet time, with the answer to the second message as its last message although the
+        # screen never showed it working: it answers at once
+        def attention() -> dict[str, str]:
+            shown = loop_env.run("sessions", "show", "local:hello", "--format", "json")
+            return json.loads(shown.stdout)["attention"]  # type: ignore[no-any-return]
+
+        wait_until(
+            lambda: "demo: message 2 received" in attention()["lastMessage"],
+            20,
+            what="the second answer as the last message",
+        )
+        now = attention()
+        assert now["state"] == "waiting" and now["rule"].startswith("waitingPatterns[0]"), now
+        assert "demo: you asked: and now?" in now["lastMessage"], now
     finally:
         assert loop_env.run("stop", timeout=60).exit_code == 0
 

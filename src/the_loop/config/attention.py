@@ -169,6 +169,15 @@ def _default_harnesses() -> dict[str, Any]:
                 r"(?:[^\n]*\n){0,3}?[ \t]*Press enter to continue[ \t]*\Z",
             ],
         },
+        "demo": {
+            # the offline demo agent answers at once and then shows its prompt alone on the
+            # last line: it waits from there, not after quietSeconds; its answer is its
+            # "demo: " lines from "message N received"
+            "waitingPatterns": [r"(?m)^demo>[ \t]*\Z"],
+            "lastMessagePatterns": [
+                r"(?m)^(?P<text>demo: message \d+ received[^\n]*(?:\ndemo: [^\n]*)*)"
+            ],
+        },
         "gemini": {
             # its confirmation dialog (shell, edit, fetch, MCP tool): the question over the
             # numbered choices, "1. Allow once" first; Escape is "No, suggest changes"

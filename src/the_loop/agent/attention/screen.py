@@ -413,10 +413,14 @@ def _record(
         # it): only starting it again lifts that
     if notify and verdict.state == store.WORKING and (row is None or row.state not in store.HUMAN):
         return False  # the harness reports its turns; only a prompt's end is read here
+    # a harness that reports its turns says its last message itself: a wait read from its
+    # screen (a waitingPatterns match) is no finished turn to post
+    last = last_message(screen, settings) if verdict.state == store.WAITING and not notify else None
     if (
         row is not None
         and row.state == verdict.state
         and (verdict.state not in store.HUMAN or (row.prompt and row.prompt.text == verdict.text))
+        and not _answered_between(row, last, settings)
     ):
         detector.leaving.pop(agent.key, None)
         return False
@@ -427,9 +431,6 @@ def _record(
         if verdict.kind
         else None
     )
-    # a harness that reports its turns says its last message itself: a wait read from its
-    # screen (a waitingPatterns match) is no finished turn to post
-    last = last_message(screen, settings) if verdict.state == store.WAITING and not notify else None
     with ctx.db.transaction() as tx:
         change = store.set_state(
             tx,
@@ -447,6 +448,20 @@ def _record(
             source="screen",
         )
     return change is not None
+
+
+def _answered_between(row: store.Row, last: str | None, settings: HarnessAttention) -> bool:
+    """Whether a pane read ``waiting`` again, as it was recorded, shows an answer that was not
+    recorded: a turn that began and ended between two passes (the demo agent answers at
+    once, under its prompt that matches a waitingPatterns). Only for a harness whose
+    ``lastMessagePatterns`` say where its answer is: without them the screen's last lines
+    are no answer of the agent's."""
+    return (
+        row.state == store.WAITING
+        and bool(settings.last_message_patterns)
+        and bool(last and last.strip())
+        and last != row.last_message
+    )
 
 
 def last_message(screen: str, settings: HarnessAttention, count: int = 5) -> str:
