@@ -134,3 +134,26 @@ def test_a_turn_reported_by_hooks_is_posted_once_and_an_empty_one_not_at_all(
         posts = [m.text for m in fake_slack.thread(CHANNEL, thread)]
         assert posts == ["*Fixed* it. &lt;!here&gt;", "Third."], posts
         assert not work.events("writeback.failed")  # nothing was even tried for the empty ones
+
+
+def test_a_turn_ended_between_two_screen_passes_is_heard_by_its_answer(
+    work: Work, fake_slack: FakeSlack
+) -> None:
+    """The demo agent answers at once, under its prompt (its ``waitingPatterns``): the screen
+    detector may never see it working, yet each answer reaches the thread once, and not by the
+    quiet time, which here never ends (decision 0092)."""
+    never_quiet = {**ATTENTION, "quietSeconds": 3600}
+    with standing_served(work, fake_slack, "demo", attention=never_quiet) as slack:
+        thread = slack.announcement(f"*{STANDING}*").ts
+        answered(slack, thread, "demo: you asked: watch the queue")
+        for n, words in enumerate(("first reply", "second reply", "third reply"), start=2):
+            assert slack.reply(words, thread).status_code == 200
+            answered(slack, thread, f"demo: message {n} received")
+        posts = [m.text for m in fake_slack.thread(CHANNEL, thread)]
+        assert len(posts) == 4, posts
+        assert [p.split("\n")[1] for p in posts] == [
+            "demo: you asked: watch the queue",
+            "demo: you asked: first reply",
+            "demo: you asked: second reply",
+            "demo: you asked: third reply",
+        ], posts
