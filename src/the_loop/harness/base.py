@@ -99,6 +99,11 @@ class HarnessAdapter:
     supports_headless: bool = True
     chooses_session_id: bool = True
     ready_pattern: str | None = None
+    idle_pattern: ClassVar[str | None] = None
+    """A regular expression that matches the end of the screen (its last non-blank lines) while
+    the agent takes input and runs nothing: for a harness that reports its turns through hooks,
+    a turn that ended with no report (interrupted in its terminal) is read from it
+    (``agent.attention.silent``). None: not read."""
     permission_flags: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Per ``permissionMode`` (ask, auto, bypass), the argv that puts the harness in it."""
     submit_gap: ClassVar[float] = 0.0

@@ -36,6 +36,14 @@ from the_loop.harness.homes import claude_dir
 # with U+276F and a (non-breaking) space. Dialogs use that sign as their cursor too, but
 # indented, never right under a rule.
 CLAUDE_READY_PATTERN = "(?m)^\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0]|$)"
+# Idle: that input box (empty, or holding a message a person typed or one an interrupt put
+# back) closed by its lower rule at the bottom of the screen, under it at most two lines of
+# footer, none offering "esc to interrupt", which Claude Code shows there while it works
+# (thinking, a tool running).
+CLAUDE_IDLE_PATTERN = (
+    "(?m)^\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0][^\n]*)?(?:\n(?!\u2500{10,})[^\n]*)*"
+    "\n\u2500{10,}[ \t]*(?:\n(?![^\n]*esc to interrupt)[^\n]*){0,2}\\Z"
+)
 
 
 class ClaudeAdapter(HarnessAdapter):
@@ -46,6 +54,7 @@ class ClaudeAdapter(HarnessAdapter):
     default_binary = "claude"
     chooses_session_id = True
     ready_pattern = CLAUDE_READY_PATTERN
+    idle_pattern = CLAUDE_IDLE_PATTERN
     headless_output_format = "stream-json"
     permission_flags = {
         "ask": ("--permission-mode", "default"),

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from the_loop.agent import kinds
+from the_loop.agent.attention import silent as silent_turns
 from the_loop.agent.attention.screen import ScreenDetector, detect_once
 from the_loop.agent.model import AgentKind
 from the_loop.context import Ctx
@@ -49,21 +50,23 @@ def next_notice(ctx: Ctx) -> float | None:
     return None if opened is None else opened + ctx.config.attention.notify_after_seconds
 
 
-def attention_pass(ctx: Ctx, detector: ScreenDetector) -> float:
-    """One pass: read the screens, apply answer timeouts, queue the notices that are due, and
-    deliver what waited behind dialogs that are gone. Returns when the next pass is due with
-    nothing happening (``time.time()``; ``the_loop.pulse``)."""
+def attention_pass(ctx: Ctx, detector: ScreenDetector, silent: silent_turns.Silent) -> float:
+    """One pass: read the screens (and the panes of agents at work unheard of for a while),
+    apply answer timeouts, queue the notices that are due, and deliver what waited behind
+    dialogs that are gone. Returns when the next pass is due with nothing happening
+    (``time.time()``; ``the_loop.pulse``)."""
     # lazy: the release loads both session policies; the read-only surfaces use this module
     from the_loop.agent.attention.service import apply_timeouts, next_timeout
     from the_loop.agent.core import release_held
 
     now = time.time()
     detect_once(ctx, detector, now)
+    unheard = silent_turns.look(ctx, silent, now)
     apply_timeouts(ctx)
     notify_due(ctx)
     failed = release_held(ctx)
     retry = now if failed else None  # a delivery that failed is tried again soon
-    return soonest(detector.due, next_timeout(ctx), next_notice(ctx), retry)
+    return soonest(detector.due, unheard, next_timeout(ctx), next_notice(ctx), retry)
 
 
 WAKE_GAP = 0.02
@@ -84,11 +87,12 @@ async def attention_loop(ctx: Ctx, stop: asyncio.Event) -> None:
 
     watch = pane_watch(ctx.runners.tmux, pulse.poke, died)
     detector = ScreenDetector(watch=watch)
+    silent = silent_turns.Silent()
     progress = monitor(ctx, "attention")
     try:
         while not stop.is_set():
             began = pulse.begin()
-            due = await asyncio.to_thread(attention_pass, ctx, detector)
+            due = await asyncio.to_thread(attention_pass, ctx, detector, silent)
             progress.progressed()
             if await wait_or_stop(stop, WAKE_GAP):
                 return
