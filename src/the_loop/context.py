@@ -26,9 +26,6 @@ class Ctx:
     loaded: LoadedConfig
     db: Database
     ready: set[str] = field(default_factory=set)
-    resumed: dict[str, str] = field(default_factory=dict)
-    """Targets resumed by this process and not yet seen ready, with the pattern their screen
-    must show before anything is pasted (a harness's ``resumed_ready_pattern``)."""
     started_with: LoadedConfig | None = None
     """The config a daemon started on (restart-only settings keep its values until a restart)."""
     restart_needed: list[str] = field(default_factory=list)

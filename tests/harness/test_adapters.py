@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 import uuid
 from pathlib import Path
@@ -418,41 +417,3 @@ def test_claude_codes_transcript_is_under_its_folder_not_home(
     assert transcript() == tmp_path / "daemons" / "projects" / slug / f"{U}.jsonl"
     own = tmp_path / "own"
     assert transcript(CLAUDE_CONFIG_DIR=str(own)) == own / "projects" / slug / f"{U}.jsonl"
-
-
-GEMINI_TOP = (
-    " \u259d\u259c\u2584     Gemini CLI v0.61.0\n\n"
-    "Tips for getting started:\n1. Create GEMINI.md files to customize your interactions\n"
-    "2. /help for more information\n"
-)
-GEMINI_BOX = (
-    "? for shortcuts".rjust(150) + "\n" + "\u2500" * 160 + "\n Shift+Tab to accept edits\n\n"
-    " >   Type your message or @path/to/file\n\n workspace (/directory)"
-)
-GEMINI_HISTORY = " > first: say hi\n\n\u2726 FAKE-GEMINI-REPLY-2\n\n"
-
-
-@pytest.mark.parametrize(
-    ("screen", "fresh", "resumed"),
-    [
-        (GEMINI_TOP + GEMINI_BOX, True, False),  # a resume's first screen: not loaded yet
-        (GEMINI_TOP + GEMINI_HISTORY + "\u280b Resuming session...\n", False, False),
-        (GEMINI_TOP + GEMINI_HISTORY + GEMINI_BOX, True, True),
-        ("   the end of a long answer\n\n" + GEMINI_BOX, True, True),  # the tips scrolled away
-    ],
-    ids=["first-screen", "resuming", "resumed", "resumed-long-history"],
-)
-def test_a_resumed_gemini_is_ready_once_its_conversation_is_back(
-    screen: str, fresh: bool, resumed: bool
-) -> None:
-    """Resuming, Gemini first draws the screen of a new conversation, then hides its input box
-    while it loads the conversation: a message's Enter then is lost. A resume launch waits for
-    the box under the conversation; a new one for the box."""
-    gemini = build_adapter("gemini")
-    new, again = gemini.interactive(spec()), gemini.resume_interactive(spec(prompt=None))
-    assert new.ready_pattern == gemini.ready_pattern and again.ready_pattern is not None
-    assert again.ready_pattern != new.ready_pattern
-    assert bool(re.search(new.ready_pattern, screen)) is fresh
-    assert bool(re.search(again.ready_pattern, screen)) is resumed
-    claude = build_adapter("claude")  # a harness without one: the same pattern either way
-    assert claude.resume_interactive(spec(prompt=None)).ready_pattern == claude.ready_pattern

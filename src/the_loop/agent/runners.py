@@ -153,13 +153,10 @@ class TmuxAgents:
             target, argv, cwd=agent.cwd, env=env, owner=agent.owner, until=until
         )  # the deadline is checked again as the agent starts
         ctx.ready.discard(target)
-        ctx.resumed.pop(target, None)
         if result.answer is Answer.OCCUPIED and tmux.owner_of(target) == agent.owner:
             keep_previous_token(ctx, agent, env)  # the running agent holds its token
             raise AlreadyRunning(result.detail)
         result.unwrap()
-        if resume and adapter.resumed_ready_pattern is not None:
-            ctx.resumed[target] = adapter.resumed_ready_pattern  # shown before it takes input
         if prompt is not None and self.ensure_ready(ctx, agent):
             tmux.deliver(
                 target,
@@ -265,36 +262,30 @@ class TmuxAgents:
             raise Unavailable(f"the agent in {target} is not ready for input")
 
     def ensure_ready(self, ctx: Ctx, agent: Agent, timeout: float = READY_TIMEOUT) -> bool:
-        """Wait (once per process and target) until the agent takes input: by its harness's
-        ``ready_pattern``, or right after this process resumed it, its
-        ``resumed_ready_pattern`` (once: a resumed screen that never shows it is waited for
-        by the plain pattern the next time)."""
+        """Wait (once per process and target) until the agent takes input."""
         target = agent.tmux_target
         if target in ctx.ready:
             return True
-        resumed = ctx.resumed.pop(target, None)
-        pattern = resumed or adapter_for(ctx, agent.harness, agent.args).ready_pattern
-        ok = ctx.runners.tmux.wait_ready(target, pattern, timeout=timeout, stop=ctx.stopping)
+        adapter = adapter_for(ctx, agent.harness, agent.args)
+        ok = ctx.runners.tmux.wait_ready(
+            target, adapter.ready_pattern, timeout=timeout, stop=ctx.stopping
+        )
         if ok:
             ctx.ready.add(target)
         return ok
 
     def stays_alive(self, ctx: Ctx, agent: Agent, seconds: float) -> bool:
         """True when the pane is still live after SECONDS (a resumed agent that failed to
-        resume exits at once), or as soon as the harness's ready pattern (its resumed one, when
-        it has one: ``ensure_ready``) shows (the resumed agent takes input: it resumed); polls,
-        so a death is seen as soon as tmux shows it. A harness without a ready pattern is
-        watched for the whole SECONDS."""
+        resume exits at once), or as soon as the harness's ready pattern shows (the resumed
+        agent takes input: it resumed); polls, so a death is seen as soon as tmux shows it. A
+        harness without a ready pattern is watched for the whole SECONDS."""
         tmux = ctx.runners.tmux
-        target = agent.tmux_target
-        adapter = adapter_for(ctx, agent.harness, agent.args)
-        pattern = ctx.resumed.get(target) or adapter.ready_pattern
+        pattern = adapter_for(ctx, agent.harness, agent.args).ready_pattern
         if pattern is not None and seconds > 0:
-            if tmux.wait_ready(target, pattern, timeout=seconds, stop=ctx.stopping):
-                ctx.ready.add(target)
-                ctx.resumed.pop(target, None)
+            if tmux.wait_ready(agent.tmux_target, pattern, timeout=seconds, stop=ctx.stopping):
+                ctx.ready.add(agent.tmux_target)
                 return True
-            return tmux.probe(target) is Probe.LIVE
+            return tmux.probe(agent.tmux_target) is Probe.LIVE
         deadline = time.monotonic() + seconds
         while True:
             probe = tmux.probe(agent.tmux_target)

@@ -99,10 +99,6 @@ class HarnessAdapter:
     supports_headless: bool = True
     chooses_session_id: bool = True
     ready_pattern: str | None = None
-    resumed_ready_pattern: ClassVar[str | None] = None
-    """``ready_pattern`` for a resumed conversation, when a resuming harness first draws a
-    screen that matches ``ready_pattern`` but does not take input yet (Gemini); None: the
-    same."""
     idle_pattern: ClassVar[str | None] = None
     """A regular expression that matches the end of the screen (its last non-blank lines) while
     the agent takes input and runs nothing: for a harness that reports its turns through hooks,
@@ -217,16 +213,9 @@ class HarnessAdapter:
             prompt_in_argv=prompt is not None and self._places_prompt(kind),
             supports_interactive=self.supports_interactive,
             chooses_session_id=self.chooses_session_id,
-            ready_pattern=self._ready_pattern(kind),
+            ready_pattern=self.ready_pattern if kind.is_interactive else None,
             output_format="text" if kind.is_interactive else self.headless_output_format,
         )
-
-    def _ready_pattern(self, kind: LaunchKind) -> str | None:
-        if not kind.is_interactive:
-            return None
-        if kind.is_resume and self.resumed_ready_pattern is not None:
-            return self.resumed_ready_pattern
-        return self.ready_pattern
 
     def _checked_id(self, kind: LaunchKind, session_id: str | None) -> str | None:
         if kind.is_resume:

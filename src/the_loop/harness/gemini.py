@@ -53,14 +53,6 @@ class GeminiAdapter(HarnessAdapter):
         "bypass": ("--approval-mode", "yolo"),
     }
     ready_pattern = r"(?s)\? for shortcuts.*Type your message or @path"
-    # resuming, it first draws the idle screen of a new conversation (its tips, its input box,
-    # no history), then hides the box while it loads the conversation ("Resuming session..."):
-    # a message's Enter that comes then is lost. Ready once the box is back under the history
-    # (an answer's "✦ " or a prompt's " > " line), or when the tips scrolled away
-    resumed_ready_pattern = (
-        r"(?ms)\A(?=.*^(?:\u2726 | > \S)|(?!.*Tips for getting started))"
-        r".*\? for shortcuts.*Type your message or @path"
-    )
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
 
     def conversation_log(
