@@ -70,7 +70,8 @@ def look(ctx: Ctx, silent: Silent, now: float | None = None) -> float | None:
     hooks = {a.key: a for a in live if patterns[a.harness]}
     rows = store.rows(ctx.db.connect(), list(hooks)) if hooks else []
     working = [r for r in rows if r.state == store.WORKING]
-    for key in [k for k in silent.read_at if k not in {r.agent for r in working}]:
+    at_work = {r.agent for r in working}
+    for key in [k for k in silent.read_at if k not in at_work]:
         del silent.read_at[key]
     silent.working = bool(working)
     if not working:
