@@ -17,6 +17,7 @@ from tests.fakes.fake_gemini import FakeGemini
 from tests.harness.agent_clis import REPO, start_interactive
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.agent import submit
 from the_loop.agent.spend import meter, usage
 from the_loop.config import HarnessConfig
 from the_loop.context import open_ctx
@@ -71,9 +72,11 @@ def test_gemini_headless_spawn_and_follow_up_through_the_loop(work: Work, api: F
 
 
 def deliver(runner: TmuxRunner, prompt: str) -> None:
-    """Paste PROMPT as the-loop does for gemini: framed, its Enter after the submit gap."""
+    """Paste PROMPT as the-loop does for gemini: framed, its Enter after the submit gap, and
+    Enter again while it stays in the input box (a loaded host can lose the first)."""
     gemini = build_adapter("gemini")
     runner.deliver(TARGET, prompt, gemini.submit_gap, gemini.frames_paste).unwrap()
+    assert submit.see_submitted(runner, TARGET, gemini, prompt), "still in the input box"
 
 
 def say(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:

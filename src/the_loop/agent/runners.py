@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
-from the_loop.agent import confine
+from the_loop.agent import confine, submit
 from the_loop.agent import node as nodes
 from the_loop.agent.attention.spawn import keep_previous_token, spawn_env
 from the_loop.agent.model import Agent, AgentKind
@@ -158,13 +158,10 @@ class TmuxAgents:
             raise AlreadyRunning(result.detail)
         result.unwrap()
         if prompt is not None and self.ensure_ready(ctx, agent):
-            tmux.deliver(
-                target,
-                pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending)),
-                adapter.submit_gap,
-                adapter.frames_paste,
-                until,
-            )
+            text = pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending))
+            sent = tmux.deliver(target, text, adapter.submit_gap, adapter.frames_paste, until)
+            if sent.ok:
+                submit.see_submitted(tmux, target, adapter, text)
         return launch.session_id
 
     def deliver(
@@ -189,7 +186,7 @@ class TmuxAgents:
             _mark(ctx, item.seq, PromptStatus.pending)
         nodes.check_fence(ctx)  # a node paused past its death delivers nothing
         adapter = adapter_for(ctx, agent.harness, agent.args)
-        self._stage(ctx, agent, item, name, revive, adapter.frames_paste)
+        text = self._stage(ctx, agent, item, name, revive, adapter.frames_paste)
         crash_point("after-staged")
         until = nodes.check_fence(ctx)
         pause_point("before-paste")
@@ -209,6 +206,7 @@ class TmuxAgents:
                 f"the agent in {agent.target} exited before its prompt was pasted; will retry"
             )
         pasted.unwrap()
+        submit.see_submitted(tmux, agent.tmux_target, adapter, text)
 
     def _stage(
         self,
@@ -218,9 +216,9 @@ class TmuxAgents:
         name: str,
         revive: Callable[[], None] | None,
         frame: bool,
-    ) -> None:
+    ) -> str:
         """Stage the prompt for a live, ready agent of ours (between the paste's markers when
-        FRAME), then record ``staged``.
+        FRAME), then record ``staged``; the text staged.
 
         An agent this process has already seen ready is staged at once (the staging command
         also says whether its pane is alive and whose it is: one tmux invocation); any other
@@ -243,6 +241,7 @@ class TmuxAgents:
             raise foreign_occupant(ctx, agent)
         with ctx.db.transaction() as tx:
             queue.mark(tx, item.seq, PromptStatus.staged)
+        return text
 
     def _ensure_live(self, ctx: Ctx, agent: Agent, revive: Callable[[], None] | None) -> None:
         """Make sure the agent runs and takes input: REVIVE it when it is gone (or refuse)."""

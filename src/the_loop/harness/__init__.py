@@ -13,6 +13,7 @@ from the_loop.errors import BadInput
 from the_loop.harness import claude, codex, command, cursor, demo, gemini, own_settings
 from the_loop.harness.base import (
     HarnessAdapter,
+    InputBox,
     Launch,
     LaunchKind,
     LaunchSpec,
@@ -53,6 +54,7 @@ def recorded_adapter(config: Config, harness: str) -> HarnessAdapter | None:
 
 __all__ = [
     "HarnessAdapter",
+    "InputBox",
     "Launch",
     "LaunchKind",
     "LaunchSpec",

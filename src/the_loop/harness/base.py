@@ -43,6 +43,18 @@ class LaunchKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class InputBox:
+    """What a harness's input box holds, read from its screen (``HarnessAdapter.input_box``)."""
+
+    held: str
+    """The text in the box as drawn ("" when empty: its placeholder shows)."""
+    above: str
+    """The screen above the box: the conversation, where a submitted message shows."""
+    folded: bool = False
+    """The box shows a paste folded to a label (its text is not on screen)."""
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchSpec:
     """The inputs of one launch.
 
@@ -114,6 +126,9 @@ class HarnessAdapter:
     box can be drawn before it did; a paste that came unframed then would be typed — each line
     submitted on its own, and in Gemini a ``!`` switching to shell mode, which runs the rest
     without asking). A program that reads lines (a custom command) is left unframed."""
+    reads_input_box: ClassVar[bool] = False
+    """Whether ``input_box`` reads this harness's input box: a delivery then makes sure its
+    message left the box (``agent.submit``)."""
     keeps_conversation: ClassVar[bool] = False
     """Whether the harness writes its conversation to a file the-loop reads (the meter, the
     Conversation tab); one that does not shows only its screen."""
@@ -254,6 +269,11 @@ class HarnessAdapter:
         extra environment ENV over the daemon's: a confined agent's ``HOME``) when no hook
         names the file, if it exists; None when the harness keeps none the-loop reads (the
         default). The meter counts its usage from it and the Conversation tab shows it."""
+        return None
+
+    def input_box(self, screen: str) -> InputBox | None:
+        """What the input box holds on SCREEN (a capture of the pane), for a harness that
+        ``reads_input_box``; None when the screen shows no input box (the default)."""
         return None
 
     def session_id_from_output(self, output: str) -> str | None:

@@ -12,7 +12,10 @@ workspace for the session (the folder-trust dialog would block an unattended sta
 box's placeholder (``Type your message or @path/to/file``) under the idle footer (``? for
 shortcuts``, absent while it still initializes or finishes a turn) is ``ready_pattern``.
 Gemini takes an Enter that comes within 40 ms of a paste as a new line (its paste
-protection), so the Enter that submits a pasted message waits ``submit_gap`` seconds.
+protection), so the Enter that submits a pasted message waits ``submit_gap`` seconds; a
+Gemini held up past that reads both together all the same, so its input box is read
+(``input_box``: the lines under the last rule, from the one its ``>`` marks; a long paste
+shows folded as ``[Pasted Text: N lines]``) and a message left in it is submitted again.
 An interactive run gets ``CI=false`` unless the harness's own ``env`` sets ``CI``: with ``CI``
 set (as on a CI machine, inherited by the tmux server) the CLI takes itself for a pipeline,
 skips its interactive interface and exits ("No input provided via stdin").
@@ -25,18 +28,27 @@ prompts (``type: user``) and the model's answers (``type: gemini``, with their `
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
     HarnessAdapter,
+    InputBox,
     Launch,
     LaunchKind,
     LaunchSpec,
     register_adapter,
 )
 from the_loop.harness.homes import harness_dir
+
+_RULE = re.compile(r"^\s*─{8,}\s*$")
+"""The rule Gemini draws above its input box."""
+_BOX_LINE = re.compile(r"^ [>!*] (.*)$")
+"""The input box's first line: its marker (``>``; ``!`` in shell mode, ``*`` in yolo mode)."""
+_PLACEHOLDER = "Type your message or @path/to/file"
+_FOLDED = "[Pasted Text:"
 
 
 class GeminiAdapter(HarnessAdapter):
@@ -54,6 +66,30 @@ class GeminiAdapter(HarnessAdapter):
     }
     ready_pattern = r"(?s)\? for shortcuts.*Type your message or @path"
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
+    reads_input_box = True
+
+    def input_box(self, screen: str) -> InputBox | None:
+        """The box under the last rule: its marked line and the indented lines that go on it."""
+        lines = screen.splitlines()
+        rules = [at for at, line in enumerate(lines) if _RULE.match(line)]
+        if not rules:
+            return None
+        below = lines[rules[-1] + 1 :]
+        for at, line in enumerate(below):
+            first = _BOX_LINE.match(line)
+            if first is None:
+                continue
+            held = [first.group(1)]
+            for more in below[at + 1 :]:
+                if not more.startswith("   ") or not more.strip():
+                    break
+                held.append(more)
+            text = "\n".join(part.strip() for part in held).strip()
+            above = "\n".join(lines[: rules[-1]])
+            if text == _PLACEHOLDER:
+                return InputBox("", above)
+            return InputBox(text, above, folded=text.startswith(_FOLDED))
+        return None
 
     def conversation_log(
         self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]

@@ -1,0 +1,152 @@
+"""A message left unsent in Gemini's input box is submitted again (decision 0094): the real
+Gemini CLI (pinned) in real tmux against the fake Gemini API. Its Enter is lost on purpose, the
+way a loaded host loses it: pasted at once after the message (no submit gap), Gemini takes it
+for a new line (its paste protection). Gemini's input box as its adapter reads it, from screens
+the pinned CLI drew."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.daemon import served
+from tests.fakes import held_up
+from tests.fakes.fake_gemini import FakeGemini
+from tests.harness.agent_clis import start_interactive
+from tests.harness.test_gemini_e2e import GEMINI_BIN
+from tests.helpers import wait_until
+from tests.work import Work
+from the_loop.agent import submit
+from the_loop.config import HarnessConfig
+from the_loop.harness import HarnessAdapter, InputBox, LaunchSpec, build_adapter
+from the_loop.runner.tmux import TmuxRunner
+
+TARGET = "loop-gemini-unsent"
+REF = "local:held-up"
+needs_gemini = pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}")
+RULE = "\u2500" * 60
+FOOTER = " workspace (/directory)      sandbox      /model\n /tmp/ws      no sandbox      Auto"
+IDLE = (
+    " > earlier message\n\n\u2726 FAKE-GEMINI-REPLY-2\n\n      ? for shortcuts\n"
+    f"{RULE}\n Shift+Tab to accept edits\n\n >   Type your message or @path/to/file\n\n{FOOTER}"
+)
+
+
+@pytest.fixture
+def gemini(runner: TmuxRunner, tmp_path: Path) -> Iterator[tuple[FakeGemini, HarnessAdapter]]:
+    """Gemini, started as the-loop starts it and ready for input."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with FakeGemini() as api:
+        env = api.gemini_env(tmp_path / "gemini-home")
+        adapter = build_adapter("gemini", HarnessConfig(binary=str(GEMINI_BIN), env=env))
+        spec = LaunchSpec(workspace, str(uuid.uuid4()))
+        start_interactive(runner, TARGET, adapter, spec, resume=False)
+        yield api, adapter
+
+
+def box_of(runner: TmuxRunner, adapter: HarnessAdapter) -> InputBox | None:
+    return adapter.input_box(runner.capture(TARGET, 60).unwrap().text)
+
+
+def lose_the_enter(runner: TmuxRunner, adapter: HarnessAdapter, text: str) -> None:
+    """Paste TEXT with its Enter at once, which Gemini takes as a new line: the message stays
+    in the input box (waited for, so the loss is proved, not assumed)."""
+    runner.deliver(TARGET, text, 0.0, adapter.frames_paste).unwrap()
+    head = text.split()[0]
+    wait_until(
+        lambda: (box := box_of(runner, adapter)) is not None and (head in box.held or box.folded),
+        30,
+        what="the message left in the input box",
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@needs_gemini
+@pytest.mark.parametrize(
+    "text",
+    [
+        "unsent one-liner: say HELLO",
+        "\n".join(f"unsent line {n} of a long paste" for n in range(9)),
+    ],
+    ids=["one-line", "folded"],
+)
+def test_a_message_whose_enter_was_lost_is_submitted(
+    runner: TmuxRunner, gemini: tuple[FakeGemini, HarnessAdapter], text: str
+) -> None:
+    api, adapter = gemini
+    lose_the_enter(runner, adapter, text)
+    assert api.conversation_turns() == [], "the Enter was lost: nothing reached the model"
+
+    assert submit.see_submitted(runner, TARGET, adapter, text)
+    turns = wait_until(api.conversation_turns, 30, what="the message at the model")
+    assert turns[0].user_texts()[-1].strip() == text
+    assert (box := box_of(runner, adapter)) is not None and box.held == ""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@needs_gemini
+def test_a_persons_draft_in_the_box_is_left_alone(
+    runner: TmuxRunner, gemini: tuple[FakeGemini, HarnessAdapter]
+) -> None:
+    """Text in the box that is not the message (a person typing in the terminal) gets no
+    Enter: the watch ends at once and the draft stays unsent."""
+    api, adapter = gemini
+    runner.run("send-keys", "-t", f"={TARGET}:", "-l", "my own draft")
+    wait_until(
+        lambda: (box := box_of(runner, adapter)) is not None and box.held == "my own draft",
+        30,
+        what="the draft in the box",
+    )
+    assert submit.see_submitted(runner, TARGET, adapter, "a message from the-loop")
+    assert (box := box_of(runner, adapter)) is not None and box.held == "my own draft"
+    assert api.conversation_turns() == []
+
+
+def test_the_input_box_read_from_gemini_screens() -> None:
+    gemini = build_adapter("gemini")
+    idle = gemini.input_box(IDLE)
+    assert idle is not None and idle.held == "" and "earlier message" in idle.above
+    unsent = IDLE.replace(">   Type your message or @path/to/file", "> line one\n   line two")
+    assert gemini.input_box(unsent) == InputBox("line one\nline two", idle.above)
+    folded = IDLE.replace(">   Type your message or @path/to/file", "> [Pasted Text: 9 lines]")
+    assert (box := gemini.input_box(folded)) is not None and box.folded
+    resuming = "Resuming session...\n > earlier message\n\n\u2726 FAKE-GEMINI-REPLY-2\n"
+    assert gemini.input_box(resuming) is None  # no rule, no box: not read
+    assert build_adapter("claude").input_box(IDLE) is None  # a harness that reads no box
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@needs_gemini
+def test_the_loop_submits_what_a_held_up_gemini_left_in_its_box(work: Work) -> None:
+    """Through the daemon, the first message of a new agent and a later one: Gemini behind a
+    relay that hands it each paste together with the Enter that followed it a second later
+    (``tests/fakes/held_up.py``), as a loaded host did. Both reach the model."""
+    wrapper = work.env.root / "gemini-held-up"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {held_up.__file__} {GEMINI_BIN} "$@"\n')
+    wrapper.chmod(0o755)
+    with FakeGemini() as api:
+        work.configure(
+            harnesses={"gemini": {"binary": str(wrapper), "env": api.gemini_env(work.env.root)}},
+            routing={"defaultHarness": "gemini"},
+            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+        )
+        with served(work):
+            assert work.cli("sessions", "start", REF, "--prompt", "first HELD-1").exit_code == 0
+            wait_until(lambda: sent(api, "HELD-1"), 90, what="the first message at the model")
+            work.wait_attention(REF, "waiting", 60)
+            said = work.cli("sessions", "say", REF, "-t", "second HELD-2")
+            assert said.exit_code == 0, said.stderr
+            wait_until(lambda: sent(api, "HELD-2"), 90, what="the second message at the model")
+            assert len([p for p in api.user_prompts() if "HELD-" in p]) == 2, "each one once"
+
+
+def sent(api: FakeGemini, words: str) -> bool:
+    return any(words in prompt for prompt in api.user_prompts())
