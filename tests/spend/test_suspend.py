@@ -7,6 +7,7 @@ reload lowers it."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -16,8 +17,10 @@ from tests.fakes import fake_agent
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.agent.spend import policy
 from the_loop.context import open_ctx
 from the_loop.daemon.housekeeping import reconcile_once
+from the_loop.store import attention as attention_store
 
 SUSPEND_MINUTES = 0.02  # 1.2 s
 ATTENTION = {
@@ -213,3 +216,25 @@ def test_a_start_waits_while_the_live_agents_measured_memory_is_above_the_cap(
         )
     finally:
         d.stop()
+
+
+def test_idle_time_counts_from_the_last_delivered_prompt(work: Work) -> None:
+    """An agent recorded ``waiting`` longer than ``suspendAfterMinutes`` that was just given a
+    prompt is not idle: a harness read from its screen reads ``working`` only once its pane
+    shows the turn, and suspending it in between lost that turn (a Gemini agent woken by a
+    message, on a loaded host). Idle time counts from the later of the two."""
+    work.configure(attention=ATTENTION, sessions={"suspendAfterMinutes": 1})
+    ref = "local:idle-clock"
+    assert work.cli("sessions", "start", ref, "--prompt", "IDLE-CLOCK").exit_code == 0
+    key = work.session_json(ref)["id"]
+    work.wait_prompts(work.session_json(ref)["harnessSessionId"], 1)
+    ctx = open_ctx(work.env.config_path)
+    with ctx.db.transaction() as tx:  # waiting for an hour, as its record reads
+        attention_store.set_state(
+            tx, key, attention_store.WAITING, "screen", "idle", now=time.time() - 3600
+        )
+
+    policy.check(ctx, {}, set(), time.time())
+    assert work.session_json(ref)["hold"] is None, "given a prompt just now: not idle"
+    policy.check(ctx, {}, set(), time.time() + 61)
+    assert work.session_json(ref)["hold"] == "suspended", "a minute after it: idle"

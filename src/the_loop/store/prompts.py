@@ -70,6 +70,16 @@ def delivered_count(conn: Connection, agent: str) -> int:
     return int(row[0])
 
 
+def last_delivered(conn: Connection, agent: str) -> float:
+    """When AGENT was last delivered a prompt (seconds since the epoch; 0.0 when never)."""
+    row = conn.execute(
+        "SELECT MAX(delivered_at) FROM agent_prompts"
+        " WHERE agent = ? AND status IN ('delivered', 'resent')",
+        (agent,),
+    ).fetchone()
+    return float(row[0]) if row is not None and row[0] is not None else 0.0
+
+
 def delivered_total(conn: Connection) -> int:
     """Prompts delivered to any agent (for metrics)."""
     row = conn.execute(

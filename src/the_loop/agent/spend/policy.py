@@ -180,7 +180,9 @@ def stop_over_budget(ctx: Ctx, spender: Spender) -> str | None:
 
 def suspend_idle(ctx: Ctx, spender: Spender, now: float | None = None) -> bool:
     """Suspend SPENDER if it has been waiting (turn over, nothing pending) for
-    ``sessions.suspendAfterMinutes``; True when it was."""
+    ``sessions.suspendAfterMinutes``, counted from its last delivered prompt when that came
+    later (a harness read from its screen reads ``working`` only once its pane shows the turn,
+    a moment after the paste); True when it was."""
     limit = ctx.config.sessions.suspend_after_seconds
     if limit <= 0:
         return False
@@ -189,9 +191,11 @@ def suspend_idle(ctx: Ctx, spender: Spender, now: float | None = None) -> bool:
     with layer.hold(ctx, list(spender.locks)):
         found = _stoppable(ctx, kind, spender.agent.key)
         fresh, row = found if found is not None else (spender, None)
-        if row is None or now - row.since < limit:
+        if row is None:
             return False
-        idle = now - row.since
+        idle = now - max(row.since, queue.last_delivered(ctx.db.connect(), spender.agent.key))
+        if idle < limit:
+            return False
         reason = f"waiting {idle:.0f}s (sessions.suspendAfterMinutes)"
         if not holds.stop(ctx, fresh.agent, store.SUSPENDED, reason):
             return False
