@@ -9,64 +9,35 @@ protection, and the message stayed unsent in its input box).
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import select
-import signal
 import sys
-import termios
-import tty
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script
+
+from tests.fakes import pty_relay
 
 PASTE_END = b"\x1b[201~"
 HOLD_SECONDS = 5.0
 """A paste no key follows within this long goes on by itself."""
 
 
-def _copy_size(child: int) -> None:
-    size = fcntl.ioctl(sys.stdin.fileno(), termios.TIOCGWINSZ, b"\0" * 8)
-    fcntl.ioctl(child, termios.TIOCSWINSZ, size)
+class HeldUp(pty_relay.Filter):
+    def __init__(self) -> None:
+        self.held = b""  # input up to and with a paste's end, waiting for the key after it
 
+    def inward(self, data: bytes) -> bytes:
+        data, self.held = self.held + data, b""
+        if data.endswith(PASTE_END):
+            data, self.held = b"", data
+        return data
 
-def main(argv: list[str]) -> int:
-    pid, child = pty.fork()
-    if pid == 0:
-        os.execvp(argv[0], argv)
-    _copy_size(child)
-    signal.signal(signal.SIGWINCH, lambda *_: _copy_size(child))
-    tty.setraw(sys.stdin.fileno())
-    held = b""  # input up to and with a paste's end, waiting for the key after it
-    while True:
-        try:
-            ready, _, _ = select.select(
-                [sys.stdin.fileno(), child], [], [], HOLD_SECONDS if held else None
-            )
-        except InterruptedError:
-            continue
-        if not ready and held:
-            os.write(child, held)
-            held = b""
-        if child in ready:
-            try:
-                data = os.read(child, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            os.write(sys.stdout.fileno(), data)
-        if sys.stdin.fileno() in ready:
-            data = os.read(sys.stdin.fileno(), 65536)
-            if not data:
-                break
-            data = held + data
-            if data.endswith(PASTE_END):
-                held = data
-            else:
-                os.write(child, data)
-                held = b""
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    def timeout(self) -> float | None:
+        return HOLD_SECONDS if self.held else None
+
+    def lapsed(self) -> bytes:
+        data, self.held = self.held, b""
+        return data
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(pty_relay.run(sys.argv[1:], HeldUp()))

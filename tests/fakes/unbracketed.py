@@ -9,55 +9,26 @@ host: a paste then was typed, and its ``!`` switched Gemini to shell mode).
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import select
-import signal
 import sys
-import termios
-import tty
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script
+
+from tests.fakes import pty_relay
 
 ASK = b"\x1b[?2004h"
 
 
-def _copy_size(child: int) -> None:
-    size = fcntl.ioctl(sys.stdin.fileno(), termios.TIOCGWINSZ, b"\0" * 8)
-    fcntl.ioctl(child, termios.TIOCSWINSZ, size)
+class Unbracketed(pty_relay.Filter):
+    def __init__(self) -> None:
+        self.held = b""  # the end of the last write, when it may be the start of the request
 
-
-def main(argv: list[str]) -> int:
-    pid, child = pty.fork()
-    if pid == 0:
-        os.execvp(argv[0], argv)
-    _copy_size(child)
-    signal.signal(signal.SIGWINCH, lambda *_: _copy_size(child))
-    tty.setraw(sys.stdin.fileno())
-    held = b""  # the end of the last read, when it may be the start of the request
-    while True:
-        try:
-            ready, _, _ = select.select([sys.stdin.fileno(), child], [], [])
-        except InterruptedError:
-            continue
-        if child in ready:
-            try:
-                data = os.read(child, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            data = (held + data).replace(ASK, b"")
-            keep = max((n for n in range(1, len(ASK)) if data.endswith(ASK[:n])), default=0)
-            held, data = data[len(data) - keep :], data[: len(data) - keep]
-            os.write(sys.stdout.fileno(), data)
-        if sys.stdin.fileno() in ready:
-            data = os.read(sys.stdin.fileno(), 65536)
-            if not data:
-                break
-            os.write(child, data)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    def outward(self, data: bytes) -> bytes:
+        data = (self.held + data).replace(ASK, b"")
+        keep = max((n for n in range(1, len(ASK)) if data.endswith(ASK[:n])), default=0)
+        self.held = data[len(data) - keep :]
+        return data[: len(data) - keep]
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(pty_relay.run(sys.argv[1:], Unbracketed()))

@@ -111,12 +111,13 @@ def test_a_persons_draft_in_the_box_is_left_alone(
 
 def test_the_input_box_read_from_gemini_screens() -> None:
     gemini = build_adapter("gemini")
-    idle = gemini.input_box(IDLE)
-    assert idle is not None and idle.held == "" and "earlier message" in idle.above
+    assert gemini.input_box(IDLE) == InputBox("", "earlier message")
     unsent = IDLE.replace(">   Type your message or @path/to/file", "> line one\n   line two")
-    assert gemini.input_box(unsent) == InputBox("line one\nline two", idle.above)
+    assert gemini.input_box(unsent) == InputBox("line one\nline two", "earlier message")
     folded = IDLE.replace(">   Type your message or @path/to/file", "> [Pasted Text: 9 lines]")
-    assert (box := gemini.input_box(folded)) is not None and box.folded
+    assert gemini.input_box(folded) == InputBox("[Pasted Text: 9 lines]", "earlier message", True)
+    fresh = IDLE.replace(" > earlier message\n\n\u2726 FAKE-GEMINI-REPLY-2\n", "Tips\n")
+    assert gemini.input_box(fresh) == InputBox("", "")
     resuming = "Resuming session...\n > earlier message\n\n\u2726 FAKE-GEMINI-REPLY-2\n"
     assert gemini.input_box(resuming) is None  # no rule, no box: not read
     assert build_adapter("claude").input_box(IDLE) is None  # a harness that reads no box
@@ -126,9 +127,9 @@ def test_the_input_box_read_from_gemini_screens() -> None:
 @pytest.mark.timeout(300)
 @needs_gemini
 def test_the_loop_submits_what_a_held_up_gemini_left_in_its_box(work: Work) -> None:
-    """Through the daemon, the first message of a new agent and a later one: Gemini behind a
+    """Through the daemon, the first message of a new agent and two later ones: Gemini behind a
     relay that hands it each paste together with the Enter that followed it a second later
-    (``tests/fakes/held_up.py``), as a loaded host did. Both reach the model."""
+    (``tests/fakes/held_up.py``), as a loaded host did. Each reaches the model once."""
     wrapper = work.env.root / "gemini-held-up"
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {held_up.__file__} {GEMINI_BIN} "$@"\n')
     wrapper.chmod(0o755)
@@ -141,11 +142,12 @@ def test_the_loop_submits_what_a_held_up_gemini_left_in_its_box(work: Work) -> N
         with served(work):
             assert work.cli("sessions", "start", REF, "--prompt", "first HELD-1").exit_code == 0
             wait_until(lambda: sent(api, "HELD-1"), 90, what="the first message at the model")
-            work.wait_attention(REF, "waiting", 60)
-            said = work.cli("sessions", "say", REF, "-t", "second HELD-2")
-            assert said.exit_code == 0, said.stderr
-            wait_until(lambda: sent(api, "HELD-2"), 90, what="the second message at the model")
-            assert len([p for p in api.user_prompts() if "HELD-" in p]) == 2, "each one once"
+            for mark in ("HELD-2", "HELD-3"):  # from one person: they begin alike, end apart
+                work.wait_attention(REF, "waiting", 60)
+                said = work.cli("sessions", "say", REF, "-t", f"then {mark}")
+                assert said.exit_code == 0, said.stderr
+                wait_until(lambda m=mark: sent(api, m), 90, what=f"{mark} at the model")
+            assert len([p for p in api.user_prompts() if "HELD-" in p]) == 3, "each one once"
 
 
 def sent(api: FakeGemini, words: str) -> bool:

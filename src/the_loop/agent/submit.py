@@ -32,17 +32,19 @@ UNSENT_SECONDS = 1.0
 POLL_SECONDS = 0.1
 MAX_ENTERS = 2
 """Enters pressed again for one message, at most."""
-HEAD = 16
-"""How many of the message's letters and digits identify it on the screen."""
+MARK = 16
+"""How many of the message's first and last letters and digits identify it on the screen: its
+end tells it from an earlier message sent above it (messages from one person begin alike)."""
 
 
 def see_submitted(tmux: TmuxRunner, target: str, adapter: HarnessAdapter, text: str) -> bool:
     """Watch TARGET's screen after TEXT was pasted with its Enter until TEXT has left the input
-    box (shown above it, or seen in it and gone), pressing Enter again while it stays in the
-    box; True once it left (or when ADAPTER reads no input box), False when it did not within
-    ``WATCH_SECONDS`` or tmux could not show the screen."""
-    head = _letters(text)[:HEAD]
-    if not adapter.reads_input_box or not head:
+    box (shown sent above it, or seen in it and gone), pressing Enter again while it stays in
+    the box; True once it left (or when ADAPTER reads no input box), False when it did not
+    within ``WATCH_SECONDS`` or tmux could not show the screen."""
+    letters = _letters(text)
+    head, tail = letters[:MARK], letters[-MARK:]
+    if not adapter.reads_input_box or not letters:
         return True
     deadline = time.monotonic() + WATCH_SECONDS
     held_since: float | None = None
@@ -53,7 +55,7 @@ def see_submitted(tmux: TmuxRunner, target: str, adapter: HarnessAdapter, text: 
             return False
         box = adapter.input_box(capture.text)
         now = time.monotonic()
-        if box is not None and _holds(box, head):
+        if box is not None and _holds(box, head, tail):
             seen = True
             held_since = now if held_since is None else held_since
             if now - held_since >= UNSENT_SECONDS:
@@ -63,7 +65,7 @@ def see_submitted(tmux: TmuxRunner, target: str, adapter: HarnessAdapter, text: 
                 if not tmux.run("send-keys", "-t", f"={target}:", "Enter").ok:
                     return False
                 enters, held_since = enters + 1, None
-        elif box is not None and (box.held or seen or head in _letters(box.above)):
+        elif box is not None and (box.held or seen or tail in _letters(box.last_sent)):
             return True  # sent, or a draft that is not the message: left alone
         else:
             held_since = None  # no box drawn, or not read yet
@@ -72,9 +74,11 @@ def see_submitted(tmux: TmuxRunner, target: str, adapter: HarnessAdapter, text: 
     return False
 
 
-def _holds(box: InputBox, head: str) -> bool:
-    """Whether BOX holds the message HEAD begins (a folded paste is taken for it)."""
-    return box.folded or head in _letters(box.held)
+def _holds(box: InputBox, head: str, tail: str) -> bool:
+    """Whether BOX holds the message that HEAD begins or TAIL ends (a folded paste is taken for
+    it)."""
+    held = _letters(box.held)
+    return box.folded or head in held or tail in held
 
 
 def _letters(text: str) -> str:

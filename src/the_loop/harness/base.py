@@ -48,8 +48,8 @@ class InputBox:
 
     held: str
     """The text in the box as drawn ("" when empty: its placeholder shows)."""
-    above: str
-    """The screen above the box: the conversation, where a submitted message shows."""
+    last_sent: str
+    """The last message the conversation above the box shows sent ("" when none shows)."""
     folded: bool = False
     """The box shows a paste folded to a label (its text is not on screen)."""
 

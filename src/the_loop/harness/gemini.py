@@ -69,27 +69,22 @@ class GeminiAdapter(HarnessAdapter):
     reads_input_box = True
 
     def input_box(self, screen: str) -> InputBox | None:
-        """The box under the last rule: its marked line and the indented lines that go on it."""
+        """The box under the last rule (its marked line and the indented lines that go on it),
+        and the last message above it (marked the same way in the conversation)."""
         lines = screen.splitlines()
         rules = [at for at, line in enumerate(lines) if _RULE.match(line)]
         if not rules:
             return None
         below = lines[rules[-1] + 1 :]
-        for at, line in enumerate(below):
-            first = _BOX_LINE.match(line)
-            if first is None:
-                continue
-            held = [first.group(1)]
-            for more in below[at + 1 :]:
-                if not more.startswith("   ") or not more.strip():
-                    break
-                held.append(more)
-            text = "\n".join(part.strip() for part in held).strip()
-            above = "\n".join(lines[: rules[-1]])
-            if text == _PLACEHOLDER:
-                return InputBox("", above)
-            return InputBox(text, above, folded=text.startswith(_FOLDED))
-        return None
+        starts = [at for at, line in enumerate(below) if _BOX_LINE.match(line)]
+        if not starts:
+            return None
+        held = _marked(below, starts[0])
+        sent = [at for at, line in enumerate(lines[: rules[-1]]) if _BOX_LINE.match(line)]
+        last_sent = _marked(lines, sent[-1]) if sent else ""
+        if held == _PLACEHOLDER:
+            return InputBox("", last_sent)
+        return InputBox(held, last_sent, folded=held.startswith(_FOLDED))
 
     def conversation_log(
         self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
@@ -118,6 +113,18 @@ class GeminiAdapter(HarnessAdapter):
         if prompt is None:
             raise BadInput(f"harness {self.harness!r}: a headless run needs a prompt")
         return [*head, "--output-format", "stream-json", *options, f"--prompt={prompt}"]
+
+
+def _marked(lines: list[str], at: int) -> str:
+    """The text of the message whose marked line is LINES[AT], with the indented lines that go
+    on it."""
+    first = _BOX_LINE.match(lines[at])
+    held = [first.group(1) if first else ""]
+    for more in lines[at + 1 :]:
+        if not more.startswith("   ") or not more.strip():
+            break
+        held.append(more)
+    return "\n".join(part.strip() for part in held).strip()
 
 
 register_adapter("gemini", GeminiAdapter)
