@@ -29,7 +29,7 @@ from the_loop.store import open_database
 from the_loop.store import usage as usage_store
 from the_loop.store.usage import Entry
 
-AGE = re.compile(r"\b\d+[smhd] ago")
+AGE = re.compile(r"\b\d+[smhd] ago *")
 PROBE = (
     "import sys\n"
     "from the_loop.cli import main\n"
@@ -69,9 +69,10 @@ def _run(env: Env, args: list[str], fast: bool) -> tuple[int, str, str, str]:
 
 
 def _ageless(answer: tuple[int, str, str]) -> tuple[int, str, str]:
-    """ANSWER with every ``12s ago`` as ``N ago`` (the two runs are a moment apart)."""
+    """ANSWER with every ``12s ago`` as ``N ago`` and the spaces that pad it as one (the two
+    runs are a moment apart: ``9s ago`` then ``10s ago`` pads its table column less)."""
     code, out, err = answer
-    return code, AGE.sub("N ago", out), err
+    return code, AGE.sub("N ago ", out), err
 
 
 def _steady(text: str) -> list[str]:
