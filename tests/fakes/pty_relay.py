@@ -12,6 +12,7 @@ import signal
 import sys
 import termios
 import tty
+from pathlib import Path
 
 
 class Filter:
@@ -69,3 +70,11 @@ def run(argv: list[str], relay: Filter) -> int:
             os.write(child, relay.inward(data))
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
+
+
+def wrapper(path: Path, relay: str, program: Path) -> Path:
+    """Write at PATH an executable that runs PROGRAM (with its arguments) behind the relay
+    script RELAY (one of these fakes' ``__file__``), for a harness's ``binary``; PATH."""
+    path.write_text(f'#!/bin/sh\nexec {sys.executable} {relay} {program} "$@"\n')
+    path.chmod(0o755)
+    return path

@@ -6,7 +6,6 @@ the pinned CLI drew."""
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon import served
-from tests.fakes import held_up
+from tests.fakes import held_up, pty_relay
 from tests.fakes.fake_gemini import FakeGemini
 from tests.harness.agent_clis import start_interactive
 from tests.harness.test_gemini_e2e import GEMINI_BIN
@@ -130,9 +129,7 @@ def test_the_loop_submits_what_a_held_up_gemini_left_in_its_box(work: Work) -> N
     """Through the daemon, the first message of a new agent and two later ones: Gemini behind a
     relay that hands it each paste together with the Enter that followed it a second later
     (``tests/fakes/held_up.py``), as a loaded host did. Each reaches the model once."""
-    wrapper = work.env.root / "gemini-held-up"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {held_up.__file__} {GEMINI_BIN} "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = pty_relay.wrapper(work.env.root / "gemini-held-up", held_up.__file__, GEMINI_BIN)
     with FakeGemini() as api:
         work.configure(
             harnesses={"gemini": {"binary": str(wrapper), "env": api.gemini_env(work.env.root)}},

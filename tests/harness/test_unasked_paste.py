@@ -10,7 +10,6 @@ harness that reads the markers itself (``frames_paste``), whatever the program a
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon import served
-from tests.fakes import unbracketed
+from tests.fakes import pty_relay, unbracketed
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.fake_openai import FakeOpenAI
@@ -40,9 +39,7 @@ def unasked(work: Work, harness: str) -> Iterator[Prompts]:
     binary = {"gemini": GEMINI_BIN, "claude": CLAUDE_BIN, "codex": CODEX_BIN}[harness]
     if not binary.exists():
         pytest.skip(f"no {harness} CLI at {binary}")
-    wrapper = work.env.root / f"{harness}-unasked"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {unbracketed.__file__} {binary} "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = pty_relay.wrapper(work.env.root / f"{harness}-unasked", unbracketed.__file__, binary)
     home = work.env.root / "home"
     with {"gemini": FakeGemini, "claude": FakeAnthropic, "codex": FakeOpenAI}[harness]() as api:
         if isinstance(api, FakeGemini):
