@@ -3,8 +3,10 @@ worktree shares, sparse paths, and a spare worktree the next spawn takes ready."
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from tests.helpers import wait_until
@@ -144,6 +146,36 @@ def test_a_reopened_item_taking_the_spare_gets_its_own_branch_back(tmp_path: Pat
     assert again.from_spare
     assert git(again.path, "branch", "--show-current") == "the-loop/github-octo-repo-1"
     assert (again.path / "work.txt").read_text() == "mine\n"
+
+
+def test_a_ready_spare_is_taken_while_its_maker_still_holds_its_lock(tmp_path: Path) -> None:
+    """The maker writes the ready note last, inside its lock: a spawn in that moment waits for
+    the lock and takes the spare, not a worktree made the plain way (a fresh clone's run
+    missed the spare so once)."""
+    make_repo(tmp_path / "clone")
+    config = config_for(tmp_path)
+    workspace.prepare(config, ONE)
+    wait_until(lambda: spare_ready(config), what="a spare")
+    lock = config.workspace_root / "_spare" / "github.com" / "octo" / "repo.lock"
+    taken: list[workspace.Workspace] = []
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as the maker holds it, its note written
+        spawn = threading.Thread(target=lambda: taken.append(workspace.prepare(config, TWO)))
+        spawn.start()
+        wait_until(lambda: waiting_on(lock), what="the spawn waiting for the spare's lock")
+    finally:
+        os.close(fd)
+    spawn.join(30)
+    assert taken and taken[0].from_spare
+
+
+def waiting_on(path: Path) -> bool:
+    """Whether some process waits for a lock on PATH (a ``->`` line of ``/proc/locks``)."""
+    inode = f":{path.stat().st_ino} "
+    return any(
+        "->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines()
+    )
 
 
 def test_without_spare_no_spare_is_made(tmp_path: Path) -> None:

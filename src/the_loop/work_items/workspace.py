@@ -264,11 +264,15 @@ def _drop(clone: Path, spare: Path) -> None:
 
 def _take_spare(config: Config, ref: WorkItemRef, clone: Path, path: Path, branch: str) -> bool:
     """Move REF's repository's ready spare to PATH on BRANCH; False when there is none to
-    take (or it no longer fits: other sparse paths), and the caller makes the worktree."""
+    take (or it no longer fits: other sparse paths), and the caller makes the worktree. A
+    ready spare is waited for while its lock is held: its maker writes the ready note last and
+    lets go at once (another spawn taking it lets go as soon as it has moved it)."""
     spare = _spare_path(config, ref)
-    with _locked(spare, wait=False) as mine:
-        note = _ready_note(spare)
-        if not mine or not note.is_file():
+    note = _ready_note(spare)
+    if not note.is_file():  # none, or one still being made: not waited for
+        return False
+    with _locked(spare, wait=True):
+        if not note.is_file():  # another spawn took it meanwhile
             return False
         try:
             facts = json.loads(note.read_text(encoding="utf-8"))
