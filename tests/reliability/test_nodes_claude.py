@@ -3,17 +3,20 @@ PostgreSQL, each with its own Claude Code config directory (as two hosts have), 
 against the fake Messages API. The node running the agent is SIGKILLed (its tmux server with
 it, as when its host dies); once it is declared dead, the next comment respawns the agent on
 the other node from the transcript the store kept, and the request after the move carries
-the earlier conversation."""
+the earlier conversation. Meanwhile the session reads ``blocked`` (its node stopped
+answering), and the agent left on the dead node no longer speaks for it."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.attention.hooks import hook_env, run_hook
 from tests.cluster import DEAD_AFTER, Node, cluster_db
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.harness.agent_clis import CLAUDE_BIN
@@ -21,6 +24,7 @@ from tests.helpers import wait_until
 from tests.reliability.conftest import NodeConfig
 from tests.work import Work
 from the_loop import events as ev
+from the_loop.hook import AGENT_ENV, TOKEN_ENV
 from the_loop.store import Database, attention, outbox, transcripts
 from the_loop.store import sessions as session_store
 
@@ -71,6 +75,22 @@ def _diag(db: Database, conversation: str) -> str:
     return f"(attention {rows}, kept {transcripts.get(db.connect(), conversation)})"
 
 
+def _token_of(agent: str) -> str:
+    """The hook token in the environment of AGENT's running Claude Code."""
+    for proc in Path("/proc").iterdir():
+        try:
+            env = dict(
+                line.split("=", 1)
+                for line in (proc / "environ").read_text().split("\0")
+                if "=" in line
+            )
+        except OSError:
+            continue
+        if env.get(AGENT_ENV) == agent and TOKEN_ENV in env:
+            return env[TOKEN_ENV]
+    raise AssertionError(f"no process of agent {agent} holds a hook token")
+
+
 def _events(db: Database, kind: str) -> list[ev.Event]:
     return ev.query(db, ev.EventFilter(types=(kind,), limit=None))
 
@@ -98,6 +118,7 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
         raise AssertionError(f"{exc} {_diag(db, conversation)}") from None
     victim = next(n for n in cluster if n.name == rec.node)
     live = next(n for n in cluster if n is not victim)
+    left_behind = _token_of(rec.id)  # what the agent on the victim reports with
     victim.daemon.stop(signal.SIGKILL)
     subprocess.run(["tmux", "-L", victim.work.env.socket, "kill-server"], capture_output=True)
     wait_until(
@@ -106,6 +127,10 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
         interval=0.2,
         what="node.dead",
     )
+    # the declaration tells that its agent is gone, not the waiting its node last recorded
+    gone = attention.get(db.connect(), rec.id)
+    assert gone is not None and gone.state == attention.BLOCKED, gone and gone.state
+    assert gone.rule == f"its node {victim.name} stopped answering", gone.rule
 
     assert live.post(1, 1) == 202
     after = wait_until(lambda: _asked(api, AFTER), 120, interval=0.2, what="the turn after")
@@ -120,6 +145,7 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
     assert live.work.env.root.as_posix() in restored[0].payload["path"]
     assert [e.payload["resumed"] for e in _events(db, "session.respawned")] == [True]
     assert not _events(db, "session.resume_failed")
+    assert not _events(db, "session.vanished")  # moved, not lost on the node that took it
     # the new node's hook goes on appending to the same kept transcript
     wait_until(
         lambda: AFTER.encode() in (transcripts.load(db.connect(), conversation) or b""),
@@ -127,6 +153,14 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
         interval=0.2,
         what="the turn after the move in the store",
     )
+    # the agent left on the dead node speaks for the session no more: a report it spooled
+    # there (applied when that node comes back, or sent to any node) is refused
+    stale = run_hook(
+        hook_env(live.work.env, left_behind, rec.id), {"hook_event_name": "SessionEnd"}
+    )
+    assert "refused: unknown token" in stale.stderr, stale.stderr
+    state = attention.get(db.connect(), rec.id)
+    assert state is not None and state.state == attention.WAITING, state and state.state
     notices = [i for i in outbox.list_items(db) if "moved the agent" in i.model_dump_json()]
     assert len(notices) == 1, notices
     body = notices[0].model_dump_json()

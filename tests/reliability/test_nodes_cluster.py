@@ -1,7 +1,8 @@
 """Node-to-node requests on two real daemons sharing one PostgreSQL (decision 0035): with the
-cluster token on both, node A's screen API reads the screen of node B's session from B; the
-cluster endpoint takes only the cluster token (none, a wrong one or an API token: 401, and
-nothing is read); without the token on both, the screen API answers 409 with the command."""
+cluster token on both, node A's screen API and session page read the screen of node B's
+session from B; the cluster endpoint takes only the cluster token (none, a wrong one or an
+API token: 401, and nothing is read); without the token on both, the screen API answers 409
+with the command, and the page shows it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from tests.api.test_dashboard_pages import logged_in
 from tests.cluster import Node, cluster_db
 from tests.helpers import wait_until
 from the_loop import events as ev
@@ -80,6 +82,17 @@ def _cluster_get(node: Node, path: str, token: str | None) -> httpx.Response:
     return httpx.get(f"{node.daemon.url}/api/v1/cluster{path}", headers=headers, timeout=30)
 
 
+def _page(node: Node, session_id: str) -> str:
+    """Session SESSION_ID's dashboard page as NODE serves it to a logged-in operator."""
+    client, _ = logged_in(node.daemon, node.daemon.token)
+    try:
+        page = client.get(f"/sessions/{session_id}")
+    finally:
+        client.close()
+    assert page.status_code == 200, page.text
+    return page.text
+
+
 def _last_id(db: Any) -> int:
     found = ev.query(db, ev.EventFilter(limit=None))
     return max((e.id for e in found), default=0)
@@ -118,6 +131,11 @@ def test_the_screen_of_another_nodes_session_is_read_from_that_node(
     logs = a.work.env.run("sessions", "logs", theirs.work_item, "-n", "20", env=env)
     assert logs.exit_code == 0 and "FAKE-AGENT" in logs.stdout, logs.stderr
     assert TOKEN not in logs.stdout + logs.stderr + a.daemon.log() + b.daemon.log()
+
+    # its page on node-a says where it runs and shows the screen node-b relayed
+    page = _page(a, theirs.id)
+    assert "runs on node <strong>node-b</strong>" in page and "FAKE-AGENT" in page, page
+    assert "/messages" not in page and 'id="terminal"' not in page  # nothing here to type into
 
     # the cluster endpoint takes the cluster token only, checked before anything is read
     before = _last_id(db)
@@ -166,6 +184,10 @@ def test_without_the_same_cluster_token_the_screen_names_the_command_or_the_refu
     theirs = _theirs(cluster)
     screen = a.daemon.api("GET", f"/sessions/{theirs.id}/screen")
     assert screen.status_code == status, screen.text
+    seen = a.daemon.api("GET", f"/sessions/{theirs.id}").json()
+    assert (seen["pane"], seen["node"]) == ("elsewhere", "node-b")  # not node-a's "absent"
+    page = _page(a, theirs.id)  # the page still opens, with the command instead of the screen
+    assert "the-loop sessions attach" in page and "FAKE-AGENT" not in page
     message = screen.json()["error"]["message"]
     if status == 409:  # node-b takes no node-to-node requests: the command, as before
         assert "runs on node node-b" in message and "ssh -t node-b" in message

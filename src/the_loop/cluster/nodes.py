@@ -31,7 +31,9 @@ from the_loop.agent.node import shared_name as shared_name
 from the_loop.agent.node import state_for as state_for
 from the_loop.context import Ctx
 from the_loop.errors import BadInput
+from the_loop.store import attention as attention_store
 from the_loop.store import nodes as store
+from the_loop.store.conn import Connection
 from the_loop.store.events import NewEvent
 from the_loop.store.events import insert as insert_event
 from the_loop.store.nodes import Declared, NodeRecord
@@ -121,12 +123,22 @@ def declare_silent(ctx: Ctx, now: float) -> list[Declared]:
             declared = store.declare_dead(tx, peer, before, now)
             if declared is not None:
                 insert_event(tx, _dead_event(ctx, declared, now))
+                _tell_orphaned(tx, declared, now)
         if declared is not None:
             found.append(declared)
     if not found:
         with ctx.db.transaction() as tx:
             store.release_claims(tx, now)
     return found
+
+
+def _tell_orphaned(tx: Connection, declared: Declared, now: float) -> None:
+    """In the transaction that declared a node dead: each session it orphaned reads
+    ``blocked``, its agent gone, until the next message starts it on a live node (not the
+    ``waiting`` or ``working`` its dead node last recorded)."""
+    why = f"its node {declared.name} stopped answering"
+    for session, item in declared.orphaned:
+        attention_store.set_gone(tx, session, why, now=now, work_item=item, source=SOURCE)
 
 
 def _dead_event(ctx: Ctx, declared: Declared, now: float) -> NewEvent:

@@ -22,8 +22,9 @@ from the_loop.cluster import nodes
 from the_loop.context import Ctx
 from the_loop.errors import Conflict
 from the_loop.refs import WorkItemRef
-from the_loop.store import prompts
+from the_loop.store import hook_tokens, prompts
 from the_loop.store import sessions as store
+from the_loop.store.conn import Connection
 from the_loop.store.sessions import SessionRecord, SessionStatus
 
 SOURCE = "placement"
@@ -112,6 +113,8 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
     with ctx.db.transaction() as tx:
         store.update(tx, rec.id, node=me, status=SessionStatus.active, cwd=str(path))
         in_flight = prompts.requeue_staged(tx, rec.id, REPEAT_NOTE)
+        if rec.node != me:  # its own session back after a pause: its agent may still run
+            moved_here(tx, rec.id)
     ev.emit(
         ctx.db,
         "session.moved",
@@ -122,6 +125,14 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
         toNode=me,
         inFlight=in_flight,
     )
+
+
+def moved_here(tx: Connection, agent: str) -> None:
+    """In the transaction that moves AGENT (a session, or ``standing:NAME``) from a dead node
+    to this one: the agent it left there, which may still run and spool reports for its node
+    to apply when it comes back, speaks for it no more (its hook tokens are revoked; the spawn
+    here issues new ones)."""
+    hook_tokens.revoke(tx, agent)
 
 
 def report_move(ctx: Ctx, rec: SessionRecord, resumed: bool, detail: str) -> None:
@@ -201,11 +212,19 @@ def _there(rec: SessionRecord, node: str, command: str) -> str:
 def require_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:
     """Raise ``RunsElsewhere`` (a ``Conflict``) naming the exact COMMAND to run on REC's node
     when its agent runs on another node (its tmux server is there)."""
+    node = runs_on(ctx, rec)
+    if node is not None:
+        raise RunsElsewhere(_there(rec, node, command), node)
+
+
+def runs_on(ctx: Ctx, rec: SessionRecord) -> str | None:
+    """The other node whose tmux server holds REC's agent (or its last screen); None when it
+    is this node's, or it has no agent anywhere (orphaned, queued)."""
     if not ctx.db.shared or rec.node in (None, nodes.node_name(ctx)):
-        return
+        return None
     if rec.status is SessionStatus.orphaned or rec.status is SessionStatus.queued:
-        return  # no agent anywhere yet: nothing to look at elsewhere either
-    raise RunsElsewhere(_there(rec, rec.node, command), rec.node)
+        return None  # no agent anywhere yet: nothing to look at elsewhere either
+    return rec.node
 
 
 def operate_here(ctx: Ctx, rec: SessionRecord, command: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from the_loop import events as ev
 from the_loop.cluster import nodes, placement
 from the_loop.context import Ctx
+from the_loop.refs import standing_key
 from the_loop.standing.defs import declared_entry
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingStatus
@@ -59,9 +60,10 @@ def require_here(ctx: Ctx, name: str, command: str, *, take_over: bool = False) 
         raise placement.RunsElsewhere(placement.there(subject, node, command), node)
     if take_over:
         me = nodes.node_name(ctx)
-        if rec is not None:
-            with ctx.db.transaction() as tx:
+        with ctx.db.transaction() as tx:
+            if rec is not None:
                 store.update(tx, name, node=me)
+            placement.moved_here(tx, standing_key(name))
         ev.emit(ctx.db, "standing.moved", source=SOURCE, standing=name, fromNode=node, toNode=me)
 
 

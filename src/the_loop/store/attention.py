@@ -403,6 +403,29 @@ def set_state(
     return Change(before, state, prompt_id)
 
 
+def set_gone(
+    tx: Connection,
+    agent: str,
+    why: str,
+    *,
+    now: float,
+    work_item: str | None = None,
+    source: str = "attention",
+) -> Change | None:
+    """Record that AGENT's agent is gone (WHY: the harness exited, its tmux session vanished,
+    its node stopped answering): ``blocked`` by ``CRASH_SIGNAL``, which the next message lifts
+    by starting it again. None when that was recorded already, or a held state keeps it."""
+    current = get(tx, agent)
+    if current is not None and current.state == BLOCKED and current.signal == CRASH_SIGNAL:
+        return None
+    reason = f"{why}; the next message restarts it, resuming its conversation"
+    prompt = NewPrompt("blocked", text=reason)
+    return set_state(
+        tx, agent, BLOCKED, CRASH_SIGNAL, why, now=now, prompt=prompt, work_item=work_item,
+        source=source,
+    )  # fmt: skip
+
+
 def _turn_ended(
     tx: Connection, row: Row, before: str | None, message: str, source: str, now: float
 ) -> None:

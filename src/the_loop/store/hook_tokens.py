@@ -60,6 +60,12 @@ def keep_previous(tx: Connection, agent: str) -> None:
     )
 
 
+def revoke(tx: Connection, agent: str) -> None:
+    """AGENT's tokens speak for it no more, current and previous (its agent on a dead node
+    holds them: the node that took AGENT over issues it a new one at its spawn)."""
+    tx.execute("DELETE FROM hook_tokens WHERE agent = ?", (agent,))
+
+
 def lookup(conn: Connection, token_hash: str) -> HookToken | None:
     """Whose token TOKEN_HASH is (current or previous), None when nobody's."""
     row = conn.execute(

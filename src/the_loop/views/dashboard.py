@@ -10,13 +10,14 @@ Each returns plain typed values; the web edge only renders them.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from the_loop import events
 from the_loop.agent.attention import service as attention
 from the_loop.agent.attention.service import AttentionView
 from the_loop.context import Ctx
-from the_loop.errors import BadInput
+from the_loop.errors import BadInput, LoopError
 from the_loop.intake.ops import inbox_items
 from the_loop.outbox import drain as outbox
 from the_loop.refs import standing_key
@@ -124,6 +125,9 @@ def session_page(ctx: Ctx, session_id: str, event_limit: int = 30) -> SessionPag
     screen = ""
     if view.pane in ("live", "dead"):
         screen = views.session_screen(ctx, view.id, 60).text
+    elif view.pane == "elsewhere":  # relayed from its node when both have the cluster token
+        with contextlib.suppress(LoopError):  # no token, or the node did not answer: the note
+            screen = views.session_screen(ctx, view.id, 60).text
     return SessionPage(view, found, events.query(ctx.db, flt), screen)
 
 

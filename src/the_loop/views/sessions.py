@@ -27,8 +27,9 @@ from the_loop.work_items.records import SessionSummary, summaries
 
 
 class SessionView(SessionSummary):
-    """A session record with its ``attention``, ``pane`` (live, dead, absent, unknown or
-    headless) and ``deliveries`` (prompts delivered into it so far)."""
+    """A session record with its ``attention``, ``pane`` (live, dead, absent, unknown,
+    headless, or elsewhere: its agent runs on another node, ``node``, whose tmux this node does
+    not probe) and ``deliveries`` (prompts delivered into it so far)."""
 
     pane: str
     deliveries: int
@@ -53,7 +54,7 @@ def session_view(ctx: Ctx, ref_or_id: str) -> SessionView:
     (summary,) = summaries(ctx, [rec])
     return SessionView(
         **summary.model_dump(by_alias=False),
-        pane=sessions.probe(ctx, rec),
+        pane="elsewhere" if placement.runs_on(ctx, rec) else sessions.probe(ctx, rec),
         deliveries=delivered_count(ctx.db.connect(), rec.id),
         permission_mode=permission_mode(ctx, rec.harness),
         queued_because=(

@@ -140,8 +140,8 @@ def _session_tools(server: MCPServer, get_ctx: Callable[[], Ctx]) -> None:
 
     @server.tool(annotations=_READ)
     def get_session(session: SessionArg) -> SessionView:
-        """One work-item session, with ``pane`` (live, dead, absent, unknown or headless) and
-        ``deliveries`` (prompts delivered so far)."""
+        """One work-item session, with ``pane`` (live, dead, absent, unknown, headless or
+        elsewhere: on another node) and ``deliveries`` (prompts delivered so far)."""
         return _call(lambda: views.session_view(get_ctx(), session))
 
     @server.tool(annotations=_SAY)

@@ -468,27 +468,13 @@ def report_gone(ctx: Ctx, rec: SessionRecord, pane: str) -> bool:
     conn = ctx.db.connect()
     if usage_store.holds_of(conn, [rec.id]):
         return False
-    row = attention_store.get(conn, rec.id)
-    if (
-        row is not None
-        and row.state == attention_store.BLOCKED
-        and row.signal == attention_store.CRASH_SIGNAL
-    ):
-        return False  # told already; starting it again lifts it
     why = "the harness exited" if pane == "dead" else "its tmux session vanished"
-    reason = f"{why}; the next message restarts it, resuming its conversation"
     with ctx.db.transaction() as tx:
-        attention_store.set_state(
-            tx,
-            rec.id,
-            attention_store.BLOCKED,
-            attention_store.CRASH_SIGNAL,
-            why,
-            now=time.time(),
-            prompt=attention_store.NewPrompt("blocked", text=reason),
-            work_item=rec.work_item,
-            source=SOURCE,
+        told = attention_store.set_gone(
+            tx, rec.id, why, now=time.time(), work_item=rec.work_item, source=SOURCE
         )
+    if told is None:
+        return False  # told already; starting it again lifts it
     _emit(ctx, "session.vanished", work_item=rec.work_item, session_id=rec.id, pane=pane)
     return True
 
