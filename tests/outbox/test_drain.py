@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.conftest import BACKENDS
 from tests.fakes.fake_github import FakeGitHub
 from tests.helpers import await_until, wait_until
 from tests.outbox.conftest import REPO, asked
@@ -204,6 +205,7 @@ def test_switches_and_a_disabled_github_queue_nothing(ctx: Ctx, gh: FakeGitHub) 
     assert store.list_items(ctx.db) == []
 
 
+@pytest.mark.parametrize("state_backend", BACKENDS)  # recovered on either store
 @pytest.mark.parametrize("landed", [True, False])
 async def test_a_comment_left_sending_by_a_dead_process_is_posted_once(
     ctx: Ctx, gh: FakeGitHub, landed: bool

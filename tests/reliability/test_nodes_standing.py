@@ -2,7 +2,8 @@
 one node (the config's ``node``, else the first node that starts it); only that node starts,
 stops or talks to its agent, another node answers with the command to run there; the daemon's
 autostart starts only its own or unpinned ones; a dead node's session is taken over by an
-explicit start elsewhere (``standing.moved``), never by autostart."""
+explicit start elsewhere (``standing.moved``), never by autostart, and the dead node, back,
+ends the agent it left running."""
 
 from __future__ import annotations
 
@@ -149,3 +150,15 @@ def test_a_dead_nodes_standing_session_moves_on_an_explicit_start_only(
     rec = standing_store.get(db.connect(), "pinned")
     assert rec is not None and rec.node == "node-a"
     assert _listed(a)["pinned"]["node"] == "node-a"
+    # node-b comes back: the agent it left running for `pinned` is ended (one agent, on A)
+    target = standing_target("pinned")
+    assert b.work.pane_dead(target) == "0", "node-b's agent outlived its daemon"
+    b.daemon.start()
+    wait_until(lambda: b.work.pane_dead(target) == "1", 60, what="node-b ends its left agent")
+    ended = wait_until(  # written once the terminate returns, after the pane died
+        lambda: ev.query(db, ev.EventFilter(types=("session.harness_terminated",))),
+        30,
+        what="the terminate reported",
+    )
+    assert [(e.standing, "node-a" in str(e.payload["reason"])) for e in ended] == [("pinned", True)]
+    assert a.work.pane_dead(target) == "0" and _listed(b)["pinned"]["node"] == "node-a"

@@ -149,6 +149,8 @@ def report_move(ctx: Ctx, rec: SessionRecord, resumed: bool, detail: str) -> Non
     if not last or last[-1].type != "session.moved" or last[-1].session_id != rec.id:
         return
     old = str(last[-1].payload.get("fromNode") or "another node")
+    if old == nodes.node_name(ctx):
+        return  # its own session, taken back: nothing moved
     text = move_notice(rec.id, old, nodes.node_name(ctx), (resumed, restored), detail)
     _hands().reply(ctx, WorkItemRef.parse(rec.work_item), text)
 

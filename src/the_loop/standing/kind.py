@@ -1,5 +1,6 @@
 """What standing sessions register with the agent layer (``agent.kinds``): how their held
-prompts are delivered once a dialog is gone, and their spend policy (``standing.spend``)."""
+prompts are delivered once a dialog is gone, and their spend policy (``standing.spend``); and
+with the cluster wing, whose agent a target left behind on a returning node is."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from the_loop import agent as layer
 from the_loop.agent import AgentKind
 from the_loop.agent import node as nodes
 from the_loop.agent.spend import policy as spend_policy
+from the_loop.cluster import loop as node_task
 from the_loop.context import Ctx
 from the_loop.refs import standing_of
+from the_loop.standing import node as standing_node
 from the_loop.standing import service as standing
 from the_loop.standing import spend
 from the_loop.store import standing as standing_store
@@ -28,3 +31,4 @@ def release(ctx: Ctx, key: str) -> None:
 
 layer.on_release(AgentKind.STANDING, release)
 spend_policy.on_spend(AgentKind.STANDING, spend.KIND)
+node_task.on_node(left_behind=standing_node.left_behind)

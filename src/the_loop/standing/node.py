@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from the_loop import events as ev
 from the_loop.cluster import nodes, placement
+from the_loop.cluster.loop import LeftBehind
 from the_loop.context import Ctx
-from the_loop.refs import standing_key
+from the_loop.refs import standing_key, standing_of
+from the_loop.standing import spend as standing_spend
 from the_loop.standing.defs import declared_entry
 from the_loop.store import standing as store
 from the_loop.store.standing import StandingRecord, StandingStatus
@@ -65,6 +67,19 @@ def require_here(ctx: Ctx, name: str, command: str, *, take_over: bool = False) 
                 store.update(tx, name, node=me)
             placement.moved_here(tx, standing_key(name))
         ev.emit(ctx.db, "standing.moved", source=SOURCE, standing=name, fromNode=node, toNode=me)
+
+
+def left_behind(ctx: Ctx, owner: str) -> LeftBehind | None:
+    """The agent of the standing session whose key is OWNER (a target's ownership mark in this
+    node's tmux) when another node runs it now (it was taken over while this node was dead);
+    None otherwise."""
+    name = standing_of(owner)
+    rec = store.get(ctx.db.connect(), name) if name else None
+    if rec is None or rec.status is not StandingStatus.running or rec.node is None:
+        return None
+    if not nodes.elsewhere(nodes.shared_name(ctx), rec.node):
+        return None
+    return LeftBehind(standing_spend.record_agent(rec), rec.node, standing=rec.name)
 
 
 def startable_here(ctx: Ctx, name: str) -> bool:

@@ -426,6 +426,16 @@ def set_gone(
     )  # fmt: skip
 
 
+def set_back(tx: Connection, agent: str, why: str, *, now: float, source: str) -> Change | None:
+    """AGENT's agent, recorded gone (``set_gone``), was found running after all (WHY): it
+    reads ``working`` until its harness or its screen says what it does (the passes that read
+    a silent agent's screen look again). None when it was not recorded gone."""
+    current = get(tx, agent)
+    if current is None or current.state != BLOCKED or current.signal != CRASH_SIGNAL:
+        return None
+    return set_state(tx, agent, WORKING, CRASH_SIGNAL, why, now=now, source=source)
+
+
 def _turn_ended(
     tx: Connection, row: Row, before: str | None, message: str, source: str, now: float
 ) -> None:

@@ -259,7 +259,7 @@ def recover(db: Database, alive: Callable[[str], bool]) -> int:
         for item_id, kind in gone:
             tx.execute(
                 "UPDATE outbox SET status = 'pending', next_attempt_at = ?, claimed_by = NULL,"
-                " claimed_until = NULL, verify = CASE WHEN ? THEN 1 ELSE verify END,"
+                " claimed_until = NULL, verify = CASE WHEN ? = 1 THEN 1 ELSE verify END,"
                 " updated_at = ? WHERE id = ?",
                 (now, int(kind != OutboxKind.reaction), now, item_id),
             )

@@ -48,4 +48,4 @@ placement.hand_in(
         reply=writebacks.reply,
     )
 )
-node_task.on_node(beat=moves.start_queued, rejoin=moves.end_left_behind)
+node_task.on_node(beat=moves.start_queued, rejoin=moves.take_back, left_behind=moves.left_behind)
