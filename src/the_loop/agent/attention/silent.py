@@ -35,8 +35,8 @@ AGAIN_SECONDS = 0.15
 """The second read, which must show the same (one read taken while the pane redraws decides
 nothing)."""
 RULE = (
-    "no report for {seconds:g}s and the agent's input box is idle: its turn ended in its "
-    "terminal (interrupted) without a report"
+    "no report for {seconds:g}s and the agent's input box is idle: its turn ended without a "
+    "report (interrupted in its terminal, or while its node was away)"
 )
 
 
