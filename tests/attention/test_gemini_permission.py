@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.api.test_dashboard_pages import logged_in
 from tests.daemon import Daemon, served
 from tests.fakes.fake_gemini import FakeGemini, FunctionCall, GeminiRequest
 from tests.harness.test_gemini_e2e import GEMINI_BIN
@@ -94,6 +95,13 @@ def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
     assert asked["detail"] == "Allow execution of [Shell]?\necho ran > ran.txt"
     listed = work.cli("attention")
     assert "Allow execution of [Shell]? echo ran > ran.txt" in listed.stdout, listed.stdout
+    # the session page shows the command beside Allow, not folded away under "Whole input"
+    client, _ = logged_in(daemon, daemon.token)
+    try:
+        page = client.get(f"/sessions/{sid}").text
+    finally:
+        client.close()
+    assert '<code class="ask-command">echo ran &gt; ran.txt</code>' in page, page
     said = work.cli("sessions", "say", REF, "-t", "HELD-WHILE-ASKING")
     assert said.exit_code == 0 and "held" in said.stdout, said.stdout
     assert not (cwd / "ran.txt").exists(), "the message answered the dialog"

@@ -18,6 +18,9 @@ from tests.browser.conftest import (
     shot,
 )
 from tests.helpers import wait_until
+from the_loop import events as ev
+from the_loop.config.attention import _default_harnesses
+from the_loop.store import open_database
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-pages")]
 
@@ -310,6 +313,18 @@ def test_every_page_fits_a_phone(site: Site, login: Login) -> None:
     than the window, and a table's long words (paths, ids) wrap instead of hiding its last
     column off screen; no table, the sessions table included, scrolls sideways."""
     rec = site.spawn(34)
+    # a screen pattern's rule, as the events list shows it: a regex with nowhere to break
+    pattern = _default_harnesses()["codex"]["permissionPatterns"][0]
+    rule = f"permissionPatterns[0] {pattern!r} matched"
+    db = open_database(site.work.env.state_dir, site.work.env.database_url)
+    try:
+        ev.emit(
+            db, "session.attention_changed", source="screen", work_item=rec["workItem"],
+            session_id=rec["id"], **{"from": "working", "to": "needs-permission"},
+            signal="screen", rule=rule,
+        )  # fmt: skip
+    finally:
+        db.close()
     page = login(**PHONE)
     found: dict[str, list[str]] = {}
     for path in [*PAGES, f"/sessions/{rec['id']}"]:
