@@ -32,6 +32,10 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(supervise, "BACKOFF_BASE_SECONDS", 0.01)
 
 
+def _recorded(ctx: Ctx, kind: str) -> bool:
+    return bool(ev.query(ctx.db, ev.EventFilter(types=(kind,))))
+
+
 @pytest.mark.parametrize(
     ("fault", "crashed"),
     [
@@ -70,6 +74,8 @@ def test_a_failing_task_is_restarted_reported_and_recovers(
         release.set()
         await await_until(lambda: _async(supervise.monitor(ctx, "t").state.state == "running"))
         assert (await health_now(ctx, wait=10.0)).ok
+        # its event is written on a worker thread: wait for it before the loop ends
+        await await_until(lambda: _async(_recorded(ctx, "task.recovered")), what="recovered")
         stop.set()
         await asyncio.wait_for(runner, 5)
         await asyncio.sleep(0)
