@@ -176,6 +176,12 @@ class Row:
         for name, value in zip(self.FIELDS, (*row[:10], prompt, row[11]), strict=True):
             setattr(self, name, value)
 
+    @property
+    def gone(self) -> bool:
+        """Whether its agent was recorded gone (``set_gone``): only starting it again lifts
+        that."""
+        return self.state == BLOCKED and self.signal == CRASH_SIGNAL
+
 
 class NewPrompt:
     """A wait to open: its kind (question or permission), tool, input and text."""
@@ -416,7 +422,7 @@ def set_gone(
     its node stopped answering): ``blocked`` by ``CRASH_SIGNAL``, which the next message lifts
     by starting it again. None when that was recorded already, or a held state keeps it."""
     current = get(tx, agent)
-    if current is not None and current.state == BLOCKED and current.signal == CRASH_SIGNAL:
+    if current is not None and current.gone:
         return None
     reason = f"{why}; the next message restarts it, resuming its conversation"
     prompt = NewPrompt("blocked", text=reason)
@@ -431,7 +437,7 @@ def set_back(tx: Connection, agent: str, why: str, *, now: float, source: str) -
     reads ``working`` until its harness or its screen says what it does (the passes that read
     a silent agent's screen look again). None when it was not recorded gone."""
     current = get(tx, agent)
-    if current is None or current.state != BLOCKED or current.signal != CRASH_SIGNAL:
+    if current is None or not current.gone:
         return None
     return set_state(tx, agent, WORKING, CRASH_SIGNAL, why, now=now, source=source)
 

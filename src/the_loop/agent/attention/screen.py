@@ -408,7 +408,7 @@ def _record(
 ) -> bool:
     notify = settings.signals == "notify"
     row = store.get(ctx.db.connect(), agent.key)
-    if row is not None and row.state == store.BLOCKED and row.signal == store.CRASH_SIGNAL:
+    if row is not None and row.gone:
         return False  # its agent has exited (a dead pane's screen still changes as tmux marks
         # it): only starting it again lifts that
     if notify and verdict.state == store.WORKING and (row is None or row.state not in store.HUMAN):
