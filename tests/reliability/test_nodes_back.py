@@ -56,6 +56,7 @@ def test_a_returning_node_takes_back_its_session_whose_agent_still_runs(
         raise AssertionError(f"{exc}: {session_store.get(db.connect(), rec.id)} {told}") from None
     state = attention.get(db.connect(), rec.id)
     assert state is not None and state.state != attention.BLOCKED, state and state.state
+    assert state.signal != attention.CRASH_SIGNAL  # not taken for an agent being restarted
     assert a.post(1, 1) == 202  # handed to B, which runs the agent
     wait_until(lambda: b.seen()["1-1"] == 1, 60, what="the next comment on B's same agent")
     assert not a.seen(), a.seen()  # nothing was started on A

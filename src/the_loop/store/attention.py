@@ -435,11 +435,12 @@ def set_gone(
 def set_back(tx: Connection, agent: str, why: str, *, now: float, source: str) -> Change | None:
     """AGENT's agent, recorded gone (``set_gone``), was found running after all (WHY): it
     reads ``working`` until its harness or its screen says what it does (the passes that read
-    a silent agent's screen look again). None when it was not recorded gone."""
+    a silent agent's screen look again), by signal SOURCE: not the crash signal, which tells
+    a delivery that the agent is being started again. None when it was not recorded gone."""
     current = get(tx, agent)
     if current is None or not current.gone:
         return None
-    return set_state(tx, agent, WORKING, CRASH_SIGNAL, why, now=now, source=source)
+    return set_state(tx, agent, WORKING, source, why, now=now, source=source)
 
 
 def _turn_ended(
