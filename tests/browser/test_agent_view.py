@@ -308,10 +308,12 @@ def test_conversation_shows_turns_and_answers_the_permission(agent: Agent, open_
     agent.say("now RUN-TOOL-2 please")
     agent.wait_state("needs-permission")
     page.reload()
-    second = conversation.locator("details.tool").last
-    # the dialog can show before Claude Code has written the tool call to its transcript
-    expect(second.locator(".tool-input")).to_contain_text("echo ran-2", timeout=30_000)
+    expect(page.locator(".waiting-now .pending")).to_contain_text("echo ran-2")
     page.get_by_role("button", name=re.compile("^Deny Bash")).click()
+    second = conversation.locator("details.tool").last
+    # the dialog can show before Claude Code has written the tool call to its transcript (a
+    # loaded run once saw it written only after the answer: 30 s with the dialog open)
+    expect(second.locator(".tool-input")).to_contain_text("echo ran-2", timeout=30_000)
     expect(second.locator(".tool-status")).to_have_text("error")
     cwd = Path(agent.daemon.api("GET", f"/sessions/{agent.sid}").json()["cwd"])
     assert not (cwd / "tool-2.txt").exists()
