@@ -6,6 +6,8 @@ sockets and ports) on one real PostgreSQL. The fixtures ``cluster`` and ``cluste
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -53,6 +55,27 @@ class Node:
 def events(db: Database, *types: str) -> list[Event]:
     """The events of TYPES in DB, oldest first."""
     return query(db, EventFilter(types=types, limit=None))
+
+
+def declared_dead(db: Database, name: str) -> list[Event]:
+    """The ``node.dead`` events that declared node NAME dead, oldest first."""
+    return [e for e in events(db, "node.dead") if e.payload.get("node") == name]
+
+
+@contextmanager
+def away(node: Node) -> Iterator[None]:
+    """NODE's daemon stopped for the block, then started again.
+
+    Any node's worker may take a delivery, whichever node received it (SPEC §17: new sessions
+    start on a node with capacity), so a test that needs an item's session on one node posts
+    to it with the other node away, and waits in the block until that node holds the item. A
+    node away for longer than ``DEAD_AFTER`` may be declared dead meanwhile (harmless: it has
+    no session), so a test waiting for a declaration names its node (``declared_dead``)."""
+    node.daemon.stop()
+    try:
+        yield
+    finally:
+        node.daemon.start()
 
 
 def cluster_db(cluster: list[Node]) -> Database:

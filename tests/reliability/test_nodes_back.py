@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from tests.cluster import DEAD_AFTER, Node, cluster_db, events
+from tests.cluster import DEAD_AFTER, Node, away, cluster_db, declared_dead, events
 from tests.helpers import wait_until
 from the_loop.store import attention, inbox, outbox
 from the_loop.store import sessions as session_store
@@ -30,15 +30,16 @@ def test_a_returning_node_takes_back_its_session_whose_agent_still_runs(
 ) -> None:
     a, b = cluster
     db = cluster_db(cluster)
-    assert b.post(1, 0) == 202
-    wait_until(lambda: b.seen()["1-0"] == 1, 60, what="the first comment on B's agent")
+    with away(a):  # A would otherwise be free to take the comment B received
+        assert b.post(1, 0) == 202
+        wait_until(lambda: b.seen()["1-0"] == 1, 60, what="the first comment on B's agent")
     (rec,) = session_store.list_sessions(db.connect())
     assert rec.node == "node-b" and rec.tmux_target is not None
     wait_until(  # B finished with the comment (a claim it still held would move the item)
         lambda: [i.status for i in inbox.list_items(db)] == ["succeeded"], 60, what="handled"
     )
     b.daemon.stop(signal.SIGKILL)
-    wait_until(lambda: events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
+    wait_until(lambda: declared_dead(db, "node-b"), DEAD_AFTER * 6, what="node.dead")
     gone = attention.get(db.connect(), rec.id)
     assert gone is not None and gone.state == attention.BLOCKED, gone and gone.state
     assert b.work.pane_dead(rec.tmux_target) == "0", "B's agent outlives B's daemon"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import DEAD_AFTER, Node, cluster_db, events
+from tests.cluster import DEAD_AFTER, Node, away, cluster_db, declared_dead, events
 from tests.helpers import wait_until
 from the_loop.store import sessions as session_store
 from the_loop.store.sessions import SessionRecord
@@ -50,11 +50,12 @@ def _frozen_then_moved(cluster: list[Node], step: str) -> SessionRecord:
     db = cluster_db(cluster)
     assert b.daemon.proc is not None
     pid = b.daemon.proc.pid
-    assert b.post(1, 0) == 202
-    wait_until(lambda: _stopped(pid), 60, what=f"B frozen at {step}")
+    with away(a):  # A would otherwise be free to take the comment B received
+        assert b.post(1, 0) == 202
+        wait_until(lambda: _stopped(pid), 60, what=f"B frozen at {step}")
     (rec,) = session_store.list_sessions(db.connect())
     assert rec.node == "node-b" and rec.tmux_target is not None
-    wait_until(lambda: events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
+    wait_until(lambda: declared_dead(db, "node-b"), DEAD_AFTER * 6, what="node.dead")
     assert a.post(1, 1) == 202
     wait_until(lambda: len(a.prompts()) >= 2, 60, what="both prompts on A")
     assert "tok-1-0-end" in a.prompts()[0] and "tok-1-1-end" in a.prompts()[1]
@@ -108,10 +109,15 @@ def test_a_node_frozen_just_before_it_starts_an_agent_starts_none_when_it_wakes(
 
     # its launcher found it too late: the pane died at once, before the agent ran (an agent
     # that ran would still run, or have been ended by B's rejoin: killed by a signal)
-    wait_until(lambda: b.work.pane_dead(rec.tmux_target) == "1", 30, what="B's pane dead")
-    shown = "#{pane_dead_status}:#{pane_dead_signal}"
-    ended = b.work.tmux("display-message", "-p", "-t", f"={rec.tmux_target}:", shown).stdout
-    assert ended.strip() in ("75:", ":"), f"B's pane ended (status:signal) {ended.strip()}"
+    shown = "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"
+
+    def dead() -> str | None:  # read at once with its status: B may close the session next
+        out = b.work.tmux("display-message", "-p", "-t", f"={rec.tmux_target}:", shown).stdout
+        return out.strip()[2:] if out.startswith("1:") else None
+
+    ended = wait_until(dead, 30, what="B's pane dead")
+    told = [(e.type, e.payload) for e in events(db) if e.session_id == rec.id][-6:]
+    assert ended in ("75:", ":"), f"B's pane ended (status:signal) {ended}; events {told}"
     started = [p for p in b.work.agent_dir.glob("*.jsonl") if p.read_text().strip()]
     assert not started, [p.read_text() for p in started]  # B's agent never ran, not even once
     moved = session_store.get(db.connect(), rec.id)

@@ -7,13 +7,15 @@ agents."""
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
 
-from tests.cluster import DEAD_AFTER, Node, cluster_db, events
+from tests.cluster import DEAD_AFTER, Node, away, cluster_db, declared_dead, events
 from tests.helpers import wait_until
 from the_loop.cluster.placement import REPEAT_NOTE
+from the_loop.store import Database, inbox
 from the_loop.store import sessions as session_store
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(300)]
@@ -34,15 +36,15 @@ def test_a_prompt_in_flight_is_redelivered_marked_and_a_returning_node_ends_its_
 ) -> None:
     a, b = cluster
     db = cluster_db(cluster)
-    assert b.post(1, 0) == 202  # B spawns the agent of #1, pastes its prompt and dies
-    assert b.daemon.proc is not None
-    b.daemon.proc.wait(timeout=60)
+    with away(a):  # A would otherwise be free to take the comment B received
+        assert b.post(1, 0) == 202  # B spawns the agent of #1, pastes its prompt and dies
+        _crashed(b, db)
     (rec,) = session_store.list_sessions(db.connect())
     assert rec.node == "node-b" and rec.tmux_target is not None
     wait_until(lambda: any("tok-1-0-end" in p for p in b.prompts()), 30, what="B's paste")
     assert b.work.pane_dead(rec.tmux_target) == "0", "B's agent outlives B's daemon"
 
-    wait_until(lambda: events(db, "node.dead"), DEAD_AFTER * 6, what="node.dead")
+    wait_until(lambda: declared_dead(db, "node-b"), DEAD_AFTER * 6, what="node.dead")
     assert a.post(1, 1) == 202  # the next comment moves #1 to A
     wait_until(lambda: len(a.prompts()) >= 2, 60, what="both prompts on A")
     first, second = a.prompts()[:2]
@@ -68,3 +70,18 @@ def test_a_prompt_in_flight_is_redelivered_marked_and_a_returning_node_ends_its_
     moved_rec = session_store.get(db.connect(), rec.id)
     assert moved_rec is not None and moved_rec.node == "node-a"
     assert a.work.pane_dead(rec.tmux_target) == "0", "the moved agent on A runs on"
+
+
+def _crashed(node: Node, db: Database) -> None:
+    """Wait for NODE's daemon to reach its crash point and exit; if it does not, fail with what
+    it was doing: its inbox items, sessions and the end of its log."""
+    assert node.daemon.proc is not None
+    try:
+        node.daemon.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        items = [(i.delivery_id, i.status) for i in inbox.list_items(db)]
+        sessions = [(r.id, r.node, r.status) for r in session_store.list_sessions(db.connect())]
+        raise AssertionError(
+            f"{node.name} did not crash within 60 s; inbox {items}; sessions {sessions};"
+            f" its log:\n{node.daemon.log()[-4000:]}"
+        ) from None
