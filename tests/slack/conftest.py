@@ -200,9 +200,10 @@ def standing_served(
     work: Work, fake: FakeSlack, harness: str | None = None, **sections: Any
 ) -> Iterator[Slack]:
     """A daemon with the standing session ``ops`` (on HARNESS) announced in Slack (SECTIONS:
-    more of the config); the daemon (the one the test left running, if it restarted it) and
-    the session stopped after."""
-    work.configure(slack=slack_section(fake), standing=standing_section(harness), **sections)
+    more of the config; a ``slack`` section is merged into the fake's); the daemon (the one
+    the test left running, if it restarted it) and the session stopped after."""
+    slack_config = slack_section(fake, **sections.pop("slack", {}))
+    work.configure(slack=slack_config, standing=standing_section(harness), **sections)
     slack = Slack(start(work, fake), fake)
     try:
         yield slack

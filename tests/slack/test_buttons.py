@@ -158,39 +158,65 @@ def test_an_answer_from_the_cli_updates_the_message_too(asking: Slack, gh: FakeG
     assert answers(work, sid) == [("rm -rf build", "n")]
 
 
-NOTIFY_AFTER = 3
+PROMPT_AFTER = 3
+NOTICE_LATE = {**ATTENTION, "notifyAfterSeconds": 3600}
+"""The ticket's notice an hour away: the Slack post follows ``slack.promptAfterSeconds`` alone."""
 
 
 @pytest.fixture
 def standing_asking_later(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
-    """A standing session in Slack (no GitHub: nothing else is queued when its prompt's notice
-    falls due), prompts posted ``NOTIFY_AFTER`` seconds after they open."""
-    attention = {**ATTENTION, "notifyAfterSeconds": NOTIFY_AFTER}
-    with standing_served(work, fake_slack, attention=attention) as slack:
+    """A standing session in Slack (no GitHub: nothing else is queued when its prompt's post
+    falls due), prompts posted ``PROMPT_AFTER`` seconds after they open."""
+    slack = {"promptAfterSeconds": PROMPT_AFTER}
+    with standing_served(work, fake_slack, attention=NOTICE_LATE, slack=slack) as slack_:
+        yield slack_
+
+
+def _asks(slack: Slack) -> tuple[str, str]:
+    """The standing agent opens a permission prompt: its thread and the prompt's id."""
+    thread = slack.announcement(f"*{STANDING}*").ts
+    ref = f"standing:{STANDING}"
+    wait_until(lambda: state(slack.work, ref).get("state") == "waiting", 30, what="waiting")
+    assert slack.reply("ASK-PERMISSION: make deploy", thread).status_code == 200
+    wait_until(lambda: state(slack.work, ref).get("state") == "needs-permission", 30, what="asking")
+    return thread, state(slack.work, ref)["prompt"]["id"]
+
+
+def _posted(slack: Slack, thread: str, prompt_id: str, within: float) -> None:
+    wait_until(
+        lambda: [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text],
+        within,
+        what="the prompt in the thread",
+    )
+
+
+def test_a_prompt_is_posted_once_prompt_after_seconds_passed_not_at_a_safety_pass(
+    standing_asking_later: Slack,
+) -> None:
+    """The Slack sender waits for the oldest unposted prompt's ``slack.promptAfterSeconds`` as
+    a deadline (decision 0074): posted after it, not before, and well before the 30 s safety
+    pass would find it."""
+    thread, prompt_id = _asks(standing_asking_later)
+    opened = time.monotonic()
+    _posted(standing_asking_later, thread, prompt_id, 15)  # the safety pass: up to 30 s
+    assert time.monotonic() - opened >= PROMPT_AFTER - 0.5, "posted before promptAfterSeconds"
+
+
+@pytest.fixture
+def standing_asking_by_default(work: Work, fake_slack: FakeSlack) -> Iterator[Slack]:
+    """A standing session in Slack on Slack's defaults, the ticket's notice an hour away."""
+    with standing_served(work, fake_slack, attention=NOTICE_LATE) as slack:
         yield slack
 
 
-def test_a_prompt_is_posted_once_notify_after_seconds_passed_not_at_a_safety_pass(
-    standing_asking_later: Slack,
+def test_a_prompt_is_posted_in_the_thread_at_once_by_default(
+    standing_asking_by_default: Slack,
 ) -> None:
-    """The Slack sender waits for the oldest unposted prompt's ``notifyAfterSeconds`` as a
-    deadline (decision 0074): posted after it, not before, and well before the 30 s safety
-    pass would find it."""
-    slack = standing_asking_later
-    work = slack.work
-    thread = slack.announcement(f"*{STANDING}*").ts
-    ref = f"standing:{STANDING}"
-    wait_until(lambda: state(work, ref).get("state") == "waiting", 30, what="waiting")
-    assert slack.reply("ASK-PERMISSION: make deploy", thread).status_code == 200
-    wait_until(lambda: state(work, ref).get("state") == "needs-permission", 30, what="asking")
-    prompt_id = state(work, ref)["prompt"]["id"]
-    opened = time.monotonic()
-    wait_until(
-        lambda: [m for m in slack.fake.thread(CHANNEL, thread) if prompt_id in m.text],
-        15,  # the safety pass alone would take up to 30 s
-        what="the prompt in the thread",
-    )
-    assert time.monotonic() - opened >= NOTIFY_AFTER - 0.5, "posted before notifyAfterSeconds"
+    """The person talks to the agent in its thread, so its prompt is posted there with its
+    buttons as soon as it opens (decision 0097), not after the ticket's
+    ``attention.notifyAfterSeconds`` (an hour here; it was the Slack post's delay too)."""
+    thread, prompt_id = _asks(standing_asking_by_default)
+    _posted(standing_asking_by_default, thread, prompt_id, 10)
 
 
 @pytest.fixture

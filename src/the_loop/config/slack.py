@@ -64,6 +64,13 @@ class SlackConfig(_Model):
         alias="mirrorToGitHub",
         description="Mirror a thread reply delivered to a work item as a marked GitHub comment.",
     )
+    prompt_after_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="How long an agent's question or permission prompt waits before it is "
+        "posted in the agent's bound thread with its buttons; 0 posts it at once (the notice "
+        "on the work item waits attention.notifyAfterSeconds).",
+    )
     timeout_seconds: float = Field(
         10.0, gt=0, le=120, description="Timeout of one Web API request."
     )

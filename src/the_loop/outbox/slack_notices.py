@@ -1,9 +1,9 @@
 """Attention in the thread: a pending question or permission of an agent whose thread is
-bound is posted there once (after ``attention.notifyAfterSeconds``, like the notice on the
-ticket), with Allow / Deny buttons for a permission and a button for each choice of a question
-(other replies are held by the delivery gate until it is answered, and the message says so);
-once the prompt is answered or closed (through any surface), the message is updated to say who
-answered and how, its buttons gone.
+bound is posted there once (after ``slack.promptAfterSeconds``: at once by default, since the
+person talks to the agent there; decision 0097), with Allow / Deny buttons for a permission
+and a button for each choice of a question (other replies are held by the delivery gate until
+it is answered, and the message says so); once the prompt is answered or closed (through any
+surface), the message is updated to say who answered and how, its buttons gone.
 Both are recorded in ``slack_prompts`` in the transaction that queues them, so each happens
 once per prompt."""
 
@@ -150,7 +150,7 @@ def pass_once(ctx: Ctx, now: float | None = None) -> int:
     now = time.time() if now is None else now
     conn = ctx.db.connect()
     queued = 0
-    for due in store.due_prompts(conn, now - ctx.config.attention.notify_after_seconds):
+    for due in store.due_prompts(conn, now - ctx.config.slack.prompt_after_seconds):
         thread = store.thread_of(conn, due.thread_key)
         if thread is None:
             continue
@@ -183,4 +183,4 @@ def next_due(ctx: Ctx) -> float | None:
     if not ctx.config.slack.enabled:
         return None
     opened = store.first_unposted_prompt(ctx.db.connect())
-    return None if opened is None else opened + ctx.config.attention.notify_after_seconds
+    return None if opened is None else opened + ctx.config.slack.prompt_after_seconds
