@@ -134,6 +134,7 @@ def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -
     shot(page, "standing")
 
     card.get_by_role("link", name="helper").click()
+    page.get_by_role("tab", name="Terminal").click()
     expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
     wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="helper's screen")
     page.get_by_label("Message to helper").fill("second note")
@@ -167,7 +168,7 @@ def test_a_standing_session_is_stopped_and_started_from_its_own_page(
     made = site.daemon.api("POST", "/standing", json={"name": "pager", "prompt": "stand by"})
     assert made.status_code in (200, 201), made.text
     page = login()
-    page.goto("/standing/pager")
+    page.goto("/standing/pager#terminal")  # its Terminal tab
     expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
     assert page.get_by_role("button", name="Start pager", exact=True).count() == 0
     expect(page.get_by_role("button", name="Restart pager")).to_be_visible()
