@@ -13,9 +13,10 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
@@ -162,26 +163,58 @@ def browser() -> Iterator[Browser]:
 Login = Callable[..., Page]
 
 
-@pytest.fixture
-def login(site: Site, browser: Browser) -> Iterator[Login]:
-    """Log in through the form in a fresh context: ``login(token=None, **context_options)``
-    (the full token by default) returns a page on ``/``."""
+@contextmanager
+def pages(browser: Browser, url: str, token: str) -> Iterator[Login]:
+    """``open(token=None, **context_options)``: log in on URL through the form in a fresh
+    context of BROWSER (with TOKEN by default) and return a page on ``/``; the contexts are
+    closed after."""
     contexts: list[BrowserContext] = []
 
-    def open_page(token: str | None = None, **options: Any) -> Page:
-        context = browser.new_context(base_url=site.url, **options)
+    def open_page(given: str | None = None, **options: Any) -> Page:
+        context = browser.new_context(base_url=url, **options)
         context.set_default_timeout(30_000)
         contexts.append(context)
         page = context.new_page()
         page.goto("/login")
-        page.get_by_label("API token").fill(token or site.token)
+        page.get_by_label("API token").fill(given or token)
         page.get_by_role("button", name="Log in").click()
-        page.wait_for_url(f"{site.url}/")
+        page.wait_for_url(f"{url}/")
         return page
 
-    yield open_page
-    for context in contexts:
-        context.close()
+    try:
+        yield open_page
+    finally:
+        for context in contexts:
+            context.close()
+
+
+@pytest.fixture
+def login(site: Site, browser: Browser) -> Iterator[Login]:
+    """Log in through the form in a fresh context: ``login(token=None, **context_options)``
+    (the full token by default) returns a page on ``/``."""
+    with pages(browser, site.url, site.token) as open_page:
+        yield open_page
+
+
+class OnAPage(Protocol):
+    """An agent a module's ``agent`` fixture gives: its daemon and its page in the dashboard."""
+
+    daemon: Daemon
+    path: str
+
+
+@pytest.fixture
+def open_page(agent: OnAPage, browser: Browser) -> Iterator[Login]:
+    """``open_page(token=None, **context_options)``: a logged-in page on the page of the agent
+    the test module's ``agent`` fixture gives."""
+    with pages(browser, agent.daemon.url, agent.daemon.token) as login:
+
+        def opened(token: str | None = None, **options: Any) -> Page:
+            page = login(token, **options)
+            page.goto(agent.path)
+            return page
+
+        yield opened
 
 
 def axe_problems(page: Page) -> list[str]:

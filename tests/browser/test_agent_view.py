@@ -12,13 +12,14 @@ import re
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Page, expect
 
 from tests.attention.test_claude_question import QUESTION, answer_of
 from tests.browser.conftest import CHROMIUM, PHONE, READ_ONLY, axe_problems, shot
@@ -75,6 +76,8 @@ class Agent:
     api: FakeAnthropic
     sid: str = ""
     target: str = ""
+    path: str = ""
+    """Its page in the dashboard."""
 
     def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.work.tmux(*args)
@@ -106,13 +109,23 @@ class Agent:
         sent = self.daemon.api("POST", f"/sessions/{self.sid}/messages", json={"text": text})
         assert sent.status_code == 200, sent.text
 
+    def asked(self, text: str, say: Callable[[str], None] | None = None) -> None:
+        """Once its first long reply is on screen, say TEXT (by SAY, else to the session) and
+        wait for Claude Code's permission dialog."""
+        try:
+            self.wait_screen(r"NEWEST-LINE-\d+", 90)
+            (say or self.say)(text)
+            self.wait_screen(DIALOG, 90)
+        except AssertionError:
+            raise AssertionError(f"{self.attention()}\n{self.screen()}") from None
 
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
-    """Claude Code on issue 51, its first reply in and a permission for RUN-TOOL-1 pending."""
+
+@contextmanager
+def claude_daemon(root: Path, **sections: Any) -> Iterator[tuple[Daemon, Work, FakeAnthropic]]:
+    """A daemon in ROOT whose default harness is the real Claude Code against the fake Messages
+    API (``reply``), with SECTIONS of config more; stopped and its tmux server ended after."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `make setup` installs chromium")
-    root = tmp_path_factory.mktemp("claude-site")
     (root / "home").mkdir()
     (root / "agents").mkdir()
     env = Env(
@@ -127,32 +140,13 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
         work.configure(
             harnesses={"claude": {"binary": str(CLAUDE_BIN), "env": claude}},
             routing={"defaultHarness": "claude"},
-            github={"enabled": True},
             attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
+            **sections,
         )
         daemon = Daemon(work)
         daemon.start(THE_LOOP_READONLY_TOKEN=READ_ONLY)
-        found = Agent(daemon, work, api)
         try:
-            body = P.issue_comment_event("the-loop start", number=51)
-            sent = daemon.post("issue_comment", body, f"agent-view-{uuid.uuid4().hex[:6]}")
-            assert sent.status_code == 202, sent.text
-            rec = wait_until(
-                lambda: (
-                    (r := daemon.api("GET", "/sessions/github:octo/repo%2351")).status_code == 200
-                    and r.json()
-                ),
-                60,
-                what="the session",
-            )
-            found.sid, found.target = rec["id"], rec["tmuxTarget"]
-            try:
-                found.wait_screen(r"NEWEST-LINE-\d+", 90)
-                found.say("please RUN-TOOL-1 now")
-                found.wait_screen(DIALOG, 90)
-            except AssertionError:
-                raise AssertionError(f"{found.attention()}\n{found.screen()}") from None
-            yield found
+            yield daemon, work, api
         finally:
             daemon.stop()
             subprocess.run(["tmux", "-L", env.socket, "kill-server"], capture_output=True)
@@ -160,34 +154,26 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def open_page(agent: Agent, browser: Browser) -> Iterator[Any]:
-    contexts: list[BrowserContext] = []
-
-    def login(token: str | None = None, **options: Any) -> Page:
-        context = browser.new_context(base_url=agent.daemon.url, **options)
-        context.set_default_timeout(30_000)
-        contexts.append(context)
-        page = context.new_page()
-        page.goto("/login")
-        page.get_by_label("API token").fill(token or agent.daemon.token)
-        page.get_by_role("button", name="Log in").click()
-        page.wait_for_url(f"{agent.daemon.url}/")
-        page.goto(f"/sessions/{agent.sid}")
-        return page
-
-    yield login
-    for context in contexts:
-        context.close()
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
+    """Claude Code on issue 51, its first reply in and a permission for RUN-TOOL-1 pending."""
+    root = tmp_path_factory.mktemp("claude-site")
+    with claude_daemon(root, github={"enabled": True}) as (daemon, work, api):
+        found = Agent(daemon, work, api)
+        body = P.issue_comment_event("the-loop start", number=51)
+        sent = daemon.post("issue_comment", body, f"agent-view-{uuid.uuid4().hex[:6]}")
+        assert sent.status_code == 202, sent.text
+        rec = wait_until(
+            lambda: (
+                (r := daemon.api("GET", "/sessions/github:octo/repo%2351")).status_code == 200
+                and r.json()
+            ),
+            60,
+            what="the session",
+        )
+        found.sid, found.target = rec["id"], rec["tmuxTarget"]
+        found.path = f"/sessions/{found.sid}"
+        found.asked("please RUN-TOOL-1 now")
+        yield found
 
 
 VISIBLE_ROWS = """() => {
