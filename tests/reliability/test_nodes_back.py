@@ -33,7 +33,8 @@ def test_a_returning_node_takes_back_its_session_whose_agent_still_runs(
     with away(a):  # A would otherwise be free to take the comment B received
         assert b.post(1, 0) == 202
         wait_until(lambda: b.seen()["1-0"] == 1, 60, what="the first comment on B's agent")
-    (rec,) = session_store.list_sessions(db.connect())
+        # read while B alone runs, as in the other node tests
+        (rec,) = session_store.list_sessions(db.connect())
     assert rec.node == "node-b" and rec.tmux_target is not None
     wait_until(  # B finished with the comment (a claim it still held would move the item)
         lambda: [i.status for i in inbox.list_items(db)] == ["succeeded"], 60, what="handled"

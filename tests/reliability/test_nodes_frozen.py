@@ -53,7 +53,8 @@ def _frozen_then_moved(cluster: list[Node], step: str) -> SessionRecord:
     with away(a):  # A would otherwise be free to take the comment B received
         assert b.post(1, 0) == 202
         wait_until(lambda: _stopped(pid), 60, what=f"B frozen at {step}")
-    (rec,) = session_store.list_sessions(db.connect())
+        # read before A is back: once it declares B dead, it takes over B's claim and the item
+        (rec,) = session_store.list_sessions(db.connect())
     assert rec.node == "node-b" and rec.tmux_target is not None
     wait_until(lambda: declared_dead(db, "node-b"), DEAD_AFTER * 6, what="node.dead")
     assert a.post(1, 1) == 202

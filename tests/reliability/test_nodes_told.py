@@ -39,7 +39,8 @@ def test_a_prompt_in_flight_is_redelivered_marked_and_a_returning_node_ends_its_
     with away(a):  # A would otherwise be free to take the comment B received
         assert b.post(1, 0) == 202  # B spawns the agent of #1, pastes its prompt and dies
         _crashed(b, db)
-    (rec,) = session_store.list_sessions(db.connect())
+        # read before A is back: once it declares B dead, it takes over B's claim and the item
+        (rec,) = session_store.list_sessions(db.connect())
     assert rec.node == "node-b" and rec.tmux_target is not None
     wait_until(lambda: any("tok-1-0-end" in p for p in b.prompts()), 30, what="B's paste")
     assert b.work.pane_dead(rec.tmux_target) == "0", "B's agent outlives B's daemon"
