@@ -22,6 +22,7 @@ from tests.browser.test_agent_view import (
     Agent,
     claude_daemon,
     in_viewport,
+    open_terminal,
     rows_fit,
     shows,
 )
@@ -71,8 +72,7 @@ def test_a_standing_sessions_terminal_shows_its_whole_permission_dialog(
     page = open_page(**(PHONE if size == "phone" else DESKTOP))
     expect(page.locator(".waiting-now .pending")).to_contain_text("echo ran-1")
     expect(page.get_by_role("tab", name="Conversation")).to_have_attribute("aria-selected", "true")
-    page.get_by_role("tab", name="Terminal").click()
-    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
+    open_terminal(page)
     wait_until(lambda: shows(page, DIALOG), 30, what="the permission dialog")
     wait_until(lambda: shows(page, DIALOG_END), 30, what="the dialog's last line")
     assert in_viewport(page, "#terminal")

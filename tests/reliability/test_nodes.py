@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import DEAD_AFTER, Node, cluster_db
+from tests.cluster import DEAD_AFTER, Node, cluster_db, declared_dead
 from tests.helpers import wait_until
 from the_loop import events as ev
 from the_loop.store import Database, inbox
@@ -236,11 +236,6 @@ def _moved_in_flight(db: Database) -> int:
     return sum(int(e.payload.get("inFlight", 0)) for e in _events(db, "session.moved"))
 
 
-def _dead_report(db: Database, name: str) -> Any:
-    found = [e for e in _events(db, "node.dead") if e.payload.get("node") == name]
-    return found[0] if found else None
-
-
 def _story(db: Database, tokens: dict[str, int]) -> str:
     """What the log says of the items of TOKENS: a failing assertion's account."""
     items = {k.split("-")[0] for k in tokens}
@@ -277,8 +272,8 @@ def test_a_node_killed_during_a_burst_is_declared_dead_and_its_items_move(
 
     acked = _run_burst(cluster, items, per_item, victim, kill)
     acked |= {f"{i}-0" for i in items}
-    report = wait_until(
-        lambda: _dead_report(db, victim.name), timeout=DEAD_AFTER * 6, what="node.dead"
+    (report, *_) = wait_until(
+        lambda: declared_dead(db, victim.name), timeout=DEAD_AFTER * 6, what="node.dead"
     )
     # reported within deadAfterSeconds of its last heartbeat (plus one check interval)
     assert report.payload["silentSeconds"] <= DEAD_AFTER + 3.0, report.payload
@@ -318,7 +313,7 @@ def test_a_paused_node_declared_dead_delivers_nothing_twice_when_it_wakes(
 
     acked = _run_burst(cluster, items, per_item, victim, pause)
     acked |= {f"{i}-0" for i in items}
-    wait_until(lambda: _dead_report(db, victim.name), timeout=DEAD_AFTER * 6, what="node.dead")
+    wait_until(lambda: declared_dead(db, victim.name), timeout=DEAD_AFTER * 6, what="node.dead")
     for item in items:
         if cluster[0].post(item, per_item) == 202:
             acked.add(f"{item}-{per_item}")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.attention.hooks import hook_env, run_hook
-from tests.cluster import DEAD_AFTER, Node, cluster_db
+from tests.cluster import DEAD_AFTER, Node, cluster_db, declared_dead
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
@@ -122,7 +122,7 @@ def test_a_moved_claude_session_resumes_its_conversation_on_the_other_node(
     victim.daemon.stop(signal.SIGKILL)
     subprocess.run(["tmux", "-L", victim.work.env.socket, "kill-server"], capture_output=True)
     wait_until(
-        lambda: any(e.payload.get("node") == victim.name for e in _events(db, "node.dead")),
+        lambda: declared_dead(db, victim.name),
         DEAD_AFTER * 6,
         interval=0.2,
         what="node.dead",
