@@ -14,7 +14,7 @@ import httpx
 
 from tests.daemon import Daemon
 from tests.fakes import fake_agent
-from tests.tokens import seen_tokens, token_comment
+from tests.tokens import seen_tokens, signed_comment, token_comment
 from tests.work import Work
 from the_loop.events import Event, EventFilter, query
 from the_loop.store import Database, open_database
@@ -32,7 +32,14 @@ class Node:
         """Send comment SEQ on issue ITEM to this node (a new connection, as GitHub does): a
         start command when START (by default for SEQ 0 only), else a note; the HTTP status,
         or 0 when the node did not answer."""
-        body, headers = token_comment(item, seq, start)
+        return self._send(*token_comment(item, seq, start))
+
+    def comment(self, item: int, text: str, delivery: str) -> int:
+        """Send comment TEXT (a keyword, say) on issue ITEM to this node in delivery DELIVERY;
+        the HTTP status, or 0 when the node did not answer."""
+        return self._send(*signed_comment(item, text, delivery))
+
+    def _send(self, body: bytes, headers: dict[str, str]) -> int:
         try:
             url = f"{self.daemon.url}/webhooks/github"
             return httpx.post(url, content=body, headers=headers, timeout=5).status_code

@@ -22,10 +22,15 @@ def token_comment(item: int, seq: int, start: bool | None = None) -> tuple[bytes
     ``d-ITEM-SEQ``): a start command when START (by default for SEQ 0 only), else a note."""
     start = seq == 0 if start is None else start
     text = f"the-loop start tok-{item}-{seq}-end" if start else f"note tok-{item}-{seq}-end"
+    return signed_comment(item, text, f"d-{item}-{seq}")
+
+
+def signed_comment(item: int, text: str, delivery: str) -> tuple[bytes, dict[str, str]]:
+    """Comment TEXT on issue ITEM as GitHub would send it in delivery DELIVERY."""
     body = json.dumps(P.issue_comment_event(text, number=item)).encode()
     headers = {
         "X-GitHub-Event": "issue_comment",
-        "X-GitHub-Delivery": f"d-{item}-{seq}",
+        "X-GitHub-Delivery": delivery,
         "X-Hub-Signature-256": sign(SECRET.encode(), body),
         "Content-Type": "application/json",
     }

@@ -78,6 +78,8 @@ def test_declaring_a_node_dead_orphans_its_sessions_and_releases_its_claims(db: 
     conn = db.connect()
     orphaned = sessions.get(conn, "s-b")
     assert orphaned is not None and orphaned.status is SessionStatus.orphaned and orphaned.live
+    # each remembers whether its operator had paused it (decision 0098)
+    assert [sessions.paused_when_orphaned(conn, s) for s in ("s-b", "s-bp")] == [False, True]
     kept = sessions.get(conn, "s-a")
     assert kept is not None and kept.status is SessionStatus.active
     # the orphaned session still holds its item: no second live session for it

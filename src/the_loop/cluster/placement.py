@@ -103,7 +103,9 @@ def settle(ctx: Ctx, items: Iterable[WorkItemRef]) -> None:
 
 
 def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
-    """Record REC (orphaned, or its node dead) as node ME's, active, in a workspace of ME.
+    """Record REC (orphaned, or its node dead) as node ME's, in a workspace of ME: active, or
+    paused when it was paused as its node died (a pause is the operator's, and a node's death
+    does not lift it: decision 0098).
 
     A prompt the old node had staged may or may not have reached its agent: it is delivered
     again here, marked to the agent as a possible repeat (``REPEAT_NOTE``; at least once;
@@ -111,7 +113,9 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
     one read twice (SPEC §17)."""
     path = _hands().workspace(ctx, WorkItemRef.parse(rec.work_item))
     with ctx.db.transaction() as tx:
-        store.update(tx, rec.id, node=me, status=SessionStatus.active, cwd=str(path))
+        paused = rec.status is SessionStatus.paused or store.paused_when_orphaned(tx, rec.id)
+        status = SessionStatus.paused if paused else SessionStatus.active
+        store.update(tx, rec.id, node=me, status=status, cwd=str(path))
         in_flight = prompts.requeue_staged(tx, rec.id, REPEAT_NOTE)
         if rec.node != me:  # its own session back after a pause: its agent may still run
             moved_here(tx, rec.id)
@@ -124,6 +128,7 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
         fromNode=rec.node,
         toNode=me,
         inFlight=in_flight,
+        paused=paused,
     )
 
 

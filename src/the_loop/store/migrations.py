@@ -611,3 +611,10 @@ def m0030_attention_turn_at(db: Schema) -> None:
     was started: the messages delivered after it are the ones a turn that failed for good
     never answered (decision 0082)."""
     db.run(f"ALTER TABLE attention ADD COLUMN turn_at {db.real}")
+
+
+@migration
+def m0031_sessions_orphaned_from(db: Schema) -> None:
+    """The status a session had when its node was declared dead (``active`` or ``paused``): a
+    paused session taken over or taken back stays paused (decision 0098)."""
+    db.run("ALTER TABLE sessions ADD COLUMN orphaned_from TEXT")

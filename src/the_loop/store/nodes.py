@@ -104,7 +104,8 @@ class Declared:
 def declare_dead(tx: Connection, name: str, before: float, now: float) -> Declared | None:
     """In the caller's write transaction: when NAME's heartbeat is still older than BEFORE
     (checked again here: the node may have beaten meanwhile), mark it dead, its started live
-    sessions ``orphaned`` and its inbox claims released; None when it is alive after all."""
+    sessions ``orphaned`` (each remembering whether it was paused) and its inbox claims
+    released; None when it is alive after all."""
     row = tx.execute(
         "SELECT heartbeat_at FROM nodes WHERE name = ? AND dead_at IS NULL AND heartbeat_at < ?",
         (name, before),
@@ -119,7 +120,8 @@ def declare_dead(tx: Connection, name: str, before: float, now: float) -> Declar
     ).fetchall()
     found.orphaned = [(str(r[0]), str(r[1])) for r in rows]
     tx.execute(
-        "UPDATE sessions SET status = 'orphaned', last_event_at = ? WHERE node = ?"
+        "UPDATE sessions SET orphaned_from = status, status = 'orphaned', last_event_at = ?"
+        " WHERE node = ?"
         " AND status IN ('active', 'paused')",
         (now, name),
     )

@@ -184,3 +184,11 @@ def counts_by_status(conn: Connection) -> dict[str, int]:
 def delivered_total(conn: Connection) -> int:
     """How many prompts were delivered into any agent session."""
     return prompts.delivered_total(conn)
+
+
+def paused_when_orphaned(conn: Connection, session_id: str) -> bool:
+    """Whether orphaned session SESSION_ID was paused when its node was declared dead."""
+    row = conn.execute(
+        "SELECT orphaned_from FROM sessions WHERE id = ? AND status = 'orphaned'", (session_id,)
+    ).fetchone()
+    return row is not None and row[0] == SessionStatus.paused.value
