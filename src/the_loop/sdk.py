@@ -34,6 +34,7 @@ from the_loop.views.doctor import DoctorReport
 from the_loop.work_items import SessionRecord, SessionStatus, spend
 from the_loop.work_items import service as sessions_service
 from the_loop.work_items.records import SessionSummary
+from the_loop.work_items.start import Started, start_session
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -58,8 +59,19 @@ class Sessions:
         try:
             wanted = SessionStatus(status) if status is not None else None
         except ValueError:
-            raise BadInput(f"invalid status {status!r}: queued, active, paused or closed") from None
+            raise BadInput(
+                f"invalid status {status!r}: queued, active, paused, orphaned or closed"
+            ) from None
         return sessions_service.list_sessions(self._ctx, wanted, limit)
+
+    def start(
+        self, ref: str, prompt: str, harness: str | None = None, actor: str | None = None
+    ) -> Started:
+        """Start the session of work item REF (``github:OWNER/REPO#N`` or ``local:NAME``) with
+        PROMPT as its instruction, or deliver PROMPT into its live session, as ``the-loop
+        sessions start`` does. HARNESS (default ``routing.defaultHarness``) applies to a new
+        session; ACTOR (default: the OS user) is on whose behalf the agent works."""
+        return start_session(self._ctx, ref, prompt, harness, actor)
 
     def get(self, session: str) -> views.SessionView:
         """One session with its pane state and delivered-prompt count, as ``GET

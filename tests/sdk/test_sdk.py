@@ -257,3 +257,20 @@ def test_mount_refuses_a_bad_prefix_and_can_leave_mcp_out(loop_env: Env) -> None
     with serve(app) as url:
         assert httpx.get(f"{url}/api/v1/events/types").status_code == 200
         assert httpx.post(f"{url}/mcp", json={}).status_code == 404
+
+
+def test_a_session_is_started_by_hand_through_the_sdk(work: Work) -> None:
+    """``loop.sessions.start`` is ``the-loop sessions start``: a local work item's agent is
+    spawned with the prompt, a second start delivers into it, and bad input is refused."""
+    loop = TheLoop(work.env.config_path)
+    started = loop.sessions.start("local:sdk", "tok-sdk-start", actor="sdk-user")
+    assert (started.action, started.work_item, started.status) == ("spawned", "local:sdk", "active")
+    assert "tok-sdk-start" in work.wait_prompts(started.session_id, 1)[0]
+    again = loop.sessions.start("local:sdk", "tok-sdk-again")
+    assert (again.action, again.session_id) == ("delivered", started.session_id)
+    assert "tok-sdk-again" in work.wait_prompts(started.session_id, 2)[1]
+    for ref, prompt in (("local:sdk", "  "), ("nonsense", "hi"), ("local:other", "hi")):
+        with pytest.raises(BadInput):
+            loop.sessions.start(ref, prompt, harness="no-such-agent" if "other" in ref else None)
+    assert [s.work_item for s in loop.sessions.list()] == ["local:sdk"]
+    loop.close()

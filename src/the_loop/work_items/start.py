@@ -109,7 +109,7 @@ def _prompt(prompt: str) -> str:
     if "\x00" in prompt:
         raise BadInput("the prompt contains a NUL character")
     if not prompt.strip():
-        raise BadInput("refusing to start with an empty prompt (give --prompt TEXT)")
+        raise BadInput("refusing to start with an empty prompt: say what the agent should do")
     if len(prompt) > MAX_PROMPT:
         raise BadInput(f"the prompt is longer than {MAX_PROMPT} characters")
     return prompt
