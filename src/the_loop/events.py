@@ -280,6 +280,7 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("standing.spawn_failed", _E, "A standing session could not be started.", ErrorText),
         _spec("standing.stopped", _I, "A standing session was stopped."),
         _spec("standing.stop_failed", _E, "Stopping a standing session failed.", ErrorText),
+        _spec("standing.exited", _W, "A standing agent is gone unstopped; start resumes it."),
         _spec("standing.said", _I, "A message was delivered to a standing session."),
         _spec(
             "standing.over_budget", _W, "A budget was reached: the standing agent stopped.", Reason

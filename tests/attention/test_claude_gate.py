@@ -14,6 +14,8 @@ in the config) against the fake Messages API, at a person's pace:
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -236,3 +238,45 @@ def test_an_allow_two_minutes_later_still_runs_that_tool(
         "allow",
         "github-comment",
     )
+
+
+def test_an_agent_lost_while_it_asks_is_blocked_and_the_next_comment_restarts_it(
+    setup: tuple[Daemon, FakeGitHub, FakeAnthropic],
+) -> None:
+    """Claude Code killed (SIGKILL) while its dialog waits, a comment held behind it:
+    the session reads ``blocked`` (not the dead agent's ``needs-permission``), the prompt
+    closes as ``gone`` and a late allow is stale; the next comment starts the agent again,
+    resuming, and both comments reach it once. The tool never ran."""
+    daemon, gh, api = setup
+    asked, _ = _asking(daemon, gh, 1)
+    gh.add_comment(REPO, 1, "HELD-ONE from a comment", author="alice")
+    wait_until(lambda: len(_held(daemon)) >= 1, 30, what="the comment held")
+    session = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()
+    shown = daemon.work.tmux(
+        "display-message", "-p", "-t", f"={session['tmuxTarget']}:", "#{pane_pid}"
+    )
+    os.killpg(int(shown.stdout), signal.SIGKILL)  # a crash: no hook of its own says it ended
+
+    blocked = wait_state(daemon, "blocked", 30)
+    assert blocked["prompt"]["kind"] == "blocked" and blocked["prompt"]["id"] != asked["id"]
+    vanished = daemon.api("GET", "/events", params={"type": "session.vanished"}).json()
+    assert [e["payload"]["pane"] for e in vanished] in (["absent"], ["dead"]), vanished
+    late = daemon.api(
+        "POST",
+        f"/sessions/{session['id']}/permission",
+        json={"decision": "allow", "promptId": asked["id"], "actor": "alice"},
+    )
+    assert late.status_code == 409 and "no longer pending (gone)" in late.text, late.text
+
+    gh.add_comment(REPO, 1, "AFTER-LOSS are you back?", author="alice")
+    markers = ("HELD-ONE", "AFTER-LOSS")
+
+    def both() -> str | None:
+        text = user_text(api)
+        return text if all(m in text for m in markers) else None
+
+    text = wait_until(both, 90, what="both comments after the restart")
+    assert [text.count(m) for m in markers] == [1, 1]
+    respawned = daemon.api("GET", "/events", params={"type": "session.respawned"}).json()
+    assert [e["payload"]["resumed"] for e in respawned] == [True]
+    assert not (Path(session["cwd"]) / "tool-1-ran.txt").exists()

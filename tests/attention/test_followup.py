@@ -65,6 +65,43 @@ def test_slack_tells_an_answer_the_agent_never_took_as_such(tmp_path: Path) -> N
     assert "*Allowed* by alice (via github-comment), but the agent never confirmed" in told
 
 
+def test_an_agent_lost_before_it_took_an_answer_is_told_so_not_a_terminal_answer(
+    tmp_path: Path,
+) -> None:
+    """An agent found gone (or that exited) while its answer waited to be taken closes the
+    prompt ``gone``: the follow-ups say the agent stopped first, not that the dialog was
+    answered in its terminal."""
+    db, pid = _noticed(tmp_path)
+    with db.transaction() as tx:
+        assert slack_store.add_prompt(tx, pid, "slack:C1:1.0", "C1", 2.0)
+        store.set_gone(tx, AGENT, "its tmux session vanished", now=4.0)
+    found = store.get_prompt(db.connect(), pid)
+    assert found is not None and (found.outcome, found.untaken) == (store.GONE, True)
+    expected = "but the agent never took that answer: it stopped first."
+    assert _followed_up(db)[0].endswith(f"(via github-comment), {expected}")
+    assert outcome_text(found).endswith(f"(via github-comment), {expected}")
+
+
+def test_a_prompt_nobody_answered_closes_gone_when_its_agent_exits(tmp_path: Path) -> None:
+    db = open_database(tmp_path)
+    with db.transaction() as tx:
+        change = store.set_state(
+            tx, AGENT, store.NEEDS_PERMISSION, "claude-hook:PermissionRequest", "Bash",
+            now=1.0, prompt=store.NewPrompt("permission", tool="Bash", input="make deploy"),
+            standing="probe",
+        )  # fmt: skip
+        assert change is not None and change.prompt_id is not None
+        store.set_state(tx, AGENT, store.EXITED, "claude-hook:SessionEnd", "ended", now=2.0)
+    found = store.get_prompt(db.connect(), change.prompt_id)
+    assert found is not None and (found.outcome, found.untaken) == (store.GONE, False)
+    assert outcome_text(found).endswith(
+        "No longer pending: the agent stopped before it was answered."
+    )
+    assert followup_text(found).endswith(
+        "is no longer pending: the agent stopped before it was answered."
+    )
+
+
 def test_a_wait_that_ends_before_the_hook_took_its_answer_is_not_answered(
     tmp_path: Path,
 ) -> None:

@@ -19,13 +19,15 @@ from the_loop.config import LoadedConfig, config_from_bytes, read_config_bytes, 
 from the_loop.context import Ctx
 from the_loop.errors import ConfigInvalid
 from the_loop.pulse import Pulse, first
-from the_loop.refs import WorkItemRef
+from the_loop.refs import WorkItemRef, standing_key, standing_target
 from the_loop.standing import service as standing
 from the_loop.store import sessions as session_store
+from the_loop.store import standing as standing_store
 from the_loop.store import transcripts as transcript_store
 from the_loop.store import usage as usage_store
 from the_loop.store.integrity import quick_check
 from the_loop.store.sessions import SessionRecord, SessionStatus
+from the_loop.store.standing import StandingStatus
 from the_loop.supervise import board_for, monitor, periodic, wait_or_stop
 from the_loop.wire import iso_now
 from the_loop.work_items import service as sessions
@@ -201,9 +203,11 @@ async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
 
 
 def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
-    """One pass; returns the sessions newly found without a live agent. A session found so is
-    looked at again under its item's processing lock (a delivery may be starting it again
-    this moment) and told by ``work_items.service.report_gone``, once."""
+    """One pass; returns the sessions (and ``standing:NAME`` keys) newly found without a live
+    agent. A work-item session found so is looked at again under its item's processing lock
+    (a delivery may be starting it again this moment) and told by
+    ``work_items.service.report_gone``, once; a running standing session under its name's
+    lock, by ``standing.service.report_gone``."""
     found: list[str] = []
     conn = ctx.db.connect()
     here = nodes.shared_name(ctx)
@@ -212,9 +216,21 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
         for status in (SessionStatus.active, SessionStatus.paused)
     }
     targets = [r.tmux_target for rs in by_status.values() for r in rs if r.tmux_target]
+    running = [
+        r.name for r in standing_store.list_records(conn) if r.status is StandingStatus.running
+    ]
     # one tmux client, asked even for no session: it wakes tmux's reaper when an agent's end
     # went unseen (standing agents' too; ``runner.tmux_core.wake_reaper``)
-    known = panes.probe_many(ctx, targets)
+    known = panes.probe_many(ctx, [*targets, *(standing_target(n) for n in running)])
+    for name in running:  # told by ``standing.service.report_gone``, once
+        listed = (known or {}).get(standing_target(name))
+        key = standing_key(name)
+        if listed is None or listed.value == "live":
+            reported.discard(key)
+        elif listed.value in ("dead", "absent") and key not in reported:
+            reported.add(key)
+            if standing.report_gone(ctx, name):
+                found.append(key)
     for records in by_status.values():
         held = usage_store.holds_of(conn, [r.id for r in records])
         for rec in records:

@@ -98,7 +98,7 @@ def outcome_text(prompt: attention_store.Prompt) -> str:
         done = "Allowed" if prompt.decision == "allow" else "Denied"
         said = f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})"
         if prompt.untaken:
-            return f"{said}, {attention_store.NOT_TAKEN}."
+            return f"{said}, {attention_store.not_taken(prompt)}."
         return f"{said}."
     if prompt.actor is not None:  # a question answered through the-loop
         given = prompt.outcome or ""
@@ -109,6 +109,7 @@ def outcome_text(prompt: attention_store.Prompt) -> str:
         "timed-out": "Timed out without an answer through the-loop.",
         "moved-on": "No longer pending: the agent moved on.",
         "superseded": "No longer pending: the agent asked something else.",
+        attention_store.GONE: "No longer pending: the agent stopped before it was answered.",
         "answered": "Answered.",
     }.get(prompt.outcome or "", "No longer pending.")
     return f"{head}\n{outcome}"

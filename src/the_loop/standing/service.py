@@ -75,6 +75,7 @@ from the_loop.standing.spend import agent_of
 from the_loop.standing.views import auto_start_names, health_problems, list_standing
 from the_loop.store import attention as attention_store
 from the_loop.store import standing as store
+from the_loop.store import usage as usage_store
 from the_loop.store.standing import StandingRecord, StandingSource, StandingStatus
 
 __all__ = [
@@ -589,6 +590,37 @@ def autostart(ctx: Ctx, cancelled: Callable[[], bool] = lambda: False) -> list[S
         if not standing_spend.suspended(ctx, name):
             out.append(_start_captured(ctx, name))
     return out
+
+
+def report_gone(ctx: Ctx, name: str) -> bool:
+    """Tell once that running standing session NAME's agent is gone though nobody stopped it
+    (it crashed or was killed, or its tmux session vanished): its record ``stopped`` (so the
+    next ``start`` resumes the conversation, and a ``say`` is refused until then: a say never
+    starts one), its attention ``exited``, which closes a prompt it waited on (unless its
+    harness said so first), and ``standing.exited``. Looked at again under NAME's lock; an
+    agent the spend policy holds was stopped on purpose, and one pinned to another node is
+    that node's to tell. True when told now."""
+    key = standing_key(name)
+    with _locked(ctx, name):
+        conn = ctx.db.connect()
+        rec = store.get(conn, name)
+        if rec is None or rec.status is not StandingStatus.running:
+            return False
+        if pinning.elsewhere(ctx, name, rec) is not None or usage_store.holds_of(conn, [key]):
+            return False
+        pane = panes.probe(ctx, standing_target(name))
+        if pane not in (Probe.DEAD, Probe.ABSENT):
+            return False
+        why = "the harness exited" if pane is Probe.DEAD else "its tmux session vanished"
+        rule = f"{why}; `the-loop standing start {name}` resumes its conversation"
+        with ctx.db.transaction() as tx:
+            store.update(tx, name, status=StandingStatus.stopped)
+            attention_store.set_state(
+                tx, key, attention_store.EXITED, attention_store.CRASH_SIGNAL, rule,
+                now=time.time(), standing=name, source=SOURCE,
+            )  # fmt: skip
+    _emit(ctx, "standing.exited", name, session_id=rec.conversation_id, pane=pane.value)
+    return True
 
 
 def stop_all(ctx: Ctx) -> list[StopOutcome]:

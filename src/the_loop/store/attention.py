@@ -60,11 +60,19 @@ _INFO, _DEBUG = 20, 10
 # ``dataclasses`` (with ``inspect``) would double its start-up.
 
 
+GONE = "gone"
+"""The outcome of a prompt whose agent stopped (or was lost) before it was answered: it
+exited, or it was found gone (``set_gone``)."""
 NOT_TAKEN = (
     "but the agent never confirmed it took that answer: its dialog was closed in the agent's "
     "terminal first"
 )
-"""What the follow-ups on GitHub and Slack add to an ``untaken`` answer."""
+NOT_TAKEN_GONE = "but the agent never took that answer: it stopped first"
+
+
+def not_taken(prompt: Prompt) -> str:
+    """What the follow-ups on GitHub and Slack add to PROMPT's ``untaken`` answer."""
+    return NOT_TAKEN_GONE if prompt.outcome == GONE else NOT_TAKEN
 
 
 class Prompt:
@@ -104,7 +112,7 @@ class Prompt:
         """An answer was recorded, but the prompt closed without the agent's confirming it took
         it (its hook had left, and its dialog went from the screen: ``agent.attention.left``;
         or the agent moved on, or ended, first)."""
-        return self.decision is not None and self.outcome == "moved-on"
+        return self.decision is not None and self.outcome in ("moved-on", GONE)
 
     @property
     def choices(self) -> list[str] | None:
@@ -353,7 +361,8 @@ def set_state(
     """Move AGENT to STATE as SIGNAL/RULE decided; None when nothing changed.
 
     A new PROMPT opens a wait (the previous one, if still open, is closed as ``superseded``);
-    leaving a wait closes its prompt (``moved-on``). An unknown agent is recorded on the way
+    leaving a wait closes its prompt (``moved-on``; ``gone`` when its agent exited or was found
+    gone, which no word about its dialog outlives). An unknown agent is recorded on the way
     (WORK_ITEM or STANDING name it). The events are written in TX. TRANSCRIPT, when given, is
     recorded as where the agent's harness writes its transcript (the meter reads it). A held
     state (``HELD``) changes only by source ``spend``.
@@ -379,7 +388,9 @@ def set_state(
     if before in HELD and source != "spend":
         return None
     open_prompt = current.prompt if current.prompt and current.prompt.closed_at is None else None
-    if prompt is not None and open_prompt is not None and _same_dialog(open_prompt, prompt):
+    gone = signal == CRASH_SIGNAL  # its agent is gone: nothing it showed stands any more
+    same = prompt is not None and open_prompt is not None and _same_dialog(open_prompt, prompt)
+    if same and not gone:
         return None  # a later word about the dialog it waits on: the prompt keeps its identity
     if prompt is None and state == current.state and (state not in HUMAN or open_prompt):
         if last_message is not None and last_message != current.last_message:
@@ -391,7 +402,12 @@ def set_state(
     if open_prompt is not None:
         # an answer the agent took is closed as such (``took``, ``decide``); one recorded and
         # not taken yet stays a wait that moved on (``Prompt.untaken``)
-        outcome = "superseded" if prompt is not None and open_prompt.pending else "moved-on"
+        if state == EXITED or gone:
+            outcome = GONE  # its agent stopped, or was found gone, before it was answered
+        elif prompt is not None and open_prompt.pending:
+            outcome = "superseded"
+        else:
+            outcome = "moved-on"
         tx.execute(
             "UPDATE attention_prompts SET closed_at = ?, outcome = COALESCE(outcome, ?)"
             " WHERE id = ?",

@@ -78,7 +78,7 @@ def followup_text(prompt: store.Prompt) -> str:
         done = "allowed" if prompt.decision == "allow" else "denied"
         said = f"Prompt `{prompt.id}` was {done} by {prompt.actor} (via {prompt.via})"
         if prompt.untaken:
-            return f"{said}, {store.NOT_TAKEN}."
+            return f"{said}, {store.not_taken(prompt)}."
         return f"{said}."
     if prompt.actor is not None:
         return f"Prompt `{prompt.id}` was answered by {prompt.actor} (via {prompt.via})."
@@ -86,6 +86,7 @@ def followup_text(prompt: store.Prompt) -> str:
         "timed-out": "timed out without an answer through the-loop; it waits at the agent",
         "moved-on": "is no longer pending: the agent moved on",
         "superseded": "is no longer pending: the agent asked something else",
+        store.GONE: "is no longer pending: the agent stopped before it was answered",
     }.get(prompt.outcome or "", "is no longer pending")
     return f"Prompt `{prompt.id}` {outcome}."
 

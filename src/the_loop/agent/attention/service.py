@@ -423,10 +423,11 @@ def _confirmed(ctx: Ctx, target: store.Prompt) -> None:
         if found is not None and found.closed_at is not None:
             if found.outcome == "answered":
                 return
+            gone = found.outcome == store.GONE
+            why = "the agent stopped" if gone else "its dialog was closed in the agent's terminal"
             raise Conflict(
                 f"the answer to {target.id} is recorded, but the agent never confirmed it took "
-                f"it: the prompt closed first ({found.outcome}: its dialog was closed in the "
-                "agent's terminal)"
+                f"it: the prompt closed first ({found.outcome}: {why})"
             )
         if time.monotonic() >= deadline:
             raise Unavailable(
