@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
+from tests.daemon import Daemon
 from tests.fakes import fake_agent
 from tests.fakes import payloads as P
 from tests.helpers import wait_until
@@ -29,7 +33,7 @@ def test_tmux_server_killed_sessions_reported_then_resumed(work: Work) -> None:
     sid = _start(work)
     assert work.tmux("kill-server").returncode == 0
     assert work.session_json(REF)["pane"] in ("absent", "unknown")
-    found = reconcile_once(open_ctx(work.env.config_path), set())
+    found = reconcile_once(open_ctx(work.env.config_path))
     assert found == [sid]
     vanished = work.events("session.vanished")
     assert vanished and vanished[-1]["workItem"] == REF
@@ -46,7 +50,7 @@ def test_agent_that_crashes_mid_delivery_is_reported_and_respawned(work: Work) -
     work.dispatch("issue_comment", P.issue_comment_event("this one kills it"), "r-2")
     work.wait_prompts(sid, 2)
     wait_until(lambda: work.pane_dead(TARGET) == "1", timeout=10, what="the agent to crash")
-    assert reconcile_once(open_ctx(work.env.config_path), set()) == [sid]
+    assert reconcile_once(open_ctx(work.env.config_path)) == [sid]
     assert work.session_json(REF)["pane"] == "dead"
     crashed = work.session_json(REF)["attention"]  # told, not hidden: blocked, with why
     assert crashed["state"] == "blocked" and "the harness exited" in crashed["prompt"]["text"]
@@ -82,3 +86,31 @@ def test_a_staged_prompt_whose_agent_died_is_delivered_once_after_respawn(work: 
     assert texts.index(next(t for t in texts if "tok-staged" in t)) < texts.index(
         next(t for t in texts if "tok-next" in t)
     )
+
+
+def test_an_agent_lost_again_after_its_restart_is_told_again(daemon: Daemon) -> None:
+    """The daemon's reconciler tells each loss, within moments of it: an agent killed,
+    started again by the next comment and killed again before the reconciler's next timed
+    pass is ``blocked`` again, and the comment after that starts it once more."""
+    work = daemon.work
+    assert daemon.post("issue_comment", P.issue_comment_event("the-loop start"), "l-0").is_success
+    sid = wait_until(lambda: [s["id"] for s in daemon.api("GET", "/sessions").json()], 20)[0]
+    work.wait_prompts(sid, 1)
+    shown = f"={TARGET}:"
+
+    def watched() -> bool:  # its output piped to the daemon (the screen detector's pass)
+        return work.tmux("display", "-p", "-t", shown, "#{pane_pipe}").stdout == "1\n"
+
+    for n in (1, 2):
+        wait_until(watched, what="the pane watched")
+        pane = work.tmux("display-message", "-p", "-t", shown, "#{pane_pid}").stdout
+        os.killpg(int(pane), signal.SIGKILL)
+        wait_until(
+            lambda: work.session_json(REF)["attention"]["state"] == "blocked",
+            10,  # the reconciler's timed pass is a minute away: the pane's death woke it
+            what=f"loss {n} told",
+        )
+        comment = P.issue_comment_event(f"back {n}?")
+        assert daemon.post("issue_comment", comment, f"l-{n}").is_success
+        assert f"back {n}?" in work.wait_prompts(sid, n + 1, 30)[-1]
+    assert len(work.events("session.vanished")) == 2

@@ -97,7 +97,7 @@ def test_idle_session_suspended_then_resumed_by_a_comment_once(spend_daemon: Dae
     suspended = d.api("GET", "/events", params={"type": "session.suspended"}).json()
     assert len(suspended) == 1 and "suspendAfterMinutes" in suspended[0]["payload"]["reason"]
     # its pane is dead on purpose: the reconciler does not report it as vanished
-    assert reconcile_once(open_ctx(work.env.config_path), set()) == []
+    assert reconcile_once(open_ctx(work.env.config_path)) == []
 
     comment(d, 15, "WAKE-UP-PROMPT please look again", "wake-1")
     prompts = work.wait_prompts(conversation, 2, timeout=30)

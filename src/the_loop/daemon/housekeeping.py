@@ -21,6 +21,7 @@ from the_loop.errors import ConfigInvalid
 from the_loop.pulse import Pulse, first
 from the_loop.refs import WorkItemRef, standing_key, standing_target
 from the_loop.standing import service as standing
+from the_loop.store import attention as attention_store
 from the_loop.store import sessions as session_store
 from the_loop.store import standing as standing_store
 from the_loop.store import transcripts as transcript_store
@@ -188,7 +189,6 @@ gone a moment before tmux marks its pane dead."""
 
 async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
     """Report live sessions whose tmux target vanished or whose agent exited (once each)."""
-    reported: set[str] = set()
     watch = monitor(ctx, "reconciler")
     died = ctx.panes_died
     again = False  # told of a death: look once more a moment later (tmux may mark it late)
@@ -198,16 +198,18 @@ async def reconcile_loop(ctx: Ctx, stop: asyncio.Event) -> None:
             return
         again = died.is_set()
         died.clear()
-        await asyncio.to_thread(reconcile_once, ctx, reported)
+        await asyncio.to_thread(reconcile_once, ctx)
         watch.progressed()
 
 
-def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
+def reconcile_once(ctx: Ctx) -> list[str]:
     """One pass; returns the sessions (and ``standing:NAME`` keys) newly found without a live
-    agent. A work-item session found so is looked at again under its item's processing lock
-    (a delivery may be starting it again this moment) and told by
-    ``work_items.service.report_gone``, once; a running standing session under its name's
-    lock, by ``standing.service.report_gone``."""
+    agent. What was told stays in the store, so each death is told once however often it is
+    seen, and an agent started again and lost again is told again: a work-item session found
+    so, not recorded gone already, is looked at again under its item's processing lock (a
+    delivery may be starting it again this moment) and told by
+    ``work_items.service.report_gone``; a running standing session under its name's lock, by
+    ``standing.service.report_gone``, which records it stopped."""
     found: list[str] = []
     conn = ctx.db.connect()
     here = nodes.shared_name(ctx)
@@ -222,28 +224,23 @@ def reconcile_once(ctx: Ctx, reported: set[str]) -> list[str]:
     # one tmux client, asked even for no session: it wakes tmux's reaper when an agent's end
     # went unseen (standing agents' too; ``runner.tmux_core.wake_reaper``)
     known = panes.probe_many(ctx, [*targets, *(standing_target(n) for n in running)])
-    for name in running:  # told by ``standing.service.report_gone``, once
+    held = usage_store.holds_of(conn, [standing_key(n) for n in running])
+    for name in running:  # a held one's harness was stopped on purpose
         listed = (known or {}).get(standing_target(name))
-        key = standing_key(name)
-        if listed is None or listed.value == "live":
-            reported.discard(key)
-        elif listed.value in ("dead", "absent") and key not in reported:
-            reported.add(key)
-            if standing.report_gone(ctx, name):
-                found.append(key)
+        gone = listed is not None and listed.value in ("dead", "absent")
+        if gone and standing_key(name) not in held and standing.report_gone(ctx, name):
+            found.append(standing_key(name))
     for records in by_status.values():
         held = usage_store.holds_of(conn, [r.id for r in records])
+        told = {r.agent for r in attention_store.rows(conn, [r.id for r in records]) if r.gone}
         for rec in records:
             if rec.runner != "tmux" or rec.started_at is None or rec.id in held:
                 continue  # a held session's harness was stopped on purpose
-            if nodes.elsewhere(here, rec.node):
-                continue  # another node's agent: its tmux server is not ours
+            if nodes.elsewhere(here, rec.node) or rec.id in told:
+                continue  # another node's agent (its tmux server is not ours), or told
             listed = (known or {}).get(rec.tmux_target or "")
             pane = listed.value if listed is not None else sessions.probe(ctx, rec)
-            if pane == "live":
-                reported.discard(rec.id)
-            elif pane in ("dead", "absent") and rec.id not in reported and _gone(ctx, rec):
-                reported.add(rec.id)
+            if pane in ("dead", "absent") and _gone(ctx, rec):
                 found.append(rec.id)
     return found
 
