@@ -246,16 +246,14 @@ def test_an_agent_lost_while_it_asks_is_blocked_and_the_next_comment_restarts_it
     """Claude Code killed (SIGKILL) while its dialog waits, a comment held behind it:
     the session reads ``blocked`` (not the dead agent's ``needs-permission``), the prompt
     closes as ``gone`` and a late allow is stale; the next comment starts the agent again,
-    resuming, and both comments reach it once. The tool never ran."""
+    resuming, and both comments reach it once. The tool never ran. Lost again, the agent
+    started again is told at once too."""
     daemon, gh, api = setup
     asked, _ = _asking(daemon, gh, 1)
     gh.add_comment(REPO, 1, "HELD-ONE from a comment", author="alice")
     wait_until(lambda: len(_held(daemon)) >= 1, 30, what="the comment held")
     session = daemon.api("GET", f"/sessions/{quote(REF, safe=':/')}").json()
-    shown = daemon.work.tmux(
-        "display-message", "-p", "-t", f"={session['tmuxTarget']}:", "#{pane_pid}"
-    )
-    os.killpg(int(shown.stdout), signal.SIGKILL)  # a crash: no hook of its own says it ended
+    _kill(daemon, session["tmuxTarget"])
 
     blocked = wait_state(daemon, "blocked", 30)
     assert blocked["prompt"]["kind"] == "blocked" and blocked["prompt"]["id"] != asked["id"]
@@ -280,3 +278,14 @@ def test_an_agent_lost_while_it_asks_is_blocked_and_the_next_comment_restarts_it
     respawned = daemon.api("GET", "/events", params={"type": "session.respawned"}).json()
     assert [e["payload"]["resumed"] for e in respawned] == [True]
     assert not (Path(session["cwd"]) / "tool-1-ran.txt").exists()
+
+    # the agent started again is watched as the first was: lost again, it is told at once
+    wait_state(daemon, "waiting", 60, "claude-hook:Stop")
+    _kill(daemon, session["tmuxTarget"])
+    wait_state(daemon, "blocked", 10)  # the reconciler's timed pass is a minute away
+
+
+def _kill(daemon: Daemon, target: str) -> None:
+    """Kill the agent in TARGET with SIGKILL, as a crash would: no hook of its says it ended."""
+    shown = daemon.work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}")
+    os.killpg(int(shown.stdout), signal.SIGKILL)

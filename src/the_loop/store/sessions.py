@@ -40,6 +40,7 @@ class SessionRecord(Wire):
     url: str = ""
     created_at: Timestamp
     started_at: Timestamp | None = None
+    """When its agent was last started (spawned, or started again); None while queued."""
     last_event_at: Timestamp
     closed_at: Timestamp | None = None
     close_reason: str | None = None

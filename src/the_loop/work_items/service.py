@@ -555,8 +555,13 @@ def _respawn(ctx: Ctx, rec: SessionRecord, agent: Agent, event: WorkEvent | None
 
 
 def _respawned(ctx: Ctx, rec: SessionRecord, event: WorkEvent | None, resumed: bool) -> None:
+    """Record REC's agent started again: its conversation, and when its program started (what
+    tells this program from the one before, whose end was watched: decision 0099)."""
+    rec.started_at = time.time()
     with ctx.db.transaction() as tx:
-        store.update(tx, rec.id, harness_session_id=rec.harness_session_id)
+        store.update(
+            tx, rec.id, harness_session_id=rec.harness_session_id, started_at=rec.started_at
+        )
     _emit(
         ctx,
         "session.respawned",
