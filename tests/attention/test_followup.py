@@ -16,7 +16,8 @@ from the_loop.work_items.notice import followup_text
 AGENT = "a-followup"
 
 
-def _noticed(tmp_path: Path) -> tuple[Database, str]:
+def _asking(tmp_path: Path, answered: bool = True) -> tuple[Database, str]:
+    """A work item's agent asking to run ``make deploy``, noticed, and ANSWERED by alice."""
     db = open_database(tmp_path)
     with db.transaction() as tx:
         change = store.set_state(
@@ -26,7 +27,8 @@ def _noticed(tmp_path: Path) -> tuple[Database, str]:
         )  # fmt: skip
         assert change is not None and change.prompt_id is not None
         assert store.mark_notice(tx, change.prompt_id, 2.0)
-        assert store.answer(tx, change.prompt_id, "allow", "alice", "github-comment", 3.0)
+        if answered:
+            assert store.answer(tx, change.prompt_id, "allow", "alice", "github-comment", 3.0)
     return db, change.prompt_id
 
 
@@ -35,7 +37,7 @@ def _followed_up(db: Database) -> list[str]:
 
 
 def test_an_answer_taken_is_followed_up_once_its_prompt_closes(tmp_path: Path) -> None:
-    db, pid = _noticed(tmp_path)
+    db, pid = _asking(tmp_path)
     assert _followed_up(db) == [], "recorded, not taken yet: nothing to tell"
     with db.transaction() as tx:
         store.close_prompt(tx, pid, "answered", 4.0)  # the hook took it
@@ -43,7 +45,7 @@ def test_an_answer_taken_is_followed_up_once_its_prompt_closes(tmp_path: Path) -
 
 
 def test_an_answer_the_agent_never_took_is_not_told_as_taken(tmp_path: Path) -> None:
-    db, pid = _noticed(tmp_path)
+    db, pid = _asking(tmp_path)
     with db.transaction() as tx:  # the dialog went, answered in the terminal
         store.close_prompt(tx, pid, "moved-on", 4.0)
     [told] = _followed_up(db)
@@ -52,7 +54,7 @@ def test_an_answer_the_agent_never_took_is_not_told_as_taken(tmp_path: Path) -> 
 
 
 def test_slack_tells_an_answer_the_agent_never_took_as_such(tmp_path: Path) -> None:
-    db, pid = _noticed(tmp_path)
+    db, pid = _asking(tmp_path)
     with db.transaction() as tx:
         assert slack_store.add_prompt(tx, pid, "slack:C1:1.0", "C1", 2.0)
     assert slack_store.due_updates(db.connect()) == [], "recorded, not taken yet"
@@ -71,7 +73,7 @@ def test_an_agent_lost_before_it_took_an_answer_is_told_so_not_a_terminal_answer
     """An agent found gone (or that exited) while its answer waited to be taken closes the
     prompt ``gone``: the follow-ups say the agent stopped first, not that the dialog was
     answered in its terminal."""
-    db, pid = _noticed(tmp_path)
+    db, pid = _asking(tmp_path)
     with db.transaction() as tx:
         assert slack_store.add_prompt(tx, pid, "slack:C1:1.0", "C1", 2.0)
         store.set_gone(tx, AGENT, "its tmux session vanished", now=4.0)
@@ -83,16 +85,10 @@ def test_an_agent_lost_before_it_took_an_answer_is_told_so_not_a_terminal_answer
 
 
 def test_a_prompt_nobody_answered_closes_gone_when_its_agent_exits(tmp_path: Path) -> None:
-    db = open_database(tmp_path)
+    db, pid = _asking(tmp_path, answered=False)
     with db.transaction() as tx:
-        change = store.set_state(
-            tx, AGENT, store.NEEDS_PERMISSION, "claude-hook:PermissionRequest", "Bash",
-            now=1.0, prompt=store.NewPrompt("permission", tool="Bash", input="make deploy"),
-            standing="probe",
-        )  # fmt: skip
-        assert change is not None and change.prompt_id is not None
-        store.set_state(tx, AGENT, store.EXITED, "claude-hook:SessionEnd", "ended", now=2.0)
-    found = store.get_prompt(db.connect(), change.prompt_id)
+        store.set_state(tx, AGENT, store.EXITED, "claude-hook:SessionEnd", "ended", now=4.0)
+    found = store.get_prompt(db.connect(), pid)
     assert found is not None and (found.outcome, found.untaken) == (store.GONE, False)
     assert outcome_text(found).endswith(
         "No longer pending: the agent stopped before it was answered."
@@ -108,7 +104,7 @@ def test_a_wait_that_ends_before_the_hook_took_its_answer_is_not_answered(
     """Any report that ends the wait first (the agent submitted a prompt typed in its
     terminal, or ended) leaves the recorded answer untaken; the hook's word that it took it
     makes it answered, also when that report came a moment before."""
-    db, pid = _noticed(tmp_path)
+    db, pid = _asking(tmp_path)
     with db.transaction() as tx:
         store.set_state(tx, AGENT, store.WORKING, "claude-hook:UserPromptSubmit", "typed", now=4.0)
     found = store.get_prompt(db.connect(), pid)
