@@ -218,8 +218,10 @@ def reconcile_once(ctx: Ctx) -> list[str]:
         for status in (SessionStatus.active, SessionStatus.paused)
     }
     targets = [r.tmux_target for rs in by_status.values() for r in rs if r.tmux_target]
-    running = [
-        r.name for r in standing_store.list_records(conn) if r.status is StandingStatus.running
+    running = [  # another node's standing agent is in its tmux server, not ours
+        r.name
+        for r in standing_store.list_records(conn)
+        if r.status is StandingStatus.running and not nodes.elsewhere(here, r.node)
     ]
     # one tmux client, asked even for no session: it wakes tmux's reaper when an agent's end
     # went unseen (standing agents' too; ``runner.tmux_core.wake_reaper``)
