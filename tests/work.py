@@ -76,6 +76,11 @@ class Work:
             ["tmux", "-L", self.env.socket, *args], capture_output=True, text=True, check=False
         )
 
+    def pane_pid(self, target: str) -> int:
+        """The pid of the program in TARGET's pane (the agent's launcher)."""
+        shown = self.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}")
+        return int(shown.stdout)
+
     def pane_dead(self, target: str) -> str:
         return self.tmux(
             "display-message", "-p", "-t", f"={target}:", "#{pane_dead}"

@@ -287,5 +287,4 @@ def test_an_agent_lost_while_it_asks_is_blocked_and_the_next_comment_restarts_it
 
 def _kill(daemon: Daemon, target: str) -> None:
     """Kill the agent in TARGET with SIGKILL, as a crash would: no hook of its says it ended."""
-    shown = daemon.work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}")
-    os.killpg(int(shown.stdout), signal.SIGKILL)
+    os.killpg(daemon.work.pane_pid(target), signal.SIGKILL)

@@ -79,9 +79,8 @@ def _keys(work: Work, *keys: str) -> None:
 def _hooks_of(work: Work) -> list[int]:
     """The hook processes running under the agent's pane."""
     target = work.session_json(REF)["tmuxTarget"]
-    shown = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}")
     found: list[int] = []
-    for pid in tree_pids({"pane": [int(shown.stdout)]})["pane"]:
+    for pid in tree_pids({"pane": [work.pane_pid(target)]})["pane"]:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:

@@ -96,15 +96,13 @@ def test_an_agent_lost_again_after_its_restart_is_told_again(daemon: Daemon) -> 
     assert daemon.post("issue_comment", P.issue_comment_event("the-loop start"), "l-0").is_success
     sid = wait_until(lambda: [s["id"] for s in daemon.api("GET", "/sessions").json()], 20)[0]
     work.wait_prompts(sid, 1)
-    shown = f"={TARGET}:"
 
     def watched() -> bool:  # its output piped to the daemon (the screen detector's pass)
-        return work.tmux("display", "-p", "-t", shown, "#{pane_pipe}").stdout == "1\n"
+        return work.tmux("display", "-p", "-t", f"={TARGET}:", "#{pane_pipe}").stdout == "1\n"
 
     for n in (1, 2):
         wait_until(watched, what="the pane watched")
-        pane = work.tmux("display-message", "-p", "-t", shown, "#{pane_pid}").stdout
-        os.killpg(int(pane), signal.SIGKILL)
+        os.killpg(work.pane_pid(TARGET), signal.SIGKILL)
         wait_until(
             lambda: work.session_json(REF)["attention"]["state"] == "blocked",
             10,  # the reconciler's timed pass is a minute away: the pane's death woke it

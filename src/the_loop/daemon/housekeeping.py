@@ -226,11 +226,11 @@ def reconcile_once(ctx: Ctx) -> list[str]:
     # one tmux client, asked even for no session: it wakes tmux's reaper when an agent's end
     # went unseen (standing agents' too; ``runner.tmux_core.wake_reaper``)
     known = panes.probe_many(ctx, [*targets, *(standing_target(n) for n in running)])
-    held = usage_store.holds_of(conn, [standing_key(n) for n in running])
+    stopped = usage_store.holds_of(conn, [standing_key(n) for n in running])
     for name in running:  # a held one's harness was stopped on purpose
         listed = (known or {}).get(standing_target(name))
         gone = listed is not None and listed.value in ("dead", "absent")
-        if gone and standing_key(name) not in held and standing.report_gone(ctx, name):
+        if gone and standing_key(name) not in stopped and standing.report_gone(ctx, name):
             found.append(standing_key(name))
     for records in by_status.values():
         held = usage_store.holds_of(conn, [r.id for r in records])
