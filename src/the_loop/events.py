@@ -71,6 +71,11 @@ class Resumed(Payload):
     resumed: bool
 
 
+class Unsent(Payload):
+    enters: int
+    left: bool
+
+
 class AutoClosed(Payload):
     reason: Literal["issue-closed", "pr-merged", "pr-closed", "stopped"]
 
@@ -182,6 +187,13 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("session.spawn_failed", _E, "An agent session could not be started.", ErrorText),
         _spec("session.delivered", _I, "A prompt was delivered into a live session."),
         _spec("session.respawned", _I, "A dead session was started again.", Resumed),
+        _spec(
+            "session.unsent",
+            _I,
+            "A pasted message stayed in the agent's input box: Enter was pressed again"
+            " (``enters``), and it left the box (``left``), or it was not seen to (warning).",
+            Unsent,
+        ),
         _spec("session.restarted", _I, "An operator restarted a live session's agent."),
         _spec("session.resume_failed", _W, "Resuming a conversation failed; starting fresh."),
         _spec("session.respawn_averted", _I, "A respawn was not needed: the target was live."),

@@ -76,7 +76,7 @@ def deliver(runner: TmuxRunner, prompt: str) -> None:
     Enter again while it stays in the input box (a loaded host can lose the first)."""
     gemini = build_adapter("gemini")
     runner.deliver(TARGET, prompt, gemini.submit_gap, gemini.frames_paste).unwrap()
-    assert submit.see_submitted(runner, TARGET, gemini, prompt), "still in the input box"
+    assert submit.see_submitted(runner, TARGET, gemini, prompt).left, "still in the input box"
 
 
 def say(runner: TmuxRunner, api: FakeGemini, prompt: str) -> None:

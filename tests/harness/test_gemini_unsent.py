@@ -82,7 +82,7 @@ def test_a_message_whose_enter_was_lost_is_submitted(
     lose_the_enter(runner, adapter, text)
     assert api.conversation_turns() == [], "the Enter was lost: nothing reached the model"
 
-    assert submit.see_submitted(runner, TARGET, adapter, text)
+    assert submit.see_submitted(runner, TARGET, adapter, text).left
     turns = wait_until(api.conversation_turns, 30, what="the message at the model")
     assert turns[0].user_texts()[-1].strip() == text
     assert (box := box_of(runner, adapter)) is not None and box.held == ""
@@ -103,7 +103,7 @@ def test_a_persons_draft_in_the_box_is_left_alone(
         30,
         what="the draft in the box",
     )
-    assert submit.see_submitted(runner, TARGET, adapter, "a message from the-loop")
+    assert submit.see_submitted(runner, TARGET, adapter, "a message from the-loop").left
     assert (box := box_of(runner, adapter)) is not None and box.held == "my own draft"
     assert api.conversation_turns() == []
 

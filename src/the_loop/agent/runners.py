@@ -13,7 +13,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from the_loop import events as ev
 from the_loop.agent import confine, submit
@@ -31,6 +31,7 @@ from the_loop.harness import (
     with_located_binary,
 )
 from the_loop.runner import Answer, Probe
+from the_loop.store import attention
 from the_loop.store import prompts as queue
 from the_loop.store.prompts import PromptStatus, QueuedPrompt
 
@@ -114,6 +115,39 @@ def pasteable(ctx: Ctx, agent: Agent, item: QueuedPrompt) -> str:
     return f"A message from the-loop is in {path} - read that file and act on it."
 
 
+def _taken(ctx: Ctx, agent: Agent) -> Callable[[], bool]:
+    """Whether AGENT's harness reported taking a prompt (or asking a person) since now: what
+    is pasted next left its input box (``agent.submit``)."""
+    since = time.time()
+    return lambda: attention.took_input_since(ctx.db.connect(), agent.key, since)
+
+
+def _watched(ctx: Ctx, agent: Agent, watched: submit.Watched) -> None:
+    """Report (``session.unsent``) a pasted message that stayed in AGENT's input box: Enter
+    pressed again, or the message not seen to leave the box."""
+    if watched.left and not watched.enters:
+        return
+    level = None if watched.left else ev.Level.warning
+    ev.emit(ctx.db, "session.unsent", source="agent", level=level, **_about(agent),
+            enters=watched.enters, left=watched.left)  # fmt: skip
+
+
+class _About(TypedDict):
+    work_item: str | None
+    standing: str | None
+    session_id: str | None
+
+
+def _about(agent: Agent) -> _About:
+    """What an event about AGENT names: its work item or standing name, and its session."""
+    work_item = agent.kind is AgentKind.WORK_ITEM
+    return _About(
+        work_item=agent.label if work_item else None,
+        standing=None if work_item else agent.key.removeprefix("standing:"),
+        session_id=agent.key if work_item else agent.conversation_id,
+    )
+
+
 def _mark(ctx: Ctx, seq: int, status: PromptStatus) -> None:
     with ctx.db.transaction() as tx:
         queue.mark(tx, seq, status)
@@ -159,9 +193,10 @@ class TmuxAgents:
         result.unwrap()
         if prompt is not None and self.ensure_ready(ctx, agent):
             text = pasteable(ctx, agent, QueuedPrompt(0, prompt, None, PromptStatus.pending))
+            taken = _taken(ctx, agent)
             sent = tmux.deliver(target, text, adapter.submit_gap, adapter.frames_paste, until)
             if sent.ok:
-                submit.see_submitted(tmux, target, adapter, text)
+                _watched(ctx, agent, submit.see_submitted(tmux, target, adapter, text, taken))
         return launch.session_id
 
     def deliver(
@@ -190,6 +225,7 @@ class TmuxAgents:
         crash_point("after-staged")
         until = nodes.check_fence(ctx)
         pause_point("before-paste")
+        taken = _taken(ctx, agent)
         pasted = tmux.paste_staged(
             agent.tmux_target,
             name,
@@ -206,7 +242,7 @@ class TmuxAgents:
                 f"the agent in {agent.target} exited before its prompt was pasted; will retry"
             )
         pasted.unwrap()
-        submit.see_submitted(tmux, agent.tmux_target, adapter, text)
+        _watched(ctx, agent, submit.see_submitted(tmux, agent.tmux_target, adapter, text, taken))
 
     def _stage(
         self,
@@ -394,9 +430,7 @@ def foreign_occupant(ctx: Ctx, agent: Agent) -> Refused:
         ctx.db,
         "session.foreign_occupant",
         source="agent",
-        work_item=agent.label if agent.kind is AgentKind.WORK_ITEM else None,
-        standing=agent.key.removeprefix("standing:") if agent.kind is AgentKind.STANDING else None,
-        session_id=agent.key if agent.kind is AgentKind.WORK_ITEM else agent.conversation_id,
+        **_about(agent),
         target=agent.target,
     )
     return Refused(message)

@@ -52,6 +52,8 @@ class InputBox:
     """The last message the conversation above the box shows sent ("" when none shows)."""
     folded: bool = False
     """The box shows a paste folded to a label (its text is not on screen)."""
+    busy: bool = False
+    """The screen shows a turn at work under the box (a message taken now waits its turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,10 @@ class HarnessAdapter:
     reads_input_box: ClassVar[bool] = False
     """Whether ``input_box`` reads this harness's input box: a delivery then makes sure its
     message left the box (``agent.submit``)."""
+    reports_submit: ClassVar[bool] = False
+    """Whether the harness's hooks report each prompt it takes (Claude Code's
+    ``UserPromptSubmit``): a delivery's watch then takes that report for its message sent, and
+    reads the box only for whether text stays in it."""
     keeps_conversation: ClassVar[bool] = False
     """Whether the harness writes its conversation to a file the-loop reads (the meter, the
     Conversation tab); one that does not shows only its screen."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
     HarnessAdapter,
+    InputBox,
     Launch,
     LaunchKind,
     LaunchSpec,
@@ -44,6 +45,20 @@ CLAUDE_IDLE_PATTERN = (
     "(?m)^\u2500{10,}[ \t]*\n\u276f(?:[ \t\u00a0][^\n]*)?(?:\n(?!\u2500{10,})[^\n]*)*"
     "\n\u2500{10,}[ \t]*(?:\n(?![^\n]*esc to interrupt)[^\n]*){0,2}\\Z"
 )
+# That input box at the bottom of the screen whatever its footer offers: what it holds (the
+# prompt line's text and the lines under it) and its footer.
+_BOX = re.compile(
+    "(?m)^\u2500{10,}[ \t]*\n\u276f(?P<held>(?:[ \t\u00a0][^\n]*)?(?:\n(?!\u2500{10,})[^\n]*)*)"
+    "\n\u2500{10,}[ \t]*(?P<footer>(?:\n[^\n]*){0,2})\\Z"
+)
+_FOLDED = "[Pasted text #"
+"""How Claude Code shows a long paste in its input box: folded to a label."""
+_BUSY = "esc to interrupt"
+_QUEUED = ("Press up to ", "Press Enter to edit ", "Taking your message back")
+"""Hints Claude Code draws in an empty input box while messages wait for the turn at work
+(dim: a capture shows them as text). An Enter there sends the waiting messages at once."""
+_EXAMPLE = 'Try "'
+"""How an example prompt Claude Code may draw in an empty input box begins."""
 
 
 class ClaudeAdapter(HarnessAdapter):
@@ -55,6 +70,8 @@ class ClaudeAdapter(HarnessAdapter):
     chooses_session_id = True
     ready_pattern = CLAUDE_READY_PATTERN
     idle_pattern = CLAUDE_IDLE_PATTERN
+    reads_input_box = True
+    reports_submit = True
     headless_output_format = "stream-json"
     permission_flags = {
         "ask": ("--permission-mode", "default"),
@@ -123,6 +140,21 @@ class ClaudeAdapter(HarnessAdapter):
     def session_id_from_output(self, output: str) -> str | None:
         """The ``session_id`` of the first stream-json event that carries one."""
         return first_json_field(output, "session_id")
+
+    def input_box(self, screen: str) -> InputBox | None:
+        """The box at the bottom of SCREEN, under its rule and over its footer: the text it
+        holds (a long paste shows folded to a label), and whether the footer offers to
+        interrupt a turn at work. None when no box is drawn there (a dialog replaces it). The
+        conversation above is not read: Claude Code's hook reports each prompt it takes."""
+        found = _BOX.search(screen.rstrip())
+        if found is None:
+            return None
+        held = "\n".join(line.strip(" \t\u00a0") for line in found["held"].splitlines()).strip()
+        queued = held.startswith(_QUEUED)
+        if queued or held.startswith(_EXAMPLE):
+            held = ""  # a hint in an empty box
+        busy = queued or _BUSY in found["footer"]
+        return InputBox(held, "", folded=held.startswith(_FOLDED), busy=busy)
 
 
 def transcript_path(env: Mapping[str, str], cwd: Path, session_id: str) -> Path:

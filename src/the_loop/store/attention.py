@@ -49,6 +49,9 @@ PASSING_FAILURE = "the turn failed on an API error"
 """The rule of a ``blocked`` for an error the next turn may not meet (a rate limit, an
 overloaded API), or one read from a failed turn's line with the agent's input box under it:
 the next message is its retry."""
+TICK = 0.02
+"""Seconds a hook's reported start may lie before the moment it started (``the_loop.hook.
+started_at`` knows it to the kernel's clock tick, 10 ms here), with room to spare."""
 HELD = ("over-budget", "suspended")
 """States only the spend policy (source ``spend``) sets and lifts: a hook or the screen
 detector reporting the stopped harness (``exited``, ``waiting``) does not override them."""
@@ -335,6 +338,28 @@ def model_answered(tx: Connection, agent: str, at: float) -> None:
         "UPDATE attention SET turn_at = ? WHERE agent = ? AND (turn_at IS NULL OR turn_at < ?)",
         (at, agent, at),
     )
+
+
+def submitted(tx: Connection, agent: str, at: float) -> None:
+    """AGENT's harness reported taking a prompt at AT (its hook started then)."""
+    tx.execute(
+        "UPDATE attention SET submitted_at = ? WHERE agent = ?"
+        " AND (submitted_at IS NULL OR submitted_at < ?)",
+        (at, agent, at),
+    )
+
+
+def took_input_since(conn: Connection, agent: str, at: float) -> bool:
+    """Whether AGENT's harness reported taking a prompt at or after AT, or opened a prompt
+    for a person since (a turn that began after AT asks): what was pasted at AT left its input
+    box. AT is allowed a clock tick (a hook's start is known to its tick)."""
+    since = at - TICK
+    row = conn.execute(
+        "SELECT 1 FROM attention WHERE agent = ? AND submitted_at >= ? UNION ALL"
+        " SELECT 1 FROM attention_prompts WHERE agent = ? AND created_at >= ? LIMIT 1",
+        (agent, since, agent, since),
+    ).fetchone()
+    return row is not None
 
 
 def turn_at(conn: Connection, agent: str) -> float | None:

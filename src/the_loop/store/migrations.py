@@ -618,3 +618,11 @@ def m0031_sessions_orphaned_from(db: Schema) -> None:
     """The status a session had when its node was declared dead (``active`` or ``paused``): a
     paused session taken over or taken back stays paused (decision 0098)."""
     db.run("ALTER TABLE sessions ADD COLUMN orphaned_from TEXT")
+
+
+@migration
+def m0032_attention_submitted_at(db: Schema) -> None:
+    """When the agent's harness last reported taking a prompt (Claude Code's
+    ``UserPromptSubmit`` hook, when it started): a delivery knows its Enter was taken
+    (decision 0100)."""
+    db.run(f"ALTER TABLE attention ADD COLUMN submitted_at {db.real}")

@@ -196,6 +196,8 @@ def apply(
         prompt_id = None if skip else _write(tx, report, transcript, last, waits)
         resent = 0 if skip else _resend(tx, report)
         at = time.time() if report.at is None else report.at
+        if report.kind == KIND_HOOK and report.data.get("hook_event_name") == "UserPromptSubmit":
+            store.submitted(tx, report.who.agent, at)  # late or not: the prompt was taken
         hook_tokens.record(tx, report.id, report.who.agent, prompt_id, at)
     if resent:
         where = _where(report)

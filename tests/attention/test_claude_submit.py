@@ -1,0 +1,221 @@
+"""Each message reaches a just-started Claude Code on its own (decision 0100), with the real
+Claude Code (pinned) against the fake Messages API, in real tmux, through the daemon.
+
+Messages pasted in the first moments after Claude Code drew its input box (a fresh start, a
+resume with messages waiting) went out as one: the second landed in the box behind the first
+and its Enter sent both, glued (``…first messageMessage from root …``). A delivery to Claude
+Code now waits until its ``UserPromptSubmit`` hook reports the message taken before the next
+paste, and presses Enter again when text stays in the box without that report. Its input box as
+the adapter reads it, from screens the pinned CLI drew."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon import Daemon
+from tests.fakes import lost_enter, pty_relay
+from tests.fakes.fake_anthropic import FakeAnthropic, unwrap_pasted
+from tests.harness.agent_clis import CLAUDE_BIN
+from tests.helpers import wait_until
+from tests.work import Work
+from the_loop.harness import InputBox, build_adapter
+from the_loop.store import attention as store
+from the_loop.store.db import open_database
+
+RULE = "\u2500" * 100
+IDLE = "  \u23f8 manual mode on \u00b7 ? for shortcuts"
+AT_WORK = "  \u23f8 manual mode on \u00b7 esc to interrupt \u00b7 \u2190 for agents"
+BANNER = " \u2590\u259b\u2588\u2588\u2588\u259c\u258c   Claude Code v2.1.332\n\n"
+GLUED = re.compile(r"\SMessage from ")
+"""A message that begins right after the text of another, with nothing between: glued."""
+
+
+def screen(box: str, footer: str = IDLE) -> str:
+    return f"{BANNER}\u25cf FAKE-REPLY-1\n\n{RULE}\n{box}\n{RULE}\n{footer}\n\n\n"
+
+
+def test_the_input_box_read_from_claude_screens() -> None:
+    claude = build_adapter("claude")
+    assert claude.input_box(screen("\u276f\u00a0")) == InputBox("", "")
+    assert claude.input_box(screen("\u276f ", AT_WORK)) == InputBox("", "", busy=True)
+    two = "\u276f Message from root (operator) about local:g5:\n  bravo second message"
+    assert claude.input_box(screen(two)) == InputBox(
+        "Message from root (operator) about local:g5:\nbravo second message", ""
+    )
+    folded = claude.input_box(screen("\u276f [Pasted text #1 +8 lines]", "  paste again to expand"))
+    assert folded == InputBox("[Pasted text #1 +8 lines]", "", folded=True)
+    queued = claude.input_box(screen("\u276f Press up to edit queued messages", AT_WORK))
+    assert queued == InputBox("", "", busy=True)  # a hint: an Enter there sends them now
+    example = claude.input_box(screen('\u276f Try "how does <filepath> work?"'))
+    assert example == InputBox("", "")
+    dialog = (
+        f"\u25cf Bash(touch ran.txt)\n{RULE}\n Bash command\n   touch ran.txt\n"
+        " Do you want to proceed?\n \u276f 1. Yes\n   2. No\n Esc to cancel \u00b7 Tab to amend\n"
+    )
+    assert claude.input_box(dialog) is None  # no box: nothing is pressed on a dialog
+    assert claude.input_box(f"{screen(chr(0x276F))}\n  more\n  and more") is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_prompt_taken_is_known_from_its_report_or_a_prompt_opened_since(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """What a delivery's watch asks the store: a submit reported at or after the paste (a
+    hook's start is known to its clock tick), or a prompt for a person opened since."""
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    db = open_database(tmp_path, url)
+    agent = "s-submit"
+    with db.transaction() as tx:
+        store.register(tx, agent, work_item="local:x", standing=None, harness="claude",
+                       requester="alice", now=1.0)  # fmt: skip
+    assert not store.took_input_since(db.connect(), agent, 10.0)
+    with db.transaction() as tx:
+        store.submitted(tx, agent, 10.0)
+        store.submitted(tx, agent, 9.0)  # a late report of an earlier prompt moves nothing back
+    assert store.took_input_since(db.connect(), agent, 10.01)  # within a tick
+    assert not store.took_input_since(db.connect(), agent, 10.5)
+    with db.transaction() as tx:
+        asks = store.NewPrompt("permission", tool="Bash")
+        store.set_state(tx, agent, store.NEEDS_PERMISSION, "hook", "asks", now=11.0, prompt=asks)
+    assert store.took_input_since(db.connect(), agent, 10.5)
+    assert not store.took_input_since(db.connect(), agent, 11.5)
+    assert not store.took_input_since(db.connect(), "s-other", 0.0)
+    db.close()
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+def serve(work: Work, api: FakeAnthropic, binary: str) -> Daemon:
+    env = {**api.claude_env(work.env.root / "claude-config"), "HOME": str(work.env.root / "home")}
+    work.configure(
+        harnesses={"claude": {"binary": binary, "env": env}},
+        routing={"defaultHarness": "claude"},
+    )
+    daemon = Daemon(work)
+    daemon.start()
+    return daemon
+
+
+def texts(api: FakeAnthropic) -> list[str]:
+    """Each text the model was sent as a person's, in the newest conversation request (it
+    carries the whole conversation): one per message, pasted or queued."""
+    last = api.last_conversation_request()
+    found: list[str] = []
+    for message in last.messages if last else []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if message.get("role") != "user" or not isinstance(blocks, list):
+            continue
+        for block in blocks:
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str) and not text.lstrip().startswith("<system-reminder>"):
+                found.append(unwrap_pasted(text))
+    return found
+
+
+def reached(api: FakeAnthropic, marks: list[str]) -> list[str] | None:
+    """The texts sent, once each of MARKS is in one of them."""
+    sent = texts(api)
+    return sent if all(any(mark in text for text in sent) for mark in marks) else None
+
+
+def at_once(daemon: Daemon, ref: str, prompts: list[str]) -> None:
+    """Send PROMPTS to REF at the same moment, as people and webhooks do."""
+    answers: list[Any] = []
+
+    def post(prompt: str) -> None:
+        answers.append(daemon.api("POST", "/sessions", json={"ref": ref, "prompt": prompt}))
+
+    threads = [threading.Thread(target=post, args=(prompt,)) for prompt in prompts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(answer.status_code in (200, 201, 202) for answer in answers), answers
+
+
+def apart(sent: list[str], marks: list[str]) -> None:
+    """Each of MARKS reached the model once, in a message of its own, none glued to another."""
+    assert [sum(mark in text for text in sent) for mark in marks] == [1] * len(marks), sent
+    assert not [text for text in sent if sum(mark in text for mark in marks) > 1], sent
+    assert not [text for text in sent if GLUED.search(text)], sent
+
+
+@pytest.mark.claude
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_messages_at_a_claude_code_just_started_or_resumed_reach_it_one_by_one(
+    work: Work, api: FakeAnthropic
+) -> None:
+    """Three messages at once to a new agent, then three at once after its agent was lost:
+    each reaches the model once, on its own. Before, the first two (and the two after the
+    resume) went out glued."""
+    daemon = serve(work, api, str(CLAUDE_BIN))
+    try:
+        ref = "local:at-once"
+        first = ["ALPHA-1 first", "BRAVO-1 second", "CHARLIE-1 third"]
+        at_once(daemon, ref, first)
+        marks = [prompt.split()[0] for prompt in first]
+        apart(wait_until(lambda: reached(api, marks), 120, what="the three messages"), marks)
+
+        work.wait_attention(ref, "waiting", 60, "claude-hook:Stop")
+        target = work.session_json(ref)["tmuxTarget"]
+        work.tmux("kill-session", "-t", f"={target}")
+        wait_until(
+            lambda: work.attention(ref).get("state") in ("exited", "blocked"), 30, what="lost"
+        )
+        again = ["DELTA-2 fourth", "ECHO-2 fifth", "FOXTROT-2 sixth"]
+        at_once(daemon, ref, again)
+        marks += [prompt.split()[0] for prompt in again]
+        apart(wait_until(lambda: reached(api, marks), 120, what="the messages after it"), marks)
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.claude
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_message_whose_enter_claude_code_lost_is_sent_again(
+    work: Work, api: FakeAnthropic
+) -> None:
+    """Claude Code behind a relay that drops the Enter after every paste
+    (``tests/fakes/lost_enter.py``): the first message of a new agent and a later one each
+    reach the model once, on their own, by an Enter pressed again; ``session.unsent`` says so.
+    Without it, the first stays in the input box for good."""
+    wrapper = pty_relay.wrapper(
+        work.env.root / "claude-lost-enter", lost_enter.__file__, CLAUDE_BIN
+    )
+    daemon = serve(work, api, str(wrapper))
+    try:
+        ref = "local:lost-enter"
+        started = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "LOST-1 first"})
+        assert started.status_code in (200, 201, 202), started.text
+        wait_until(lambda: reached(api, ["LOST-1"]), 120, what="the first message at the model")
+        work.wait_attention(ref, "waiting", 60, "claude-hook:Stop")
+        said = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "LOST-2 second"})
+        assert said.status_code in (200, 201, 202), said.text
+        apart(
+            wait_until(lambda: reached(api, ["LOST-1", "LOST-2"]), 60, what="LOST-2"),
+            ["LOST-1", "LOST-2"],
+        )
+        unsent = wait_until(
+            lambda: _unsent(daemon, 2), 30, what="both pastes reported pressed again"
+        )
+        assert [(e["payload"]["enters"], e["payload"]["left"]) for e in unsent] == [(1, True)] * 2
+    finally:
+        daemon.stop()
+
+
+def _unsent(daemon: Daemon, count: int) -> list[dict[str, Any]] | None:
+    events = daemon.api("GET", "/events", params={"type": "session.unsent"}).json()
+    return events if len(events) >= count else None
