@@ -130,3 +130,16 @@ def test_an_answer_taken_by_keys_is_answered_however_its_wait_ends(tmp_path: Pat
         store.set_state(tx, AGENT, store.WORKING, "answer:keys", "allowed", now=3.0)
     found = store.get_prompt(db.connect(), change.prompt_id)
     assert found is not None and (found.outcome, found.untaken) == ("answered", False)
+
+
+def test_an_answer_with_no_person_named_says_where_it_came_from(tmp_path: Path) -> None:
+    """The dashboard names no person (its login is the token's), so its answer's actor is the
+    surface itself: the follow-ups say "from the dashboard", not "by dashboard (via
+    dashboard)"."""
+    db, pid = _asking(tmp_path, answered=False)
+    with db.transaction() as tx:
+        assert store.answer(tx, pid, "deny", "dashboard", "dashboard", 3.0)
+        store.close_prompt(tx, pid, "answered", 4.0)
+    assert _followed_up(db) == [f"Prompt `{pid}` was denied from the dashboard."]
+    found = store.get_prompt(db.connect(), pid)
+    assert found is not None and outcome_text(found).endswith("*Denied* from the dashboard.")

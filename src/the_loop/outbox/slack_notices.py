@@ -96,7 +96,7 @@ def outcome_text(prompt: attention_store.Prompt) -> str:
     head = prompt_text(prompt.kind, prompt.tool, prompt.detail, prompt.id)
     if prompt.decision is not None:
         done = "Allowed" if prompt.decision == "allow" else "Denied"
-        said = f"{head}\n*{done}* by {who(prompt.actor)} (via {prompt.via})"
+        said = f"{head}\n*{done}* {attention_store.answered_by(prompt, who(prompt.actor))}"
         if prompt.untaken:
             return f"{said}, {attention_store.not_taken(prompt)}."
         return f"{said}."
@@ -104,7 +104,8 @@ def outcome_text(prompt: attention_store.Prompt) -> str:
         given = prompt.outcome or ""
         what = given.removeprefix("answered: ") if given.startswith("answered: ") else ""
         answer = f" `{slack_text(what)}`" if what else ""  # its keys typed, not yet recorded
-        return f"{head}\n*Answered*{answer} by {who(prompt.actor)} (via {prompt.via})."
+        by = attention_store.answered_by(prompt, who(prompt.actor))
+        return f"{head}\n*Answered*{answer} {by}."
     outcome = {
         "timed-out": "Timed out without an answer through the-loop.",
         "moved-on": "No longer pending: the agent moved on.",

@@ -78,6 +78,17 @@ def not_taken(prompt: Prompt) -> str:
     return NOT_TAKEN_GONE if prompt.outcome == GONE else NOT_TAKEN
 
 
+def answered_by(prompt: Prompt, name: str) -> str:
+    """Who answered PROMPT, for its follow-ups (NAME: its actor as the surface writes a
+    person): "by alice (via slack)", or where it came from when no person was named (the
+    actor is then the surface itself: "from the dashboard")."""
+    if prompt.actor != prompt.via:
+        return f"by {name} (via {prompt.via})"
+    return {"dashboard": "from the dashboard", "api": "through the API", "cli": "from the CLI"}.get(
+        prompt.via or "", f"via {prompt.via}"
+    )
+
+
 class Prompt:
     """One wait on a person: a question (``kind`` question) or a tool awaiting permission."""
 

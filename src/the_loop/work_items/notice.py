@@ -76,12 +76,12 @@ def followup_text(prompt: store.Prompt) -> str:
     """The follow-up of a noticed prompt that is no longer pending."""
     if prompt.decision is not None:
         done = "allowed" if prompt.decision == "allow" else "denied"
-        said = f"Prompt `{prompt.id}` was {done} by {prompt.actor} (via {prompt.via})"
+        said = f"Prompt `{prompt.id}` was {done} {store.answered_by(prompt, str(prompt.actor))}"
         if prompt.untaken:
             return f"{said}, {store.not_taken(prompt)}."
         return f"{said}."
     if prompt.actor is not None:
-        return f"Prompt `{prompt.id}` was answered by {prompt.actor} (via {prompt.via})."
+        return f"Prompt `{prompt.id}` was answered {store.answered_by(prompt, prompt.actor)}."
     outcome = {
         "timed-out": "timed out without an answer through the-loop; it waits at the agent",
         "moved-on": "is no longer pending: the agent moved on",
