@@ -72,11 +72,11 @@ def see_submitted(
 
     For a harness whose hooks report each prompt it takes (``reports_submit``), TAKEN says
     whether one was reported since the paste: that is the message sent, and the box is read
-    only for whether text stays in it (any text: the message is not told apart from a draft
-    it was pasted onto, which its first Enter would have sent too). Left it also has when the
-    box stays empty under a turn at work (taken to wait its turn, which the hook reports only
-    when the turn takes it). Otherwise the message is told by its letters: seen in the box and
-    gone, or shown as the last message sent above it."""
+    only for whether the message stays in it (told by its first or last letters, a draft it
+    was pasted onto included, which its first Enter would have sent too). Left it also has
+    when the box stays empty under a turn at work (taken to wait its turn, which the hook
+    reports only when the turn takes it). Otherwise the message also left when it is seen in
+    the box and gone, or shown as the last message sent above it."""
     letters = _letters(text)
     head, tail = letters[:MARK], letters[-MARK:]
     if not adapter.reads_input_box or not letters:
@@ -95,7 +95,7 @@ def see_submitted(
             return Watched(False, enters)
         box = adapter.input_box(capture.text)
         now = time.monotonic()
-        if box is not None and _holds(box, head, tail, hooked):
+        if box is not None and _holds(box, head, tail):
             seen = True
             held_since = now if held_since is None else held_since
             if now - held_since >= UNSENT_SECONDS:
@@ -129,12 +129,10 @@ def _left(box: InputBox, seen: bool, tail: str, hooked: bool, waited: float) -> 
     return bool(box.held) or seen or tail in _letters(box.last_sent)
 
 
-def _holds(box: InputBox, head: str, tail: str, hooked: bool) -> bool:
+def _holds(box: InputBox, head: str, tail: str) -> bool:
     """Whether BOX holds the message that HEAD begins or TAIL ends (a folded paste is taken for
-    it); for a harness that reports its submits, whether it holds any text."""
+    it): an Enter is pressed only on it, never on a hint or a draft alone."""
     held = _letters(box.held)
-    if hooked:
-        return box.folded or bool(held)
     return box.folded or head in held or tail in held
 
 
