@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TypedDict
 
 from the_loop.harness import RunnerKind
 from the_loop.refs import standing_of
@@ -24,6 +25,14 @@ class AgentKind(StrEnum):
     def of(cls, key: str) -> AgentKind:
         """The kind of the agent whose key is KEY (``refs.standing_key`` for a standing one)."""
         return cls.STANDING if standing_of(key) is not None else cls.WORK_ITEM
+
+
+class EventNames(TypedDict):
+    """What an event about an agent names it by (``events.emit``'s keywords)."""
+
+    work_item: str | None
+    standing: str | None
+    session_id: str | None
 
 
 @dataclass
@@ -44,6 +53,16 @@ class Agent:
     def owner(self) -> str:
         """The ownership mark the layer sets on the agent's tmux target at spawn."""
         return self.key
+
+    @property
+    def event_names(self) -> EventNames:
+        """What an event about this agent names: its work item and session, or its standing
+        name and conversation."""
+        if self.kind is AgentKind.WORK_ITEM:
+            return EventNames(work_item=self.label, standing=None, session_id=self.key)
+        return EventNames(
+            work_item=None, standing=standing_of(self.key), session_id=self.conversation_id
+        )
 
     @property
     def tmux_target(self) -> str:

@@ -13,7 +13,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol
 
 from the_loop import events as ev
 from the_loop.agent import confine, submit
@@ -128,24 +128,8 @@ def _watched(ctx: Ctx, agent: Agent, watched: submit.Watched) -> None:
     if watched.left and not watched.enters:
         return
     level = None if watched.left else ev.Level.warning
-    ev.emit(ctx.db, "session.unsent", source="agent", level=level, **_about(agent),
+    ev.emit(ctx.db, "session.unsent", source="agent", level=level, **agent.event_names,
             enters=watched.enters, left=watched.left)  # fmt: skip
-
-
-class _About(TypedDict):
-    work_item: str | None
-    standing: str | None
-    session_id: str | None
-
-
-def _about(agent: Agent) -> _About:
-    """What an event about AGENT names: its work item or standing name, and its session."""
-    work_item = agent.kind is AgentKind.WORK_ITEM
-    return _About(
-        work_item=agent.label if work_item else None,
-        standing=None if work_item else agent.key.removeprefix("standing:"),
-        session_id=agent.key if work_item else agent.conversation_id,
-    )
 
 
 def _mark(ctx: Ctx, seq: int, status: PromptStatus) -> None:
@@ -430,7 +414,7 @@ def foreign_occupant(ctx: Ctx, agent: Agent) -> Refused:
         ctx.db,
         "session.foreign_occupant",
         source="agent",
-        **_about(agent),
+        **agent.event_names,
         target=agent.target,
     )
     return Refused(message)

@@ -134,7 +134,7 @@ class HarnessAdapter:
     reports_submit: ClassVar[bool] = False
     """Whether the harness's hooks report each prompt it takes (Claude Code's
     ``UserPromptSubmit``): a delivery's watch then takes that report for its message sent, and
-    reads the box only for whether text stays in it."""
+    reads the box only for whether the message stays in it."""
     keeps_conversation: ClassVar[bool] = False
     """Whether the harness writes its conversation to a file the-loop reads (the meter, the
     Conversation tab); one that does not shows only its screen."""

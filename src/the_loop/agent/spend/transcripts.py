@@ -42,14 +42,11 @@ def restore(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> 
         _write_private(path, data)
     except OSError as exc:
         raise SpawnFailed(f"cannot write the kept transcript to {path}: {exc}") from None
-    work_item = agent.kind is AgentKind.WORK_ITEM
     ev.emit(
         ctx.db,
         "session.transcript_restored",
         source=SOURCE,
-        work_item=agent.label if work_item else None,
-        standing=None if work_item else agent.key.removeprefix("standing:"),
-        session_id=agent.key if work_item else agent.conversation_id,
+        **agent.event_names,
         conversation=launch.session_id,
         bytes=len(data),
         path=str(path),
