@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @dataclass
 class Ctx:
     """What a service call needs: config, database, runners, and this process's knowledge of
-    which agents have been seen ready for input."""
+    which agents have been seen ready for input and which wait behind a draft."""
 
     loaded: LoadedConfig
     db: Database
@@ -32,6 +32,9 @@ class Ctx:
     """Restart-only settings whose value in the loaded config differs from ``started_with``."""
     config_rejected: str | None = None
     """The digest of the last config file a reload refused (reported once per content)."""
+    drafts: set[str] = field(default_factory=set)
+    """The agents whose deliveries wait behind a draft in their input box (``agent.core.
+    draft``): the daemon looks at them again every second."""
     stopping: threading.Event = field(default_factory=threading.Event)
     """Set when the daemon stops: a thread that waits on an agent (for it to take input)
     gives up then, so that the process can exit."""

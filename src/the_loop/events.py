@@ -261,8 +261,9 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec(
             "session.held",
             _I,
-            "A delivery is kept, not delivered: over budget, or behind a dialog the agent shows"
-            " (delivered once it is answered).",
+            "A delivery is kept, not delivered: over budget, behind a dialog the agent shows"
+            " (delivered once it is answered), or behind a person's unsent text in its input"
+            " box (delivered once it is sent or cleared).",
             Reason,
         ),
         _spec(

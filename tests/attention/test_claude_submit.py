@@ -10,8 +10,10 @@ the adapter reads it, from screens the pinned CLI drew."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,10 @@ from tests.fakes.fake_anthropic import FakeAnthropic, unwrap_pasted
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.agent import submit
 from the_loop.harness import InputBox, build_adapter
 from the_loop.store import attention as store
+from the_loop.store import prompts as queue
 from the_loop.store.db import open_database
 
 RULE = "\u2500" * 100
@@ -42,17 +46,23 @@ def screen(box: str, footer: str = IDLE) -> str:
 
 def test_the_input_box_read_from_claude_screens() -> None:
     claude = build_adapter("claude")
-    assert claude.input_box(screen("\u276f\u00a0")) == InputBox("", "")
-    assert claude.input_box(screen("\u276f ", AT_WORK)) == InputBox("", "", busy=True)
+
+    def read(shown: str) -> InputBox | None:
+        box = claude.input_box(shown)
+        return None if box is None else dataclasses.replace(box, rows=range(0))
+
+    assert read(screen("\u276f\u00a0")) == InputBox("", "")
+    assert read(screen("\u276f ", AT_WORK)) == InputBox("", "", busy=True)
     two = "\u276f Message from root (operator) about local:g5:\n  bravo second message"
-    assert claude.input_box(screen(two)) == InputBox(
+    assert read(screen(two)) == InputBox(
         "Message from root (operator) about local:g5:\nbravo second message", ""
     )
-    folded = claude.input_box(screen("\u276f [Pasted text #1 +8 lines]", "  paste again to expand"))
+    assert (box := claude.input_box(screen(two))) is not None and box.rows == range(5, 7)
+    folded = read(screen("\u276f [Pasted text #1 +8 lines]", "  paste again to expand"))
     assert folded == InputBox("[Pasted text #1 +8 lines]", "", folded=True)
-    queued = claude.input_box(screen("\u276f Press up to edit queued messages", AT_WORK))
+    queued = read(screen("\u276f Press up to edit queued messages", AT_WORK))
     assert queued == InputBox("", "", busy=True)  # a hint: an Enter there sends them now
-    example = claude.input_box(screen('\u276f Try "how does <filepath> work?"'))
+    example = read(screen('\u276f Try "how does <filepath> work?"'))
     assert example == InputBox("", "")
     dialog = (
         f"\u25cf Bash(touch ran.txt)\n{RULE}\n Bash command\n   touch ran.txt\n"
@@ -60,6 +70,65 @@ def test_the_input_box_read_from_claude_screens() -> None:
     )
     assert claude.input_box(dialog) is None  # no box: nothing is pressed on a dialog
     assert claude.input_box(f"{screen(chr(0x276F))}\n  more\n  and more") is None
+
+
+ESC = "\x1b"
+STYLED_RULE = f"{ESC}[37m{RULE}{ESC}[39m"
+
+
+def styled(box: str, footer: str = IDLE) -> str:
+    """A screen as ``capture-pane -e`` gives it, BOX's row as the pinned CLI drew it."""
+    return f"{BANNER}\u25cf FAKE-REPLY-1\n\n{STYLED_RULE}\n{box}\n{STYLED_RULE}\n{footer}"
+
+
+def test_a_draft_is_told_from_the_hints_by_how_it_is_drawn() -> None:
+    """Text a person typed or pasted is drawn in the terminal's default colour; the hints in an
+    empty box are drawn dim (the cursor, reversed, sits on their first letter). Rows as the
+    pinned CLI drew them, captured with ``-e``."""
+    claude = build_adapter("claude")
+    cursor = f"{ESC}[7m {ESC}[0m{ESC}[39m{ESC}[49m"
+    assert claude.draft(styled(f"{ESC}[39m\u276f\u00a0my own draft{cursor}"))
+    pasted = f"{ESC}[39m\u276f\u00a0[Pasted text #2 +9 lines]{ESC}[7m "
+    assert claude.draft(styled(pasted, f"  {ESC}[2m{ESC}[37mpaste again to expand{ESC}[0m"))
+    assert not claude.draft(styled(f"{ESC}[39m\u276f\u00a0{cursor}"))  # empty
+    queued = (
+        f"{ESC}[2m\u276f\u00a0{ESC}[0;7m{ESC}[39m{ESC}[49mP{ESC}[0;2m{ESC}[39m{ESC}[49m"
+        "ress up to edit queued messages"
+    )
+    assert not claude.draft(styled(queued, AT_WORK))
+    # any text drawn dim or in a colour of its own is not a person's, whatever it says
+    dim = f"{ESC}[39m\u276f\u00a0{ESC}[7mf{ESC}[0;2mix the failing test{ESC}[0m"
+    assert not claude.draft(styled(dim))
+    coloured = f"{ESC}[39m\u276f {ESC}[38;5;246mfix the failing test{ESC}[39m "
+    assert not claude.draft(styled(coloured))
+    assert claude.draft(styled(f"{ESC}[38;2;1;2;3m{ESC}[39m\u276f x{ESC}[48;5;4my"))
+    assert not claude.draft(f"{ESC}[39mmy own draft")  # no box drawn
+    assert not build_adapter("codex").draft(styled(f"{ESC}[39m\u276f\u00a0my own draft"))
+    # the message the-loop delivered last, put back in the box by an interrupted turn
+    last = "Message from root (operator) about local:dr1:\n\nvictor SLOW turn to interrupt\n"
+    put_back = "Message from root (operator) about local:dr1:\n\nvictor SLOW turn to interrupt"
+    assert submit.shows(put_back, last)
+    assert not submit.shows("my own draft", last)
+    assert not submit.shows("my own draft", "")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_wait_behind_a_draft_is_noted_once(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A wait looked at again every second is reported once per queued prompt, by whichever
+    process or node looks first."""
+    url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
+    db = open_database(tmp_path, url)
+    with db.transaction() as tx:
+        seq = queue.add(tx, "s-draft", "a message", None)
+    assert seq is not None
+    with db.transaction() as tx:
+        assert queue.note_held(tx, seq, "behind a draft")
+    with db.transaction() as tx:
+        assert not queue.note_held(tx, seq, "behind a draft")
+        assert queue.note_held(tx, seq, "behind a dialog")
+    db.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -144,6 +213,15 @@ def at_once(daemon: Daemon, ref: str, prompts: list[str]) -> None:
     assert all(answer.status_code in (200, 201, 202) for answer in answers), answers
 
 
+def first_turn(work: Work, daemon: Daemon, api: FakeAnthropic, ref: str, prompt: str) -> None:
+    """Start REF's agent with PROMPT, and see the model get it and the agent wait again."""
+    started = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": prompt})
+    assert started.status_code in (200, 201, 202), started.text
+    mark = prompt.split()[0]
+    wait_until(lambda: reached(api, [mark]), 120, what="the first message at the model")
+    work.wait_attention(ref, "waiting", 60, "claude-hook:Stop")
+
+
 def apart(sent: list[str], marks: list[str]) -> None:
     """Each of MARKS reached the model once, in a message of its own, none glued to another."""
     assert [sum(mark in text for text in sent) for mark in marks] == [1] * len(marks), sent
@@ -198,10 +276,7 @@ def test_a_message_whose_enter_claude_code_lost_is_sent_again(
     daemon = serve(work, api, str(wrapper))
     try:
         ref = "local:lost-enter"
-        started = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "LOST-1 first"})
-        assert started.status_code in (200, 201, 202), started.text
-        wait_until(lambda: reached(api, ["LOST-1"]), 120, what="the first message at the model")
-        work.wait_attention(ref, "waiting", 60, "claude-hook:Stop")
+        first_turn(work, daemon, api, ref, "LOST-1 first")
         said = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "LOST-2 second"})
         assert said.status_code in (200, 201, 202), said.text
         apart(
@@ -221,3 +296,65 @@ def test_a_message_whose_enter_claude_code_lost_is_sent_again(
 def _unsent(daemon: Daemon, count: int) -> list[dict[str, Any]] | None:
     events = daemon.api("GET", "/events", params={"type": "session.unsent"}).json()
     return events if len(events) >= count else None
+
+
+@pytest.mark.claude
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_message_waits_behind_a_persons_draft_and_neither_is_glued(
+    work: Work, api: FakeAnthropic
+) -> None:
+    """A person typing in the agent's terminal has text in its input box, unsent: a message
+    that comes then waits (reported once, looked at again every second) until the person
+    clears that text or sends it, and then reaches the model on its own. Before, it was pasted
+    behind the draft and its Enter sent both as one (``my own draftMessage from root …``)."""
+    daemon = serve(work, api, str(CLAUDE_BIN))
+    try:
+        ref = "local:draft"
+        first_turn(work, daemon, api, ref, "KILO-1 first")
+        target = work.session_json(ref)["tmuxTarget"]
+
+        type_draft(work, target, "LIMA typed by a person")
+        since, looked = time.monotonic(), captures(daemon)
+        held = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "MIKE-2 second"})
+        assert held.status_code in (200, 201, 202), held.text
+        assert "held behind unsent text in the agent's input box" in held.text, held.text
+        assert "delivered once that text is sent or cleared" in held.text, held.text
+        wait_until(lambda: time.monotonic() - since >= 4, 10, what="several looks again")
+        assert captures(daemon) - looked >= 3  # its box looked at again (nothing reports it)
+        assert len(_held(daemon)) == 1, _held(daemon)
+        assert reached(api, ["MIKE-2"]) is None  # still waiting
+        work.tmux("send-keys", "-t", f"={target}:", "C-u")  # the person clears it
+        sent = wait_until(lambda: reached(api, ["MIKE-2"]), 30, what="the message, once cleared")
+        apart(sent, ["KILO-1", "MIKE-2"])
+        assert not [text for text in sent if "LIMA" in text], sent
+        work.wait_attention(ref, "waiting", 60, "claude-hook:Stop")
+
+        type_draft(work, target, "NOVEMBER typed by a person")
+        held = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "OSCAR-3 third"})
+        assert "held behind unsent text" in held.text, held.text
+        work.tmux("send-keys", "-t", f"={target}:", "Enter")  # the person sends it
+        marks = ["KILO-1", "MIKE-2", "NOVEMBER", "OSCAR-3"]
+        apart(wait_until(lambda: reached(api, marks), 60, what="the draft and the message"), marks)
+        assert len(_held(daemon)) == 2, _held(daemon)
+    finally:
+        daemon.stop()
+
+
+def type_draft(work: Work, target: str, text: str) -> None:
+    """Type TEXT into TARGET's input box as a person would, and see it drawn there."""
+    work.tmux("send-keys", "-t", f"={target}:", "-l", text)
+    wait_until(
+        lambda: text in work.tmux("capture-pane", "-p", "-t", f"={target}:").stdout,
+        15,
+        what="the draft in the box",
+    )
+
+
+def captures(daemon: Daemon) -> int:
+    return int(daemon.metric("the_loop_tmux_pane_captures_total") or 0)
+
+
+def _held(daemon: Daemon) -> list[dict[str, Any]]:
+    events = daemon.api("GET", "/events", params={"type": "session.held"}).json()
+    return [e for e in events if "unsent text" in e["payload"]["reason"]]

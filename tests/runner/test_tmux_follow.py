@@ -9,8 +9,14 @@ capture is the client's screen."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pty
+import signal
+import struct
 import subprocess
 import sys
+import termios
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,3 +131,53 @@ def test_the_window_follows_the_latest_interactive_client_and_waits_for_the_last
     assert runner.window_size(asking) == (100, 29)  # a read-only viewer still watches
     outer.close("watcher")
     wait_until(lambda: runner.window_size(asking) == (120, 40), 15, what="the window restored")
+
+
+def test_two_interactive_viewers_share_the_smallest_window(
+    runner: TmuxRunner, outer: Outer, asking: str
+) -> None:
+    """Each interactive viewer sees the whole window: it is as small as the smallest."""
+    outer.run_client("person", runner, asking, read_only=False)
+    wait_until(lambda: runner.window_size(asking) == (80, 23), 15, what="the window follows")
+    outer.tmux("resize-window", "-t", "=person:", "-x", "100", "-y", "30")
+    wait_until(lambda: runner.window_size(asking) == (100, 29), 15, what="it follows a resize")
+    outer.run_client("other", runner, asking, read_only=False)  # 80x24
+    wait_until(lambda: runner.window_size(asking) == (80, 23), 15, what="the smaller one")
+    outer.tmux("resize-window", "-t", "=other:", "-x", "90", "-y", "40")
+    wait_until(lambda: runner.window_size(asking) == (90, 29), 15, what="the smallest of each")
+
+
+VIEWERS = 400
+"""Viewers that attach, resize and leave at once: with the resize run on the next turn of the
+server's loop (``run -C``), tmux 3.3a crashed within 10 to 250 of them in each of six runs."""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_viewer_that_leaves_as_it_resizes_never_ends_the_server(
+    runner: TmuxRunner, asking: str
+) -> None:
+    """A browser tab closed, or a phone turned and closed, the instant its terminal resized:
+    the viewer's client leaves while the hook that follows its size runs. The tmux server, and
+    with it every agent, stays up (decision 0102)."""
+    command = runner.attach_command(asking, read_only=False).unwrap()
+    for at in range(VIEWERS):
+        main, sub = pty.openpty()
+        _set_size(sub, 100 + at % 30, 30 + at % 20)
+        client = subprocess.Popen(
+            command.argv, stdin=sub, stdout=sub, stderr=sub, env=dict(command.env),
+            start_new_session=True, close_fds=True,
+        )  # fmt: skip
+        os.close(sub)
+        wait_until(lambda: _clients(runner, asking) > 0, 15, what=f"viewer {at} attached")
+        _set_size(main, 80 + at % 11, 20 + at % 7)
+        os.kill(client.pid, signal.SIGWINCH)
+        os.killpg(client.pid, signal.SIGKILL)  # gone as the resize is handled
+        client.wait()
+        os.close(main)
+        alive = runner.run("has-session", "-t", f"={asking}")
+        assert alive.ok, f"the tmux server ended after {at + 1} viewers: {alive.describe()}"
+
+
+def _set_size(fd: int, columns: int, rows: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))

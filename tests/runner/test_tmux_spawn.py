@@ -84,7 +84,10 @@ def test_live_occupant_is_never_killed(runner: TmuxRunner, agents: FakeAgents) -
         agents.spawn("loop-busy", "second")
     message = str(refused.value)
     assert "the-loop sessions attach" in message
-    assert f"-L {runner.socket}" in message and "attach-session -r -t =loop-busy" in message
+    assert (
+        f"-L {runner.socket}" in message
+        and "attach-session -r -f ignore-size -t =loop-busy" in message
+    )
     assert process_identity(pid) is not None
     assert runner.pane_status("loop-busy").panes[0].pid == pid
     assert fake_agent.read_starts(agents.directory, "second") == []

@@ -89,7 +89,7 @@ def test_attach_command_is_exact_and_unnested(
     monkeypatch.setenv("TMUX_PANE", "%1")
     command = runner.attach_command("loop-a", read_only=True).unwrap()
     assert command.argv[:3] == ("tmux", "-L", runner.socket)
-    assert command.argv[-4:] == ("attach-session", "-r", "-t", "=loop-a")
+    assert command.argv[-6:] == ("attach-session", "-r", "-f", "ignore-size", "-t", "=loop-a")
     assert "TMUX" not in command.env and "TMUX_PANE" not in command.env
     writable = runner.attach_command("loop-a", read_only=False).unwrap()
     assert "-r" not in writable.argv

@@ -72,7 +72,7 @@ def test_close_terminates_keeps_pane_and_reopen_starts_fresh(work: Work) -> None
     )
     assert code == 0, shown  # (tmux not answering about the pane: attached read-only)
     assert "closed; attaching read-only" in shown
-    assert "attach-session -r -t =loop-github-octo-repo-15" in shown
+    assert "attach-session -r -f ignore-size -t =loop-github-octo-repo-15" in shown
     # with tmux: the agent has exited, so its last screen is printed (no client attaches to a
     # dead pane, decision 0087)
     code, shown = run_in_terminal(

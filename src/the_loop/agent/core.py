@@ -13,6 +13,8 @@ start, when, with which prompt); this module is the one place that knows how, fo
   permission prompt), nothing is pasted into its pane; its prompts wait in the queue, in order,
   and ``release_held`` delivers them once the dialog is gone (each kind of session registers
   how with ``on_release``). Only an answer reaches a dialog (``the_loop.agent.attention.service``).
+  A person's unsent text in the agent's input box holds them the same way (``draft``), until
+  it is sent or cleared.
 - ``terminate``, ``kill``, ``probe``, ``screen``, ``owned``.
 
 Ownership: the layer marks every tmux target it spawns with the agent's key and checks the mark
@@ -30,11 +32,19 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from the_loop import events as ev
-from the_loop.agent import kinds
+from the_loop.agent import kinds, submit
 from the_loop.agent.attention import screen as screen_reading
 from the_loop.agent.attention.spawn import note_delivered
-from the_loop.agent.model import CANNOT_WORK, Agent, AgentKind, Flushed, Resumed, Started
-from the_loop.agent.runners import foreign_occupant, runner_for
+from the_loop.agent.model import (
+    BEHIND_DRAFT,
+    CANNOT_WORK,
+    Agent,
+    AgentKind,
+    Flushed,
+    Resumed,
+    Started,
+)
+from the_loop.agent.runners import adapter_for, foreign_occupant, runner_for
 from the_loop.errors import LoopError, SpawnFailed, Unavailable
 from the_loop.faults import crash_point
 from the_loop.refs import new_session_id
@@ -156,9 +166,11 @@ def flush(
     runner = runner_for(agent)
     for item in queue.pending(ctx.db.connect(), agent.key):
         held = dialog(ctx, agent)
+        if held is None and not done.delivered:  # the next pastes follow one seen taken
+            held = draft(ctx, agent)
         if held is not None:
             done.held = held
-            _report_held(ctx, agent, held, item.delivery_id)
+            _report_held(ctx, agent, held, item)
             break
         began = time.time()
         runner.deliver(ctx, agent, item, revive)
@@ -171,6 +183,8 @@ def flush(
         done.delivered.append(len(item.text))
         if on_delivered is not None:
             on_delivered(len(item.text))
+    if done.held != BEHIND_DRAFT:
+        ctx.drafts.discard(agent.key)
     return done
 
 
@@ -209,7 +223,45 @@ def dialog(ctx: Ctx, agent: Agent) -> str | None:
     return None
 
 
-def _report_held(ctx: Ctx, agent: Agent, why: str, delivery_id: str | None) -> None:
+DRAFT_LOOK_SECONDS = 1.0
+"""How often the daemon looks again at an input box whose draft holds a delivery: nothing
+reports a box cleared, and a hook's report of a draft sent wakes the pass sooner."""
+
+
+def draft(ctx: Ctx, agent: Agent) -> str | None:
+    """Why nothing may be pasted into AGENT now although it shows no dialog: its input box
+    holds text a person typed or pasted there and has not sent (at ``sessions attach`` or the
+    browser terminal). A paste would join that text and its Enter send both as one message, so
+    the delivery waits until the person sends or clears it (decision 0101); the-loop never
+    sends or erases it. None when the box holds none, or the harness's adapter cannot tell a
+    draft from the hints it draws there (``HarnessAdapter.draft``), or the box holds the
+    message the-loop delivered last (Claude Code puts back the message of a turn a person
+    interrupted; a long one folded to a label, which cannot be told from a person's paste).
+    That message is not a person's draft: the next one joins it, as before."""
+    if agent.runner != "tmux" or agent.target is None:
+        return None
+    adapter = adapter_for(ctx, agent.harness, agent.args)
+    if not adapter.reads_input_box:
+        return None
+    capture = ctx.runners.tmux.capture(agent.tmux_target, screen_reading.SCREEN_LINES,
+                                       escapes=True)  # fmt: skip
+    box = adapter.draft(capture.text) if capture.ok else None
+    if box is None:
+        return None
+    last = queue.last_text(ctx.db.connect(), agent.key)
+    if last is not None and (box.folded or submit.shows(box.held, last)):
+        return None  # its label does not say whose a folded paste is: taken for the-loop's
+    return BEHIND_DRAFT
+
+
+def _report_held(ctx: Ctx, agent: Agent, why: str, item: queue.QueuedPrompt) -> None:
+    """Report (``session.held``) that ITEM waits for WHY; a wait behind a draft, which the
+    daemon looks at again every second, only the first time."""
+    if why == BEHIND_DRAFT:
+        ctx.drafts.add(agent.key)
+        with ctx.db.transaction() as tx:
+            if not queue.note_held(tx, item.seq, why):
+                return
     standing = agent.kind is AgentKind.STANDING
     ev.emit(
         ctx.db,
@@ -218,7 +270,7 @@ def _report_held(ctx: Ctx, agent: Agent, why: str, delivery_id: str | None) -> N
         work_item=None if standing else agent.label or None,
         standing=agent.key.removeprefix("standing:") if standing else None,
         session_id=None if standing else agent.key,
-        delivery_id=delivery_id,
+        delivery_id=item.delivery_id,
         reason=why,
     )
 
@@ -240,7 +292,9 @@ def release_held(ctx: Ctx) -> int:
     kinds.load()
     conn = ctx.db.connect()
     failed = 0
-    for key in queue.agents_with_pending(conn):
+    pending = queue.agents_with_pending(conn)
+    ctx.drafts &= set(pending)  # not those closed, or whose queue was dropped
+    for key in pending:
         row = attention_store.get(conn, key)
         if row is None or row.state in (*attention_store.HELD, *attention_store.NEEDS_PERSON):
             continue

@@ -96,12 +96,16 @@ class Resumed:
 
 CANNOT_WORK = "held while the agent cannot work"
 """How a reason to hold starts when the agent cannot work (no login, no key, no credit)."""
+BEHIND_DRAFT = "held behind unsent text in the agent's input box"
+"""The reason to hold while the agent's input box holds a person's draft (``core.draft``)."""
 
 
 def held_until(why: str) -> str:
-    """When a message held for WHY (``dialog``) is delivered."""
+    """When a message held for WHY (``dialog``, ``draft``) is delivered."""
     if why.startswith(CANNOT_WORK):
         return "delivered once it can work"
+    if why == BEHIND_DRAFT:
+        return "delivered once that text is sent or cleared"
     return "delivered once it is answered"
 
 

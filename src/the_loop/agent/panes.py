@@ -148,7 +148,7 @@ def terminal(ctx: Ctx, agent: Agent, read_only: bool) -> Terminal:
         raise foreign_occupant(ctx, agent)
     dead = found is Probe.DEAD
     read_only = read_only or dead
-    command = tmux.attach_command(target, read_only=read_only, ignore_size=read_only).unwrap()
+    command = tmux.attach_command(target, read_only=read_only).unwrap()
     return Terminal(
         target,
         read_only,

@@ -136,6 +136,12 @@ def _holds(box: InputBox, head: str, tail: str) -> bool:
     return box.folded or head in held or tail in held
 
 
+def shows(held: str, text: str) -> bool:
+    """Whether HELD, the text an input box shows, holds TEXT: its first or last letters."""
+    letters, shown = _letters(text), _letters(held)
+    return bool(letters) and (letters[:MARK] in shown or letters[-MARK:] in shown)
+
+
 def _letters(text: str) -> str:
     """TEXT's letters and digits only: the screen wraps, indents and may draw the rest apart."""
     return "".join(c for c in text if c.isalnum())

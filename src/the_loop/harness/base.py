@@ -21,6 +21,7 @@ from the_loop.config import HarnessConfig
 from the_loop.config import RunnerKind as RunnerKind
 from the_loop.errors import BadInput, Conflict, UnsupportedRunner
 from the_loop.refs import SESSION_ID_RE, safe_session_id
+from the_loop.runner.tmux_screens import default_drawn, without_colours
 
 _ADAPTER_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,39}\Z")
 
@@ -54,6 +55,8 @@ class InputBox:
     """The box shows a paste folded to a label (its text is not on screen)."""
     busy: bool = False
     """The screen shows a turn at work under the box (a message taken now waits its turn)."""
+    rows: range = range(0)
+    """The rows of the screen the box's text is drawn on (empty: not told)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +284,19 @@ class HarnessAdapter:
         """What the input box holds on SCREEN (a capture of the pane), for a harness that
         ``reads_input_box``; None when the screen shows no input box (the default)."""
         return None
+
+    def draft(self, styled: str) -> InputBox | None:
+        """The input box on STYLED (a capture of the pane with the escapes of its colours)
+        when it holds text typed or pasted there and not sent: a message pasted now would join
+        it, and its Enter send both as one. Only text drawn in the terminal's default colour
+        counts, so the dim or coloured hints a harness draws in an empty box never do; None
+        also when ``input_box`` does not tell where its text is drawn (the default)."""
+        box = self.input_box(without_colours(styled))
+        if box is None or not box.held or not box.rows:
+            return None
+        rows = styled.split("\n")
+        drawn = "".join(default_drawn(rows[at]) for at in box.rows if at < len(rows))
+        return box if any(c.isalnum() for c in drawn) else None
 
     def session_id_from_output(self, output: str) -> str | None:
         """The harness-assigned conversation id found in headless OUTPUT, if any."""

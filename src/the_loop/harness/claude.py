@@ -154,7 +154,9 @@ class ClaudeAdapter(HarnessAdapter):
         if queued or held.startswith(_EXAMPLE):
             held = ""  # a hint in an empty box
         busy = queued or _BUSY in found["footer"]
-        return InputBox(held, "", folded=held.startswith(_FOLDED), busy=busy)
+        first = screen.count("\n", 0, found.start("held"))
+        rows = range(first, first + found["held"].count("\n") + 1)
+        return InputBox(held, "", folded=held.startswith(_FOLDED), busy=busy, rows=rows)
 
 
 def transcript_path(env: Mapping[str, str], cwd: Path, session_id: str) -> Path:

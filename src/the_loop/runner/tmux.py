@@ -72,6 +72,7 @@ from the_loop.runner.tmux_core import DEAD_MARKER as DEAD_MARKER
 from the_loop.runner.tmux_core import (
     ENDING_OPTION,
     LAPSED_MARKER,
+    READ_ONLY_CLIENT,
     VIEWER_SIZE_FORMAT,
     agent_env,
     death_hook,
@@ -275,26 +276,22 @@ class TmuxRunner:
         (``tmux_screens``). Never raises."""
         return screens.capture_many(self.ask, self.capture, targets, lines)
 
-    def attach_command(
-        self, target: str, *, read_only: bool = True, ignore_size: bool = False
-    ) -> AttachCommand:
-        """``tmux -L SOCKET attach-session [-r] [-f ignore-size] -t =TARGET`` and an env
-        without ``TMUX`` (tmux refuses to nest otherwise), for the caller to run. IGNORE_SIZE:
-        the client's size never counts (browser viewers). ``refused``: not the-loop's."""
+    def attach_command(self, target: str, *, read_only: bool = True) -> AttachCommand:
+        """``tmux -L SOCKET attach-session [-r -f ignore-size] -t =TARGET`` and an env without
+        ``TMUX`` (tmux refuses to nest otherwise), for the caller to run. A read-only client's
+        size never counts for the agent's window (``viewer_hooks``). ``refused``: not the-loop's."""
         problem = target_problem(target)
         if problem is not None:
             return AttachCommand(target=target, answer=Answer.REFUSED, detail=problem)
         argv = [*self.base_argv(), "attach-session"]
         if read_only:
-            argv.append("-r")
-        if ignore_size:
-            argv += ["-f", "ignore-size"]
+            argv += READ_ONLY_CLIENT
         argv += ["-t", f"={target}"]
         return AttachCommand(target=target, argv=tuple(argv), env=client_env(self.withheld_env))
 
     def inspect_command(self, target: str) -> str:
         """A shell command a person can run to look at TARGET read-only."""
-        argv = [*self.base_argv(), "attach-session", "-r", "-t", f"={target}"]
+        argv = [*self.base_argv(), "attach-session", *READ_ONLY_CLIENT, "-t", f"={target}"]
         return shlex.join(argv)
 
     # -- readiness ---------------------------------------------------------------------------

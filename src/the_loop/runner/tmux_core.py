@@ -57,16 +57,24 @@ VIEWER_SIZE_FORMAT = f"#{{window_width}} #{{e|+|:#{{window_height}},{_STATUS_LIN
 """A client size that shows the whole window and its status line (``display-message -p``)."""
 
 
+READ_ONLY_CLIENT = ("-r", "-f", "ignore-size")
+"""How a read-only viewer attaches: it cannot type, and its size never counts for the window."""
+
+
 def viewer_hooks(columns: int, rows: int) -> list[tuple[str, str]]:
-    """The session hooks by which an agent's window follows its interactive viewer: a client
-    that attaches or resizes without ``-r`` sizes the window to itself (less the status
-    line); read-only clients never do. Once no client at all is attached, the window goes
-    back to COLUMNS x ROWS. tmux expands the formats of a hook only in ``if -F`` and
-    ``run -C``; the window size stays ``manual`` throughout."""
-    follow = (
-        "if -F '#{client_readonly}' '' \"run -C 'resize-window -x #{client_width}"
-        f" -y #{{e|-|:#{{client_height}},{_STATUS_LINES}}}'\""
-    )
+    """The session hooks by which an agent's window follows its interactive viewers: a client
+    that attaches or resizes without ``-r`` sizes the window to the smallest interactive
+    client attached (``resize-window -a``; read-only clients attach with ``ignore-size`` and
+    are left out), less the status line; read-only clients never size it. Once no client at
+    all is attached, the window goes back to COLUMNS x ROWS. The window size stays ``manual``
+    throughout.
+
+    Nothing here may outlive the hook's own turn of the command queue (decision 0102): tmux
+    3.3a crashes, ending every agent, when a command queued for a client runs after that
+    client has left. ``run -C``, which could give ``resize-window`` the client's own size as
+    a format, runs its commands on the next turn of the server's loop, and a viewer that left
+    as it resized (a browser tab closed, a phone turned) brought the server down."""
+    follow = "if -F '#{client_readonly}' '' 'resize-window -a'"
     restore = f"if -F '#{{==:#{{session_attached}},0}}' 'resize-window -x {columns} -y {rows}'"
     return [("client-attached", follow), ("client-resized", follow), ("client-detached", restore)]
 

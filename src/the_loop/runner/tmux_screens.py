@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from the_loop.runner.outcomes import Answer, Capture
 from the_loop.runner.tmux_core import COMMAND_BUDGET, TmuxResult, command_size, failure
@@ -25,6 +26,8 @@ from the_loop.runner.tmux_core import COMMAND_BUDGET, TmuxResult, command_size, 
 MARK = "::the-loop-screen-"
 _COLOURS = re.compile(r"\x1b\[[0-9;:]*m")
 """What ``capture-pane -e`` adds to a screen's text: the escapes of its colours and styles."""
+_ESCAPES = re.compile(r"\x1b\[(?P<sgr>[0-9;:]*)m|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+"""The escapes in a row captured with ``-e``: its styles (SGR), and links (OSC 8)."""
 
 
 class Tally:
@@ -62,6 +65,58 @@ def screen_text(output: str, lines: int | None) -> str:
 def without_colours(text: str) -> str:
     """TEXT captured with ``-e``, as ``capture-pane`` without it would have given it."""
     return _COLOURS.sub("", text)
+
+
+def default_drawn(row: str) -> str:
+    """The characters of ROW (a screen row captured with ``-e``) drawn in the terminal's
+    default colour, neither dim nor reversed: what a person typed into an input box, not a
+    hint drawn dim or coloured there, nor the character under the cursor (drawn reversed)."""
+    drawn: list[str] = []
+    style, at = _Style(), 0
+    for found in _ESCAPES.finditer(row):
+        if style.plain:
+            drawn.append(row[at : found.start()])
+        at = found.end()
+        if found["sgr"] is not None:
+            style.apply(found["sgr"])
+    if style.plain:
+        drawn.append(row[at:])
+    return "".join(drawn)
+
+
+@dataclass(slots=True)
+class _Style:
+    """What matters of the style text is drawn in: a colour of its own, dim, reversed."""
+
+    coloured: bool = False
+    dim: bool = False
+    reversed: bool = False
+
+    @property
+    def plain(self) -> bool:
+        return not (self.coloured or self.dim or self.reversed)
+
+    def apply(self, params: str) -> None:
+        """This style after the SGR escape of PARAMS (``0;2;38;5;246``)."""
+        codes = params.split(";")
+        skip = 0
+        for at, code in enumerate(codes):
+            if skip:
+                skip -= 1
+                continue
+            head = code.split(":")[0]  # 38:5:N is one parameter
+            if head in ("38", "48") and ":" not in code:  # 38;5;N or 38;2;R;G;B
+                skip = 2 if codes[at + 1 : at + 2] == ["5"] else 4
+            if head in ("", "0"):
+                self.coloured = self.dim = self.reversed = False
+            elif head in ("2", "22"):
+                self.dim = head == "2"
+            elif head in ("7", "27"):
+                self.reversed = head == "7"
+            elif head.isdigit() and (30 <= int(head) <= 38 or 90 <= int(head) <= 97):
+                self.coloured = True
+            elif head == "39":
+                self.coloured = False
 
 
 def captured(target: str, lines: int | None, result: TmuxResult, socket: str) -> Capture:

@@ -626,3 +626,11 @@ def m0032_attention_submitted_at(db: Schema) -> None:
     ``UserPromptSubmit`` hook, when it started): a delivery knows its Enter was taken
     (decision 0100)."""
     db.run(f"ALTER TABLE attention ADD COLUMN submitted_at {db.real}")
+
+
+@migration
+def m0033_agent_prompts_held(db: Schema) -> None:
+    """Why a queued prompt waits, once that wait was reported: a wait the daemon looks at
+    again every second (a person's draft in the agent's input box) is reported once
+    (decision 0101)."""
+    db.run("ALTER TABLE agent_prompts ADD COLUMN held TEXT")

@@ -62,6 +62,16 @@ def mark(tx: Connection, seq: int, status: PromptStatus | str) -> None:
     )
 
 
+def note_held(tx: Connection, seq: int, why: str) -> bool:
+    """Record that the prompt SEQ waits for WHY; False when that was recorded already (its
+    wait was reported: each process and node that looks again finds it)."""
+    cur = tx.execute(
+        "UPDATE agent_prompts SET held = ? WHERE seq = ? AND (held IS NULL OR held <> ?)",
+        (why, seq, why),
+    )
+    return cur.rowcount == 1
+
+
 def delivered_count(conn: Connection, agent: str) -> int:
     row = conn.execute(
         "SELECT COUNT(*) FROM agent_prompts WHERE agent = ? AND status IN ('delivered', 'resent')",
@@ -78,6 +88,16 @@ def last_delivered(conn: Connection, agent: str) -> float:
         (agent,),
     ).fetchone()
     return float(row[0]) if row is not None and row[0] is not None else 0.0
+
+
+def last_text(conn: Connection, agent: str) -> str | None:
+    """The text of the prompt AGENT was delivered last; None when it was delivered none."""
+    row = conn.execute(
+        "SELECT prompt FROM agent_prompts WHERE agent = ? AND status IN ('delivered', 'resent')"
+        " ORDER BY seq DESC LIMIT 1",
+        (agent,),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def delivered_total(conn: Connection) -> int:

@@ -53,11 +53,11 @@ def next_notice(ctx: Ctx) -> float | None:
 def attention_pass(ctx: Ctx, detector: ScreenDetector, silent: silent_turns.Silent) -> float:
     """One pass: read the screens (and the panes of agents at work unheard of for a while),
     apply answer timeouts, queue the notices that are due, and deliver what waited behind
-    dialogs that are gone. Returns when the next pass is due with nothing happening
+    dialogs (or drafts) that are gone. Returns when the next pass is due with nothing happening
     (``time.time()``; ``the_loop.pulse``)."""
     # lazy: the release loads both session policies; the read-only surfaces use this module
     from the_loop.agent.attention.service import apply_timeouts, next_timeout
-    from the_loop.agent.core import release_held
+    from the_loop.agent.core import DRAFT_LOOK_SECONDS, release_held
 
     now = time.time()
     detect_once(ctx, detector, now)
@@ -66,6 +66,8 @@ def attention_pass(ctx: Ctx, detector: ScreenDetector, silent: silent_turns.Sile
     notify_due(ctx)
     failed = release_held(ctx)
     retry = now if failed else None  # a delivery that failed is tried again soon
+    if retry is None and ctx.drafts:  # held behind a draft: is it gone?
+        retry = now + DRAFT_LOOK_SECONDS
     return soonest(detector.due, unheard, next_timeout(ctx), next_notice(ctx), retry)
 
 
