@@ -71,6 +71,11 @@ class Resumed(Payload):
     resumed: bool
 
 
+class ServerLost(Payload):
+    socket: str
+    agents: int
+
+
 class Unsent(Payload):
     enters: int
     left: bool
@@ -243,6 +248,13 @@ CATALOGUE: dict[str, EventSpec] = {
             CredentialRefused,
         ),
         _spec("session.vanished", _W, "A live session's agent is gone; the next event respawns."),
+        _spec(
+            "runner.server_lost",
+            _W,
+            "The tmux server the agents ran in ended under them (it crashed, or was killed):"
+            " each agent in it is gone, and comes back at its next message.",
+            ServerLost,
+        ),
         _spec(
             "session.foreign_occupant",
             _W,

@@ -37,6 +37,8 @@ def test_tmux_server_killed_sessions_reported_then_resumed(work: Work) -> None:
     assert found == [sid]
     vanished = work.events("session.vanished")
     assert vanished and vanished[-1]["workItem"] == REF
+    lost = work.events("runner.server_lost")  # one event says why they all went
+    assert [e["payload"] for e in lost] == [{"socket": work.env.socket, "agents": 1}], lost
     r = work.dispatch("issue_comment", P.issue_comment_event("after the crash"), "r-2")
     assert r.exit_code == 0, r.stdout
     assert "after the crash" in work.wait_prompts(sid, 2)[-1]
@@ -52,6 +54,7 @@ def test_agent_that_crashes_mid_delivery_is_reported_and_respawned(work: Work) -
     wait_until(lambda: work.pane_dead(TARGET) == "1", timeout=10, what="the agent to crash")
     assert reconcile_once(open_ctx(work.env.config_path)) == [sid]
     assert work.session_json(REF)["pane"] == "dead"
+    assert work.events("runner.server_lost") == []  # the agent went, not the server
     crashed = work.session_json(REF)["attention"]  # told, not hidden: blocked, with why
     assert crashed["state"] == "blocked" and "the harness exited" in crashed["prompt"]["text"]
     r = work.dispatch("issue_comment", P.issue_comment_event("are you back?"), "r-3")

@@ -195,6 +195,15 @@ class TmuxRunner:
 
     # -- queries -----------------------------------------------------------------------------
 
+    def server_running(self) -> bool | None:
+        """Whether this runner's tmux server is running; None when tmux did not answer."""
+        found = self.ask("list-sessions", "-F", "#{session_name}")
+        if found.ok:
+            return True
+        if found.not_found and "no server running" in found.stderr:
+            return False
+        return None
+
     def version(self) -> TmuxResult:
         """``tmux -V``: the version line in ``stdout`` when ``ok``; never raises."""
         return self.run("-V", timeout=5.0)
