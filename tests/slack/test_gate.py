@@ -1,6 +1,7 @@
 """The delivery gate for a Slack reply: a reply in a work item's thread while its agent shows a
 ``[y/n]`` permission prompt (the fake agent takes the next line it reads as the answer) is held,
-never answers the prompt, and reaches the agent once after the allow."""
+never answers the prompt, is told so in its thread, and reaches the agent once after the
+allow."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from tests.fakes import fake_agent
 from tests.fakes.fake_github import FakeGitHub
 from tests.fakes.fake_slack import FakeSlack
 from tests.helpers import wait_until
-from tests.slack.conftest import Slack, github_for_slack, slack_section, start
+from tests.slack.conftest import (
+    STANDING,
+    Slack,
+    github_for_slack,
+    slack_section,
+    standing_served,
+    start,
+)
 from tests.slack.test_work_items import spawn
 from tests.work import Work
 
@@ -41,6 +49,17 @@ def test_a_slack_reply_waits_behind_the_prompt(
 
         assert slack.reply("HELD-SLACK use the retry helper", announced.ts).status_code == 200
         wait_until(lambda: work.events("session.held"), 30, what="the held reply")
+        told = wait_until(  # its writer hears back in the thread: why it waits, until when
+            lambda: [
+                m.text
+                for m in fake_slack.thread(announced.channel, announced.ts)
+                if "held behind a permission prompt" in m.text
+            ],
+            30,
+            what="the thread told the reply waits",
+        )
+        assert len(told) == 1 and prompt["id"] in told[0], told
+        assert "delivered once it is answered" in told[0], told
         assert _records(work, sid, "answer") == []
         assert explain(work, ref)["prompt"]["id"] == prompt["id"]
 
@@ -56,3 +75,29 @@ def test_a_slack_reply_waits_behind_the_prompt(
         assert sum("HELD-SLACK" in p["text"] for p in _records(work, sid, "prompt")) == 1
     finally:
         daemon.stop()
+
+
+def test_a_reply_to_a_standing_session_that_waits_is_told_so_in_its_thread(
+    work: Work, fake_slack: FakeSlack
+) -> None:
+    """The same for a standing session: its thread hears why the reply waits."""
+    with standing_served(work, fake_slack, attention=ATTENTION) as slack:
+        announced = slack.announcement(f"*{STANDING}*")
+        conversation = slack.standing_conversation()
+        work.wait_prompts(conversation, 1)
+        asked = work.cli("standing", "say", STANDING, "--text", "ASK-PERMISSION: make deploy")
+        assert asked.exit_code == 0, asked.stderr
+        key = f"standing:{STANDING}"
+        wait_until(lambda: state(work, key) == "needs-permission", 30, what="the prompt")
+        assert slack.reply("HELD-STANDING later please", announced.ts).status_code == 200
+        told = wait_until(
+            lambda: [
+                m.text
+                for m in fake_slack.thread(announced.channel, announced.ts)
+                if "held behind a permission prompt" in m.text
+            ],
+            30,
+            what="the thread told the reply waits",
+        )
+        assert len(told) == 1 and f"in {STANDING}; delivered once it is answered" in told[0]
+        assert not any("HELD-STANDING" in p for p in work.prompts(conversation))

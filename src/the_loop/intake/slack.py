@@ -32,6 +32,7 @@ from typing import Any, TypeAlias
 
 from the_loop import engine
 from the_loop import events as ev
+from the_loop.agent import held_until
 from the_loop.agent.attention import service as attention
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotFound, NotRunning, Unavailable
@@ -131,9 +132,23 @@ def _message(ctx: Ctx, m: SlackMessage, delivery_id: str, prior: engine.PriorDel
     outcome = sessions.handle_event(ctx, work_event(m, ref, text, delivery_id), prior)
     if any(isinstance(a, engine.Deliver) for a in outcome.actions):
         _mirror(ctx, ref, m.user, text, delivery_id)
+        _tell_waiting(ctx, key, m, outcome, delivery_id)
     else:
         _record_refusal(ctx, outcome.actions, delivery_id, m.user, key)
     return outcome.summary, tuple(outcome.reasons)
+
+
+def _tell_waiting(
+    ctx: Ctx, key: str, m: SlackMessage, outcome: sessions.Outcome, delivery_id: str
+) -> None:
+    """A reply that did not reach the agent at once (held behind a dialog or a person's
+    draft, over budget, its session queued) is answered in its thread with why, as the CLI
+    and the API answer theirs: whoever wrote it hears back where they wrote it."""
+    conn = ctx.db.connect()
+    for action, done in zip(outcome.actions, outcome.done, strict=True):
+        if isinstance(action, engine.Deliver) and sessions.waiting(conn, action.session_id,
+                                                                   delivery_id):  # fmt: skip
+            _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(done)}", delivery_id)
 
 
 def work_event(m: SlackMessage, ref: WorkItemRef, text: str, delivery_id: str) -> WorkEvent:
@@ -185,7 +200,7 @@ def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) 
             return _drop(ctx, delivery_id, "stale-answer", user=m.user, standing=name)
         return f"{command.verb} {done}"
     try:
-        standing.say(ctx, name, text, actor=actor)
+        said = standing.say(ctx, name, text, actor=actor)
     except NotRunning:
         _reply(
             ctx,
@@ -199,6 +214,10 @@ def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) 
     except Conflict as exc:  # over budget (or a foreign pane): the reply says why
         _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
         return _drop(ctx, delivery_id, "standing-refused", user=m.user, standing=name)
+    if said.held is not None:
+        waits = f"{said.held} in {name}; {held_until(said.held)}"
+        _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(waits)}", delivery_id)
+        return waits
     return f"said to standing session {name}"
 
 

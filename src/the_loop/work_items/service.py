@@ -38,6 +38,7 @@ from the_loop.store import github_state
 from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
 from the_loop.store import usage as usage_store
+from the_loop.store.conn import Connection
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.work import WorkEvent
 from the_loop.work_items import notice, workspace
@@ -402,6 +403,11 @@ def start_queued(ctx: Ctx) -> list[SessionRecord]:
 
 
 # --- deliver --------------------------------------------------------------------------------
+
+
+def waiting(conn: Connection, session_id: str, delivery_id: str) -> bool:
+    """Whether the prompt of DELIVERY_ID still waits in session SESSION_ID's queue."""
+    return any(p.delivery_id == delivery_id for p in queue.pending(conn, session_id))
 
 
 def deliver_event(ctx: Ctx, session_id: str, event: WorkEvent) -> str:
