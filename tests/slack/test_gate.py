@@ -10,7 +10,7 @@ from typing import Any
 from tests.attention.test_screen import ATTENTION, explain, state
 from tests.fakes import fake_agent
 from tests.fakes.fake_github import FakeGitHub
-from tests.fakes.fake_slack import FakeSlack
+from tests.fakes.fake_slack import FakeSlack, Message
 from tests.helpers import wait_until
 from tests.slack.conftest import (
     STANDING,
@@ -26,6 +26,19 @@ from tests.work import Work
 
 def _records(work: Work, sid: str, kind: str) -> list[dict[str, Any]]:
     return [r for r in fake_agent.read_records(work.agent_dir, sid) if r["kind"] == kind]
+
+
+def told_waits(fake: FakeSlack, thread: Message) -> list[str]:
+    """The posts in THREAD saying a reply waits behind a permission prompt, once there are."""
+    return wait_until(
+        lambda: [
+            m.text
+            for m in fake.thread(thread.channel, thread.ts)
+            if "held behind a permission prompt" in m.text
+        ],
+        30,
+        what="the thread told the reply waits",
+    )
 
 
 def test_a_slack_reply_waits_behind_the_prompt(
@@ -49,15 +62,7 @@ def test_a_slack_reply_waits_behind_the_prompt(
 
         assert slack.reply("HELD-SLACK use the retry helper", announced.ts).status_code == 200
         wait_until(lambda: work.events("session.held"), 30, what="the held reply")
-        told = wait_until(  # its writer hears back in the thread: why it waits, until when
-            lambda: [
-                m.text
-                for m in fake_slack.thread(announced.channel, announced.ts)
-                if "held behind a permission prompt" in m.text
-            ],
-            30,
-            what="the thread told the reply waits",
-        )
+        told = told_waits(fake_slack, announced)  # its writer hears why, and until when
         assert len(told) == 1 and prompt["id"] in told[0], told
         assert "delivered once it is answered" in told[0], told
         assert _records(work, sid, "answer") == []
@@ -90,14 +95,6 @@ def test_a_reply_to_a_standing_session_that_waits_is_told_so_in_its_thread(
         key = f"standing:{STANDING}"
         wait_until(lambda: state(work, key) == "needs-permission", 30, what="the prompt")
         assert slack.reply("HELD-STANDING later please", announced.ts).status_code == 200
-        told = wait_until(
-            lambda: [
-                m.text
-                for m in fake_slack.thread(announced.channel, announced.ts)
-                if "held behind a permission prompt" in m.text
-            ],
-            30,
-            what="the thread told the reply waits",
-        )
+        told = told_waits(fake_slack, announced)
         assert len(told) == 1 and f"in {STANDING}; delivered once it is answered" in told[0]
         assert not any("HELD-STANDING" in p for p in work.prompts(conversation))
