@@ -101,6 +101,16 @@ def probe_many(ctx: Ctx, targets: Sequence[str]) -> dict[str, Probe] | None:
     return tmux_watch.probe_many(ctx.runners.tmux, targets)
 
 
+def server_ended(ctx: Ctx) -> str | None:
+    """The socket of this node's tmux server when it is not running although dead panes are
+    kept (``tmux.remainOnExit``): it does not end on its own while it holds an agent, so it
+    crashed or was killed. None when it runs, tmux did not answer, or panes are not kept."""
+    tmux = ctx.runners.tmux
+    if not tmux.remain_on_exit or tmux.server_running() is not False:
+        return None
+    return tmux.socket
+
+
 def owner_of(ctx: Ctx, target: str) -> str | None:
     """The ownership mark set on TARGET at its spawn; None when absent, unset or no answer."""
     return ctx.runners.tmux.owner_of(target)

@@ -251,11 +251,10 @@ def reconcile_once(ctx: Ctx) -> list[str]:
 
 def _server_lost(ctx: Ctx, agents: int) -> None:
     """Say so (``runner.server_lost``) when the AGENTS just found gone went with the tmux
-    server itself. Dead panes are kept (``tmux.remainOnExit``), so the server never ends on
-    its own while it holds an agent: it crashed or was killed (decision 0102)."""
-    tmux = ctx.runners.tmux
-    if tmux.remain_on_exit and tmux.server_running() is False:
-        ev.emit(ctx.db, "runner.server_lost", source=SOURCE, socket=tmux.socket, agents=agents)
+    server itself, which crashed or was killed (``panes.server_ended``, decision 0102)."""
+    socket = panes.server_ended(ctx)
+    if socket is not None:
+        ev.emit(ctx.db, "runner.server_lost", source=SOURCE, socket=socket, agents=agents)
 
 
 def _gone(ctx: Ctx, rec: SessionRecord) -> bool:
