@@ -11,7 +11,9 @@ the adapter reads it, from screens the pinned CLI drew."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ import pytest
 
 from tests.daemon import Daemon
 from tests.fakes import lost_enter, pty_relay
-from tests.fakes.fake_anthropic import FakeAnthropic, unwrap_pasted
+from tests.fakes.fake_anthropic import FakeAnthropic, RecordedRequest, unwrap_pasted
 from tests.harness.agent_clis import CLAUDE_BIN
 from tests.helpers import wait_until
 from tests.work import Work
@@ -358,3 +360,32 @@ def captures(daemon: Daemon) -> int:
 def _held(daemon: Daemon) -> list[dict[str, Any]]:
     events = daemon.api("GET", "/events", params={"type": "session.held"}).json()
     return [e for e in events if "unsent text" in e["payload"]["reason"]]
+
+
+def long_reply(request: RecordedRequest) -> str:
+    """An answer that fills the screen: the input box and its footer end on its last row."""
+    return "\n".join(f"FAKE-LONG-{request.seq} line {n}" for n in range(70))
+
+
+@pytest.mark.claude
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_draft_on_an_exited_agents_last_screen_holds_nothing(work: Work) -> None:
+    """An agent that exited with a draft in its box keeps that screen in its dead pane, and its
+    box still reads as a draft there. The draft went with the agent: the next message starts
+    it again and reaches the model. Before, it waited for good behind the dead screen."""
+    with FakeAnthropic(reply=long_reply) as api:
+        daemon = serve(work, api, str(CLAUDE_BIN))
+        try:
+            ref = "local:draft-exited"
+            first_turn(work, daemon, api, ref, "PAPA-1 first")
+            target = work.session_json(ref)["tmuxTarget"]
+            type_draft(work, target, "QUEBEC typed by a person")
+            os.kill(work.pane_pid(target), signal.SIGKILL)
+            wait_until(lambda: work.pane_dead(target) == "1", 30, what="the agent exited")
+            said = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "ROMEO-2 next"})
+            assert said.status_code in (200, 201, 202), said.text
+            assert "held" not in said.text, said.text
+            wait_until(lambda: reached(api, ["ROMEO-2"]), 120, what="the next message")
+        finally:
+            daemon.stop()

@@ -3,10 +3,12 @@ one capture each, whatever a pane prints, and a missing pane does not lose the o
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from tests.helpers import wait_until
-from the_loop.runner import tmux_screens
+from the_loop.harness import build_adapter
+from the_loop.runner import Probe, tmux_screens
 from the_loop.runner.outcomes import Answer
 from the_loop.runner.tmux import TmuxResult, TmuxRunner
 from the_loop.runner.tmux_core import COMMAND_BUDGET, command_size
@@ -88,3 +90,44 @@ def test_no_server_makes_every_pane_absent(tmp_path: Path) -> None:
     runner = TmuxRunner("the-loop-test-screens-none", work_dir=tmp_path / "work")
     many = runner.capture_many(["loop-a", "loop-b"], 60)
     assert [c.answer for c in many.values()] == [Answer.ABSENT, Answer.ABSENT]
+
+
+BOX = r"""
+import sys
+rule = "\x1b[37m" + "\u2500" * 60 + "\x1b[39m"
+print("\n".join(f"filler line {n}" for n in range(80)))
+print(rule)
+print("\x1b[39m\u276f\u00a0my own draft\x1b[7m \x1b[0m")
+print(rule)
+sys.stdout.write("  \u23f8 manual mode on \u00b7 ? for shortcuts")
+sys.stdout.flush()
+sys.stdin.readline()
+"""
+
+
+def test_a_live_capture_says_when_the_screen_is_an_exited_programs(
+    runner: TmuxRunner, workdir: Path
+) -> None:
+    """An exited program's pane keeps its last screen, and a draft on it still reads as one;
+    ``live_capture`` says ``dead`` instead, in the same invocation, so nothing waits behind a
+    draft that went with the program (decision 0101)."""
+    script = workdir / "box.py"
+    script.write_text(BOX, encoding="utf-8")
+    runner.spawn("loop-box", [sys.executable, str(script)], cwd=workdir).unwrap()
+    claude = build_adapter("claude")
+    live = wait_until(
+        lambda: (
+            (c := runner.live_capture("loop-box", 60, escapes=True)).ok
+            and claude.draft(c.text) is not None
+            and c
+        ),
+        10,
+        what="the draft on the live screen",
+    )
+    assert live.answer is Answer.OK
+    runner.run("send-keys", "-t", "=loop-box:", "Enter")  # the program exits
+    wait_until(lambda: runner.probe("loop-box") is Probe.DEAD, 10, what="the program exited")
+    kept = runner.capture("loop-box", 60, escapes=True)
+    assert kept.ok and claude.draft(kept.text) is not None  # the dead screen still shows it
+    assert runner.live_capture("loop-box", 60, escapes=True).answer is Answer.DEAD
+    assert runner.live_capture("loop-none", 60).answer is Answer.ABSENT

@@ -233,7 +233,8 @@ def draft(ctx: Ctx, agent: Agent) -> str | None:
     holds text a person typed or pasted there and has not sent (at ``sessions attach`` or the
     browser terminal). A paste would join that text and its Enter send both as one message, so
     the delivery waits until the person sends or clears it (decision 0101); the-loop never
-    sends or erases it. None when the box holds none, or the harness's adapter cannot tell a
+    sends or erases it. None when the box holds none (or the agent has exited: the draft on
+    its last screen went with it, and the delivery starts it again), or the adapter cannot tell a
     draft from the hints it draws there (``HarnessAdapter.draft``), or the box holds the
     message the-loop delivered last (Claude Code puts back the message of a turn a person
     interrupted; a long one folded to a label, which cannot be told from a person's paste).
@@ -243,9 +244,9 @@ def draft(ctx: Ctx, agent: Agent) -> str | None:
     adapter = adapter_for(ctx, agent.harness, agent.args)
     if not adapter.reads_input_box:
         return None
-    capture = ctx.runners.tmux.capture(agent.tmux_target, screen_reading.SCREEN_LINES,
-                                       escapes=True)  # fmt: skip
-    box = adapter.draft(capture.text) if capture.ok else None
+    capture = ctx.runners.tmux.live_capture(agent.tmux_target, screen_reading.SCREEN_LINES,
+                                            escapes=True)  # fmt: skip
+    box = adapter.draft(capture.text) if capture.ok else None  # an exited agent's is gone
     if box is None:
         return None
     last = queue.last_text(ctx.db.connect(), agent.key)

@@ -36,6 +36,7 @@ Facts this module is built around (tmux 3.3a):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shlex
@@ -259,6 +260,19 @@ class TmuxRunner:
         joined; ``absent`` when there is no such target, ``no_answer``/``failed`` when tmux
         could not say. Never raises."""
         result = self.ask(*screens.capture_args(target, lines, escapes=escapes))
+        return screens.captured(target, lines, result, self.socket)
+
+    def live_capture(self, target: str, lines: int, *, escapes: bool = False) -> Capture:
+        """``capture`` of TARGET's pane while its program runs, in the same tmux invocation
+        that says so: ``dead`` once the program has exited, whose kept last screen shows what
+        it showed then, not what it takes now. Never raises."""
+        head = ["display-message", "-p", "-t", f"={target}:", "#{pane_dead}", ";"]
+        result = self.ask(*head, *screens.capture_args(target, lines, escapes=escapes))
+        if result.ok:
+            dead, _, rest = result.stdout.partition("\n")
+            if dead.strip() == "1":
+                return Capture(target=target, answer=Answer.DEAD, detail=f"{target} has exited")
+            result = dataclasses.replace(result, stdout=rest)
         return screens.captured(target, lines, result, self.socket)
 
     def last_screen(self, target: str, *, escapes: bool = False) -> Capture:
