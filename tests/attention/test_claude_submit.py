@@ -371,9 +371,11 @@ def long_reply(request: RecordedRequest) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_draft_on_an_exited_agents_last_screen_holds_nothing(work: Work) -> None:
-    """An agent that exited with a draft in its box keeps that screen in its dead pane, and its
-    box still reads as a draft there. The draft went with the agent: the next message starts
-    it again and reaches the model. Before, it waited for good behind the dead screen."""
+    """An agent killed with a draft in its box: the draft went with it, and the next message
+    starts it again and reaches the model. The pinned CLI's dead pane shows nothing (the
+    reset at its death leaves the alternate screen it drew on), so this holds even without
+    ``live_capture``; ``tests/runner/test_tmux_screens.py`` shows that guard on a program that
+    draws its box in place."""
     with FakeAnthropic(reply=long_reply) as api:
         daemon = serve(work, api, str(CLAUDE_BIN))
         try:
