@@ -78,7 +78,7 @@ def see_submitted(
     reports only when the turn takes it). Otherwise the message also left when it is seen in
     the box and gone, or shown as the last message sent above it."""
     letters = _letters(text)
-    head, tail = letters[:MARK], letters[-MARK:]
+    tail = letters[-MARK:]
     if not adapter.reads_input_box or not letters:
         return Watched(True)
     reported = taken if adapter.reports_submit else None
@@ -95,7 +95,7 @@ def see_submitted(
             return Watched(False, enters)
         box = adapter.input_box(capture.text)
         now = time.monotonic()
-        if box is not None and _holds(box, head, tail):
+        if box is not None and (box.folded or shows(box.held, text)):
             seen = True
             held_since = now if held_since is None else held_since
             if now - held_since >= UNSENT_SECONDS:
@@ -129,15 +129,10 @@ def _left(box: InputBox, seen: bool, tail: str, hooked: bool, waited: float) -> 
     return bool(box.held) or seen or tail in _letters(box.last_sent)
 
 
-def _holds(box: InputBox, head: str, tail: str) -> bool:
-    """Whether BOX holds the message that HEAD begins or TAIL ends (a folded paste is taken for
-    it): an Enter is pressed only on it, never on a hint or a draft alone."""
-    held = _letters(box.held)
-    return box.folded or head in held or tail in held
-
-
 def shows(held: str, text: str) -> bool:
-    """Whether HELD, the text an input box shows, holds TEXT: its first or last letters."""
+    """Whether HELD, the text an input box shows, holds TEXT: its first or last letters. The
+    watch presses Enter only on a box that shows its message (or a paste folded to a label,
+    taken for it), never on a hint or a draft alone."""
     letters, shown = _letters(text), _letters(held)
     return bool(letters) and (letters[:MARK] in shown or letters[-MARK:] in shown)
 
