@@ -16,9 +16,10 @@ protection), so the Enter that submits a pasted message waits ``submit_gap`` sec
 Gemini held up past that reads both together all the same, so its input box is read
 (``input_box``: the lines under the last rule, from the one its ``>`` marks; a long paste
 shows folded as ``[Pasted Text: N lines]``) and a message left in it is submitted again.
-An interactive run gets ``CI=false`` unless the harness's own ``env`` sets ``CI``: with ``CI``
-set (as on a CI machine, inherited by the tmux server) the CLI takes itself for a pipeline,
-skips its interactive interface and exits ("No input provided via stdin").
+An interactive run inherits no ``CI``, ``CONTINUOUS_INTEGRATION`` or ``CI_*`` variable
+(``base.pipeline_markers``, for every harness): with one set (as on a CI machine, inherited by
+the tmux server) the CLI takes itself for a pipeline, skips its interactive interface and
+exits ("No input provided via stdin"); with ``CI=false`` it starts, but draws no colour.
 The pinned CLI (0.61) keeps each conversation as a log of one JSON record per line,
 ``<GEMINI home>/tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl``
 (``conversation_log``; older releases wrote one ``.json`` document there): the person's
@@ -27,7 +28,6 @@ prompts (``type: user``) and the model's answers (``type: gemini``, with their `
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,7 +36,6 @@ from the_loop.errors import BadInput
 from the_loop.harness.base import (
     HarnessAdapter,
     InputBox,
-    Launch,
     LaunchKind,
     LaunchSpec,
     register_adapter,
@@ -93,12 +92,6 @@ class GeminiAdapter(HarnessAdapter):
         chats = harness_dir("", ".gemini", env) / "tmp"
         found = sorted(chats.glob(f"*/chats/session-*{conversation_id[:8]}.json*"))
         return found[-1] if found else None
-
-    def launch(self, kind: LaunchKind, spec: LaunchSpec) -> Launch:
-        launch = super().launch(kind, spec)
-        if kind.is_interactive and "CI" not in launch.env:
-            return dataclasses.replace(launch, env={**launch.env, "CI": "false"})
-        return launch
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
