@@ -23,6 +23,7 @@ from tests.helpers import wait_until
 from tests.work import Work
 from the_loop.config import HarnessConfig
 from the_loop.harness import LaunchSpec, build_adapter
+from the_loop.runner.sandbox import past_env
 
 U = "00000000-0000-0000-0000-000000000001"
 PIPELINE = {"CI": "true", "CONTINUOUS_INTEGRATION": "1", "CI_JOB_ID": "7"}
@@ -42,6 +43,7 @@ def test_an_interactive_launch_inherits_no_pipeline_marker(
     command = launch.command
     assert command[0].endswith("env") and command[-len(launch.argv) :] == list(launch.argv)
     assert command[1:7] == ["-u", "CI", "-u", "CI_PIPELINE_ID", "-u", "CONTINUOUS_INTEGRATION"]
+    assert past_env(command) == list(launch.argv)  # the program the runner checks is there
     resumed = adapter.resume_interactive(LaunchSpec(tmp_path, U))
     assert resumed.unset_env == launch.unset_env
     headless = adapter.headless(LaunchSpec(tmp_path, spec.session_id, "fix it"))
@@ -58,8 +60,7 @@ def pane_state(work: Work, ref: str) -> tuple[str, dict[str, str]]:
     """REF's agent screen with its escapes, and the environment its pane's program holds."""
     target = work.session_json(ref)["tmuxTarget"]
     screen = work.tmux("capture-pane", "-p", "-e", "-t", f"={target}:").stdout
-    pid = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_pid}").stdout.strip()
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    raw = Path(f"/proc/{work.pane_pid(target)}/environ").read_bytes().split(b"\0")
     env = dict(item.decode().split("=", 1) for item in raw if b"=" in item)
     return screen, env
 

@@ -22,6 +22,7 @@ from the_loop.config import Config
 from the_loop.refs import is_loop_target
 from the_loop.runner.base import ProcessIdentity, private_dir, process_identity, still_running
 from the_loop.runner.outcomes import Answer, Probe, SpawnResult
+from the_loop.runner.sandbox import past_env
 
 _ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 SOCKET_RE = re.compile(r"\A[A-Za-z0-9._-]{1,64}\Z")
@@ -364,9 +365,10 @@ def spawn_input_problem(
             return Answer.REFUSED, f"invalid environment variable name {key!r}"
     if not Path(cwd).is_dir():
         return Answer.FAILED, f"working directory {cwd} does not exist"
+    program = past_env(argv)[:1] or argv[:1]
     search_path = env.get("PATH") or os.environ.get("PATH", os.defpath)
-    if shutil.which(argv[0], path=search_path) is None:
-        return Answer.FAILED, f"harness binary {argv[0]!r} not found or not executable"
+    if shutil.which(program[0], path=search_path) is None:
+        return Answer.FAILED, f"harness binary {program[0]!r} not found or not executable"
     return None
 
 
