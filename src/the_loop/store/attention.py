@@ -640,7 +640,13 @@ def _append(
             json.dumps(payload),
         ),
     )
+    if session_id is not None:
+        tx.execute(TOUCH_SESSION, (now, session_id, now))
 
+
+TOUCH_SESSION = "UPDATE sessions SET last_event_at = ? WHERE id = ? AND last_event_at < ?"
+"""A session's ``last_event_at`` moves with every event of it (``sessions list``'s LAST EVENT):
+run beside each insert of an event that names a ``session_id`` (here and ``store.events``)."""
 
 append_event = _append
 """Write one event row in TX (for the hook's other writers, which load no event catalogue)."""

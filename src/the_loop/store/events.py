@@ -1,7 +1,8 @@
 """The ``events`` table: append, select by filter, newest id, prune, count by type.
 
 The event catalogue and the rules of ``emit`` live in ``the_loop.events``; this module only
-stores rows and turns them into ``Event`` models.
+stores rows and turns them into ``Event`` models. An event that names a session moves that
+session's ``last_event_at`` in the same transaction.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from the_loop.store.attention import TOUCH_SESSION
 from the_loop.store.conn import Connection
 from the_loop.store.db import Database
 from the_loop.store.rows import (
@@ -87,7 +89,9 @@ def _values(event: NewEvent) -> tuple[Any, ...]:
 
 def insert(tx: Connection, event: NewEvent) -> int:
     """Append EVENT within the caller's open transaction TX; returns its id."""
-    return int(tx.execute(_INSERT + _MARKS + " RETURNING id", _values(event)).fetchone()[0])
+    found = int(tx.execute(_INSERT + _MARKS + " RETURNING id", _values(event)).fetchone()[0])
+    _touch(tx, [event])
+    return found
 
 
 def insert_many(tx: Connection, new: list[NewEvent]) -> None:
@@ -96,6 +100,17 @@ def insert_many(tx: Connection, new: list[NewEvent]) -> None:
         part = new[start : start + 100]
         values = [value for event in part for value in _values(event)]
         tx.execute(_INSERT + ", ".join([_MARKS] * len(part)), values)
+    _touch(tx, new)
+
+
+def _touch(tx: Connection, new: list[NewEvent]) -> None:
+    """Move the ``last_event_at`` of each session NEW names to its newest event's time."""
+    newest: dict[str, float] = {}
+    for event in new:
+        if event.session_id is not None:
+            newest[event.session_id] = max(event.ts, newest.get(event.session_id, 0.0))
+    for session_id, ts in newest.items():
+        tx.execute(TOUCH_SESSION, (ts, session_id, ts))
 
 
 def _row_to_event(row: tuple[Any, ...]) -> Event:

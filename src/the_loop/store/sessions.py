@@ -42,6 +42,7 @@ class SessionRecord(Wire):
     started_at: Timestamp | None = None
     """When its agent was last started (spawned, or started again); None while queued."""
     last_event_at: Timestamp
+    """When it last changed or had an event (``sessions list``'s LAST EVENT)."""
     closed_at: Timestamp | None = None
     close_reason: str | None = None
     hold: str | None = None
