@@ -119,7 +119,7 @@ def test_a_wait_behind_a_draft_is_noted_once(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """A wait looked at again every second is reported once per queued prompt, by whichever
-    process or node looks first."""
+    process or node looks first, and told once on its item after it lasted."""
     url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     db = open_database(tmp_path, url)
     with db.transaction() as tx:
@@ -127,9 +127,19 @@ def test_a_wait_behind_a_draft_is_noted_once(
     assert seq is not None
     with db.transaction() as tx:
         assert queue.note_held(tx, seq, "behind a draft")
+    # its notice, due once the wait has lasted, is told once (decision 0104)
+    now = time.time()
+    assert queue.waits_due(db.connect(), "behind a draft", now - 60) == []  # not lasted yet
+    assert queue.waits_due(db.connect(), "behind a draft", now) == [(seq, "s-draft")]
+    with db.transaction() as tx:
+        assert queue.mark_told(tx, seq, now)
+        assert not queue.mark_told(tx, seq, now)
+    assert queue.waits_due(db.connect(), "behind a draft", now) == []
     with db.transaction() as tx:
         assert not queue.note_held(tx, seq, "behind a draft")
         assert queue.note_held(tx, seq, "behind a dialog")
+    assert queue.waits_due(db.connect(), "behind a draft", now) == []
+    assert queue.waits_due(db.connect(), "behind a dialog", time.time()) == [(seq, "s-draft")]
     db.close()
 
 

@@ -255,6 +255,15 @@ def draft(ctx: Ctx, agent: Agent) -> str | None:
     return BEHIND_DRAFT
 
 
+def draft_waits(ctx: Ctx, before: float) -> list[tuple[int, str]]:
+    """The waits behind a person's draft (the held prompt's seq, its agent) that began at
+    BEFORE or earlier and were not told yet (``store.prompts.mark_told``), of the agents whose
+    last delivery in this process found a draft (``ctx.drafts``: not one a dialog holds now,
+    nor another node's agent)."""
+    due = queue.waits_due(ctx.db.connect(), BEHIND_DRAFT, before) if ctx.drafts else []
+    return [(seq, key) for seq, key in due if key in ctx.drafts]
+
+
 def _report_held(ctx: Ctx, agent: Agent, why: str, item: queue.QueuedPrompt) -> None:
     """Report (``session.held``) that ITEM waits for WHY; a wait behind a draft, which the
     daemon looks at again every second, only the first time."""

@@ -217,8 +217,9 @@ class AttentionConfig(_Model):
         120.0,
         ge=0,
         description=(
-            "After this long in needs-input or needs-permission, one notice is posted on the "
-            "work item mentioning the person who started the session."
+            "After this long in needs-input or needs-permission, or with a message held "
+            "behind unsent text in the agent's input box, one notice is posted on the work "
+            "item mentioning the person who started the session."
         ),
     )
     answer_timeout_minutes: float = Field(

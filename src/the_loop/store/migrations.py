@@ -634,3 +634,14 @@ def m0033_agent_prompts_held(db: Schema) -> None:
     again every second (a person's draft in the agent's input box) is reported once
     (decision 0101)."""
     db.run("ALTER TABLE agent_prompts ADD COLUMN held TEXT")
+
+
+@migration
+def m0034_agent_prompts_held_at(db: Schema) -> None:
+    """When a queued prompt's reported wait began, and when its requester was told of it: a
+    wait behind a person's draft that lasts ``attention.notifyAfterSeconds`` is told once on
+    the work item (decision 0104)."""
+    db.run(f"""
+        ALTER TABLE agent_prompts ADD COLUMN held_at {db.real};
+        ALTER TABLE agent_prompts ADD COLUMN noticed_at {db.real}
+    """)

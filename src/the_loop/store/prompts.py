@@ -63,11 +63,32 @@ def mark(tx: Connection, seq: int, status: PromptStatus | str) -> None:
 
 
 def note_held(tx: Connection, seq: int, why: str) -> bool:
-    """Record that the prompt SEQ waits for WHY; False when that was recorded already (its
-    wait was reported: each process and node that looks again finds it)."""
+    """Record that the prompt SEQ waits for WHY, from now; False when that was recorded
+    already (its wait was reported: each process and node that looks again finds it)."""
     cur = tx.execute(
-        "UPDATE agent_prompts SET held = ? WHERE seq = ? AND (held IS NULL OR held <> ?)",
-        (why, seq, why),
+        "UPDATE agent_prompts SET held = ?, held_at = ?, noticed_at = NULL"
+        " WHERE seq = ? AND (held IS NULL OR held <> ?)",
+        (why, time.time(), seq, why),
+    )
+    return cur.rowcount == 1
+
+
+def waits_due(conn: Connection, why: str, before: float) -> list[tuple[int, str]]:
+    """The prompts (seq, agent) still queued that have waited for WHY since BEFORE or
+    earlier, their wait not yet told (``mark_told``), oldest first."""
+    rows = conn.execute(
+        "SELECT seq, agent FROM agent_prompts WHERE status IN ('pending', 'staged')"
+        " AND held = ? AND held_at <= ? AND noticed_at IS NULL ORDER BY seq",
+        (why, before),
+    )
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def mark_told(tx: Connection, seq: int, now: float) -> bool:
+    """Record that the wait of prompt SEQ was told; False when it was already."""
+    cur = tx.execute(
+        "UPDATE agent_prompts SET noticed_at = ? WHERE seq = ? AND noticed_at IS NULL",
+        (now, seq),
     )
     return cur.rowcount == 1
 

@@ -5,14 +5,16 @@ After ``attention.notifyAfterSeconds`` in a wait (a question or a permission), o
 comment is queued in the outbox: it quotes the question (or the tool and its input) and
 mentions the requester. The notice is recorded on the wait's prompt in the same transaction,
 so there is never more than one per wait. When the wait ends (answered, moved on, timed out) a
-short follow-up says how. Registered with the attention pass (``agent.attention.notice``) by
-``work_items.kind``.
+short follow-up says how. A message that has waited as long behind a person's unsent text in
+the agent's input box is told once too (decision 0104). Registered with the attention pass
+(``agent.attention.notice``) by ``work_items.kind``.
 """
 
 from __future__ import annotations
 
 import time
 
+from the_loop.agent import draft_waits
 from the_loop.agent.attention.service import answer_command
 from the_loop.context import Ctx
 from the_loop.engine import AnswerPermission
@@ -20,6 +22,7 @@ from the_loop.errors import BadInput, Conflict, NotFound, Unavailable
 from the_loop.outbox import drain as outbox
 from the_loop.refs import WorkItemRef
 from the_loop.store import attention as store
+from the_loop.store import prompts
 from the_loop.text_safety import github_quote
 
 QUOTE_LIMIT = 600
@@ -121,8 +124,40 @@ def notify_once(ctx: Ctx, now: float | None = None) -> int:
                 key = outbox.text_key("github", str(ref), "attention-answered", prompt.id)
                 outbox.enqueue_comment(tx, ref, followup_text(prompt), what="attention", key=key)
                 queued += 1
+    queued += _tell_draft_waits(ctx, now)
     if queued:
         outbox.wake(ctx)
+    return queued
+
+
+def draft_wait_text(row: store.Row) -> str:
+    """The notice of a message that has waited behind a person's draft (decision 0104)."""
+    who = f"@{row.requester} " if row.requester else ""
+    return (
+        f"{who}a message for the agent of this item is waiting: someone typed text into the "
+        "agent's input box, in its terminal (`the-loop sessions attach`, or the terminal on "
+        "its session page), and has not sent it. The-loop never sends or erases a person's "
+        "text. The message is delivered, on its own, once that text is sent or cleared."
+    )
+
+
+def _tell_draft_waits(ctx: Ctx, now: float) -> int:
+    """Queue one notice for each wait behind a draft that has lasted
+    ``attention.notifyAfterSeconds``; how many."""
+    conn = ctx.db.connect()
+    queued = 0
+    for seq, agent in draft_waits(ctx, now - ctx.config.attention.notify_after_seconds):
+        row = store.get(conn, agent)
+        if row is None or row.work_item is None:
+            continue
+        ref = WorkItemRef.parse(row.work_item)
+        if ref.is_local:
+            continue
+        with ctx.db.transaction() as tx:
+            if prompts.mark_told(tx, seq, now):
+                key = outbox.text_key("github", str(ref), "draft-wait", str(seq))
+                outbox.enqueue_comment(tx, ref, draft_wait_text(row), what="attention", key=key)
+                queued += 1
     return queued
 
 
