@@ -27,6 +27,8 @@ from the_loop.runner.sandbox import past_env
 
 U = "00000000-0000-0000-0000-000000000001"
 PIPELINE = {"CI": "true", "CONTINUOUS_INTEGRATION": "1", "CI_JOB_ID": "7"}
+JOB = {**PIPELINE, "TERM": "dumb"}
+"""A daemon started by a CI job, or from a terminal that draws nothing."""
 COLOUR = re.compile(r"\x1b\[[0-9;]*(?:3[0-7]|38;5;\d+|38;2;[\d;]+)m")
 
 
@@ -69,6 +71,7 @@ def assert_not_a_pipeline(work: Work, ref: str) -> None:
     screen, env = pane_state(work, ref)
     assert COLOUR.search(screen), f"no colour on the agent's screen:\n{screen!r}"
     assert not set(PIPELINE) & set(env), sorted(set(PIPELINE) & set(env))
+    assert env.get("TERM") == "tmux-256color", env.get("TERM")  # the terminal it draws in
 
 
 @pytest.mark.claude
@@ -83,7 +86,7 @@ def test_claude_code_started_by_a_daemon_on_a_ci_machine_draws_in_colour(work: W
             harnesses={"claude": {"binary": str(CLAUDE_BIN), "env": env}},
             routing={"defaultHarness": "claude"},
         )
-        with served(work, **PIPELINE) as daemon:
+        with served(work, **JOB) as daemon:
             said(work, daemon, "local:ci-claude", "ECHO-CI first", api.user_prompts)
             assert_not_a_pipeline(work, "local:ci-claude")
 
@@ -100,7 +103,7 @@ def test_gemini_started_by_a_daemon_on_a_ci_machine_draws_in_colour(work: Work) 
             },
             routing={"defaultHarness": "gemini"},
         )
-        with served(work, **PIPELINE) as daemon:
+        with served(work, **JOB) as daemon:
             said(work, daemon, "local:ci-gemini", "ECHO-CI first", api.user_prompts)
             assert_not_a_pipeline(work, "local:ci-gemini")
 

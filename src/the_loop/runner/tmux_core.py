@@ -420,13 +420,23 @@ SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 exported functions)."""
 
 
+PANE_OWN = ("TERM",)
+"""What tmux sets for each pane itself: the terminal the agent draws in is tmux's
+(``default-terminal``, ``tmux-256color``), not the one the daemon was started from (``xterm``
+draws 16 colours, ``dumb`` or none at all, a service has none)."""
+
+
 def agent_env(withheld: Collection[str], env: Mapping[str, str]) -> dict[str, str]:
     """An agent's environment as its launch script sets it: that of the process starting it
     (the daemon, or the CLI) as it is now (``client_env``: the-loop's secrets withheld; names
-    ``sh`` cannot export left out), then ENV. The tmux server's environment is the one of
-    whoever started it, which may be an older run's daemon: a key exported before a restart
-    would not reach the agents otherwise."""
-    own = {k: v for k, v in client_env(withheld).items() if SHELL_NAME.fullmatch(k)}
+    ``sh`` cannot export left out; ``PANE_OWN`` left to tmux), then ENV. The tmux server's
+    environment is the one of whoever started it, which may be an older run's daemon: a key
+    exported before a restart would not reach the agents otherwise."""
+    own = {
+        k: v
+        for k, v in client_env(withheld).items()
+        if SHELL_NAME.fullmatch(k) and k not in PANE_OWN
+    }
     return {**own, **env}
 
 
