@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,38 +76,41 @@ def assert_not_a_pipeline(work: Work, ref: str) -> None:
     assert env.get("TERM") == "tmux-256color", env.get("TERM")  # the terminal it draws in
 
 
-@pytest.mark.claude
-@pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_claude_code_started_by_a_daemon_on_a_ci_machine_draws_in_colour(work: Work) -> None:
-    if not CLAUDE_BIN.exists():
-        pytest.skip(f"no Claude Code at {CLAUDE_BIN}")
-    with FakeAnthropic() as api:
-        env = {**api.claude_env(work.env.root / "claude"), "HOME": str(work.env.root / "home")}
-        work.configure(
-            harnesses={"claude": {"binary": str(CLAUDE_BIN), "env": env}},
-            routing={"defaultHarness": "claude"},
-        )
-        with served(work, **JOB) as daemon:
-            said(work, daemon, "local:ci-claude", "ECHO-CI first", api.user_prompts)
-            assert_not_a_pipeline(work, "local:ci-claude")
+def claude(work: Work) -> tuple[AbstractContextManager[Any], Callable[[Any], dict[str, str]]]:
+    """The fake Messages API, and the environment that points Claude Code at it."""
+    home = {"HOME": str(work.env.root / "home")}
+    return FakeAnthropic(), lambda api: {**api.claude_env(work.env.root / "claude"), **home}
+
+
+def gemini(work: Work) -> tuple[AbstractContextManager[Any], Callable[[Any], dict[str, str]]]:
+    """The fake Gemini API, and the environment that points Gemini at it."""
+    return FakeGemini(), lambda api: api.gemini_env(work.env.root / "gemini")
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_gemini_started_by_a_daemon_on_a_ci_machine_draws_in_colour(work: Work) -> None:
-    if not GEMINI_BIN.exists():
-        pytest.skip(f"no Gemini CLI at {GEMINI_BIN}")
-    with FakeGemini() as api:
+@pytest.mark.parametrize(
+    ("harness", "binary", "fake"),
+    [
+        pytest.param("claude", CLAUDE_BIN, claude, marks=pytest.mark.claude, id="claude"),
+        pytest.param("gemini", GEMINI_BIN, gemini, id="gemini"),
+    ],
+)
+def test_an_agent_started_by_a_daemon_on_a_ci_machine_draws_in_colour(
+    work: Work, harness: str, binary: Path, fake: Callable[[Work], Any]
+) -> None:
+    if not binary.exists():
+        pytest.skip(f"no {harness} CLI at {binary}")
+    server, env_of = fake(work)
+    with server as api:
         work.configure(
-            harnesses={
-                "gemini": {"binary": str(GEMINI_BIN), "env": api.gemini_env(work.env.root / "g")}
-            },
-            routing={"defaultHarness": "gemini"},
+            harnesses={harness: {"binary": str(binary), "env": env_of(api)}},
+            routing={"defaultHarness": harness},
         )
+        ref = f"local:ci-{harness}"
         with served(work, **JOB) as daemon:
-            said(work, daemon, "local:ci-gemini", "ECHO-CI first", api.user_prompts)
-            assert_not_a_pipeline(work, "local:ci-gemini")
+            said(work, daemon, ref, "ECHO-CI first", api.user_prompts)
+            assert_not_a_pipeline(work, ref)
 
 
 def said(
