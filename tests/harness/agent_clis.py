@@ -35,7 +35,7 @@ def start_interactive(
     TARGET as the-loop does (prepare, then spawn) and wait until it is ready for input."""
     launch = adapter.resume_interactive(spec) if resume else adapter.interactive(spec)
     adapter.prepare(launch)
-    runner.spawn(target, launch.command, cwd=launch.cwd, env=launch.env).unwrap()
+    runner.spawn(target, launch.argv, cwd=launch.cwd, env=launch.env).unwrap()
     assert runner.wait_ready(target, launch.ready_pattern, timeout=timeout), (
         runner.capture(target).unwrap().text
     )

@@ -78,6 +78,40 @@ def test_an_agent_gets_the_daemons_environment_as_it_is_now(
     assert env["TMUX_SET"] == "1"
 
 
+def test_an_agent_runs_in_tmuxs_terminal_and_never_as_a_pipeline(
+    runner: TmuxRunner, agents: FakeAgents, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent draws in tmux's terminal, not in the one the daemon was started from, and is
+    not told it runs in a CI pipeline (decision 0103): neither the process that starts it nor
+    the tmux server gives it ``CI``, ``CONTINUOUS_INTEGRATION``, a ``CI_*`` name or ``TERM``.
+    What the launch's own environment sets (a harness's ``env``) is kept."""
+    job = {"CI": "true", "CONTINUOUS_INTEGRATION": "1", "CI_PIPELINE_ID": "41", "TERM": "dumb"}
+    for name, value in job.items():
+        monkeypatch.setenv(name, value)
+    first = environ(agents.spawn("loop-ci", "c-ci", CI_KEEP="mine"))
+    for name in ("CI", "CI_FROM_SERVER"):  # as a server an earlier daemon started holds them
+        assert runner.run("set-environment", "-g", name, "1").ok
+    monkeypatch.delenv("CI")  # a daemon started since, on the same server, without it
+    later = TmuxRunner(runner.socket, work_dir=runner.work_dir, columns=120, rows=40)
+    own = environ(
+        FakeAgents(later, agents.directory, agents.cwd).spawn("loop-own", "c-own", CI="1")
+    )
+    mine = environ(FakeAgents(later, agents.directory, agents.cwd).spawn("loop-no", "c-no"))
+    terminal = runner.run("show-options", "-gv", "default-terminal").stdout.strip()
+    assert first["TERM"] == own["TERM"] == terminal == "tmux-256color"
+    assert not {"CI", "CONTINUOUS_INTEGRATION", "CI_PIPELINE_ID"} & set(first), first
+    assert first["CI_KEEP"] == "mine"
+    assert own["CI"] == "1", own  # the harness's own CI
+    assert not {"CONTINUOUS_INTEGRATION", "CI_PIPELINE_ID", "CI_FROM_SERVER"} & set(own), own
+    assert not {"CI", "CI_FROM_SERVER"} & set(mine), mine  # the server's own, dropped too
+
+
+def environ(pid: int) -> dict[str, str]:
+    """The environment process PID started with."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
 def test_live_occupant_is_never_killed(runner: TmuxRunner, agents: FakeAgents) -> None:
     pid = agents.spawn("loop-busy", "first")
     with pytest.raises(Refused) as refused:

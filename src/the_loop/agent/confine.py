@@ -114,12 +114,11 @@ def argv(
 ) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that run LAUNCH for AGENT (ENV: its whole extra environment):
     confined when the mode says so. A confined agent on an ``allowlist`` network gets a hook
-    token even when its harness does not report (the egress proxy knows it by that token).
-    Either way the program inherits none of ``launch.unset_env``."""
+    token even when its harness does not report (the egress proxy knows it by that token)."""
     out_env = dict(env)
     mode = sandbox.mode_of(ctx.config)
     if mode.mode != "bwrap":
-        return launch.command, out_env
+        return list(launch.argv), out_env
     works, why = sandbox.bwrap_works()
     if not works:
         raise SpawnFailed(f"sandbox.mode is bwrap but {why}")
@@ -131,7 +130,7 @@ def argv(
         home=home_of(ctx, agent),
         argv=launch.argv,
         env=env,
-        withheld=[*secret_env_names(ctx.config), *launch.unset_env],
+        withheld=secret_env_names(ctx.config),
     )
     channel = hook_dir(ctx.state_dir)
     layout.channels.append(channel)

@@ -10,7 +10,6 @@ a user's custom adapter would; the core looks adapters up by name only through t
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,12 +21,9 @@ from the_loop.config import HarnessConfig
 from the_loop.config import RunnerKind as RunnerKind
 from the_loop.errors import BadInput, Conflict, UnsupportedRunner
 from the_loop.refs import SESSION_ID_RE, safe_session_id
-from the_loop.runner.sandbox import without_env
 from the_loop.runner.tmux_screens import default_drawn, without_colours
 
 _ADAPTER_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,39}\Z")
-PIPELINE_ENV = ("CI", "CONTINUOUS_INTEGRATION")
-"""What tells a program it runs in a CI pipeline, with any ``CI_*`` name (docs/decisions/0103)."""
 
 
 class LaunchKind(StrEnum):
@@ -90,8 +86,7 @@ class Launch:
     either; the process runner then writes the prompt to the program's standard input.
     Interactive launches are built without a prompt: the tmux runner pastes every prompt.
     ``ready_pattern`` is a regular expression that matches the pane's screen once the agent
-    takes input (None: any text on the screen will do). ``unset_env`` names the variables the
-    program must not inherit (``command`` runs it without them).
+    takes input (None: any text on the screen will do).
     """
 
     harness: str
@@ -105,12 +100,6 @@ class Launch:
     chooses_session_id: bool
     ready_pattern: str | None = None
     output_format: str = "text"
-    unset_env: tuple[str, ...] = ()
-
-    @property
-    def command(self) -> list[str]:
-        """The argv that runs the program without ``unset_env`` (``env -u NAME… argv``)."""
-        return without_env(self.unset_env, self.argv) if self.unset_env else list(self.argv)
 
 
 class HarnessAdapter:
@@ -250,7 +239,6 @@ class HarnessAdapter:
             chooses_session_id=self.chooses_session_id,
             ready_pattern=self.ready_pattern if kind.is_interactive else None,
             output_format="text" if kind.is_interactive else self.headless_output_format,
-            unset_env=pipeline_markers(os.environ, self.env) if kind.is_interactive else (),
         )
 
     def _checked_id(self, kind: LaunchKind, session_id: str | None) -> str | None:
@@ -382,14 +370,3 @@ def build_adapter(harness: str, config: HarnessConfig | None = None) -> HarnessA
     """The adapter for harness HARNESS: ``config.adapter`` when set, else the harness name."""
     config = config or HarnessConfig()
     return get_adapter(config.adapter or harness)(harness, config)
-
-
-def pipeline_markers(inherited: Mapping[str, str], own: Mapping[str, str]) -> tuple[str, ...]:
-    """What an interactive run must not inherit: it runs in a terminal someone may watch, not
-    in a pipeline. ``CI`` (any value) turns off the colours of Node programs (Claude Code and
-    Gemini draw none) and, with ``CONTINUOUS_INTEGRATION`` or any ``CI_*`` name, makes Gemini
-    skip its interface and exit. ``PIPELINE_ENV`` always (the tmux server may hold them from
-    an earlier start), the ``CI_*`` names INHERITED holds, and none that OWN (the harness's
-    own ``env``) sets."""
-    names = {*PIPELINE_ENV, *(name for name in inherited if name.startswith("CI_"))}
-    return tuple(sorted(name for name in names if name not in own))

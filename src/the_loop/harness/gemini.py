@@ -16,10 +16,11 @@ protection), so the Enter that submits a pasted message waits ``submit_gap`` sec
 Gemini held up past that reads both together all the same, so its input box is read
 (``input_box``: the lines under the last rule, from the one its ``>`` marks; a long paste
 shows folded as ``[Pasted Text: N lines]``) and a message left in it is submitted again.
-An interactive run inherits no ``CI``, ``CONTINUOUS_INTEGRATION`` or ``CI_*`` variable
-(``base.pipeline_markers``, for every harness): with one set (as on a CI machine, inherited by
-the tmux server) the CLI takes itself for a pipeline, skips its interactive interface and
-exits ("No input provided via stdin"); with ``CI=false`` it starts, but draws no colour.
+An interactive run inherits no ``CI``, ``CONTINUOUS_INTEGRATION`` or ``CI_*`` variable (the
+tmux runner's launch script drops them for every agent, ``runner.tmux_core.PIPELINE_ENV``):
+with one set (as on a CI machine) the CLI takes itself for a pipeline, skips its interactive
+interface and exits ("No input provided via stdin"); with ``CI=false`` it starts, but draws
+no colour.
 The pinned CLI (0.61) keeps each conversation as a log of one JSON record per line,
 ``<GEMINI home>/tmp/<project>/chats/session-<time>-<first 8 of the id>.jsonl``
 (``conversation_log``; older releases wrote one ``.json`` document there): the person's

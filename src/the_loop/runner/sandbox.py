@@ -215,17 +215,6 @@ def without_env(names: Iterable[str], argv: Sequence[str]) -> list[str]:
     return [*out, *argv]
 
 
-def past_env(argv: Sequence[str]) -> list[str]:
-    """ARGV without the ``env -u NAME…`` that ``without_env`` put before it: the program that
-    runs and its arguments."""
-    if not argv or Path(argv[0]).name != "env":
-        return list(argv)
-    at = 1
-    while at + 1 < len(argv) and argv[at] == "-u":
-        at += 2
-    return list(argv[at:])
-
-
 def forwarded(argv: Sequence[str], socket: Path, ports: dict[int, str]) -> list[str]:
     """ARGV behind the in-sandbox forwarder of PORTS (port: ``proxy`` or ``port:N``) to the
     egress proxy at SOCKET (``sandbox_forward``)."""

@@ -25,7 +25,8 @@ Facts this module is built around (tmux 3.3a):
 - a pane's environment is the tmux server's, which is the one of whoever started the server
   (maybe an older run's daemon), so the launch script sets the environment of the process that
   starts the agent (the daemon, or the CLI) as it is now and unsets what the server holds
-  beyond it;
+  beyond it; it leaves ``TERM`` to tmux and unsets the CI variables (``agent_env``,
+  ``pipeline_names``: decision 0103);
 - a server whose last session was killed exits, and a command sent meanwhile gets "server
   exited unexpectedly"; queries and ``new-session`` ask once more after that answer (a server
   that went away holds no session, so asking again is safe) instead of reporting ``unknown``;
@@ -79,6 +80,7 @@ from the_loop.runner.tmux_core import (
     death_hook,
     framed,
     paste_staged_command,
+    pipeline_names,
     record_buffer,
     stale_names,
     viewer_hooks,
@@ -452,7 +454,8 @@ class TmuxRunner:
         # command line (``launcher_command``: command lines are readable by every local user);
         # it sets this process's environment as it is now (``agent_env``)
         launch = agent_env(self.withheld_env, env)
-        command = launcher_command(self.work_dir, argv, launch, self._stale_names(), until)
+        unset = sorted({*self._stale_names(), *pipeline_names(os.environ)})
+        command = launcher_command(self.work_dir, argv, launch, unset, until)
         head = ["new-session", "-d", "-P", "-F", "#{pane_pid}", "-s", target, "-c", str(cwd)]
         size = ["-x", str(self.columns), "-y", str(self.rows)]
         args = [*head, *size, "--", *command, *self._session_options(target)]

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -22,7 +22,6 @@ from the_loop.config import Config
 from the_loop.refs import is_loop_target
 from the_loop.runner.base import ProcessIdentity, private_dir, process_identity, still_running
 from the_loop.runner.outcomes import Answer, Probe, SpawnResult
-from the_loop.runner.sandbox import past_env
 
 _ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 SOCKET_RE = re.compile(r"\A[A-Za-z0-9._-]{1,64}\Z")
@@ -365,10 +364,9 @@ def spawn_input_problem(
             return Answer.REFUSED, f"invalid environment variable name {key!r}"
     if not Path(cwd).is_dir():
         return Answer.FAILED, f"working directory {cwd} does not exist"
-    program = past_env(argv)[:1] or argv[:1]
     search_path = env.get("PATH") or os.environ.get("PATH", os.defpath)
-    if shutil.which(program[0], path=search_path) is None:
-        return Answer.FAILED, f"harness binary {program[0]!r} not found or not executable"
+    if shutil.which(argv[0], path=search_path) is None:
+        return Answer.FAILED, f"harness binary {argv[0]!r} not found or not executable"
     return None
 
 
@@ -424,19 +422,30 @@ PANE_OWN = ("TERM",)
 """What tmux sets for each pane itself: the terminal the agent draws in is tmux's
 (``default-terminal``, ``tmux-256color``), not the one the daemon was started from (``xterm``
 draws 16 colours, ``dumb`` or none at all, a service has none)."""
+PIPELINE_ENV = ("CI", "CONTINUOUS_INTEGRATION")
+"""What tells a program it runs in a CI pipeline, with any ``CI_*`` name. An agent in a pane
+runs in a terminal someone may watch (decision 0103): with ``CI`` set, whatever its value,
+Claude Code and Gemini draw no colour, and with any of them Gemini skips its interface and
+exits."""
+
+
+def pipeline_names(names: Iterable[str]) -> list[str]:
+    """``PIPELINE_ENV`` and the ``CI_*`` names among NAMES: what an agent's launch script
+    unsets (the tmux server may hold them from an earlier start) and does not take from the
+    process that starts the agent."""
+    return sorted({*PIPELINE_ENV, *(name for name in names if name.startswith("CI_"))})
 
 
 def agent_env(withheld: Collection[str], env: Mapping[str, str]) -> dict[str, str]:
     """An agent's environment as its launch script sets it: that of the process starting it
     (the daemon, or the CLI) as it is now (``client_env``: the-loop's secrets withheld; names
-    ``sh`` cannot export left out; ``PANE_OWN`` left to tmux), then ENV. The tmux server's
-    environment is the one of whoever started it, which may be an older run's daemon: a key
-    exported before a restart would not reach the agents otherwise."""
-    own = {
-        k: v
-        for k, v in client_env(withheld).items()
-        if SHELL_NAME.fullmatch(k) and k not in PANE_OWN
-    }
+    ``sh`` cannot export left out; ``PANE_OWN`` left to tmux; no ``pipeline_names``), then
+    ENV (a harness's own ``CI`` is kept). The tmux server's environment is the one of whoever
+    started it, which may be an older run's daemon: a key exported before a restart would not
+    reach the agents otherwise."""
+    current = client_env(withheld)
+    dropped = {*PANE_OWN, *pipeline_names(current)}
+    own = {k: v for k, v in current.items() if SHELL_NAME.fullmatch(k) and k not in dropped}
     return {**own, **env}
 
 
