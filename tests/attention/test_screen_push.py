@@ -22,6 +22,8 @@ from tests.daemon import Daemon
 from tests.fakes import fake_agent
 from tests.helpers import wait_until
 from tests.work import Work
+from the_loop.context import open_ctx
+from the_loop.work_items import kind
 
 
 @pytest.fixture
@@ -160,9 +162,32 @@ def test_an_agent_read_through_hooks_that_exits_is_reported_at_once(hooked_daemo
     vanished = wait_until(lambda: work.events("session.vanished"), 20, what="session.vanished")
     assert time.monotonic() - killed < 20  # not the reconciler's 60 s beat
     assert vanished[-1]["workItem"] == ref
+    # the daemon can see the program gone a moment before tmux does (decision 0088)
+    wait_until(lambda: kept_record(work, target), 10, what="tmux seeing the agent end")
+    # its first prompt was delivered: nothing brings it back before the next message
+    assert not work.events("session.respawned")
+    release(hooked_daemon, sid)
+    assert kept_record(work, target), "the agent was started again with nothing to deliver"
+    assert not work.events("session.respawned")
+
+
+def kept_record(work: Work, target: str) -> bool:
+    """Whether TARGET's pane is dead by SIGKILL with its screen kept (its death hook ran)."""
     shown = work.tmux("display-message", "-p", "-t", f"={target}:", "#{pane_dead_signal}")
-    assert shown.stdout.strip() == "9", "tmux has not seen the agent end"
-    assert work.tmux("show-buffer", "-b", f"the-loop-record-{target}").returncode == 0
+    kept = work.tmux("show-buffer", "-b", f"the-loop-record-{target}")
+    return shown.stdout.strip() == "9" and kept.returncode == 0
+
+
+def release(d: Daemon, sid: str) -> None:
+    """What the daemon's attention pass does for an agent it read with prompts pending, done
+    after the delivery that was pasting them finished (seen in parallel runs: the pass read
+    the first prompt pending while the spawn pasted it, then started the agent again, killed
+    a moment after, for nothing, and its tmux server went with the dead session)."""
+    ctx = open_ctx(d.work.env.config_path)
+    try:
+        kind.release(ctx, sid)
+    finally:
+        ctx.db.close()
 
 
 def test_a_pane_tmux_says_is_gone_is_not_read_on_every_pass(push_daemon: Daemon) -> None:

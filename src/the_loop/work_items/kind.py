@@ -16,6 +16,7 @@ from the_loop.cluster import placement
 from the_loop.context import Ctx
 from the_loop.outbox import github as writebacks
 from the_loop.refs import WorkItemRef
+from the_loop.store import prompts as queue
 from the_loop.store import sessions as session_store
 from the_loop.store.sessions import SessionStatus
 from the_loop.work_items import moves, notice, workspace
@@ -24,7 +25,10 @@ from the_loop.work_items import spend as spend
 
 
 def release(ctx: Ctx, key: str) -> None:
-    """A started, active session of this node, under its item's processing lock."""
+    """A started, active session of this node, under its item's processing lock, while it has
+    prompts to deliver: the pass read them pending a moment before, and the delivery that was
+    pasting them may have finished since. With none left, an agent found gone stays gone until
+    the next message (it is not started again for nothing)."""
     rec = session_store.get(ctx.db.connect(), key)
     if rec is None or rec.status is not SessionStatus.active or rec.started_at is None:
         return
@@ -34,6 +38,8 @@ def release(ctx: Ctx, key: str) -> None:
         fresh = session_store.get(ctx.db.connect(), key)
         if fresh is None or fresh.status is not SessionStatus.active:
             return
+        if not queue.pending(ctx.db.connect(), key):
+            return  # delivered meanwhile
         gate = holds.gate(ctx, fresh, None)
         if gate.kept is None:
             sessions.wake(ctx, fresh, stopped=gate.woke)
