@@ -23,6 +23,7 @@ from the_loop.agent import submit
 from the_loop.config import HarnessConfig
 from the_loop.harness import HarnessAdapter, InputBox, LaunchSpec, build_adapter
 from the_loop.runner.tmux import TmuxRunner
+from the_loop.runner.tmux_screens import without_colours
 
 TARGET = "loop-gemini-unsent"
 REF = "local:held-up"
@@ -120,6 +121,41 @@ def test_the_input_box_read_from_gemini_screens() -> None:
     resuming = "Resuming session...\n > earlier message\n\n\u2726 FAKE-GEMINI-REPLY-2\n"
     assert gemini.input_box(resuming) is None  # no rule, no box: not read
     assert build_adapter("claude").input_box(IDLE) is None  # a harness that reads no box
+
+
+GREY, WHITE, ACCENT, OFF = "\x1b[38;5;248m", "\x1b[38;5;231m", "\x1b[38;5;141m", "\x1b[39m"
+"""The colours the pinned CLI's default theme draws its box in, in tmux: the placeholder and a
+completion grey, typed text white, a command or a file accented."""
+
+
+def test_a_draft_in_geminis_box_is_told_by_its_words_not_their_colours() -> None:
+    """Gemini draws a placeholder (one per mode) only in an empty box: any other text there is
+    a person's draft (decision 0105), whatever colour its theme draws it in; so is a box a
+    person switched to shell mode."""
+    gemini = build_adapter("gemini")
+    line = ">   Type your message or @path/to/file"
+
+    def drawn(box: str) -> str:
+        return IDLE.replace(line, box)
+
+    for empty in (
+        f"> \x1b[7m \x1b[27m{GREY} Type your message or @path/to/file{OFF}",
+        f"> \x1b[7m \x1b[27m{GREY} Press 'i' for INSERT mode.{OFF}",
+    ):
+        assert gemini.draft(drawn(empty)) is None, empty
+        assert gemini.input_box(without_colours(drawn(empty))) == InputBox("", "earlier message")
+    for typed, held in (
+        (f"> {WHITE}my own draft{OFF}\x1b[7m \x1b[27m", "my own draft"),
+        (f"> {ACCENT}/he{OFF}\x1b[7m \x1b[27m{GREY}lp{OFF}", "/he lp"),  # the cursor, a completion
+        (f"> {GREY}a theme that draws typed text grey{OFF}", "a theme that draws typed text grey"),
+        (f"> {WHITE}line one{OFF}\n   {WHITE}line two{OFF}", "line one\nline two"),
+        # shell mode, switched to by a "!" typed into the box: a message would run as a command
+        (f"! \x1b[7m \x1b[27m{GREY} Type your shell command{OFF}", "!"),
+        (f"! {WHITE}ls -la{OFF}\x1b[7m \x1b[27m", "!ls -la"),
+    ):
+        box = gemini.draft(drawn(typed))
+        assert box is not None and box.held == held, typed
+    assert gemini.draft("Resuming session...\n") is None  # no box drawn
 
 
 @pytest.mark.slow

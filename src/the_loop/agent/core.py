@@ -272,16 +272,9 @@ def _report_held(ctx: Ctx, agent: Agent, why: str, item: queue.QueuedPrompt) -> 
         with ctx.db.transaction() as tx:
             if not queue.note_held(tx, item.seq, why):
                 return
-    standing = agent.kind is AgentKind.STANDING
+    names = agent.event_names
     ev.emit(
-        ctx.db,
-        "session.held",
-        source="agent",
-        work_item=None if standing else agent.label or None,
-        standing=agent.key.removeprefix("standing:") if standing else None,
-        session_id=None if standing else agent.key,
-        delivery_id=item.delivery_id,
-        reason=why,
+        ctx.db, "session.held", source="agent", **names, delivery_id=item.delivery_id, reason=why
     )
 
 

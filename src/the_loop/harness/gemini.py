@@ -16,6 +16,8 @@ protection), so the Enter that submits a pasted message waits ``submit_gap`` sec
 Gemini held up past that reads both together all the same, so its input box is read
 (``input_box``: the lines under the last rule, from the one its ``>`` marks; a long paste
 shows folded as ``[Pasted Text: N lines]``) and a message left in it is submitted again.
+Gemini draws a placeholder in that box only while it is empty, so any other text there is a
+person's draft, which a delivery waits behind (``draft``, decision 0105).
 An interactive run inherits no ``CI``, ``CONTINUOUS_INTEGRATION`` or ``CI_*`` variable (the
 tmux runner's launch script drops them for every agent, ``runner.tmux_core.PIPELINE_ENV``):
 with one set (as on a CI machine) the CLI takes itself for a pipeline, skips its interactive
@@ -29,6 +31,7 @@ prompts (``type: user``) and the model's answers (``type: gemini``, with their `
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,13 +45,27 @@ from the_loop.harness.base import (
     register_adapter,
 )
 from the_loop.harness.homes import harness_dir
+from the_loop.runner.tmux_screens import without_colours
 
 _RULE = re.compile(r"^\s*─{8,}\s*$")
 """The rule Gemini draws above its input box."""
 _BOX_LINE = re.compile(r"^ [>!*] (.*)$")
 """The input box's first line: its marker (``>``; ``!`` in shell mode, ``*`` in yolo mode)."""
-_PLACEHOLDER = "Type your message or @path/to/file"
+_PLACEHOLDERS = frozenset(
+    {
+        "Type your message or @path/to/file",
+        "Type your shell command",
+        "Press 'Esc' for NORMAL mode.",
+        "Press 'i' for INSERT mode.",
+        "Type your message or hold space to talk (Esc to exit)",
+        "Type your message or space to talk (Esc to exit)",
+    }
+)
+"""What the pinned CLI draws in its input box while it holds no text, by mode (plain, shell,
+vim's two, voice's two): only then, so anything else there is text in the box."""
 _FOLDED = "[Pasted Text:"
+_SHELL = "!"
+"""The box's marker in shell mode: what is sent from it runs as a shell command."""
 
 
 class GeminiAdapter(HarnessAdapter):
@@ -71,20 +88,27 @@ class GeminiAdapter(HarnessAdapter):
     def input_box(self, screen: str) -> InputBox | None:
         """The box under the last rule (its marked line and the indented lines that go on it),
         and the last message above it (marked the same way in the conversation)."""
-        lines = screen.splitlines()
-        rules = [at for at, line in enumerate(lines) if _RULE.match(line)]
-        if not rules:
+        found = _box(screen)
+        if found is None:
             return None
-        below = lines[rules[-1] + 1 :]
-        starts = [at for at, line in enumerate(below) if _BOX_LINE.match(line)]
-        if not starts:
-            return None
-        held = _marked(below, starts[0])
-        sent = [at for at, line in enumerate(lines[: rules[-1]]) if _BOX_LINE.match(line)]
-        last_sent = _marked(lines, sent[-1]) if sent else ""
-        if held == _PLACEHOLDER:
+        _, held, last_sent = found
+        if held in _PLACEHOLDERS:
             return InputBox("", last_sent)
         return InputBox(held, last_sent, folded=held.startswith(_FOLDED))
+
+    def draft(self, styled: str) -> InputBox | None:
+        """The input box when a person has typed into it and not sent it (decision 0105): text
+        other than a placeholder (the pinned CLI draws one only while the box is empty, and
+        nothing else there but the box's text and, after it, a completion of it, so its words
+        tell a draft whatever colours the theme draws them in), or the ``!`` that switched it
+        to shell mode, where a message pasted would run as a shell command."""
+        plain = without_colours(styled)
+        found, box = _box(plain), self.input_box(plain)
+        if found is None or box is None:
+            return None
+        if found[0] == _SHELL:
+            return dataclasses.replace(box, held=f"{_SHELL}{box.held}")
+        return box if any(c.isalnum() for c in box.held) else None
 
     def conversation_log(
         self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
@@ -107,6 +131,23 @@ class GeminiAdapter(HarnessAdapter):
         if prompt is None:
             raise BadInput(f"harness {self.harness!r}: a headless run needs a prompt")
         return [*head, "--output-format", "stream-json", *options, f"--prompt={prompt}"]
+
+
+def _box(screen: str) -> tuple[str, str, str] | None:
+    """The input box on SCREEN: its marker (``>``, ``!`` in shell mode, ``*`` in yolo mode),
+    the text on its marked line and the indented lines that go on it, and the last message
+    sent above it; None when the screen shows no box."""
+    lines = screen.splitlines()
+    rules = [at for at, line in enumerate(lines) if _RULE.match(line)]
+    if not rules:
+        return None
+    below = lines[rules[-1] + 1 :]
+    starts = [at for at, line in enumerate(below) if _BOX_LINE.match(line)]
+    if not starts:
+        return None
+    sent = [at for at, line in enumerate(lines[: rules[-1]]) if _BOX_LINE.match(line)]
+    last_sent = _marked(lines, sent[-1]) if sent else ""
+    return below[starts[0]][1], _marked(below, starts[0]), last_sent
 
 
 def _marked(lines: list[str], at: int) -> str:
