@@ -192,8 +192,14 @@ def _default_harnesses() -> dict[str, Any]:
             "denyKeys": ["Escape"],
             # its turn over: the hint line alone right over the rule of its input box (while it
             # works, its spinner "⠏ Thinking... (esc to cancel, 4s)" is on that line), so it
-            # reads waiting at once, not after quietSeconds
-            "waitingPatterns": [r"(?m)^[ \t]*\? for shortcuts[ \t]*\n[ \t]*\u2500{3,}[^\n]*$"],
+            # reads waiting at once, not after quietSeconds. Under 80 columns (a phone viewing
+            # it: its window follows the viewer) it draws no hint there: the rule, as wide as
+            # the window, has no spinner over it and its empty box under it (decision 0106)
+            "waitingPatterns": [
+                r"(?m)^[ \t]*\? for shortcuts[ \t]*\n[ \t]*\u2500{3,}[^\n]*$",
+                r"(?m)^(?![^\n]*esc to cancel)[^\n]*\n[ \t]*\u2500{3,79}[ \t]*\n"
+                r"(?:[^\n]*\n){0,3}?[ \t]*> +Type your message or @path",
+            ],
             # its answer starts with "✦ " (the lines after it indented), and ends at the rule
             # over its input box, a "? for shortcuts" line, or the next prompt (" > ")
             "lastMessagePatterns": [

@@ -10,7 +10,9 @@ The prompt is glued to its option with ``=``: gemini's parser would read ``-p --
 the version flag, while ``--prompt=--version`` is always a prompt. ``--skip-trust`` trusts the
 workspace for the session (the folder-trust dialog would block an unattended start). The input
 box's placeholder (``Type your message or @path/to/file``) under the idle footer (``? for
-shortcuts``, absent while it still initializes or finishes a turn) is ``ready_pattern``.
+shortcuts``, absent while it still initializes or finishes a turn) is ``ready_pattern``; under
+80 columns, where Gemini draws no such footer, the placeholder under the box's rule with no
+spinner over it (decision 0106).
 Gemini takes an Enter that comes within 40 ms of a paste as a new line (its paste
 protection), so the Enter that submits a pasted message waits ``submit_gap`` seconds; a
 Gemini held up past that reads both together all the same, so its input box is read
@@ -81,7 +83,11 @@ class GeminiAdapter(HarnessAdapter):
         "auto": ("--approval-mode", "auto_edit"),
         "bypass": ("--approval-mode", "yolo"),
     }
-    ready_pattern = r"(?s)\? for shortcuts.*Type your message or @path"
+    ready_pattern = (
+        r"(?ms)\? for shortcuts.*Type your message or @path"
+        r"|^(?![^\n]*esc to cancel)[^\n]*\n[ \t]*\u2500{3,79}[ \t]*\n(?:[^\n]*\n){0,3}?"
+        r"[ \t]*> +Type your message or @path"
+    )
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
     reads_input_box = True
 
