@@ -11,31 +11,20 @@ from collections.abc import Iterator
 import pytest
 
 from tests.attention.test_claude_submit import type_draft
-from tests.daemon import Daemon, served
+from tests.daemon import Daemon
 from tests.fakes.fake_gemini import FakeGemini
-from tests.harness.test_gemini_e2e import GEMINI_BIN
+from tests.gemini_daemon import NEEDS_GEMINI, gemini_daemon
 from tests.helpers import wait_until
 from tests.work import Work
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}"),
-]
+pytestmark = NEEDS_GEMINI
 REF = "local:gemini-draft"
 
 
 @pytest.fixture
 def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
-    with FakeGemini() as api:
-        env = api.gemini_env(work.env.root / "gemini-home")
-        work.configure(
-            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
-            routing={"defaultHarness": "gemini"},
-            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
-        )
-        with served(work) as daemon:
-            yield daemon, api
+    with FakeGemini() as api, gemini_daemon(work, api) as daemon:
+        yield daemon, api
 
 
 def turns_with(api: FakeGemini, mark: str) -> list[list[str]]:
@@ -43,14 +32,19 @@ def turns_with(api: FakeGemini, mark: str) -> list[list[str]]:
     return [r.user_texts() for r in api.conversation_turns() if mark in (r.prompt or "")]
 
 
+def first_turn(work: Work, api: FakeGemini, mark: str) -> str:
+    """Start the agent with a first message marked MARK and wait for its answer; its target."""
+    assert work.cli("sessions", "start", REF, "--prompt", f"{mark} first").exit_code == 0
+    wait_until(lambda: turns_with(api, mark), 60, what="the first turn")
+    wait_until(lambda: work.attention(REF)["state"] == "waiting", 60, what="the first answer")
+    return str(work.session_json(REF)["tmuxTarget"])
+
+
 def test_a_message_to_gemini_waits_behind_a_persons_draft(
     work: Work, gemini: tuple[Daemon, FakeGemini]
 ) -> None:
     daemon, api = gemini
-    assert work.cli("sessions", "start", REF, "--prompt", "KILO-1 first").exit_code == 0
-    wait_until(lambda: turns_with(api, "KILO-1"), 60, what="the first turn")
-    target = work.session_json(REF)["tmuxTarget"]
-    wait_until(lambda: work.attention(REF)["state"] == "waiting", 60, what="the first answer")
+    target = first_turn(work, api, "KILO-1")
 
     type_draft(work, target, "LIMA typed by a person")
     held = daemon.api("POST", "/sessions", json={"ref": REF, "prompt": "MIKE-2 second"})
@@ -84,10 +78,7 @@ def test_a_message_to_gemini_waits_while_a_person_left_its_box_in_shell_mode(
     reaches the model. Before, it was pasted there and run by the shell (``bash: syntax error
     near unexpected token `('``), and never reached the model."""
     daemon, api = gemini
-    assert work.cli("sessions", "start", REF, "--prompt", "PAPA-1 first").exit_code == 0
-    wait_until(lambda: turns_with(api, "PAPA-1"), 60, what="the first turn")
-    target = work.session_json(REF)["tmuxTarget"]
-    wait_until(lambda: work.attention(REF)["state"] == "waiting", 60, what="the first answer")
+    target = first_turn(work, api, "PAPA-1")
 
     type_draft(work, target, "!")
     wait_until(

@@ -11,17 +11,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.daemon import Daemon, served
+from tests.daemon import Daemon
 from tests.fakes.fake_gemini import FakeGemini, GeminiRequest, default_reply
-from tests.harness.test_gemini_e2e import GEMINI_BIN
+from tests.gemini_daemon import NEEDS_GEMINI, gemini_daemon
 from tests.helpers import wait_until
 from tests.work import Work
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}"),
-]
+pytestmark = NEEDS_GEMINI
 REF = "local:gemini-phone"
 COLUMNS = 48
 """A phone's browser terminal, held upright."""
@@ -38,17 +34,13 @@ def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini, threading.Event]]:
             answer.wait(60)
         return default_reply(request)
 
-    with FakeGemini(reply=reply) as api:
-        env = api.gemini_env(work.env.root / "gemini-home")
-        work.configure(
-            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
-            routing={"defaultHarness": "gemini"},
-            tmux={"windowSize": f"{COLUMNS}x30"},
-            # only a screen rule can read the turn over: the quiet time never comes
-            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600, "quietSeconds": 3600},
-        )
-        with served(work) as daemon:
-            yield daemon, api, answer
+    narrow = {"windowSize": f"{COLUMNS}x30"}
+    quiet = {"quietSeconds": 3600}  # only a screen rule can read the turn over
+    with (
+        FakeGemini(reply=reply) as api,
+        gemini_daemon(work, api, tmux=narrow, attention=quiet) as d,
+    ):
+        yield d, api, answer
 
 
 def reached(api: FakeGemini, mark: str) -> bool:

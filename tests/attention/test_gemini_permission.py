@@ -16,15 +16,12 @@ import pytest
 from tests.api.test_dashboard_pages import logged_in
 from tests.daemon import Daemon, served
 from tests.fakes.fake_gemini import FakeGemini, FunctionCall, GeminiRequest
+from tests.gemini_daemon import NEEDS_GEMINI, gemini_daemon
 from tests.harness.test_gemini_e2e import GEMINI_BIN
 from tests.helpers import wait_until
 from tests.work import Work
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}"),
-]
+pytestmark = NEEDS_GEMINI
 REF = "local:gem"
 
 
@@ -44,15 +41,11 @@ def reply(request: GeminiRequest) -> str | FunctionCall:
 
 @pytest.fixture
 def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
-    with FakeGemini(reply=reply) as api:
-        env = api.gemini_env(work.env.root / "gemini-home")
-        work.configure(
-            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
-            routing={"defaultHarness": "gemini"},
-            attention={"pollSeconds": 0.1, "quietSeconds": 1, "notifyAfterSeconds": 3600},
-        )
-        with served(work) as daemon:
-            yield daemon, api
+    with (
+        FakeGemini(reply=reply) as api,
+        gemini_daemon(work, api, attention={"quietSeconds": 1}) as d,
+    ):
+        yield d, api
 
 
 def test_a_gemini_confirmation_holds_messages_and_is_answered_through_the_loop(
@@ -182,32 +175,20 @@ def test_a_typed_answer_to_a_question_read_from_its_screen_is_never_a_shell_comm
             return "Shall I go on? (FAKE-QUESTION)"
         return f"FAKE-GEMINI-REPLY-{request.seq}"
 
-    with FakeGemini(reply=asks) as api:
-        env = api.gemini_env(work.env.root / "gemini-home")
-        work.configure(
-            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
-            routing={"defaultHarness": "gemini"},
-            attention={
-                "pollSeconds": 0.1,
-                "notifyAfterSeconds": 3600,
-                "harnesses": {
-                    "gemini": {"questionPatterns": [r"(?P<text>Shall I go on\? \(FAKE-QUESTION\))"]}
-                },
-            },
+    question = {"gemini": {"questionPatterns": [r"(?P<text>Shall I go on\? \(FAKE-QUESTION\))"]}}
+    with FakeGemini(reply=asks) as api, gemini_daemon(work, api, attention={"harnesses": question}):
+        assert work.cli("sessions", "start", REF, "--prompt", "start").exit_code == 0
+        asked = work.wait_attention(REF, "needs-input", 90)["prompt"]
+        assert asked["text"] == "Shall I go on? (FAKE-QUESTION)", asked
+        cwd = Path(work.session_json(REF)["cwd"])
+        answered = work.cli(
+            "sessions", "answer", REF, "--prompt", asked["id"],
+            "--text", "yes ANSWERED! touch PWNED",
+        )  # fmt: skip
+        assert answered.exit_code == 0, answered.stdout + answered.stderr
+        got = wait_until(
+            lambda: [p for p in api.user_prompts() if "ANSWERED" in p], 60, what="the answer"
         )
-        with served(work):
-            assert work.cli("sessions", "start", REF, "--prompt", "start").exit_code == 0
-            asked = work.wait_attention(REF, "needs-input", 90)["prompt"]
-            assert asked["text"] == "Shall I go on? (FAKE-QUESTION)", asked
-            cwd = Path(work.session_json(REF)["cwd"])
-            answered = work.cli(
-                "sessions", "answer", REF, "--prompt", asked["id"],
-                "--text", "yes ANSWERED! touch PWNED",
-            )  # fmt: skip
-            assert answered.exit_code == 0, answered.stdout + answered.stderr
-            got = wait_until(
-                lambda: [p for p in api.user_prompts() if "ANSWERED" in p], 60, what="the answer"
-            )
-            assert got[0] == "yes ANSWERED! touch PWNED", got
-            work.wait_attention(REF, "waiting", 60)
-            assert not list(cwd.glob("PWNED*")), "the answer ran as a shell command"
+        assert got[0] == "yes ANSWERED! touch PWNED", got
+        work.wait_attention(REF, "waiting", 60)
+        assert not list(cwd.glob("PWNED*")), "the answer ran as a shell command"

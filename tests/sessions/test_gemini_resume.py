@@ -10,31 +10,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.daemon import Daemon, served
+from tests.daemon import Daemon
 from tests.fakes.fake_gemini import FakeGemini
-from tests.harness.test_gemini_e2e import GEMINI_BIN
+from tests.gemini_daemon import NEEDS_GEMINI, gemini_daemon
 from tests.helpers import wait_until
 from tests.work import Work
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.timeout(240),
-    pytest.mark.skipif(not GEMINI_BIN.exists(), reason=f"no Gemini CLI at {GEMINI_BIN}"),
-]
+pytestmark = NEEDS_GEMINI
 REF = "local:again"
 
 
 @pytest.fixture
 def gemini(work: Work) -> Iterator[tuple[Daemon, FakeGemini]]:
     with FakeGemini() as api:
-        env = api.gemini_env(work.env.root / "gemini-home")
-        work.configure(
-            harnesses={"gemini": {"binary": str(GEMINI_BIN), "env": env}},
-            routing={"defaultHarness": "gemini"},
-            attention={"pollSeconds": 0.1, "notifyAfterSeconds": 3600},
-            sessions={"suspendAfterMinutes": 0.05},  # 3 s idle, then suspended
-        )
-        with served(work) as daemon:
+        suspended = {"suspendAfterMinutes": 0.05}  # 3 s idle, then suspended
+        with gemini_daemon(work, api, sessions=suspended) as daemon:
             yield daemon, api
 
 
