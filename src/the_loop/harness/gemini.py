@@ -95,12 +95,7 @@ class GeminiAdapter(HarnessAdapter):
         """The box under the last rule (its marked line and the indented lines that go on it),
         and the last message above it (marked the same way in the conversation)."""
         found = _box(screen)
-        if found is None:
-            return None
-        _, held, last_sent = found
-        if held in _PLACEHOLDERS:
-            return InputBox("", last_sent)
-        return InputBox(held, last_sent, folded=held.startswith(_FOLDED))
+        return None if found is None else _input_box(*found[1:])
 
     def draft(self, styled: str) -> InputBox | None:
         """The input box when a person has typed into it and not sent it (decision 0105): text
@@ -108,11 +103,12 @@ class GeminiAdapter(HarnessAdapter):
         nothing else there but the box's text and, after it, a completion of it, so its words
         tell a draft whatever colours the theme draws them in), or the ``!`` that switched it
         to shell mode, where a message pasted would run as a shell command."""
-        plain = without_colours(styled)
-        found, box = _box(plain), self.input_box(plain)
-        if found is None or box is None:
+        found = _box(without_colours(styled))
+        if found is None:
             return None
-        if found[0] == _SHELL:
+        marker, held, last_sent = found
+        box = _input_box(held, last_sent)
+        if marker == _SHELL:
             return dataclasses.replace(box, held=f"{_SHELL}{box.held}")
         return box if any(c.isalnum() for c in box.held) else None
 
@@ -154,6 +150,13 @@ def _box(screen: str) -> tuple[str, str, str] | None:
     sent = [at for at, line in enumerate(lines[: rules[-1]]) if _BOX_LINE.match(line)]
     last_sent = _marked(lines, sent[-1]) if sent else ""
     return below[starts[0]][1], _marked(below, starts[0]), last_sent
+
+
+def _input_box(held: str, last_sent: str) -> InputBox:
+    """The box that shows HELD (empty when it is a placeholder) under LAST_SENT."""
+    if held in _PLACEHOLDERS:
+        return InputBox("", last_sent)
+    return InputBox(held, last_sent, folded=held.startswith(_FOLDED))
 
 
 def _marked(lines: list[str], at: int) -> str:
