@@ -96,6 +96,16 @@ class HarnessAttention(_Model):
     _check_last = field_validator("last_message_patterns")(_regexes)
 
 
+GEMINI_NARROW_IDLE = (
+    r"^(?![^\n]*esc to cancel)[^\n]*\n[ \t]*\u2500{3,79}[ \t]*\n(?:[^\n]*\n){0,3}?"
+    r"[ \t]*> +Type your message or @path"
+)
+"""Gemini idle in a window under 80 columns, where it draws no ``? for shortcuts`` (decision
+0106): its input box's rule, as wide as the window, with no spinner over it (``esc to
+cancel``) and the empty box's placeholder under it. Its turn-over rule and its ready pattern
+(``harness.gemini``) both read it. Multi-line: a pattern using it sets ``(?m)``."""
+
+
 def _default_harnesses() -> dict[str, Any]:
     """Built-in defaults (plain data: validated into ``HarnessAttention`` like user input)."""
     return {
@@ -197,8 +207,7 @@ def _default_harnesses() -> dict[str, Any]:
             # the window, has no spinner over it and its empty box under it (decision 0106)
             "waitingPatterns": [
                 r"(?m)^[ \t]*\? for shortcuts[ \t]*\n[ \t]*\u2500{3,}[^\n]*$",
-                r"(?m)^(?![^\n]*esc to cancel)[^\n]*\n[ \t]*\u2500{3,79}[ \t]*\n"
-                r"(?:[^\n]*\n){0,3}?[ \t]*> +Type your message or @path",
+                f"(?m){GEMINI_NARROW_IDLE}",
             ],
             # its answer starts with "✦ " (the lines after it indented), and ends at the rule
             # over its input box, a "? for shortcuts" line, or the next prompt (" > ")

@@ -38,6 +38,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from the_loop.config.attention import GEMINI_NARROW_IDLE
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
     HarnessAdapter,
@@ -83,11 +84,7 @@ class GeminiAdapter(HarnessAdapter):
         "auto": ("--approval-mode", "auto_edit"),
         "bypass": ("--approval-mode", "yolo"),
     }
-    ready_pattern = (
-        r"(?ms)\? for shortcuts.*Type your message or @path"
-        r"|^(?![^\n]*esc to cancel)[^\n]*\n[ \t]*\u2500{3,79}[ \t]*\n(?:[^\n]*\n){0,3}?"
-        r"[ \t]*> +Type your message or @path"
-    )
+    ready_pattern = rf"(?ms)\? for shortcuts.*Type your message or @path|{GEMINI_NARROW_IDLE}"
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
     reads_input_box = True
 
