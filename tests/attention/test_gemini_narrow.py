@@ -68,10 +68,13 @@ def test_a_gemini_in_a_narrow_window_reads_waiting_and_takes_messages(
         60,
         what="Gemini drawn narrow",
     )
-    assert work.attention(REF)["state"] == "working"  # its turn not over: no answer yet
+    # its turn under way, read from its spinner: the start returns once the prompt is sent,
+    # when the last pass may still hold the idle screen it read before
+    work.wait_attention(REF, "working", 30)
+    before = len(waiting(work))
     answer.set()
     wait_until(lambda: reached(api, "KILO-1"), 60, what="the first turn")
-    rules = wait_until(lambda: waiting(work), 60, what="its turn over, read narrow")
+    rules = wait_until(lambda: waiting(work)[before:], 60, what="its turn over, read narrow")
     assert rules[0].startswith("waitingPatterns[1]"), rules
     screen = work.tmux("capture-pane", "-p", "-t", f"={target}:").stdout
     assert "for shortcuts" not in screen, screen
