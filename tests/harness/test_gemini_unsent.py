@@ -144,17 +144,21 @@ def test_a_draft_in_geminis_box_is_told_by_its_words_not_their_colours() -> None
     ):
         assert gemini.draft(drawn(empty)) is None, empty
         assert gemini.input_box(without_colours(drawn(empty))) == InputBox("", "earlier message")
-    for typed, held in (
-        (f"> {WHITE}my own draft{OFF}\x1b[7m \x1b[27m", "my own draft"),
-        (f"> {ACCENT}/he{OFF}\x1b[7m \x1b[27m{GREY}lp{OFF}", "/he lp"),  # the cursor, a completion
-        (f"> {GREY}a theme that draws typed text grey{OFF}", "a theme that draws typed text grey"),
-        (f"> {WHITE}line one{OFF}\n   {WHITE}line two{OFF}", "line one\nline two"),
+    for typed, held, shell in (
+        (f"> {WHITE}my own draft{OFF}\x1b[7m \x1b[27m", "my own draft", False),
+        (f"> {ACCENT}/he{OFF}\x1b[7m \x1b[27m{GREY}lp{OFF}", "/he lp", False),  # a completion
+        (
+            f"> {GREY}a theme that draws typed text grey{OFF}",
+            "a theme that draws typed text grey",
+            False,
+        ),
+        (f"> {WHITE}line one{OFF}\n   {WHITE}line two{OFF}", "line one\nline two", False),
         # shell mode, switched to by a "!" typed into the box: a message would run as a command
-        (f"! \x1b[7m \x1b[27m{GREY} Type your shell command{OFF}", "!"),
-        (f"! {WHITE}ls -la{OFF}\x1b[7m \x1b[27m", "!ls -la"),
+        (f"! \x1b[7m \x1b[27m{GREY} Type your shell command{OFF}", "", True),
+        (f"! {WHITE}ls -la{OFF}\x1b[7m \x1b[27m", "ls -la", True),
     ):
         box = gemini.draft(drawn(typed))
-        assert box is not None and box.held == held, typed
+        assert box is not None and (box.held, box.shell) == (held, shell), typed
     assert gemini.draft("Resuming session...\n") is None  # no box drawn
 
 

@@ -106,6 +106,19 @@ cancel``) and the empty box's placeholder under it. Its turn-over rule and its r
 (``harness.gemini``) both read it. Multi-line: a pattern using it sets ``(?m)``."""
 
 
+CODEX_COMPOSER = (
+    r"^[\u203a!](?:[ \t][^\n]*)?(?:\n(?![ \t]*Press\s+enter\b)(?:[ \t]+\S[^\n]*|[ \t]*))*?"
+    r"\n(?![ \t]*Press\s+enter\b)[ \t]+\S[^\n]*\s*\Z"
+)
+"""Codex's composer, at any width (decision 0107): its marked line (U+203A; ``!`` in shell
+mode), then only indented or blank lines to the bottom of the screen (the lines its text goes
+on, then its footer), at least one of them drawn; none starts with ``Press enter``, as the
+last line of every dialog that lists choices under that mark does. Its footer's ``? for
+shortcuts`` is no mark of it: Codex leaves the hint out while the box holds text, and in a
+narrow window (a phone viewing it) once the footer has more to say. Multi-line: a pattern
+using it sets ``(?m)``."""
+
+
 def _default_harnesses() -> dict[str, Any]:
     """Built-in defaults (plain data: validated into ``HarnessAttention`` like user input)."""
     return {
@@ -160,8 +173,8 @@ def _default_harnesses() -> dict[str, Any]:
             # a denied request (Escape) interrupts its turn and no notify follows: the
             # interruption right over its empty composer and footer is a wait for input
             "waitingPatterns": [
-                r"(?m)^\u25a0 Conversation interrupted[^\n]*\n\u203a [^\n]*\n(?:[^\n]*\n){0,2}?"
-                r"[^\n]*\? for shortcuts[^\n]*\Z"
+                r"(?m)^\u25a0 Conversation interrupted[^\n]*(?:\n[ \t]+\S[^\n]*)*\n"
+                + CODEX_COMPOSER
             ],
             # a failed turn's line right above its input box (U+203A, then its footer), not
             # once a later turn is under it; the input box under it (group input_box) means

@@ -55,6 +55,9 @@ class InputBox:
     """The box shows a paste folded to a label (its text is not on screen)."""
     busy: bool = False
     """The screen shows a turn at work under the box (a message taken now waits its turn)."""
+    shell: bool = False
+    """The box is in the harness's shell mode: what is sent from it runs as a shell command,
+    not as a message to the model (a person typed ``!`` into the empty box)."""
     rows: range = range(0)
     """The rows of the screen the box's text is drawn on (empty: not told)."""
 
@@ -134,6 +137,10 @@ class HarnessAdapter:
     reads_input_box: ClassVar[bool] = False
     """Whether ``input_box`` reads this harness's input box: a delivery then makes sure its
     message left the box (``agent.submit``)."""
+    drafts_by_words: ClassVar[bool] = False
+    """Whether the harness draws nothing in its empty input box but placeholders that
+    ``input_box`` knows (and reads as empty): any other text there is then a draft, whatever
+    colours it is drawn in (decision 0105). Otherwise a draft is told by its colour (0101)."""
     reports_submit: ClassVar[bool] = False
     """Whether the harness's hooks report each prompt it takes (Claude Code's
     ``UserPromptSubmit``): a delivery's watch then takes that report for its message sent, and
@@ -288,10 +295,14 @@ class HarnessAdapter:
     def draft(self, styled: str) -> InputBox | None:
         """The input box on STYLED (a capture of the pane with the escapes of its colours)
         when it holds text typed or pasted there and not sent: a message pasted now would join
-        it, and its Enter send both as one. Only text drawn in the terminal's default colour
-        counts, so the dim or coloured hints a harness draws in an empty box never do; None
+        it, and its Enter send both as one; or when it is in shell mode, where a message
+        pasted would run as a shell command. For a harness that ``drafts_by_words``, any text
+        that is not a placeholder; otherwise only text drawn in the terminal's default colour
+        counts, so the dim or coloured hints a harness draws in an empty box never do. None
         also when ``input_box`` does not tell where its text is drawn (the default)."""
         box = self.input_box(without_colours(styled))
+        if box is not None and (box.shell or self.drafts_by_words):
+            return box if box.shell or any(c.isalnum() for c in box.held) else None
         if box is None or not box.held or not box.rows:
             return None
         rows = styled.split("\n")

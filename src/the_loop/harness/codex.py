@@ -13,17 +13,23 @@ keeps the scrollback capturable. Interactive launches get ``-c notify=[…]``: C
 finished; an operator's own ``notify`` override in ``args`` is left alone. Before an
 interactive spawn, ``prepare`` marks the workspace trusted in ``$CODEX_HOME/config.toml``
 (see ``codex_prep``): the folder-trust question would block an unattended start. The
-composer's footer (``? for shortcuts``) is ``ready_pattern``.
+composer at the bottom of the screen (``config.attention.CODEX_COMPOSER``) is
+``ready_pattern``, and ``input_box`` reads it: a message left in it is submitted again, and
+one that comes while a person's draft is there, or while the box is in shell mode (a ``!``
+typed into it: what is sent then runs as a shell command), waits (decision 0107).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from the_loop.config.attention import CODEX_COMPOSER
 from the_loop.errors import BadInput
 from the_loop.harness.base import (
     HarnessAdapter,
+    InputBox,
     Launch,
     LaunchKind,
     LaunchSpec,
@@ -35,6 +41,14 @@ from the_loop.harness.codex_notify import is_notify_override, notify_args
 from the_loop.harness.codex_prep import prepare_codex_config
 
 INTERACTIVE_FLAGS = ("--no-alt-screen", "--no-daemon")
+_COMPOSER = re.compile(f"(?m){CODEX_COMPOSER}")
+_MARKED = re.compile(r"^\u203a(?: |$)")
+"""A message's first line: the composer's, and each one sent above it in the conversation."""
+_PLACEHOLDERS = frozenset({"Ask Codex to do anything", "Ask a follow-up question"})
+"""What the pinned CLI draws in its composer while it holds no text."""
+_FOLDED = "[Pasted Content "
+_SHELL = "!"
+"""The composer's marker in shell mode: what is sent from it runs as a shell command."""
 
 
 class CodexAdapter(HarnessAdapter):
@@ -45,12 +59,34 @@ class CodexAdapter(HarnessAdapter):
     default_binary = "codex"
     chooses_session_id = False
     headless_output_format = "jsonl"
-    ready_pattern = r"\? for shortcuts"
+    ready_pattern = f"(?m){CODEX_COMPOSER}"
+    reads_input_box = True
+    drafts_by_words = True  # its placeholder shows only while the composer is empty
     permission_flags = {
         "ask": ("--ask-for-approval", "on-request"),
         "auto": ("--approve-for-me",),
         "bypass": ("--dangerously-bypass-approvals-and-sandbox",),
     }
+
+    def input_box(self, screen: str) -> InputBox | None:
+        """The composer at the bottom of SCREEN: the text on its marked line and the lines
+        that go on it (up to the blank line over its footer), whether it is in shell mode, and
+        the last message sent above it; None when it is not drawn there (a dialog replaces
+        it)."""
+        found = _COMPOSER.search(screen)
+        if found is None:
+            return None
+        first = screen.count("\n", 0, found.start())
+        lines = screen.split("\n")
+        held = _message(lines, first)
+        sent = [at for at in range(first) if _MARKED.match(lines[at])]
+        last_sent = "\n".join(_message(lines, sent[-1], sent=True)) if sent else ""
+        rows = range(first, first + len(held))
+        text = "\n".join(held).strip()
+        shell = lines[first].startswith(_SHELL)
+        if text in _PLACEHOLDERS:
+            return InputBox("", last_sent, shell=shell, rows=rows)
+        return InputBox(text, last_sent, folded=text.startswith(_FOLDED), shell=shell, rows=rows)
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec
@@ -87,6 +123,21 @@ class CodexAdapter(HarnessAdapter):
     def session_id_from_output(self, output: str) -> str | None:
         """The ``thread_id`` of the first ``thread.started`` event of ``codex exec --json``."""
         return first_json_field(output, "thread_id", event_type="thread.started")
+
+
+def _message(lines: list[str], at: int, sent: bool = False) -> list[str]:
+    """The lines of the message whose marked line is LINES[AT] (its marker left out), with the
+    indented lines that go on it: in the composer up to the first blank line (its footer is
+    under it); SENT in the conversation, its blank lines too, up to the next line that is not
+    indented (what came after it)."""
+    held = [lines[at][1:].strip()]
+    for more in lines[at + 1 :]:
+        if not more.strip() and sent:
+            continue
+        if not more.strip() or not more.startswith("  "):
+            break
+        held.append(more.strip())
+    return held
 
 
 register_adapter("codex", CodexAdapter)

@@ -33,7 +33,6 @@ prompts (``type: user``) and the model's answers (``type: gemini``, with their `
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -48,7 +47,6 @@ from the_loop.harness.base import (
     register_adapter,
 )
 from the_loop.harness.homes import harness_dir
-from the_loop.runner.tmux_screens import without_colours
 
 _RULE = re.compile(r"^\s*─{8,}\s*$")
 """The rule Gemini draws above its input box."""
@@ -88,26 +86,17 @@ class GeminiAdapter(HarnessAdapter):
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
     reads_input_box = True
 
+    drafts_by_words = True  # decision 0105: a placeholder only while the box is empty
+
     def input_box(self, screen: str) -> InputBox | None:
         """The box under the last rule (its marked line and the indented lines that go on it),
-        and the last message above it (marked the same way in the conversation)."""
+        whether it is in shell mode (its ``!`` marker), and the last message above it (marked
+        the same way in the conversation)."""
         found = _box(screen)
-        return None if found is None else _input_box(*found[1:])
-
-    def draft(self, styled: str) -> InputBox | None:
-        """The input box when a person has typed into it and not sent it (decision 0105): text
-        other than a placeholder (the pinned CLI draws one only while the box is empty, and
-        nothing else there but the box's text and, after it, a completion of it, so its words
-        tell a draft whatever colours the theme draws them in), or the ``!`` that switched it
-        to shell mode, where a message pasted would run as a shell command."""
-        found = _box(without_colours(styled))
         if found is None:
             return None
         marker, held, last_sent = found
-        box = _input_box(held, last_sent)
-        if marker == _SHELL:
-            return dataclasses.replace(box, held=f"{_SHELL}{box.held}")
-        return box if any(c.isalnum() for c in box.held) else None
+        return _input_box(held, last_sent, shell=marker == _SHELL)
 
     def conversation_log(
         self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
@@ -149,11 +138,11 @@ def _box(screen: str) -> tuple[str, str, str] | None:
     return below[starts[0]][1], _marked(below, starts[0]), last_sent
 
 
-def _input_box(held: str, last_sent: str) -> InputBox:
+def _input_box(held: str, last_sent: str, shell: bool) -> InputBox:
     """The box that shows HELD (empty when it is a placeholder) under LAST_SENT."""
     if held in _PLACEHOLDERS:
-        return InputBox("", last_sent)
-    return InputBox(held, last_sent, folded=held.startswith(_FOLDED))
+        return InputBox("", last_sent, shell=shell)
+    return InputBox(held, last_sent, folded=held.startswith(_FOLDED), shell=shell)
 
 
 def _marked(lines: list[str], at: int) -> str:
