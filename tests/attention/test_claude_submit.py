@@ -328,10 +328,7 @@ def test_a_message_waits_behind_a_persons_draft_and_neither_is_glued(
 
         type_draft(work, target, "LIMA typed by a person")
         since, looked = time.monotonic(), captures(daemon)
-        held = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "MIKE-2 second"})
-        assert held.status_code in (200, 201, 202), held.text
-        assert "held behind unsent text in the agent's input box" in held.text, held.text
-        assert "delivered once that text is sent or cleared" in held.text, held.text
+        say_held(daemon, ref, "MIKE-2 second")
         wait_until(lambda: time.monotonic() - since >= 4, 10, what="several looks again")
         assert captures(daemon) - looked >= 3  # its box looked at again (nothing reports it)
         assert len(_held(daemon)) == 1, _held(daemon)
@@ -343,14 +340,21 @@ def test_a_message_waits_behind_a_persons_draft_and_neither_is_glued(
         work.wait_attention(ref, "waiting", 60, "claude-hook:Stop")
 
         type_draft(work, target, "NOVEMBER typed by a person")
-        held = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": "OSCAR-3 third"})
-        assert "held behind unsent text" in held.text, held.text
+        say_held(daemon, ref, "OSCAR-3 third")
         work.tmux("send-keys", "-t", f"={target}:", "Enter")  # the person sends it
         marks = ["KILO-1", "MIKE-2", "NOVEMBER", "OSCAR-3"]
         apart(wait_until(lambda: reached(api, marks), 60, what="the draft and the message"), marks)
         assert len(_held(daemon)) == 2, _held(daemon)
     finally:
         daemon.stop()
+
+
+def say_held(daemon: Daemon, ref: str, prompt: str) -> None:
+    """Send PROMPT to REF's agent through the API, and see it told held behind a draft."""
+    held = daemon.api("POST", "/sessions", json={"ref": ref, "prompt": prompt})
+    assert held.status_code in (200, 201, 202), held.text
+    assert "held behind unsent text in the agent's input box" in held.text, held.text
+    assert "delivered once that text is sent or cleared" in held.text, held.text
 
 
 def type_draft(work: Work, target: str, text: str) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.attention.test_claude_submit import type_draft
+from tests.attention.test_claude_submit import say_held, type_draft
 from tests.daemon import Daemon, served
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.harness.agent_clis import REPO
@@ -27,7 +27,6 @@ pytestmark = [
     pytest.mark.skipif(not CODEX_BIN.exists(), reason=f"no Codex CLI at {CODEX_BIN}"),
 ]
 REF = "local:codex-phone"
-HELD = "held behind unsent text in the agent's input box"
 
 
 @pytest.fixture
@@ -87,9 +86,7 @@ def test_a_message_to_codex_waits_behind_a_draft_and_out_of_shell_mode(
     target = first_turn(work, api, "MIKE-1")
 
     type_draft(work, target, "NOVEMBER typed by a person")
-    held = daemon.api("POST", "/sessions", json={"ref": REF, "prompt": "OSCAR-2 second"})
-    assert held.status_code in (200, 201, 202), held.text
-    assert HELD in held.text, held.text
+    say_held(daemon, REF, "OSCAR-2 second")
     assert not prompts_with(api, "OSCAR-2")
     work.tmux("send-keys", "-t", f"={target}:", "Enter")  # the person sends it
     mine = wait_until(lambda: prompts_with(api, "NOVEMBER"), 60, what="the person's draft")
@@ -100,8 +97,7 @@ def test_a_message_to_codex_waits_behind_a_draft_and_out_of_shell_mode(
 
     work.tmux("send-keys", "-t", f"={target}:", "-l", "!")  # shell mode: a command would run
     wait_until(lambda: "Shell mode" in screen(work, target), 15, what="shell mode")
-    held = daemon.api("POST", "/sessions", json={"ref": REF, "prompt": "PAPA-3 echo $((6*7))"})
-    assert HELD in held.text, held.text
+    say_held(daemon, REF, "PAPA-3 echo $((6*7))")
     work.tmux("send-keys", "-t", f"={target}:", "BSpace")  # the person leaves shell mode
     sent = wait_until(lambda: prompts_with(api, "PAPA-3"), 60, what="the message at the model")
     assert sent[0].strip().endswith("PAPA-3 echo $((6*7))"), sent

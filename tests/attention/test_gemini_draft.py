@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.attention.test_claude_submit import type_draft
+from tests.attention.test_claude_submit import say_held, type_draft
 from tests.daemon import Daemon
 from tests.fakes.fake_gemini import FakeGemini
 from tests.gemini_daemon import NEEDS_GEMINI, gemini_daemon
@@ -47,9 +47,7 @@ def test_a_message_to_gemini_waits_behind_a_persons_draft(
     target = first_turn(work, api, "KILO-1")
 
     type_draft(work, target, "LIMA typed by a person")
-    held = daemon.api("POST", "/sessions", json={"ref": REF, "prompt": "MIKE-2 second"})
-    assert held.status_code in (200, 201, 202), held.text
-    assert "held behind unsent text in the agent's input box" in held.text, held.text
+    say_held(daemon, REF, "MIKE-2 second")
     assert not turns_with(api, "MIKE-2") and not turns_with(api, "LIMA")
     work.tmux("send-keys", "-t", f"={target}:", "C-u")  # the person clears it
     sent = wait_until(lambda: turns_with(api, "MIKE-2"), 60, what="the message, once cleared")
@@ -58,8 +56,7 @@ def test_a_message_to_gemini_waits_behind_a_persons_draft(
     wait_until(lambda: work.attention(REF)["state"] == "waiting", 60, what="its answer")
 
     type_draft(work, target, "NOVEMBER typed by a person")
-    held = daemon.api("POST", "/sessions", json={"ref": REF, "prompt": "OSCAR-3 third"})
-    assert "held behind unsent text" in held.text, held.text
+    say_held(daemon, REF, "OSCAR-3 third")
     work.tmux("send-keys", "-t", f"={target}:", "Enter")  # the person sends it
     mine = wait_until(lambda: turns_with(api, "NOVEMBER"), 60, what="the person's draft")
     assert mine[0][-1].strip() == "NOVEMBER typed by a person", mine
@@ -88,8 +85,7 @@ def test_a_message_to_gemini_waits_while_a_person_left_its_box_in_shell_mode(
         15,
         what="shell mode",
     )
-    held = daemon.api("POST", "/sessions", json={"ref": REF, "prompt": "QUEBEC-2 second"})
-    assert "held behind unsent text" in held.text, held.text
+    say_held(daemon, REF, "QUEBEC-2 second")
     work.tmux("send-keys", "-t", f"={target}:", "Escape")  # the person leaves shell mode
     sent = wait_until(lambda: turns_with(api, "QUEBEC-2"), 60, what="the message at the model")
     assert sent[0][-1].strip().endswith("\n\nQUEBEC-2 second"), sent

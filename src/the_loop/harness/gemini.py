@@ -85,7 +85,6 @@ class GeminiAdapter(HarnessAdapter):
     ready_pattern = rf"(?ms)\? for shortcuts.*Type your message or @path|{GEMINI_NARROW_IDLE}"
     submit_gap = 1.0  # measured: 0.3 s still lost the first Enter after start-up, 0.5 s did not
     reads_input_box = True
-
     drafts_by_words = True  # decision 0105: a placeholder only while the box is empty
 
     def input_box(self, screen: str) -> InputBox | None:
