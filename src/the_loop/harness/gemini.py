@@ -19,7 +19,8 @@ Gemini held up past that reads both together all the same, so its input box is r
 (``input_box``: the lines under the last rule, from the one its ``>`` marks; a long paste
 shows folded as ``[Pasted Text: N lines]``) and a message left in it is submitted again.
 Gemini draws a placeholder in that box only while it is empty, so any other text there is a
-person's draft, which a delivery waits behind (``draft``, decision 0105).
+person's draft, which a delivery waits behind (``drafts_by_words``, decision 0105), and so
+is a box in shell mode (``InputBox.shell``).
 An interactive run inherits no ``CI``, ``CONTINUOUS_INTEGRATION`` or ``CI_*`` variable (the
 tmux runner's launch script drops them for every agent, ``runner.tmux_core.PIPELINE_ENV``):
 with one set (as on a CI machine) the CLI takes itself for a pipeline, skips its interactive
