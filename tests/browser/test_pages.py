@@ -134,6 +134,7 @@ def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -
     shot(page, "standing")
 
     card.get_by_role("link", name="helper").click()
+    page.wait_for_url("**/standing/helper")  # loaded: its tabs answer a click (a script's)
     page.get_by_role("tab", name="Terminal").click()
     expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
     wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="helper's screen")
