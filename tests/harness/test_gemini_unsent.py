@@ -123,6 +123,21 @@ def test_the_input_box_read_from_gemini_screens() -> None:
     assert build_adapter("claude").input_box(IDLE) is None  # a harness that reads no box
 
 
+def test_a_message_in_paragraphs_is_read_whole_in_the_box_and_above_it() -> None:
+    """Gemini draws a blank line between a message's paragraphs, in its box and in the
+    conversation. The watch after a paste that misses the message in the box (Gemini took it
+    before the first look) knows it sent by the last message above the box: read whole, not
+    only its first paragraph, which held every message the-loop sends (``Message from …:`` and
+    a blank line first) for the watch's 10 s and reported it unsent."""
+    gemini = build_adapter("gemini")
+    message = "Message from root (operator) about local:x:\n\nQUEBEC-2 second\n\nthird para"
+    drawn = message.replace("\n\n", "\n\n   ")
+    pasted = IDLE.replace(">   Type your message or @path/to/file", f"> {drawn}")
+    assert gemini.input_box(pasted) == InputBox(message.replace("\n\n", "\n"), "earlier message")
+    sent = IDLE.replace(" > earlier message", f" > {drawn}")
+    assert gemini.input_box(sent) == InputBox("", message.replace("\n\n", "\n"))
+
+
 GREY, WHITE, ACCENT, OFF = "\x1b[38;5;248m", "\x1b[38;5;231m", "\x1b[38;5;141m", "\x1b[39m"
 """The colours the pinned CLI's default theme draws its box in, in tmux: the placeholder and a
 completion grey, typed text white, a command or a file accented."""

@@ -107,8 +107,8 @@ cancel``) and the empty box's placeholder under it. Its turn-over rule and its r
 
 
 CODEX_COMPOSER = (
-    r"^[\u203a!](?:[ \t][^\n]*)?(?:\n(?![ \t]*Press\s+enter\b)(?:[ \t]+\S[^\n]*|[ \t]*))*?"
-    r"\n(?![ \t]*Press\s+enter\b)[ \t]+\S[^\n]*\s*\Z"
+    r"^[\u203a!](?=[^\n]*\n(?:[ \t]*\n)*[ \t]+\S)(?:[ \t][^\n]*)?"
+    r"(?:\n(?![ \t]*Press\s+enter\b)(?:[ \t]+\S[^\n]*|[ \t]*))*+\s*\Z"
 )
 """Codex's composer, at any width (decision 0107): its marked line (U+203A; ``!`` in shell
 mode), then only indented or blank lines to the bottom of the screen (the lines its text goes
@@ -116,7 +116,9 @@ on, then its footer), at least one of them drawn; none starts with ``Press enter
 last line of every dialog that lists choices under that mark does. Its footer's ``? for
 shortcuts`` is no mark of it: Codex leaves the hint out while the box holds text, and in a
 narrow window (a phone viewing it) once the footer has more to say. Multi-line: a pattern
-using it sets ``(?m)``."""
+using it sets ``(?m)``. Its lines are taken without backtracking (``*+``): from each marked
+line of the conversation, the match fails at the first line that is not indented, so a
+screen is read in one pass."""
 
 
 def _default_harnesses() -> dict[str, Any]:

@@ -314,6 +314,21 @@ class HarnessAdapter:
         return None
 
 
+def continued(lines: list[str], at: int, indent: str, *, across_blanks: bool) -> list[str]:
+    """The lines that go on LINES[AT], a message's marked line on a harness's screen: the ones
+    after it indented by INDENT, stripped. ACROSS_BLANKS, the blank lines between them are
+    passed over (a message's paragraphs) and it ends at the first line not so indented;
+    otherwise it ends at the first blank line too."""
+    found: list[str] = []
+    for line in lines[at + 1 :]:
+        if not line.strip() and across_blanks:
+            continue
+        if not line.strip() or not line.startswith(indent):
+            break
+        found.append(line.strip())
+    return found
+
+
 def first_json_field(output: str, key: str, event_type: str | None = None) -> str | None:
     """KEY of the first JSON-object line of OUTPUT (of type EVENT_TYPE when given) that holds
     a safe session id; None when there is none."""

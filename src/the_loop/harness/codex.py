@@ -33,6 +33,7 @@ from the_loop.harness.base import (
     Launch,
     LaunchKind,
     LaunchSpec,
+    continued,
     first_json_field,
     prompt_tail,
     register_adapter,
@@ -128,16 +129,9 @@ class CodexAdapter(HarnessAdapter):
 def _message(lines: list[str], at: int, sent: bool = False) -> list[str]:
     """The lines of the message whose marked line is LINES[AT] (its marker left out), with the
     indented lines that go on it: in the composer up to the first blank line (its footer is
-    under it); SENT in the conversation, its blank lines too, up to the next line that is not
-    indented (what came after it)."""
-    held = [lines[at][1:].strip()]
-    for more in lines[at + 1 :]:
-        if not more.strip() and sent:
-            continue
-        if not more.strip() or not more.startswith("  "):
-            break
-        held.append(more.strip())
-    return held
+    under it, indented the same); SENT in the conversation, all its paragraphs (what follows is
+    not indented: the answer)."""
+    return [lines[at][1:].strip(), *continued(lines, at, "  ", across_blanks=sent)]
 
 
 register_adapter("codex", CodexAdapter)

@@ -45,6 +45,7 @@ from the_loop.harness.base import (
     InputBox,
     LaunchKind,
     LaunchSpec,
+    continued,
     register_adapter,
 )
 from the_loop.harness.homes import harness_dir
@@ -147,13 +148,10 @@ def _input_box(held: str, last_sent: str, shell: bool) -> InputBox:
 
 def _marked(lines: list[str], at: int) -> str:
     """The text of the message whose marked line is LINES[AT], with the indented lines that go
-    on it."""
+    on it, all its paragraphs (Gemini draws a blank line between them, in its box and in the
+    conversation; what follows either is not indented so: its footer, the model's answer)."""
     first = _BOX_LINE.match(lines[at])
-    held = [first.group(1) if first else ""]
-    for more in lines[at + 1 :]:
-        if not more.startswith("   ") or not more.strip():
-            break
-        held.append(more)
+    held = [first.group(1) if first else "", *continued(lines, at, "   ", across_blanks=True)]
     return "\n".join(part.strip() for part in held).strip()
 
 
