@@ -7,6 +7,7 @@ until the next notify; explain names the signal."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,14 @@ REF = "github:octo/repo#31"
 NOTIFY = "codex-notify:agent-turn-complete"
 
 
+LATER = threading.Event()
+"""Let go by the test: the follow-up's turn is at work until then (held once it was seen
+``working``: a turn that ended before the delivery was recorded rightly never reads so)."""
+
+
 def reply(request: ResponsesRequest) -> str:
+    if request.is_conversation and "planets" in (request.prompt or ""):
+        LATER.wait(60)
     kind = "REPLY" if request.is_conversation else "TITLE"  # Codex titles it in a thread aside
     return f"FAKE-CODEX-{kind}-{request.seq}"
 
@@ -34,6 +42,7 @@ def reply(request: ResponsesRequest) -> str:
 @pytest.fixture
 def daemon(work: Work) -> Iterator[tuple[Daemon, FakeOpenAI]]:
     assert CODEX_BIN.exists(), f"the pinned Codex CLI is missing at {CODEX_BIN} (make setup)"
+    LATER.clear()
     with FakeOpenAI(reply=reply) as api:
         env = {**api.codex_env(work.env.root / "codex-home"), "HOME": str(work.env.root / "home")}
         work.env.write_config(
@@ -71,6 +80,8 @@ def test_codex_notify_reports_finished_turns_and_delivery_starts_one(
 
     follow = P.issue_comment_event("also the planets", number=31)
     assert d.post("issue_comment", follow, "cxn-2").status_code == 202
+    wait_until(lambda: ("working", "delivery") in changes(d), 90, what="the delivery read working")
+    LATER.set()  # its turn ends now
     wait_until(lambda: len(api.conversation_turns()) > turns, 90, what="the second turn")
     second = wait_until(
         lambda: (
@@ -83,12 +94,16 @@ def test_codex_notify_reports_finished_turns_and_delivery_starts_one(
     )
     assert second["state"] == "waiting"
 
-    found = d.api("GET", "/events", params={"type": "session.attention_changed", "limit": 100})
-    seen = [(e["payload"]["to"], e["payload"]["signal"]) for e in reversed(found.json())]
-    assert ("working", "delivery") in seen, seen
+    seen = changes(d)
     working = seen.index(("working", "delivery"))
     assert ("waiting", NOTIFY) in seen[working:], seen
     assert d.api("GET", "/events", params={"type": "hook.refused"}).json() == []
+
+
+def changes(d: Daemon) -> list[tuple[str, str]]:
+    """Each change of the agent's attention, oldest first: the state it went to, its signal."""
+    found = d.api("GET", "/events", params={"type": "session.attention_changed", "limit": 100})
+    return [(e["payload"]["to"], e["payload"]["signal"]) for e in reversed(found.json())]
 
 
 def _reports(work: Work, agent: str) -> int:
