@@ -73,7 +73,8 @@ class CodexAdapter(HarnessAdapter):
         """The composer at the bottom of SCREEN: the text on its marked line and the lines
         that go on it (up to the blank line over its footer), whether it is in shell mode, and
         the last message sent above it; None when it is not drawn there (a dialog replaces
-        it)."""
+        it). Its rows are not told: a draft is told by its words (``drafts_by_words``), not by
+        their colours."""
         found = _COMPOSER.search(screen)
         if found is None:
             return None
@@ -82,12 +83,11 @@ class CodexAdapter(HarnessAdapter):
         held = _message(lines, first)
         sent = [at for at in range(first) if _MARKED.match(lines[at])]
         last_sent = "\n".join(_message(lines, sent[-1], sent=True)) if sent else ""
-        rows = range(first, first + len(held))
         text = "\n".join(held).strip()
         shell = lines[first].startswith(_SHELL)
         if text in _PLACEHOLDERS:
-            return InputBox("", last_sent, shell=shell, rows=rows)
-        return InputBox(text, last_sent, folded=text.startswith(_FOLDED), shell=shell, rows=rows)
+            return InputBox("", last_sent, shell=shell)
+        return InputBox(text, last_sent, folded=text.startswith(_FOLDED), shell=shell)
 
     def _argv(
         self, kind: LaunchKind, session_id: str | None, prompt: str | None, spec: LaunchSpec

@@ -97,7 +97,10 @@ class GeminiAdapter(HarnessAdapter):
         if found is None:
             return None
         marker, held, last_sent = found
-        return _input_box(held, last_sent, shell=marker == _SHELL)
+        shell = marker == _SHELL
+        if held in _PLACEHOLDERS:
+            return InputBox("", last_sent, shell=shell)
+        return InputBox(held, last_sent, folded=held.startswith(_FOLDED), shell=shell)
 
     def conversation_log(
         self, cwd: Path | None, conversation_id: str, env: Mapping[str, str]
@@ -137,13 +140,6 @@ def _box(screen: str) -> tuple[str, str, str] | None:
     sent = [at for at, line in enumerate(lines[: rules[-1]]) if _BOX_LINE.match(line)]
     last_sent = _marked(lines, sent[-1]) if sent else ""
     return below[starts[0]][1], _marked(below, starts[0]), last_sent
-
-
-def _input_box(held: str, last_sent: str, shell: bool) -> InputBox:
-    """The box that shows HELD (empty when it is a placeholder) under LAST_SENT."""
-    if held in _PLACEHOLDERS:
-        return InputBox("", last_sent, shell=shell)
-    return InputBox(held, last_sent, folded=held.startswith(_FOLDED), shell=shell)
 
 
 def _marked(lines: list[str], at: int) -> str:
