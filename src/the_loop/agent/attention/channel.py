@@ -246,13 +246,26 @@ class Channel:
 
     async def keep_when_flushed(self, report: hook_apply.Report, path: str) -> None:
         """Keep PATH again once it holds the last message REPORT carries, or after
-        ``FLUSH_SECONDS`` with what it holds then (the harness writes it without telling)."""
+        ``FLUSH_SECONDS`` with what it holds then (the harness writes it without telling);
+        the file is read again only when its size changed."""
         last = str(report.data["last_assistant_message"])
         deadline = time.monotonic() + hook_apply.FLUSH_SECONDS
-        while time.monotonic() < deadline:  # ``unflushed`` has just read it: wait first
+        size = _size(path)  # ``unflushed`` has just read it: wait for it to grow
+        while time.monotonic() < deadline:
             await asyncio.sleep(POLL_SECONDS)
+            now = _size(path)
+            if now == size:
+                continue
+            size = now
             if await asyncio.to_thread(hook_apply.flushed, path, last):
                 break
+        else:
+            log.warning(
+                "the transcript %s did not end with the turn's last message %.0f s after its "
+                "Stop hook: kept as it is",
+                path,
+                hook_apply.FLUSH_SECONDS,
+            )
         await asyncio.to_thread(self.keep, report, path)
 
     def keep(self, report: hook_apply.Report, path: str) -> None:
@@ -482,3 +495,11 @@ def _drop_stale(path: Path) -> None:
     with contextlib.suppress(OSError):
         if time.time() - path.stat().st_mtime > STALE_TMP_SECONDS:
             path.unlink()
+
+
+def _size(path: str) -> int:
+    """The size of the file at PATH (-1 when it cannot be read): one stat, no read."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1

@@ -209,9 +209,11 @@ def apply(
     return prompt_id
 
 
-FLUSH_SECONDS = 2.0
+FLUSH_SECONDS = 30.0
 """How long after acknowledging a ``Stop`` the daemon waits for the turn's last message to
-reach the transcript file before it keeps what the file holds."""
+reach the transcript file before it keeps what the file holds. Claude Code writes it within
+about 0.2 s of the hook's end on an idle host; a busy one took more than 2 s (the node that
+died next then handed over a conversation without its last reply)."""
 
 
 def unflushed(report: Report, shared: bool) -> str | None:
