@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import signal
 import threading
 
 import pytest
-from playwright.sync_api import Page, WebSocket, expect
+from playwright.sync_api import Page, Route, WebSocket, expect
 
 from tests.browser.conftest import PHONE, READ_ONLY, Login, Site, screen_text
 from tests.helpers import wait_until
@@ -120,6 +121,32 @@ def test_the_terminal_shows_whole_rows_at_every_window_height(site: Site, login:
             "() => document.querySelector('[data-term-state]').getBoundingClientRect().bottom"
         )
         assert below <= height, f"the state line ends at {below} px in a {height} px window"
+
+
+def test_a_tab_tapped_before_the_page_scripts_ran_is_honoured(site: Site, login: Login) -> None:
+    """On a phone's slow link the page shows before its scripts have run (they wait for
+    xterm.js): a tap on the Terminal tab then is kept in the address (the tabs are links to
+    #terminal and #conversation) and the terminal opens once they run; Space selects a tab
+    from the keyboard."""
+    rec = site.spawn(48)
+    sid = rec["id"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    page = login()
+    held: list[Route] = []
+    page.route(re.compile(r"/conversation\.js"), lambda route: held.append(route))
+    page.goto(f"/sessions/{sid}", wait_until="commit")
+    page.get_by_role("tab", name="Terminal").click()
+    wait_until(lambda: held, 30, what="the page asking for its script")
+    assert page.url.endswith("#terminal"), page.url
+    assert page.locator("#panel-terminal").is_hidden()  # nothing ran the tabs yet
+    held[0].continue_()
+    expect(page.locator("#terminal[data-connected=true]")).to_have_count(1)
+    wait_until(lambda: "FAKE-AGENT READY" in screen_text(page), 30, what="the agent's screen")
+    page.get_by_role("tab", name="Conversation").focus()
+    page.keyboard.press(" ")
+    expect(page.locator("#panel-conversation")).to_be_visible()
+    expect(page.locator("#panel-terminal")).to_be_hidden()
+    assert page.url.endswith("#conversation"), page.url
 
 
 def test_read_only_login_cannot_type(site: Site, login: Login) -> None:

@@ -20,17 +20,25 @@
   }
 
   for (const tab of tabs) {
-    tab.addEventListener("click", () => {
+    tab.addEventListener("click", (ev) => {
+      ev.preventDefault();  // a link to the tab (see below): no jump, no history entry
       select(tab.dataset.tab, false);
       history.replaceState(null, "", tab.dataset.tab === "terminal" ? "#terminal" : "#conversation");
     });
     tab.addEventListener("keydown", (ev) => {
+      if (ev.key === " ") {  // a tab is a link: Enter follows it, Space selects it too
+        ev.preventDefault();
+        tab.click();
+        return;
+      }
       if (ev.key !== "ArrowRight" && ev.key !== "ArrowLeft") return;
       const at = tabs.indexOf(tab) + (ev.key === "ArrowRight" ? 1 : -1);
       tabs[(at + tabs.length) % tabs.length].click();
       tabs[(at + tabs.length) % tabs.length].focus();
     });
   }
+  // The tabs are links to #conversation and #terminal, so a tab tapped before this script ran
+  // (it waits for xterm.js) is in the address: honour it now.
   if (tabs.length) select(window.location.hash === "#terminal" ? "terminal" : "conversation", false);
 
   // --- the conversation ----------------------------------------------------------------------
