@@ -247,10 +247,10 @@ class Channel:
     async def keep_when_flushed(self, report: hook_apply.Report, path: str) -> None:
         """Keep PATH again once it holds the last message REPORT carries, or after
         ``FLUSH_SECONDS`` with what it holds then (the harness writes it without telling);
-        the file is read again only when its size changed."""
+        the file is read again only when its size has changed."""
         last = str(report.data["last_assistant_message"])
         deadline = time.monotonic() + hook_apply.FLUSH_SECONDS
-        size = _size(path)  # ``unflushed`` has just read it: wait for it to grow
+        size = -2  # read at the first look (it may have grown since ``unflushed`` read it)
         while time.monotonic() < deadline:
             await asyncio.sleep(POLL_SECONDS)
             now = _size(path)
