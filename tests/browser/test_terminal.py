@@ -39,9 +39,10 @@ def window_size(site: Site, target: str) -> str:
 
 
 def viewer_window(page: Page) -> str:
-    """The window size a writable terminal asks of the agent: its own, less the status line."""
+    """The window size a writable terminal asks of the agent: its own, whole (the agent's
+    session shows no tmux status line, decision 0108)."""
     found = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
-    return f"{found[0]}x{found[1] - 1}"
+    return f"{found[0]}x{found[1]}"
 
 
 WHOLE_ROWS = """() => {
@@ -57,9 +58,9 @@ WHOLE_ROWS = """() => {
 
 
 def shows_whole_rows(page: Page) -> None:
-    """Every row of the terminal, tmux's status line last, lies inside the terminal's box (it
-    hides what overflows): none is cut in half, at the bottom or on the right, and the right
-    end of the status line is on screen (nothing in between clips it)."""
+    """Every row of the terminal lies inside the terminal's box (it hides what overflows):
+    none is cut in half, at the bottom or on the right, and the right end of the last row is
+    on screen (nothing in between clips it)."""
     found = page.evaluate(WHOLE_ROWS)
     rows = page.evaluate("() => window.theLoopTerminal.rows")
     assert found["rows"] == rows and found["cut"] <= 0 and found["shown"], found
@@ -92,7 +93,7 @@ def test_terminal_shows_the_screen_and_typing_reaches_the_agent(site: Site, logi
     page.keyboard.press("Enter")
     wait_until(lambda: "hello from the browser" in site.prompts(sid), 30, what="the typed line")
     wait_until(lambda: "FAKE-AGENT GOT #2" in screen_text(page), 30, what="the agent's answer")
-    # the agent's window follows its one interactive viewer (less tmux's status line)
+    # the agent's window follows its one interactive viewer, row for row
     assert window_size(site, target) == viewer_window(page)
     shows_whole_rows(page)
     page.close()
@@ -102,7 +103,7 @@ def test_terminal_shows_the_screen_and_typing_reaches_the_agent(site: Site, logi
 
 def test_the_terminal_shows_whole_rows_at_every_window_height(site: Site, login: Login) -> None:
     """A writable terminal fills the room left in the window: at each height over two rows'
-    worth of pixels (every remainder a row can leave), its rows, tmux's status line last, are
+    worth of pixels (every remainder a row can leave), its rows, the last one too, are
     whole, and the connection's state line below the keys is in the window."""
     rec = site.spawn(45)
     site.work.wait_prompts(rec["id"], 1, timeout=30)

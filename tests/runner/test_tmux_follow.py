@@ -89,8 +89,8 @@ def test_an_interactive_80x24_attach_sizes_the_window_and_sees_the_cursor_line(
 ) -> None:
     assert runner.window_size(asking) == (120, 40)
     outer.run_client("person", runner, asking, read_only=False)
-    # 80x24 less tmux's status line
-    wait_until(lambda: runner.window_size(asking) == (80, 23), 15, what="the window follows")
+    # the whole 80x24: an agent's session shows no status line (decision 0108)
+    wait_until(lambda: runner.window_size(asking) == (80, 24), 15, what="the window follows")
     shown = wait_until(
         lambda: (s := outer.screen("person")) and any("ASK-LINE" in line for line in s) and s,
         15,
@@ -123,12 +123,12 @@ def test_the_window_follows_the_latest_interactive_client_and_waits_for_the_last
     # (the hook may read the other client's formats); see the closing note of this change
     wait_until(lambda: _clients(runner, asking) == 1, 15, what="the watcher attached")
     outer.run_client("person", runner, asking, read_only=False)
-    wait_until(lambda: runner.window_size(asking) == (80, 23), 15, what="the window follows")
+    wait_until(lambda: runner.window_size(asking) == (80, 24), 15, what="the window follows")
     outer.tmux("resize-window", "-t", "=person:", "-x", "100", "-y", "30")
-    wait_until(lambda: runner.window_size(asking) == (100, 29), 15, what="it follows a resize")
+    wait_until(lambda: runner.window_size(asking) == (100, 30), 15, what="it follows a resize")
     outer.close("person")
     wait_until(lambda: _clients(runner, asking) == 1, 15, what="the person's client gone")
-    assert runner.window_size(asking) == (100, 29)  # a read-only viewer still watches
+    assert runner.window_size(asking) == (100, 30)  # a read-only viewer still watches
     outer.close("watcher")
     wait_until(lambda: runner.window_size(asking) == (120, 40), 15, what="the window restored")
 
@@ -138,13 +138,13 @@ def test_two_interactive_viewers_share_the_smallest_window(
 ) -> None:
     """Each interactive viewer sees the whole window: it is as small as the smallest."""
     outer.run_client("person", runner, asking, read_only=False)
-    wait_until(lambda: runner.window_size(asking) == (80, 23), 15, what="the window follows")
+    wait_until(lambda: runner.window_size(asking) == (80, 24), 15, what="the window follows")
     outer.tmux("resize-window", "-t", "=person:", "-x", "100", "-y", "30")
-    wait_until(lambda: runner.window_size(asking) == (100, 29), 15, what="it follows a resize")
+    wait_until(lambda: runner.window_size(asking) == (100, 30), 15, what="it follows a resize")
     outer.run_client("other", runner, asking, read_only=False)  # 80x24
-    wait_until(lambda: runner.window_size(asking) == (80, 23), 15, what="the smaller one")
+    wait_until(lambda: runner.window_size(asking) == (80, 24), 15, what="the smaller one")
     outer.tmux("resize-window", "-t", "=other:", "-x", "90", "-y", "40")
-    wait_until(lambda: runner.window_size(asking) == (90, 29), 15, what="the smallest of each")
+    wait_until(lambda: runner.window_size(asking) == (90, 30), 15, what="the smallest of each")
 
 
 VIEWERS = 400

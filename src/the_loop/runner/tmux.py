@@ -481,13 +481,14 @@ class TmuxRunner:
         """Options chained after ``new-session`` in the same invocation, so they hold before
         the agent can exit or a viewer attach: remain-on-exit and the hook that makes the dead
         pane safe and keeps its screen (``death_hook``), ``window-size manual`` and the hooks
-        by which the window follows its interactive viewer (``viewer_hooks``)."""
+        by which the window follows its interactive viewer (``viewer_hooks``), and no status
+        line: a viewer sees the agent's screen and nothing of tmux's (decision 0108)."""
         window = [("remain-on-exit", "on")] if self.remain_on_exit else []
         window.append(("window-size", "manual"))
         hooks = viewer_hooks(self.columns, self.rows)
         if self.remain_on_exit:
             hooks.append(death_hook(target))
-        out: list[str] = []
+        out = [";", "set-option", "-t", f"={target}:", "status", "off"]
         for name, value in window:
             out += [";", "set-option", "-w", "-t", f"={target}:", name, value]
         for hook, command in hooks:

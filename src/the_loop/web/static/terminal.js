@@ -71,7 +71,7 @@ async function startTerminal() {
     scrollback: 5000, fontSize: 14, cursorBlink: !readOnly, disableStdin: readOnly,
     screenReaderMode: false, allowProposedApi: false,
     // Bright enough colours that text on the default background, and black text on a
-    // coloured one (tmux's status line), stay readable (WCAG AA contrast).
+    // coloured one (an agent's highlighted row), stay readable (WCAG AA contrast).
     theme: {
       background: "#000000", foreground: "#e6e6e6", cursor: "#e6e6e6",
       black: "#000000", red: "#ff6b6b", green: "#73d216", yellow: "#fce94f", blue: "#8ab4f8",
