@@ -13,7 +13,7 @@ import pytest
 
 from tests.daemon import Daemon
 from tests.helpers import wait_until
-from tests.tokens import seen_tokens, token_comment
+from tests.tokens import seen_tokens, signed_comment, token_comment
 from tests.work import Work
 
 pytestmark = pytest.mark.reliability
@@ -83,5 +83,37 @@ def test_sigkill_during_a_burst_loses_and_doubles_nothing(
         )
         live = [s for s in sessions if s["status"] == "active"]
         assert len({s["workItem"] for s in live}) == len(live)
+    finally:
+        daemon.stop()
+
+
+def test_a_decision_is_recorded_once_with_its_outcome_across_a_sigkill(work: Work) -> None:
+    """A comment that starts nothing (the item is not armed) is ignored: its ``route.ignored``
+    is committed with the delivery's outcome, in one transaction. Killed after deciding and
+    before the outcome, the daemon has recorded nothing of the decision; after the restart the
+    delivery is decided again and recorded once."""
+    work.configure(github={"enabled": True})
+    daemon = Daemon(work)
+    daemon.start(THE_LOOP_CRASH_AT="dispatch-before-outcome")
+    proc = daemon.proc
+    assert proc is not None
+    body, headers = signed_comment(7, "a note that starts nothing", "d-decided-once")
+    sent = httpx.post(f"{daemon.url}/webhooks/github", content=body, headers=headers, timeout=30)
+    assert sent.status_code == 202, sent.text
+    wait_until(lambda: proc.poll() is not None, 30, what="the daemon killed before the outcome")
+    daemon.stop()
+
+    def recorded() -> list[str]:
+        shown = work.cli("events", "--format", "json", "--limit", "200")
+        assert shown.exit_code == 0, shown.stderr
+        return [r["type"] for r in json.loads(shown.stdout) if r["deliveryId"] == "d-decided-once"]
+
+    assert recorded() == ["webhook.received"]
+    daemon.start()
+    try:
+        wait_until(
+            lambda: "dispatch.succeeded" in recorded(), 60, what="the delivery decided again"
+        )
+        assert recorded() == ["webhook.received", "route.ignored", "dispatch.succeeded"]
     finally:
         daemon.stop()

@@ -35,6 +35,7 @@ from the_loop import events as ev
 from the_loop.cluster import nodes, placement
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, LoopError, StateError, Unavailable
+from the_loop.faults import crash_point
 from the_loop.github import payloads as github_payloads
 from the_loop.github.parse import parse_webhook
 from the_loop.intake import slack as slack_inbound
@@ -48,7 +49,6 @@ from the_loop.work import WorkEvent, WorkKind
 from the_loop.work_items import service as sessions
 
 SOURCE = "dispatch"
-Reasons: TypeAlias = tuple[str, ...]
 _REFUSED = "refused: "
 """Prefix of a stored intake that names no work event (the rest is the reason)."""
 
@@ -279,7 +279,7 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
     nodes.begin_work(ctx)
     try:
         handler = HANDLERS.get(item.source, _work_event)
-        summary, reasons = handler(ctx, claimed, prior)
+        handled = handler(ctx, claimed, prior)
     except (placement.Elsewhere, placement.RunsElsewhere) as exc:  # e.g. a Slack reply
         return _forward(ctx, claimed, exc.node)
     except LoopError as exc:
@@ -289,29 +289,33 @@ def process(ctx: Ctx, claimed: Claimed) -> DispatchResult:
         return _failed(ctx, claimed, exc, transient=True)
     finally:
         nodes.end_work()  # the thread may serve an operator's message next
+    crash_point("dispatch-before-outcome")
+    summary = handled.summary
     done = ev.build(
         "dispatch.succeeded", source=SOURCE, delivery_id=item.delivery_id, summary=summary
     )
-    inbox.succeed(ctx.db, item.delivery_id, summary, _claimer(ctx), event=done)
+    events = (*handled.records, done)  # what it decided, then its outcome: one transaction
+    inbox.succeed(ctx.db, item.delivery_id, summary, _claimer(ctx), events=events)
     return DispatchResult(
-        item.delivery_id, item.event, False, InboxStatus.succeeded.value, summary, reasons
+        item.delivery_id, item.event, False, InboxStatus.succeeded.value, summary, handled.reasons
     )
 
 
-Handler: TypeAlias = Callable[[Ctx, Claimed, engine.PriorDelivery], tuple[str, tuple[str, ...]]]
-"""Processes a claimed inbox item of one source: its summary and the engine's reasons."""
+Handler: TypeAlias = Callable[[Ctx, Claimed, engine.PriorDelivery], inbox.Handled]
+"""Processes a claimed inbox item of one source: its summary, the engine's reasons and the
+events left to commit with its outcome."""
 
 
-def _work_event(ctx: Ctx, claimed: Claimed, prior: engine.PriorDelivery) -> tuple[str, Reasons]:
+def _work_event(ctx: Ctx, claimed: Claimed, prior: engine.PriorDelivery) -> inbox.Handled:
     """A stored ``WorkEvent`` (GitHub's webhook, poller and ``the-loop dispatch``)."""
     delivery = stored_intake(ctx, claimed)
     if delivery.work is None:
         raise BadInput(delivery.refusal or "the delivery names no work event")
     outcome = sessions.handle_event(ctx, delivery.work, prior)
-    return outcome.summary, tuple(outcome.reasons)
+    return inbox.Handled(outcome.summary, tuple(outcome.reasons), tuple(outcome.records))
 
 
-def _slack(ctx: Ctx, claimed: Claimed, prior: engine.PriorDelivery) -> tuple[str, Reasons]:
+def _slack(ctx: Ctx, claimed: Claimed, prior: engine.PriorDelivery) -> inbox.Handled:
     """A stored Slack request: a thread reply (made a ``WorkEvent``) or a button press."""
     return slack_inbound.process(ctx, claimed.work or "", claimed.item.delivery_id, prior)
 

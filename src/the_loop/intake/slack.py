@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import html
 import time
-from typing import Any, TypeAlias
+from typing import Any
 
 from the_loop import engine
 from the_loop import events as ev
@@ -56,6 +56,7 @@ from the_loop.slack.intake import (
 from the_loop.standing import service as standing
 from the_loop.store import attention as attention_store
 from the_loop.store import slack as store
+from the_loop.store.inbox import Handled
 from the_loop.text_safety import github_quote, slack_text
 from the_loop.work import WorkEvent, WorkKind
 from the_loop.work_items import service as sessions
@@ -63,18 +64,14 @@ from the_loop.work_items import service as sessions
 MIRROR_LIMIT = 4000
 
 
-Done: TypeAlias = tuple[str, tuple[str, ...]]
-"""A one-line summary of what happened, and the engine's reasons (none when it was not asked)."""
-
-
 def process(
     ctx: Ctx, work: str, delivery_id: str, prior: engine.PriorDelivery = engine.PriorDelivery.NONE
-) -> Done:
+) -> Handled:
     """Act on one stored Slack request (PRIOR: what became of earlier processing of it)."""
     crash_point("slack-before-process")
     found = stored_work(work)
     if isinstance(found, SlackPress):
-        return _press(ctx, found, delivery_id), ()
+        return Handled(_press(ctx, found, delivery_id))
     return _message(ctx, found, delivery_id, prior)
 
 
@@ -115,19 +112,19 @@ def _why_dropped(m: SlackMessage) -> str | None:
     return None
 
 
-def _message(ctx: Ctx, m: SlackMessage, delivery_id: str, prior: engine.PriorDelivery) -> Done:
+def _message(ctx: Ctx, m: SlackMessage, delivery_id: str, prior: engine.PriorDelivery) -> Handled:
     reason = _why_dropped(m)
     if reason is not None:
-        return _drop(ctx, delivery_id, reason, user=m.user, channel=m.channel), ()
+        return Handled(_drop(ctx, delivery_id, reason, user=m.user, channel=m.channel))
     assert m.user is not None and m.thread_ts is not None
     key = store.key_of(ctx.db.connect(), m.channel, m.thread_ts)
     if key is None:
-        return _drop(ctx, delivery_id, "unbound-thread", user=m.user, channel=m.channel), ()
+        return Handled(_drop(ctx, delivery_id, "unbound-thread", user=m.user, channel=m.channel))
     text = sanitize(html.unescape(m.text)).strip()
     if not text:
-        return _drop(ctx, delivery_id, "empty", user=m.user, channel=m.channel), ()
+        return Handled(_drop(ctx, delivery_id, "empty", user=m.user, channel=m.channel))
     if key.startswith(outbound.STANDING_PREFIX):
-        return _standing(ctx, m, key, text, delivery_id), ()
+        return Handled(_standing(ctx, m, key, text, delivery_id))
     ref = WorkItemRef.parse(key)
     outcome = sessions.handle_event(ctx, work_event(m, ref, text, delivery_id), prior)
     if any(isinstance(a, engine.Deliver) for a in outcome.actions):
@@ -135,7 +132,7 @@ def _message(ctx: Ctx, m: SlackMessage, delivery_id: str, prior: engine.PriorDel
         _tell_waiting(ctx, key, m, outcome, delivery_id)
     else:
         _record_refusal(ctx, outcome.actions, delivery_id, m.user, key)
-    return outcome.summary, tuple(outcome.reasons)
+    return Handled(outcome.summary, tuple(outcome.reasons), tuple(outcome.records))
 
 
 def _tell_waiting(

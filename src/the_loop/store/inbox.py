@@ -14,7 +14,7 @@ neither (``None``); their consumer derives both from the body.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -73,6 +73,16 @@ class Claimed(NamedTuple):
     payload: bytes
     work: str | None = None
     lane: str | None = None
+
+
+class Handled(NamedTuple):
+    """What processing a claimed item did: a one-line summary, the engine's reasons (none
+    when it was not asked), and the events its decision-only actions left to be committed
+    with the outcome (``succeed``)."""
+
+    summary: str
+    reasons: tuple[str, ...] = ()
+    records: tuple[NewEvent, ...] = ()
 
 
 _COLUMNS = (
@@ -337,10 +347,10 @@ def succeed(
     delivery_id: str,
     outcome: str,
     node: str | None = None,
-    event: NewEvent | None = None,
+    events: Sequence[NewEvent] = (),
 ) -> None:
     """Record DELIVERY_ID processed (with NODE: only while NODE's claim of it stands), and
-    EVENT (the outcome's event) in the same transaction."""
+    EVENTS (what its processing decided, then the outcome's event) in the same transaction."""
     guard, held = _held_by(node)
     with db.transaction() as tx:
         tx.execute(
@@ -348,7 +358,8 @@ def succeed(
             f" claimed_by = NULL, node = NULL, updated_at = ? WHERE delivery_id = ?{guard}",
             (outcome, time.time(), delivery_id, *held),
         )
-        _record(tx, event)
+        for event in events:
+            _record(tx, event)
 
 
 def failure_status(item: InboxItem, transient: bool) -> InboxStatus:

@@ -39,6 +39,7 @@ from the_loop.store import prompts as queue
 from the_loop.store import sessions as store
 from the_loop.store import usage as usage_store
 from the_loop.store.conn import Connection
+from the_loop.store.events import NewEvent
 from the_loop.store.sessions import SessionRecord, SessionStatus
 from the_loop.work import WorkEvent
 from the_loop.work_items import notice, workspace
@@ -51,11 +52,14 @@ SOURCE = "sessions"
 
 @dataclass
 class Outcome:
-    """What processing one work event did: the engine's reasons and one line per action."""
+    """What processing one work event did: the engine's reasons, one line per action, and the
+    events of its decision-only actions (``records``), which the caller commits with the
+    delivery's outcome in one transaction."""
 
     reasons: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
     actions: tuple[engine.Action, ...] = ()
+    records: list[NewEvent] = field(default_factory=list)
 
     @property
     def summary(self) -> str:
@@ -69,7 +73,10 @@ def handle_event(
     ctx: Ctx, event: WorkEvent, prior: engine.PriorDelivery = engine.PriorDelivery.NONE
 ) -> Outcome:
     """Decide and act on EVENT with its work items locked; then start queued sessions. The
-    object EVENT authored is remembered as processed (with the prompt queued for it, if any)."""
+    object EVENT authored is remembered as processed (with the prompt queued for it, if any).
+    A decision-only action (ignore, duplicate, unauthorized, kept open) writes nothing: its
+    event is in the outcome's ``records``, for the inbox to commit with the delivery's
+    outcome."""
     keys = [item.slug for item in event.items] or ["no-item"]
     with layer.hold(ctx, keys):
         placement.settle(ctx, event.items)  # another node's session: handed over to it
@@ -77,7 +84,7 @@ def handle_event(
         decision = engine.decide(event, state, ctx.config)
         outcome = Outcome(reasons=list(decision.reasons), actions=decision.actions)
         for action in decision.actions:
-            outcome.done.append(_execute(ctx, event, action))
+            outcome.done.append(_execute(ctx, event, action, outcome.records))
         if state.seen_by is None and event.replay_key and not decision.queues_prompt:
             with ctx.db.transaction() as tx:
                 github_state.record(tx, event.replay_key, event.delivery_id, event.own)
@@ -113,18 +120,25 @@ def _emit(ctx: Ctx, type_: str, event: WorkEvent | None = None, **kw: Any) -> No
     )
 
 
-def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
+def _decided(event: WorkEvent, type_: str, **kw: Any) -> NewEvent:
+    """The event of a decision-only action on EVENT, built now and committed later."""
+    return ev.build(type_, source=SOURCE, delivery_id=event.delivery_id, **kw)
+
+
+def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action, records: list[NewEvent]) -> str:
+    """Carry out ACTION; a decision-only action's event goes to RECORDS instead."""
+    own = str(event.own) if event.own else None
     if isinstance(action, engine.Ignore):
-        ref = str(event.own) if event.own else None
-        _emit(ctx, "route.ignored", event, work_item=ref, reason=action.reason.value)
-        return f"ignored ({action.reason.value})"
+        reason = action.reason.value
+        records.append(_decided(event, "route.ignored", work_item=own, reason=reason))
+        return f"ignored ({reason})"
     if isinstance(action, engine.Duplicate):
-        _emit(ctx, "webhook.duplicate", event)
+        records.append(_decided(event, "webhook.duplicate"))
         return "duplicate"
     if isinstance(action, engine.Unauthorized):
-        ref = str(event.own) if event.own else None
-        _emit(ctx, "route.unauthorized", event, work_item=ref, actor=action.actor)
-        return f"unauthorized ({action.actor})"
+        actor = action.actor
+        records.append(_decided(event, "route.unauthorized", work_item=own, actor=actor))
+        return f"unauthorized ({actor})"
     if isinstance(action, engine.Reply):
         _emit(ctx, "route.replied", event, work_item=str(action.item), text=action.text)
         notices.tell(ctx, event.source, action.item, action.to, action.text, event.delivery_id)
@@ -140,7 +154,7 @@ def _execute(ctx: Ctx, event: WorkEvent, action: engine.Action) -> str:
     if isinstance(action, engine.KeepOpen):
         why = f"{action.closed_item} closed"
         kw = {"work_item": str(action.item), "session_id": action.session_id, "reason": why}
-        _emit(ctx, "session.kept_open", event, **kw)
+        records.append(_decided(event, "session.kept_open", **kw))
         return f"kept {action.item} open"
     if isinstance(action, engine.AnswerPermission):
         via = "slack" if event.source == "slack" else "github-comment"
