@@ -454,7 +454,7 @@ async def test_viewers_size_the_window_as_decided_and_leave_nothing_behind(
     async with connect(watch_url, additional_headers=read_only) as watcher:
         frame = await hello(watcher)
         cols, rows = (int(n) for n in size_before.split("x"))
-        assert (frame["cols"], frame["rows"]) == (cols, rows + 1)  # the window and its status
+        assert (frame["cols"], frame["rows"]) == (cols, rows)  # the window, no status line (0108)
         await watcher.send(json.dumps({"type": "resize", "cols": 30, "rows": 8}))
         url = ws_url(loop_daemon, f"/sessions/{sid}/terminal?cols=40&rows=10")
         async with connect(url, additional_headers=bearer(loop_daemon.token)) as ws:
@@ -462,10 +462,10 @@ async def test_viewers_size_the_window_as_decided_and_leave_nothing_behind(
             await screen_until(ws, b"\x1b[")  # tmux drew the window
             assert ptys_of(daemon_pid) == ptys_before + 2
             await ws.send(json.dumps({"type": "resize", "cols": 50, "rows": 12}))
-            wait_until(lambda: window_size(work, target) == "50x11", timeout=30,
+            wait_until(lambda: window_size(work, target) == "50x12", timeout=30,
                        what="the window sized to the writable viewer")  # fmt: skip
 
-            # the window passed through the writable viewer's first size (40x9) on the way, and
+            # the window passed through the writable viewer's first size (40x10) on the way, and
             # the watcher may have been told of it first: the newest size is the one that counts
             async def told_50x12() -> bool:
                 frame = await next_text(watcher, "size")
@@ -473,7 +473,7 @@ async def test_viewers_size_the_window_as_decided_and_leave_nothing_behind(
 
             await await_until(told_50x12, timeout=30, interval=0, what="the watcher told 50x12")
             pids = client_pids(work, target)
-        assert window_size(work, target) == "50x11"  # a viewer still watches
+        assert window_size(work, target) == "50x12"  # a viewer still watches
     wait_until(lambda: client_pids(work, target) == clients_before, timeout=30, what="no client")
     wait_until(lambda: all(gone(p) for p in pids), timeout=30, what="the bridges' children gone")
     wait_until(lambda: ptys_of(daemon_pid) == ptys_before, timeout=30, what="the ptys closed")

@@ -229,7 +229,7 @@ def test_desktop_terminal_shows_the_newest_line_and_the_permission_dialog(
     assert in_viewport(page, "#terminal")
     assert rows_fit(page)
     cols, rows = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
-    assert agent.window() == f"{cols}x{rows - 1}"
+    assert agent.window() == f"{cols}x{rows}"
     assert page.evaluate("() => window.scrollY") == 0
     shot(page, "session")
 
@@ -245,7 +245,7 @@ def test_phone_terminal_shows_whole_lines_and_the_permission_dialog(
     cols, rows = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
     assert cols < 60
     # whole lines: the agent draws for the phone's columns, so no line runs past them
-    wait_until(lambda: agent.window() == f"{cols}x{rows - 1}", 30, what="the window follows")
+    wait_until(lambda: agent.window() == f"{cols}x{rows}", 30, what="the window follows")
     assert in_viewport(page, "#terminal")
     heading = page.locator("h1").bounding_box()
     assert heading is not None and heading["x"] + heading["width"] <= 390
@@ -260,7 +260,7 @@ def test_read_only_viewer_sees_the_whole_window_scaled(agent: Agent, open_page: 
     wait_until(lambda: shows(page, DIALOG_END), 30, what="the dialog for a read-only viewer")
     assert rows_fit(page)
     cols, rows = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
-    assert f"{cols}x{rows - 1}" == agent.window() == before
+    assert f"{cols}x{rows}" == agent.window() == before
     assert in_viewport(page, "#terminal")
 
 

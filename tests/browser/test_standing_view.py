@@ -78,7 +78,7 @@ def test_a_standing_sessions_terminal_shows_its_whole_permission_dialog(
     assert in_viewport(page, "#terminal")
     assert rows_fit(page)
     cols, rows = page.evaluate("() => [window.theLoopTerminal.cols, window.theLoopTerminal.rows]")
-    wait_until(lambda: agent.window() == f"{cols}x{rows - 1}", 30, what="the window follows")
+    wait_until(lambda: agent.window() == f"{cols}x{rows}", 30, what="the window follows")
     assert page.evaluate("() => document.documentElement.scrollWidth") <= (
         390 if size == "phone" else 1366
     )
