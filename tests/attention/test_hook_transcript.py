@@ -6,15 +6,17 @@ real daemon; the transcript lies in the agent's own harness directory."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.attention.hooks import hook_env, issue, run_hook
+from tests.attention.hooks import hook_env, issue, run_hook, start_hook
 from tests.conftest import BACKENDS, Env
-from tests.daemon import Daemon
+from tests.daemon import Daemon, served
 from tests.helpers import threading_wait, wait_until
+from tests.work import Work
 from the_loop.store import open_database
 from the_loop.store import transcripts as store
 
@@ -118,3 +120,44 @@ def test_a_turns_last_message_written_after_its_stop_hook_is_kept(
         10,
         what="the turn's last message kept",
     )
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process PID is stopped by a signal (state ``T`` in ``/proc/PID/stat``)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_last_message_written_just_after_the_hooks_copy_is_kept(
+    loop_env: Env, work: Work
+) -> None:
+    """The race a busy host makes likely: the harness writes the turn's last message after
+    the daemon copied the transcript for its ``Stop`` report and before it looked whether the
+    file ends with that message. The daemon is frozen right after the copy (SIGSTOP at
+    ``after-turn-kept``), the message written, the daemon let go: it keeps the message."""
+    if loop_env.database_url is None:
+        pytest.skip("SQLite keeps no transcript")
+    work.configure(github={"enabled": True})
+    env, path = _transcript(loop_env)
+    ask = _line("user", "count the stars")
+    path.write_text(ask, encoding="utf-8")
+    data = {
+        "hook_event_name": "Stop",
+        "session_id": CONV,
+        "transcript_path": str(path),
+        "last_assistant_message": "42",
+    }
+    with served(work, THE_LOOP_PAUSE_AT="after-turn-kept") as daemon:
+        assert daemon.proc is not None
+        pid = daemon.proc.pid
+        hook = start_hook(env, data)
+        wait_until(lambda: _stopped(pid), 30, what="the daemon frozen after its copy")
+        assert _kept(loop_env)[1] == ask.encode()  # the copy lacks the message
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(_line("assistant", "42"))  # written now, before the daemon looks
+        daemon.proc.send_signal(signal.SIGCONT)
+        assert hook.wait(timeout=30) == 0
+        wait_until(
+            lambda: _kept(loop_env)[1] == (ask + _line("assistant", "42")).encode(),
+            10,
+            what="the turn's last message kept",
+        )

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from the_loop import events as ev
 from the_loop.agent.attention.spawn import DELIVERY, token_hash
 from the_loop.agent.spend.transcripts import new_lines
+from the_loop.faults import pause_point
 from the_loop.harness.claude_hooks import ASYNC_HOOK_EVENTS
 from the_loop.hook import CODEX_NOTIFY, CODEX_TURN, KIND_HOOK, PERMISSION
 from the_loop.store import attention as store
@@ -206,6 +207,7 @@ def apply(
     event = report.data.get("hook_event_name")
     if shared and transcript and event in ("Stop", "SessionEnd"):
         keep_transcript(db, report, transcript)
+        pause_point("after-turn-kept")  # the harness may write the turn's last message now
     return prompt_id
 
 
@@ -220,17 +222,17 @@ def unflushed(report: Report, shared: bool) -> str | None:
     """The transcript to keep again once REPORT is acknowledged: Claude Code runs its ``Stop``
     hook before it writes the turn's last message to the transcript, so the copy kept while
     applying the report can lack it (until the next turn). The path when REPORT is such a
-    ``Stop`` on a shared database and the file does not end with the message REPORT carries;
-    None otherwise."""
+    ``Stop`` on a shared database that carries its message; None otherwise. Asked whatever
+    the file holds now: the message may have reached the file after that copy was taken and
+    before this look, and the copy would still lack it (``keep_when_flushed`` then keeps it
+    at its first look)."""
     if not shared or report.kind != KIND_HOOK or report.data.get("hook_event_name") != "Stop":
         return None
     path, last = report.data.get("transcript_path"), report.data.get("last_assistant_message")
     root = report.who.transcript_root
     if not (isinstance(path, str) and isinstance(last, str) and last and root):
         return None
-    if not _inside(path, root) or flushed(path, last):
-        return None
-    return path
+    return path if _inside(path, root) else None
 
 
 def flushed(path: str, last: str) -> bool:
