@@ -53,6 +53,21 @@ def _transcript(loop_env: Env) -> tuple[dict[str, str], Path]:
     return hook_env(loop_env, issue(loop_env, root=root)), path
 
 
+def _turn_without_its_reply(loop_env: Env) -> tuple[dict[str, str], Path, str, dict[str, str]]:
+    """A transcript holding a turn's question only, and the data of the ``Stop`` hook that
+    carries the turn's last message (Claude Code writes it to the file after its hook)."""
+    env, path = _transcript(loop_env)
+    ask = _line("user", "count the stars")
+    path.write_text(ask, encoding="utf-8")
+    data = {
+        "hook_event_name": "Stop",
+        "session_id": CONV,
+        "transcript_path": str(path),
+        "last_assistant_message": "42",
+    }
+    return env, path, ask, data
+
+
 def test_each_turn_copies_only_the_new_whole_lines(loop_env: Env, daemon: Daemon) -> None:
     env, path = _transcript(loop_env)
     turn1 = _line("user", "count the stars") + _line("assistant", "42")
@@ -96,15 +111,7 @@ def test_a_turns_last_message_written_after_its_stop_hook_is_kept(
     turn."""
     if loop_env.database_url is None:
         pytest.skip("SQLite keeps no transcript")
-    env, path = _transcript(loop_env)
-    ask = _line("user", "count the stars")
-    path.write_text(ask, encoding="utf-8")
-    data = {
-        "hook_event_name": "Stop",
-        "session_id": CONV,
-        "transcript_path": str(path),
-        "last_assistant_message": "42",
-    }
+    env, path, ask, data = _turn_without_its_reply(loop_env)
     done = run_hook(env, data)
     assert done.returncode == 0 and not done.stderr, done.stderr
     assert _kept(loop_env)[1] == ask.encode()  # what the file held when the hook ran
@@ -137,15 +144,7 @@ def test_a_last_message_written_just_after_the_hooks_copy_is_kept(
     if loop_env.database_url is None:
         pytest.skip("SQLite keeps no transcript")
     work.configure(github={"enabled": True})
-    env, path = _transcript(loop_env)
-    ask = _line("user", "count the stars")
-    path.write_text(ask, encoding="utf-8")
-    data = {
-        "hook_event_name": "Stop",
-        "session_id": CONV,
-        "transcript_path": str(path),
-        "last_assistant_message": "42",
-    }
+    env, path, ask, data = _turn_without_its_reply(loop_env)
     with served(work, THE_LOOP_PAUSE_AT="after-turn-kept") as daemon:
         assert daemon.proc is not None
         pid = daemon.proc.pid
