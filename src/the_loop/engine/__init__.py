@@ -147,8 +147,9 @@ class RouteState:
 
 
 # --- actions out ----------------------------------------------------------------------------
-# ``event_type`` is the catalogue event the caller emits: at once for the decision-only
-# actions (Ignore, Duplicate, Unauthorized, KeepOpen), once carried out for the others.
+# ``event_type`` is the catalogue event the caller records: with the delivery's outcome for
+# the decision-only actions (Ignore, Duplicate, Unauthorized, KeepOpen), once carried out for
+# the others.
 
 
 @dataclass(frozen=True, slots=True)
