@@ -145,14 +145,17 @@ def main() -> None:
     lines = [head, "|---|" + "---:|" * (len(counts) + 1)]
     for key, label, unit, target in ROWS:
         values = [table[n][key] for n in counts]
-        growth = values[-1] / values[0] if values[0] else float("nan")
+        # a figure that is nothing at the smallest count has no ratio (idle CPU often is)
+        ratio = values[-1] / values[0] if values[0] else None
+        cell = f"n/a (0 at {counts[0]})" if ratio is None else f"{ratio:.1f}x"
+        growth = f"0 at {counts[0]}: no ratio" if ratio is None else f"{ratio:.1f}x"
         cells = " | ".join(common.fmt_value(v, unit) for v in values)
-        lines.append(f"| {label} | {cells} | {growth:.1f}x |")
+        lines.append(f"| {label} | {cells} | {cell} |")
         steps = zip(counts, values, strict=True)
         report.note(
             f"{label}: "
             + ", ".join(f"{common.fmt_value(v, unit)} at {n}" for n, v in steps)
-            + f" ({growth:.1f}x from {counts[0]} to {counts[-1]})"
+            + f" ({growth}, from {counts[0]} to {counts[-1]})"
         )
         for n in counts:
             report.figure(
