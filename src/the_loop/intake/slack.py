@@ -56,6 +56,7 @@ from the_loop.slack.intake import (
 from the_loop.standing import service as standing
 from the_loop.store import attention as attention_store
 from the_loop.store import slack as store
+from the_loop.store.events import NewEvent
 from the_loop.store.inbox import Handled
 from the_loop.text_safety import github_quote, slack_text
 from the_loop.work import WorkEvent, WorkKind
@@ -71,7 +72,7 @@ def process(
     crash_point("slack-before-process")
     found = stored_work(work)
     if isinstance(found, SlackPress):
-        return Handled(_press(ctx, found, delivery_id))
+        return _press(ctx, found, delivery_id)
     return _message(ctx, found, delivery_id, prior)
 
 
@@ -79,10 +80,11 @@ _CHATTER = ("bot-message", "not-in-a-thread", "subtype-", "event-type-")
 """Drops that every busy channel produces all day: recorded at debug level."""
 
 
-def _drop(ctx: Ctx, delivery_id: str, reason: str, **detail: Any) -> str:
+def _dropped(delivery_id: str, reason: str, **detail: Any) -> NewEvent:
+    """The ``slack.dropped`` event of a request nothing is done with, for REASON: committed
+    with the delivery's outcome, as the engine's decision-only events are."""
     level = ev.Level.debug if reason.startswith(_CHATTER) else None
-    ev.emit(
-        ctx.db,
+    return ev.build(
         "slack.dropped",
         source=SOURCE,
         level=level,
@@ -90,7 +92,11 @@ def _drop(ctx: Ctx, delivery_id: str, reason: str, **detail: Any) -> str:
         reason=reason,
         **detail,
     )
-    return f"dropped ({reason})"
+
+
+def _drop(delivery_id: str, reason: str, **detail: Any) -> Handled:
+    """A request dropped for REASON: its summary and its ``slack.dropped`` event."""
+    return Handled(f"dropped ({reason})", (), (_dropped(delivery_id, reason, **detail),))
 
 
 def _why_dropped(m: SlackMessage) -> str | None:
@@ -115,23 +121,23 @@ def _why_dropped(m: SlackMessage) -> str | None:
 def _message(ctx: Ctx, m: SlackMessage, delivery_id: str, prior: engine.PriorDelivery) -> Handled:
     reason = _why_dropped(m)
     if reason is not None:
-        return Handled(_drop(ctx, delivery_id, reason, user=m.user, channel=m.channel))
+        return _drop(delivery_id, reason, user=m.user, channel=m.channel)
     assert m.user is not None and m.thread_ts is not None
     key = store.key_of(ctx.db.connect(), m.channel, m.thread_ts)
     if key is None:
-        return Handled(_drop(ctx, delivery_id, "unbound-thread", user=m.user, channel=m.channel))
+        return _drop(delivery_id, "unbound-thread", user=m.user, channel=m.channel)
     text = sanitize(html.unescape(m.text)).strip()
     if not text:
-        return Handled(_drop(ctx, delivery_id, "empty", user=m.user, channel=m.channel))
+        return _drop(delivery_id, "empty", user=m.user, channel=m.channel)
     if key.startswith(outbound.STANDING_PREFIX):
-        return Handled(_standing(ctx, m, key, text, delivery_id))
+        return _standing(ctx, m, key, text, delivery_id)
     ref = WorkItemRef.parse(key)
     outcome = sessions.handle_event(ctx, work_event(m, ref, text, delivery_id), prior)
     if any(isinstance(a, engine.Deliver) for a in outcome.actions):
         _mirror(ctx, ref, m.user, text, delivery_id)
         _tell_waiting(ctx, key, m, outcome, delivery_id)
     else:
-        _record_refusal(ctx, outcome.actions, delivery_id, m.user, key)
+        outcome.records += _refusals(outcome.actions, delivery_id, m.user, key)
     return Handled(outcome.summary, tuple(outcome.reasons), tuple(outcome.records))
 
 
@@ -168,25 +174,27 @@ def work_event(m: SlackMessage, ref: WorkItemRef, text: str, delivery_id: str) -
     )
 
 
-def _record_refusal(
-    ctx: Ctx, actions: tuple[engine.Action, ...], delivery_id: str, user: str, key: str
-) -> None:
+def _refusals(
+    actions: tuple[engine.Action, ...], delivery_id: str, user: str, key: str
+) -> list[NewEvent]:
     """``slack.dropped`` for a reply the engine refused (unauthorized, paused, …), so that
     Slack's own record shows it beside the engine's ``route.*`` event."""
+    out = []
     for action in actions:
         if isinstance(action, engine.Unauthorized):
-            _drop(ctx, delivery_id, "unauthorized", user=user, workItem=key)
+            out.append(_dropped(delivery_id, "unauthorized", user=user, workItem=key))
         elif isinstance(action, engine.Ignore):
-            _drop(ctx, delivery_id, action.reason.value, user=user, workItem=key)
+            out.append(_dropped(delivery_id, action.reason.value, user=user, workItem=key))
+    return out
 
 
-def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) -> str:
+def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) -> Handled:
     """A reply in a standing session's thread: authorized by the engine's rule for Slack,
     delivered by the standing policy."""
     assert m.user is not None
     actor = f"slack:{m.user}"
     if not engine.is_authorized(actor, ctx.config, SOURCE):
-        return _drop(ctx, delivery_id, "unauthorized", user=m.user, channel=m.channel)
+        return _drop(delivery_id, "unauthorized", user=m.user, channel=m.channel)
     name = key.removeprefix(outbound.STANDING_PREFIX)
     command = engine.answer_command(text, ctx.config)
     if command is not None:
@@ -194,8 +202,8 @@ def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) 
             done = attention.answer_command(ctx, key, command, actor, SOURCE)
         except (BadInput, Conflict, NotFound, Unavailable) as exc:
             _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
-            return _drop(ctx, delivery_id, "stale-answer", user=m.user, standing=name)
-        return f"{command.verb} {done}"
+            return _drop(delivery_id, "stale-answer", user=m.user, standing=name)
+        return Handled(f"{command.verb} {done}")
     try:
         said = standing.say(ctx, name, text, actor=actor)
     except NotRunning:
@@ -207,15 +215,15 @@ def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) 
             f"with `the-loop standing start {slack_text(name)}`",
             delivery_id,
         )
-        return _drop(ctx, delivery_id, "standing-stopped", user=m.user, standing=name)
+        return _drop(delivery_id, "standing-stopped", user=m.user, standing=name)
     except Conflict as exc:  # over budget (or a foreign pane): the reply says why
         _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
-        return _drop(ctx, delivery_id, "standing-refused", user=m.user, standing=name)
+        return _drop(delivery_id, "standing-refused", user=m.user, standing=name)
     if said.held is not None:
         waits = f"{said.held} in {name}; {held_until(said.held)}"
         _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(waits)}", delivery_id)
-        return waits
-    return f"said to standing session {name}"
+        return Handled(waits)
+    return Handled(f"said to standing session {name}")
 
 
 def _reply(ctx: Ctx, key: str, channel: str, text: str, delivery_id: str) -> None:
@@ -250,9 +258,9 @@ def _ephemeral(ctx: Ctx, p: SlackPress, text: str, delivery_id: str) -> None:
     outbound.wake(ctx)
 
 
-def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
+def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> Handled:
     if p.action not in (ALLOW_ACTION, DENY_ACTION, ANSWER_ACTION):
-        return _drop(ctx, delivery_id, f"action-{p.action}", user=p.user)
+        return _drop(delivery_id, f"action-{p.action}", user=p.user)
     if not engine.is_authorized(f"slack:{p.user}", ctx.config, SOURCE):
         _ephemeral(
             ctx,
@@ -260,7 +268,7 @@ def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
             "You are not allowed to answer the-loop's prompts; nothing changed.",
             delivery_id,
         )
-        return _drop(ctx, delivery_id, "unauthorized", user=p.user, channel=p.channel)
+        return _drop(delivery_id, "unauthorized", user=p.user, channel=p.channel)
     conn = ctx.db.connect()
     posted = store.posted_prompt(conn, p.prompt_id)
     prompt = attention_store.get_prompt(conn, p.prompt_id)
@@ -271,7 +279,7 @@ def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
             f"There is no prompt {slack_text(repr(p.prompt_id))} here; nothing changed.",
             delivery_id,
         )
-        return _drop(ctx, delivery_id, "unknown-prompt", user=p.user, channel=p.channel)
+        return _drop(delivery_id, "unknown-prompt", user=p.user, channel=p.channel)
     actor = f"slack:{p.user}"
     try:
         if p.action == ANSWER_ACTION:
@@ -287,7 +295,7 @@ def _press(ctx: Ctx, p: SlackPress, delivery_id: str) -> str:
             summary = f"{decision} {done.prompt_id} ({done.tool or 'prompt'})"
     except (BadInput, Conflict, NotFound, Unavailable) as exc:
         _ephemeral(ctx, p, f"Not taken: {slack_text(exc.message)}.", delivery_id)
-        return _drop(ctx, delivery_id, "stale-answer", user=p.user, promptId=p.prompt_id)
+        return _drop(delivery_id, "stale-answer", user=p.user, promptId=p.prompt_id)
     if notices.queue_outcome(ctx, p.prompt_id, time.time()):
         outbound.wake(ctx)
-    return summary
+    return Handled(summary)
