@@ -58,6 +58,12 @@ def test_authorized_do_spawns_then_comments_reach_the_same_pane(work: Work) -> N
 def test_close_terminates_keeps_pane_and_reopen_starts_fresh(work: Work) -> None:
     sid = start(work)
     work.wait_prompts(sid, 1)
+    # the fake agent logs a prompt, then prints it: the record below is of a screen that shows it
+    wait_until(
+        lambda: "FAKE-AGENT GOT #1" in work.tmux("capture-pane", "-p", "-t", f"={TARGET}:").stdout,
+        10,
+        what="the prompt on the agent's screen",
+    )
     closed = work.dispatch(
         "issues", P.issues_event("closed", sender="someone-else", state="closed"), "d-close"
     )
