@@ -250,7 +250,7 @@ class Channel:
         the file is read again only when its size has changed."""
         last = str(report.data["last_assistant_message"])
         deadline = time.monotonic() + hook_apply.FLUSH_SECONDS
-        size: int | None = None  # the first look reads it: it may have grown since ``unflushed``
+        size: int | None = None  # the first look reads it: the message may be there already
         while time.monotonic() < deadline:
             await asyncio.sleep(POLL_SECONDS)
             now = _size(path)
