@@ -4,9 +4,10 @@ Attention, Standing verbs and refusals, live Events, and axe-core on every page.
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from tests.browser.conftest import (
     PHONE,
@@ -17,6 +18,7 @@ from tests.browser.conftest import (
     screen_text,
     shot,
 )
+from tests.fakes import payloads as P
 from tests.helpers import wait_until
 from the_loop import events as ev
 from the_loop.config.attention import _default_harnesses
@@ -92,6 +94,48 @@ def test_attention_lists_a_permission_and_allow_answers_it(site: Site, login: Lo
         "allow",
         "dashboard",
         "dashboard",
+    )
+
+
+def test_an_answer_is_shown_on_the_session_page_when_a_re_render_came_during_it(
+    site: Site, login: Login
+) -> None:
+    """Allow on a session's page while a live re-render replaces its waiting block (an event
+    on the work item came while the answer was on its way, as answers take about a second):
+    the page still says how the answer went, in the block that replaced the one clicked."""
+    rec = site.spawn(36)
+    sid = rec["id"]
+    wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
+    sent = site.daemon.api(
+        "POST", f"/sessions/{sid}/messages", json={"text": "ASK-PERMISSION: make release"}
+    )
+    assert sent.status_code == 200, sent.text
+    wait_until(lambda: site.attention(sid) == "needs-permission", 30, what="needs-permission")
+
+    page = login()
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route(f"**/api/v1/sessions/{sid}/permission", hold)
+    page.goto(f"/sessions/{sid}")
+    waiting = page.locator("#live-waiting .waiting-now")
+    expect(waiting.locator(".pending")).to_contain_text("make release")
+    page.evaluate("document.querySelector('#live-waiting [data-result]').dataset.clicked = '1'")
+    waiting.get_by_role("button", name=re.compile("^Allow")).click()
+    wait_until(lambda: held, 10, what="the answer held on its way")
+    # a stranger's comment on the issue: an event on the work item, so the page re-renders
+    body = P.issue_comment_event("the-loop start", sender="mallory", number=36)
+    assert site.daemon.post("issue_comment", body, f"browser-36-{uuid.uuid4().hex[:6]}").is_success
+    expect(page.locator("#live-waiting [data-result]")).to_have_count(1)
+    expect(page.locator("#live-waiting [data-result][data-clicked]")).to_have_count(0)
+    held[0].continue_()
+    expect(page.locator("#live-waiting [data-result]")).to_contain_text("allowed")
+    wait_until(
+        lambda: any(r.get("kind") == "answer" for r in site.records(sid)),
+        30,
+        what="the answer reached the fake agent",
     )
 
 

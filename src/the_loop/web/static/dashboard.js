@@ -39,12 +39,16 @@
       ?? document.querySelector("[data-result]");
   }
 
-  function show(el, text, ok) {
+  // The id of the nearest element around a control's result line. After a live re-render
+  // the element of that id (the region, kept, or its card, rendered again) holds the line.
+  const regionOf = (el) => resultFor(el)?.closest("[id]")?.id;
+
+  function show(el, text, ok, key) {
     let out = resultFor(el);
     if (!out) return;
     // A live re-render during the request replaced the control's card: show the result in
-    // the card that replaced it (found by the same id), not in the detached one.
-    const key = out.closest("[id]")?.id;
+    // the card that replaced it, found by the id taken before the request (from the detached
+    // line, the walk up ends at the detached card, which has none).
     if (!out.isConnected && key) out = document.getElementById(key)?.querySelector("[data-result]") ?? out;
     out.textContent = text;
     out.className = `result ${ok ? "ok" : "error"}`;
@@ -65,15 +69,16 @@
   async function run(el, method, url, body) {
     if (el.dataset.confirm && !window.confirm(el.dataset.confirm)) return;
     el.disabled = true;
+    const key = regionOf(el);
     try {
       const data = await call(method, url, body);
-      show(el, summary(data), true);
+      show(el, summary(data), true, key);
       // a control that changes what the page is made of (a terminal that comes or goes)
       if (el.dataset.reload !== undefined) window.location.reload();
       else refresh();
       return data;
     } catch (err) {
-      show(el, err.message, false);
+      show(el, err.message, false, key);
       return undefined;
     } finally {
       el.disabled = false;
