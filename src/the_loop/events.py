@@ -325,6 +325,7 @@ CATALOGUE: dict[str, EventSpec] = {
         _spec("node.dead", _E, "A node's heartbeat went silent: its sessions are orphaned."),
         _spec("node.rejoined", _W, "A node declared dead beats again and rejoins."),
         _spec("session.moved", _I, "A session of a dead node was taken over by this node."),
+        _spec("session.taken_back", _I, "A node took back its own orphaned session."),
         _spec("session.transcript_restored", _I, "A kept transcript was written for a resume."),
         _spec("session.transcript_over_cap", _W, "A transcript is too large to keep in the store."),
         _spec("dispatch.forwarded", _D, "A delivery was handed to the node owning its item."),

@@ -233,7 +233,10 @@ def _start_items(cluster: list[Node], items: range) -> None:
 
 
 def _moved_in_flight(db: Database) -> int:
-    return sum(int(e.payload.get("inFlight", 0)) for e in _events(db, "session.moved"))
+    """The prompts a dead node had in flight, counted where its sessions were taken over or
+    taken back."""
+    taken = _events(db, "session.moved", "session.taken_back")
+    return sum(int(e.payload.get("inFlight", 0)) for e in taken)
 
 
 def _story(db: Database, tokens: dict[str, int]) -> str:

@@ -56,6 +56,12 @@ def test_a_returning_node_takes_back_its_session_whose_agent_still_runs(
     except AssertionError as exc:
         told = [(e.type, e.session_id, e.payload) for e in events(db)]
         raise AssertionError(f"{exc}: {session_store.get(db.connect(), rec.id)} {told}") from None
+    (taken,) = events(db, "session.taken_back", "session.moved")  # not a move from B to B
+    assert (taken.type, taken.session_id, taken.payload["node"]) == (
+        "session.taken_back",
+        rec.id,
+        "node-b",
+    )
     state = attention.get(db.connect(), rec.id)
     assert state is not None and state.state != attention.BLOCKED, state and state.state
     assert state.signal != attention.CRASH_SIGNAL  # not taken for an agent being restarted

@@ -110,25 +110,29 @@ def take_over(ctx: Ctx, rec: SessionRecord, me: str) -> None:
     A prompt the old node had staged may or may not have reached its agent: it is delivered
     again here, marked to the agent as a possible repeat (``REPEAT_NOTE``; at least once;
     ``inFlight`` in ``session.moved`` counts them), since a prompt lost for good is worse than
-    one read twice (SPEC §17)."""
+    one read twice (SPEC §17).
+
+    ME may be REC's own node, come back while its agent still runs: the session is taken back
+    (``session.taken_back``), not moved."""
     path = _hands().workspace(ctx, WorkItemRef.parse(rec.work_item))
+    back = rec.node == me
     with ctx.db.transaction() as tx:
         paused = rec.status is SessionStatus.paused or store.paused_when_orphaned(tx, rec.id)
         status = SessionStatus.paused if paused else SessionStatus.active
         store.update(tx, rec.id, node=me, status=status, cwd=str(path))
         in_flight = prompts.requeue_staged(tx, rec.id, REPEAT_NOTE)
-        if rec.node != me:  # its own session back after a pause: its agent may still run
+        if not back:  # its own agent, taken back, keeps its voice
             moved_here(tx, rec.id)
+    where = {"node": me} if back else {"fromNode": rec.node, "toNode": me}
     ev.emit(
         ctx.db,
-        "session.moved",
+        "session.taken_back" if back else "session.moved",
         source=SOURCE,
         work_item=rec.work_item,
         session_id=rec.id,
-        fromNode=rec.node,
-        toNode=me,
         inFlight=in_flight,
         paused=paused,
+        **where,
     )
 
 
@@ -146,7 +150,12 @@ def report_move(ctx: Ctx, rec: SessionRecord, resumed: bool, detail: str) -> Non
     what did not."""
     if not ctx.db.shared:
         return
-    kinds = ("session.moved", "session.respawned", "session.transcript_restored")
+    kinds = (
+        "session.moved",
+        "session.taken_back",
+        "session.respawned",
+        "session.transcript_restored",
+    )
     last = ev.query(ctx.db, ev.EventFilter(types=kinds, work_item=rec.work_item, limit=2))
     restored = bool(last) and last[-1].type == "session.transcript_restored"
     if restored:
@@ -155,7 +164,7 @@ def report_move(ctx: Ctx, rec: SessionRecord, resumed: bool, detail: str) -> Non
         return
     old = str(last[-1].payload.get("fromNode") or "another node")
     if old == nodes.node_name(ctx):
-        return  # its own session, taken back: nothing moved
+        return  # its own session, taken back (so recorded before `session.taken_back`)
     text = move_notice(rec.id, old, nodes.node_name(ctx), (resumed, restored), detail)
     _hands().reply(ctx, WorkItemRef.parse(rec.work_item), text)
 
