@@ -139,6 +139,37 @@ def test_an_answer_is_shown_on_the_session_page_when_a_re_render_came_during_it(
     )
 
 
+def test_a_message_sent_from_a_phone_leads_to_the_question_it_raised(
+    site: Site, login: Login
+) -> None:
+    """On a phone the message box is at the bottom of the session's page, and what the agent
+    then waits on a person for is at its top, a few screens up: the Attention section beside
+    the box links up to it, and the answer is given there."""
+    rec = site.spawn(37)
+    sid = rec["id"]
+    wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
+    page = login(**PHONE)
+    page.goto(f"/sessions/{sid}")
+    box = page.get_by_label(re.compile("^Message to the agent"))
+    box.fill("ASK-PERMISSION: make ship")
+    page.get_by_role("button", name="Send message").click()
+    link = page.get_by_role("link", name="answer it at the top of the page")
+    expect(link).to_be_in_viewport()  # live, where the message was sent from
+    expect(page.get_by_role("button", name=re.compile("^Allow"))).not_to_be_in_viewport()
+    link.tap()
+    allow = page.get_by_role("button", name=re.compile("^Allow"))
+    expect(allow).to_be_in_viewport()
+    expect(page.locator(".waiting-now .pending")).to_contain_text("make ship")
+    allow.tap()
+    expect(page.locator("#live-waiting [data-result]")).to_contain_text("allowed")
+    expect(link).to_have_count(0)  # answered: nothing waits any more
+    wait_until(
+        lambda: any(r.get("kind") == "answer" for r in site.records(sid)),
+        30,
+        what="the answer reached the fake agent",
+    )
+
+
 def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -> None:
     page = login()
     page.goto("/standing")
