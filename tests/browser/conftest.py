@@ -90,6 +90,21 @@ class Site:
         assert sent.status_code == 202, sent.text
         return self.wait_session(number)
 
+    def asking(self, number: int, command: str) -> str:
+        """Start a session on issue NUMBER and have its fake agent ask permission to run
+        COMMAND; the session's id once it reads ``needs-permission``."""
+        sid = str(self.spawn(number)["id"])
+        wait_until(lambda: self.attention(sid) == "waiting", 30, what="the agent waiting")
+        body = {"text": f"ASK-PERMISSION: {command}"}
+        sent = self.daemon.api("POST", f"/sessions/{sid}/messages", json=body)
+        assert sent.status_code == 200, sent.text
+        wait_until(lambda: self.attention(sid) == "needs-permission", 30, what="needs-permission")
+        return sid
+
+    def answered(self, sid: str) -> list[tuple[str, str]]:
+        """What session SID's fake agent was answered: (command, answer) pairs."""
+        return [(r["command"], r["answer"]) for r in self.records(sid) if r["kind"] == "answer"]
+
     def wait_session(self, number: int) -> dict[str, Any]:
         ref = f"github:octo/repo#{number}"
 

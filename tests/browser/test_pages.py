@@ -62,14 +62,7 @@ def test_a_new_session_appears_without_reload(site: Site, login: Login) -> None:
 
 
 def test_attention_lists_a_permission_and_allow_answers_it(site: Site, login: Login) -> None:
-    rec = site.spawn(32)
-    sid = rec["id"]
-    wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
-    sent = site.daemon.api(
-        "POST", f"/sessions/{sid}/messages", json={"text": "ASK-PERMISSION: make deploy"}
-    )
-    assert sent.status_code == 200, sent.text
-    wait_until(lambda: site.attention(sid) == "needs-permission", 30, what="needs-permission")
+    sid = site.asking(32, "make deploy")
 
     page = login()
     page.goto("/attention")
@@ -80,12 +73,7 @@ def test_attention_lists_a_permission_and_allow_answers_it(site: Site, login: Lo
     card.get_by_role("button", name=re.compile("^Allow")).click()
     # The card leaves the list once the answer lands; the page's own region keeps the result.
     expect(page.locator("[data-answered]")).to_contain_text("github:octo/repo#32: allowed")
-    wait_until(
-        lambda: any(r.get("kind") == "answer" for r in site.records(sid)),
-        30,
-        what="the answer reached the fake agent",
-    )
-    answers = [(r["command"], r["answer"]) for r in site.records(sid) if r["kind"] == "answer"]
+    answers = wait_until(lambda: site.answered(sid), 30, what="the answer reached the fake agent")
     assert answers == [("make deploy", "y")]
     expect(page.locator(f"li[data-agent='{sid}']")).to_have_count(0, timeout=30_000)
     # recorded as a person's answer on the dashboard (docs/attention.md), not as a token's
@@ -103,14 +91,7 @@ def test_an_answer_is_shown_on_the_session_page_when_a_re_render_came_during_it(
     """Allow on a session's page while a live re-render replaces its waiting block (an event
     on the work item came while the answer was on its way, as answers take about a second):
     the page still says how the answer went, in the block that replaced the one clicked."""
-    rec = site.spawn(36)
-    sid = rec["id"]
-    wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
-    sent = site.daemon.api(
-        "POST", f"/sessions/{sid}/messages", json={"text": "ASK-PERMISSION: make release"}
-    )
-    assert sent.status_code == 200, sent.text
-    wait_until(lambda: site.attention(sid) == "needs-permission", 30, what="needs-permission")
+    sid = site.asking(36, "make release")
 
     page = login()
     held: list[Route] = []
@@ -132,11 +113,8 @@ def test_an_answer_is_shown_on_the_session_page_when_a_re_render_came_during_it(
     expect(page.locator("#live-waiting [data-result][data-clicked]")).to_have_count(0)
     held[0].continue_()
     expect(page.locator("#live-waiting [data-result]")).to_contain_text("allowed")
-    wait_until(
-        lambda: any(r.get("kind") == "answer" for r in site.records(sid)),
-        30,
-        what="the answer reached the fake agent",
-    )
+    answers = wait_until(lambda: site.answered(sid), 30, what="the answer reached the fake agent")
+    assert answers == [("make release", "y")]
 
 
 def test_a_message_sent_from_a_phone_leads_to_the_question_it_raised(
@@ -163,11 +141,8 @@ def test_a_message_sent_from_a_phone_leads_to_the_question_it_raised(
     allow.tap()
     expect(page.locator("#live-waiting [data-result]")).to_contain_text("allowed")
     expect(link).to_have_count(0)  # answered: nothing waits any more
-    wait_until(
-        lambda: any(r.get("kind") == "answer" for r in site.records(sid)),
-        30,
-        what="the answer reached the fake agent",
-    )
+    answers = wait_until(lambda: site.answered(sid), 30, what="the answer reached the fake agent")
+    assert answers == [("make ship", "y")]
 
 
 def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -> None:
