@@ -117,6 +117,47 @@ def test_an_answer_is_shown_on_the_session_page_when_a_re_render_came_during_it(
     assert answers == [("make release", "y")]
 
 
+def test_a_new_prompt_on_an_open_page_is_not_shown_as_answered(site: Site, login: Login) -> None:
+    """An answer's outcome stays in its place once the prompt has gone, on a session's page and
+    on Attention, until a new prompt of the same agent takes that place: the new one is shown
+    unanswered (it showed the old "allowed" under its Allow and Deny)."""
+    sid = site.asking(38, "make one")
+    session = login()
+    session.goto(f"/sessions/{sid}")
+    attention = session.context.new_page()
+    attention.goto("/attention")
+    block, card = session.locator("#live-waiting"), attention.locator(f"#agent-{sid}")
+    block.get_by_role("button", name=re.compile("^Allow")).click()
+    expect(block.locator("[data-result]")).to_contain_text("allowed")
+    expect(block.locator(".waiting-now")).to_have_count(0)
+    expect(card).to_have_count(0)
+
+    def ask(command: str) -> None:
+        wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
+        body = {"text": f"ASK-PERMISSION: {command}"}
+        assert site.daemon.api("POST", f"/sessions/{sid}/messages", json=body).is_success
+
+    ask("make two")
+    expect(block.locator(".pending")).to_contain_text("make two")
+    expect(card.locator(".asked")).to_contain_text("make two")
+    expect(block.locator("[data-result]")).to_have_text("")
+    card.get_by_role("button", name=re.compile("^Allow")).click()
+    expect(attention.locator("[data-answered]")).to_contain_text("allowed")
+    expect(card).to_have_count(0)
+
+    ask("make three")
+    expect(card.locator(".asked")).to_contain_text("make three")
+    expect(card.locator("[data-result]")).to_have_text("")
+    expect(block.locator(".pending")).to_contain_text("make three")
+    expect(block.locator("[data-result]")).to_have_text("")
+    block.get_by_role("button", name=re.compile("^Deny")).click()
+    expect(block.locator("[data-result]")).to_contain_text("denied")
+    answers = wait_until(
+        lambda: site.answered(sid) if len(site.answered(sid)) == 3 else None, 30, what="answers"
+    )
+    assert answers == [("make one", "y"), ("make two", "y"), ("make three", "n")]
+
+
 def test_a_message_sent_from_a_phone_leads_to_the_question_it_raised(
     site: Site, login: Login
 ) -> None:

@@ -129,11 +129,16 @@
   const live = document.getElementById("live");
   const regions = live ? [live, ...document.querySelectorAll("[data-live-region]")] : [];
   const inRegion = (el) => regions.some((r) => r.contains(el));
-  const results = new Map(); // results shown in a live region survive its re-render
+  // Results shown in a live region survive its re-render, each with the prompt it answered
+  // (the data-prompt around the controls, "" for none): a new prompt shown in its place is
+  // not answered yet, and the old outcome would read as its answer.
+  const results = new Map();
+  const promptOf = (el) => el?.querySelector("[data-prompt]")?.dataset.prompt ?? "";
 
   function remember(out) {
     const key = out.closest("[id]")?.id;
-    if (key && inRegion(out)) results.set(key, [out.textContent, out.className]);
+    const prompt = out.closest("[data-prompt]")?.dataset.prompt ?? "";
+    if (key && inRegion(out)) results.set(key, [out.textContent, out.className, prompt]);
   }
 
   let timer = null;
@@ -170,8 +175,11 @@
         const f = document.getElementById(id);
         if (f && !f.disabled) f.value = value;
       }
-      for (const [key, [text, cls]] of results) {
-        const out = document.getElementById(key)?.querySelector("[data-result]");
+      for (const [key, [text, cls, prompt]] of results) {
+        const holder = document.getElementById(key);
+        const now = promptOf(holder);
+        if (now && now !== prompt) { results.delete(key); continue; }
+        const out = holder?.querySelector("[data-result]");
         if (out) { out.textContent = text; out.className = cls; }
       }
       if (focusId) document.getElementById(focusId)?.focus();
