@@ -104,13 +104,16 @@ def test_an_answer_is_shown_on_the_session_page_when_a_re_render_came_during_it(
     waiting = page.locator("#live-waiting .waiting-now")
     expect(waiting.locator(".pending")).to_contain_text("make release")
     page.evaluate("document.querySelector('#live-waiting [data-result]').dataset.clicked = '1'")
-    waiting.get_by_role("button", name=re.compile("^Allow")).click()
-    wait_until(lambda: held, 10, what="the answer held on its way")
+    # the browser holds the request until the route goes on (Playwright calls `hold` when it
+    # next handles its events: `held` is read only after the waits below)
+    with page.expect_request(f"**/api/v1/sessions/{sid}/permission"):
+        waiting.get_by_role("button", name=re.compile("^Allow")).click()
     # a stranger's comment on the issue: an event on the work item, so the page re-renders
     body = P.issue_comment_event("the-loop start", sender="mallory", number=36)
     assert site.daemon.post("issue_comment", body, f"browser-36-{uuid.uuid4().hex[:6]}").is_success
     expect(page.locator("#live-waiting [data-result]")).to_have_count(1)
     expect(page.locator("#live-waiting [data-result][data-clicked]")).to_have_count(0)
+    assert len(held) == 1, held
     held[0].continue_()
     expect(page.locator("#live-waiting [data-result]")).to_contain_text("allowed")
     answers = wait_until(lambda: site.answered(sid), 30, what="the answer reached the fake agent")
