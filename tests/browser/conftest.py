@@ -149,6 +149,8 @@ def site(
     }
     work.configure(
         sandbox=sandbox if confined else {"mode": "none"},
+        # a module's tests share the daemon, and most start an agent: none waits for a slot
+        routing={"maxConcurrentSessions": 32},
         github={"enabled": True},
         attention=ATTENTION,
         tmux={"resumeProbeSeconds": 0.5, **getattr(request.module, "SITE_TMUX", {})},

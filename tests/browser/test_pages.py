@@ -178,6 +178,11 @@ def test_a_message_sent_from_a_phone_leads_to_the_question_it_raised(
     link = page.get_by_role("link", name="answer it at the top of the page")
     expect(link).to_be_in_viewport()  # live, where the message was sent from
     expect(page.get_by_role("button", name=re.compile("^Allow"))).not_to_be_in_viewport()
+    viewer = login(READ_ONLY, **PHONE)  # who cannot answer is told where to look
+    viewer.goto(f"/sessions/{sid}")
+    viewer.get_by_role("link", name="see what it asks at the top of the page").tap()
+    expect(viewer.locator(".waiting-now .pending")).to_be_in_viewport()
+    expect(viewer.get_by_role("button", name=re.compile("^Allow"))).to_have_count(0)
     link.tap()
     allow = page.get_by_role("button", name=re.compile("^Allow"))
     expect(allow).to_be_in_viewport()
