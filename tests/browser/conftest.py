@@ -92,14 +92,19 @@ class Site:
 
     def asking(self, number: int, command: str) -> str:
         """Start a session on issue NUMBER and have its fake agent ask permission to run
-        COMMAND; the session's id once it reads ``needs-permission``."""
+        COMMAND (``ask``); the session's id."""
         sid = str(self.spawn(number)["id"])
+        self.ask(sid, command)
+        return sid
+
+    def ask(self, sid: str, command: str) -> None:
+        """Once session SID's fake agent waits, have it ask permission to run COMMAND; return
+        when it reads ``needs-permission``."""
         wait_until(lambda: self.attention(sid) == "waiting", 30, what="the agent waiting")
         body = {"text": f"ASK-PERMISSION: {command}"}
         sent = self.daemon.api("POST", f"/sessions/{sid}/messages", json=body)
         assert sent.status_code == 200, sent.text
         wait_until(lambda: self.attention(sid) == "needs-permission", 30, what="needs-permission")
-        return sid
 
     def answered(self, sid: str) -> list[tuple[str, str]]:
         """What session SID's fake agent was answered: (command, answer) pairs."""

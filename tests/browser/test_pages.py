@@ -135,12 +135,7 @@ def test_a_new_prompt_on_an_open_page_is_not_shown_as_answered(site: Site, login
     expect(block.locator(".waiting-now")).to_have_count(0)
     expect(card).to_have_count(0)
 
-    def ask(command: str) -> None:
-        wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
-        body = {"text": f"ASK-PERMISSION: {command}"}
-        assert site.daemon.api("POST", f"/sessions/{sid}/messages", json=body).is_success
-
-    ask("make two")
+    site.ask(sid, "make two")
     expect(block.locator(".pending")).to_contain_text("make two")
     expect(card.locator(".asked")).to_contain_text("make two")
     expect(block.locator("[data-result]")).to_have_text("")
@@ -148,7 +143,7 @@ def test_a_new_prompt_on_an_open_page_is_not_shown_as_answered(site: Site, login
     expect(attention.locator("[data-answered]")).to_contain_text("allowed")
     expect(card).to_have_count(0)
 
-    ask("make three")
+    site.ask(sid, "make three")
     expect(card.locator(".asked")).to_contain_text("make three")
     expect(card.locator("[data-result]")).to_have_text("")
     expect(block.locator(".pending")).to_contain_text("make three")
