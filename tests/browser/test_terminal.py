@@ -124,6 +124,44 @@ def test_the_terminal_shows_whole_rows_at_every_window_height(site: Site, login:
         assert below <= height, f"the state line ends at {below} px in a {height} px window"
 
 
+ROW_OF = """(text) => {
+    const term = window.theLoopTerminal, b = term.buffer.active;
+    for (let i = b.viewportY; i < b.viewportY + term.rows; i++) {
+        if (b.getLine(i)?.translateToString(true) !== text) continue;
+        const row = document.querySelectorAll("#terminal .xterm-rows > div")[i - b.viewportY];
+        const box = row.getBoundingClientRect();
+        const screen = document.querySelector("#terminal .xterm-screen").getBoundingClientRect();
+        return {x: box.left, y: box.top, height: box.height,
+                width: screen.width / term.cols * text.length};
+    }
+    return null;
+}"""
+
+
+def test_underscores_show_in_the_terminal(site: Site, login: Login) -> None:
+    """An agent's `$THE_LOOP_GITHUB_API` reads as itself, not `$THE LOOP GITHUB API`, on a
+    laptop's screen (one device pixel per CSS pixel). Linux's monospace font (DejaVu Sans
+    Mono) draws `_` at the very bottom of its glyph box, and xterm.js's DOM renderer clips each
+    row to the cell's height: at 14 px rows one pixel too short hid every underscore. A row
+    with underscores must look different from the same row with spaces."""
+    rec = site.spawn(49)
+    sid = rec["id"]
+    site.work.wait_prompts(sid, 1, timeout=30)
+    page = login()
+    open_terminal(page, sid)
+    lines = ["$THE_LOOP_GITHUB_API a_b", "$THE LOOP GITHUB API a b"]
+    marker_delivered(site, sid, "\n".join(f"ANSWER: {line}" for line in lines))
+    wait_until(
+        lambda: all(page.evaluate(ROW_OF, line) for line in lines), 30, what="both lines shown"
+    )
+    shots = []
+    for line in lines:
+        box = page.evaluate(ROW_OF, line)
+        shots.append(page.screenshot(clip=box))
+    same = shots[0] == shots[1]
+    assert not same, "the underscores do not show: the row looks like the one with spaces"
+
+
 def test_a_tab_tapped_before_the_page_scripts_ran_is_honoured(site: Site, login: Login) -> None:
     """On a phone's slow link the page shows before its scripts have run (they wait for
     xterm.js): a tap on the Terminal tab then is kept in the address (the tabs are links to

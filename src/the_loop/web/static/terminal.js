@@ -68,7 +68,10 @@ async function startTerminal() {
   let readOnly = el.dataset.readOnly === "true";
 
   const term = new Terminal({
-    scrollback: 5000, fontSize: 14, cursorBlink: !readOnly, disableStdin: readOnly,
+    // Rows a tenth taller than the font: xterm.js clips each row to its cell, and Linux's
+    // monospace font (DejaVu Sans Mono) draws "_" below a 14 px font's 16 px cell, so at one
+    // device pixel per CSS pixel every underscore vanished (xterm.js issue 4067).
+    scrollback: 5000, fontSize: 14, lineHeight: 1.1, cursorBlink: !readOnly, disableStdin: readOnly,
     screenReaderMode: false, allowProposedApi: false,
     // Bright enough colours that text on the default background, and black text on a
     // coloured one (an agent's highlighted row), stay readable (WCAG AA contrast).
