@@ -87,6 +87,20 @@ def test_pages_need_a_login_and_render_for_the_role(site: Daemon) -> None:
     assert 'data-read-only="true"' in viewer.get(f"/sessions/{sid}").text
 
 
+def test_a_stopped_standing_session_says_when_it_last_started(site: Daemon) -> None:
+    """A running standing session says when it started; once stopped, that it *last* started
+    then (it was read as still running since that time)."""
+    client, _ = logged_in(site, site.token)
+    assert site.api("POST", "/standing/keeper/start").json()["outcome"] == "started"
+    for path in ["/standing", "/standing/keeper"]:
+        shown = client.get(path).text
+        assert " · started " in shown and "last started" not in shown, path
+    assert site.api("POST", "/standing/keeper/stop").json()["outcome"] == "stopped"
+    for path in ["/standing", "/standing/keeper"]:
+        shown = client.get(path).text
+        assert " · last started " in shown and " · started " not in shown, path
+
+
 def test_filters_narrow_and_bad_ones_are_refused(site: Daemon) -> None:
     spawned(site, 52)
     client, _ = logged_in(site, site.token)
