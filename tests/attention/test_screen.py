@@ -144,6 +144,11 @@ async def test_cli_rest_and_mcp_list_the_same_sessions_in_order(screen_daemon: D
         say(screen_daemon, ref, f"ASK-PERMISSION: deploy {ref[-2:]}")
         wait_until(lambda r=ref: state(work, r) == "needs-permission", 30, what="asking")  # type: ignore[misc]
     cli = json.loads(work.env.run("attention", "--format", "json").stdout)
+    # `attention list` is the same listing, named as `sessions list` and `standing list` are
+    listed = json.loads(work.env.run("attention", "list", "--format", "json").stdout)
+    assert [(r["workItem"], r["prompt"]["id"]) for r in listed] == [
+        (r["workItem"], r["prompt"]["id"]) for r in cli
+    ]
     rest = screen_daemon.api("GET", "/attention").json()
     async with over_http(screen_daemon.url, screen_daemon.token) as client:
         mcp = structured(await client.call_tool("list_attention", {}))["result"]

@@ -26,8 +26,18 @@ if TYPE_CHECKING:
 @click.pass_context
 def app(click_ctx: click.Context, fmt: str) -> None:
     """List every live session waiting on a person, oldest first, with its question."""
-    if click_ctx.invoked_subcommand is not None:
-        return
+    if click_ctx.invoked_subcommand is None:
+        _list(fmt)
+
+
+@app.command("list")
+@format_option()
+def list_(fmt: str) -> None:
+    """List every live session waiting on a person (the same as `the-loop attention`)."""
+    _list(fmt)
+
+
+def _list(fmt: str) -> None:
     from the_loop.agent.attention.service import list_attention  # lazy: start-up
 
     views = list_attention(common.ctx())
