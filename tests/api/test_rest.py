@@ -200,6 +200,7 @@ def test_standing_routes(daemon: Daemon) -> None:
     assert [v["name"] for v in daemon.api("GET", "/standing").json()] == ["probe"]
     said = daemon.api("POST", "/standing/probe/messages", json={"text": "hi", "actor": "ops"})
     assert said.status_code == 200, said.text
+    assert said.json()["detail"] == "delivered to probe (2 characters)"  # the text sent: "hi"
     texts = daemon.work.wait_prompts(conversation, 2)
     assert texts[1].endswith("hi") and "Message from ops to standing session `probe`" in texts[1]
     assert daemon.api("POST", "/standing/probe/stop").json()["outcome"] == "stopped"

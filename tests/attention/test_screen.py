@@ -209,3 +209,21 @@ def test_a_restarted_daemon_keeps_idle_agents_waiting(screen_daemon: Daemon) -> 
     moved = moves(idle)
     assert moved == [("working", "waiting")], moved
     assert state(work, idle) == "waiting"
+
+
+def test_a_message_to_a_standing_session_showing_a_dialog_is_told_held(
+    screen_daemon: Daemon,
+) -> None:
+    """While a standing session's agent shows a dialog, a message waits, and the answer says
+    so and when it goes (the dashboard and the CLI show that `detail`), not "delivered"."""
+    made = screen_daemon.api("POST", "/standing", json={"name": "probe", "prompt": "brief"})
+    assert made.status_code == 201, made.text
+    conversation = made.json()["start"]["conversationId"]
+    ask = {"text": "ASK-PERMISSION: deploy"}
+    assert screen_daemon.api("POST", "/standing/probe/messages", json=ask).status_code == 200
+    screen_daemon.work.wait_attention("probe", "needs-permission", 30)
+    said = screen_daemon.api("POST", "/standing/probe/messages", json={"text": "WAITED"})
+    held = said.json()
+    assert said.status_code == 200 and held["held"] and held["chars"] == 0, held
+    assert held["detail"] == f"{held['held']} in probe; delivered once it is answered", held
+    assert not any("WAITED" in p for p in screen_daemon.work.prompts(conversation))

@@ -214,7 +214,7 @@ def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -
     expect(box).to_be_enabled()
     box.fill("please check the README")
     card.get_by_role("button", name="Send").click()
-    expect(card.locator("[data-result]")).to_contain_text("sent to helper")
+    expect(card.locator("[data-result]")).to_have_text("delivered to helper (23 characters)")
     wait_until(
         lambda: any("please check the README" in p for p in site.prompts(conversation)),
         30,

@@ -66,6 +66,7 @@ def test_say_pastes_the_operator_header_a_blank_line_and_the_text(st: Standing) 
     conversation = create_probe(st)
     said = st.env.run("standing", "say", "probe", "--text", "hi", "--actor", "alice")
     assert said.exit_code == 0, said.stderr
+    assert said.stdout == "delivered to probe (2 characters)\n"  # what was typed, not the header
     texts = st.wait_prompts(conversation, 2)
     assert texts[1] == "Message from alice to standing session `probe`:\n\nhi"
 

@@ -203,15 +203,9 @@ def say(name: str, words: tuple[str, ...], text: str | None, actor: str | None) 
 
     Never starts one.
     """
-    # lazy: start-up
-    from the_loop.agent import held_until
-    from the_loop.standing import service as standing
+    from the_loop.standing import service as standing  # lazy: start-up
 
-    result = standing.say(common.ctx(), name, message_text(words, text), actor)
-    if result.held:
-        print(f"{result.held} in {result.name}; {held_until(result.held)}")
-    else:
-        print(f"delivered to {result.name} ({result.chars} chars)")
+    print(standing.say(common.ctx(), name, message_text(words, text), actor).detail)
 
 
 @app.command("extend")

@@ -32,7 +32,6 @@ from typing import Any
 
 from the_loop import engine
 from the_loop import events as ev
-from the_loop.agent import held_until
 from the_loop.agent.attention import service as attention
 from the_loop.context import Ctx
 from the_loop.errors import BadInput, Conflict, NotFound, NotRunning, Unavailable
@@ -220,9 +219,8 @@ def _standing(ctx: Ctx, m: SlackMessage, key: str, text: str, delivery_id: str) 
         _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(exc.message)}", delivery_id)
         return _drop(delivery_id, "standing-refused", user=m.user, standing=name)
     if said.held is not None:
-        waits = f"{said.held} in {name}; {held_until(said.held)}"
-        _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(waits)}", delivery_id)
-        return Handled(waits)
+        _reply(ctx, key, m.channel, f"<@{m.user}> {slack_text(said.detail)}", delivery_id)
+        return Handled(said.detail)
     return Handled(f"said to standing session {name}")
 
 

@@ -118,6 +118,9 @@ class SayResult(Result):
     held: str | None = None
     """Why the message waits in the queue instead (a dialog the agent shows), None when it was
     delivered."""
+    detail: str = ""
+    """What happened, for a person: delivered (with the length of the text they sent), or
+    what it waits behind and when it is delivered."""
 
 
 class CreateResult(Result):

@@ -530,6 +530,10 @@ def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
         done = _flush(ctx, defn, agent)
     for chars in done.delivered:
         _emit(ctx, "standing.said", name, session_id=rec.conversation_id, actor=who, chars=chars)
+    if done.held is not None:
+        detail = f"{done.held} in {name}; {layer.held_until(done.held)}"
+    else:
+        detail = f"delivered to {name} ({len(text)} characters)"
     return SayResult(
         name=name,
         target=defn.target,
@@ -537,6 +541,7 @@ def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
         chars=done.delivered[-1] if done.delivered and done.held is None else 0,
         conversation_id=rec.conversation_id,
         held=done.held,
+        detail=detail,
     )
 
 

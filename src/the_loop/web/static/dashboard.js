@@ -27,7 +27,6 @@
     if (data.decision) return `${data.decision === "allow" ? "allowed" : "denied"} ${data.tool || ""}`.trim();
     if (data.definition) return `created ${data.definition.name}${data.start ? ": " + data.start.outcome : ""}`;
     if (data.stop) return `deleted ${data.name}`;
-    if (data.chars !== undefined) return `sent to ${data.name} (${data.chars} characters)`;
     if (data.status) return `${data.status}`;
     return "done";
   }
