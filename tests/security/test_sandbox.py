@@ -6,6 +6,7 @@ egress proxy: an allowlisted loopback port answers, any other is refused and log
 
 from __future__ import annotations
 
+import json
 import socketserver
 import sys
 import threading
@@ -60,6 +61,7 @@ s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" % port)
 answer = s.recv(100)
 sys.exit(0 if answer.startswith(b"HTTP/1.1 200") else 3 if b" 403 " in answer else 1)
 """
+PRIVILEGED = "127.0.0.1:9"
 CLOSED = {"database", "config", "other-tree", "other-home", "daemon-environ", "tmux-socket"}
 CLOSED |= {"cli-verb", "github-token", "other-spool"}
 CLOSED |= {"loopback-refused", "proxy-refused"}
@@ -106,7 +108,13 @@ def probe(work: Work, mode: str, ports: tuple[int, int]) -> dict[str, str]:
             ],
         },
         github={"tokenEnv": "FAKE_GH_TOKEN"},
-        sandbox={"mode": mode, "network": "allowlist", "allowHosts": [f"127.0.0.1:{ports[0]}"]},
+        # 127.0.0.1:9 cannot be mirrored (a port below 1024): it is left out, and the agent
+        # starts all the same (it used to fail at once, its forwarder unable to listen there)
+        sandbox={
+            "mode": mode,
+            "network": "allowlist",
+            "allowHosts": [f"127.0.0.1:{ports[0]}", PRIVILEGED],
+        },
     )
     daemon = Daemon(work)
     daemon.start(FAKE_GH_TOKEN="ghp_fake")
@@ -132,6 +140,9 @@ def probe(work: Work, mode: str, ports: tuple[int, int]) -> dict[str, str]:
         out = tree / "probe.txt"
         wait_until(out.exists, 60, what="the probe's results")
         results = dict(line.split(":", 1) for line in out.read_text().split() if ":" in line)
+        doctor = json.loads(env.run("doctor", "--format", "json").stdout)
+        (sandbox,) = [c for c in doctor["checks"] if c["name"] == "sandbox"]
+        results["doctor"] = f"{sandbox['status']}: {sandbox['detail']}"
         if mode == "bwrap":
             refused = daemon.api("GET", "/events", params={"type": "sandbox.egress_refused"})
             results["refusals"] = " ".join(
@@ -155,10 +166,14 @@ def test_a_confined_agent_reaches_nothing_of_the_control_plane(
     assert (work.env.root / "tree" / "written-inside").exists()
     refused = f"127.0.0.1:{servers[1]}"
     assert f"{refused}@standing:probe" in results["refusals"].split(), results
+    # the operator is told the agents cannot reach the privileged port, and how to fix it
+    assert results["doctor"].startswith("warning: "), results["doctor"]
+    assert f"a confined agent cannot reach {PRIVILEGED}: a port below 1024" in results["doctor"]
 
 
 def test_unconfined_the_same_probes_succeed(work: Work, servers: tuple[int, int]) -> None:
     results = probe(work, "none", servers)
+    assert "cannot reach" not in results["doctor"], results["doctor"]  # unconfined: it can
     opened = {k for k, v in results.items() if v == "OPEN"}
     # the state dir is open to it whole (database); homes and own spools exist only confined
     assert opened >= CLOSED - {"other-home", "other-spool"}, results

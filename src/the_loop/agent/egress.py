@@ -26,6 +26,7 @@ from the_loop.agent import github_broker
 from the_loop.agent.attention.spawn import token_hash
 from the_loop.harness import own_settings
 from the_loop.refs import standing_of
+from the_loop.runner import sandbox
 from the_loop.store import hook_tokens
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ MAX_HEAD = 16 * 1024
 HEAD_SECONDS = 10.0
 CONNECT_SECONDS = 10.0
 LOOPBACK = ("127.0.0.1", "localhost")
+FIRST_UNPRIVILEGED_PORT = 1024
+"""The lowest port an unprivileged process may listen on (``ip_unprivileged_port_start``)."""
 MODEL_HOSTS = {
     "claude": ["api.anthropic.com", "statsig.anthropic.com", "console.anthropic.com"],
     "codex": ["api.openai.com", "chatgpt.com", "auth.openai.com"],
@@ -82,8 +85,30 @@ def allow_hosts(config: Config) -> list[str]:
 
 
 def mirrored_ports(hosts: list[str]) -> list[int]:
-    """The loopback ports HOSTS allow (``127.0.0.1:N``, ``localhost:N``), which a sandbox
-    mirrors on its own loopback."""
+    """The loopback ports HOSTS allow (``127.0.0.1:N``, ``localhost:N``) that a sandbox
+    mirrors on its own loopback: from ``FIRST_UNPRIVILEGED_PORT`` up (``unmirrored``)."""
+    return [port for port in _loopback_ports(hosts) if port >= FIRST_UNPRIVILEGED_PORT]
+
+
+def unmirrored(config: Config) -> str | None:
+    """Why a confined agent cannot reach a loopback port CONFIG allows, None when it can
+    reach them all. The forwarder inside the sandbox runs as an unprivileged user in its own
+    network namespace, where only a privileged process may listen below 1024; such a port is
+    left out (the agent's connection is refused) rather than failing the agent's start."""
+    if config.sandbox.network != "allowlist" or sandbox.mode_of(config).mode != "bwrap":
+        return None
+    low = [p for p in _loopback_ports(allow_hosts(config)) if p < FIRST_UNPRIVILEGED_PORT]
+    if not low:
+        return None
+    named = ", ".join(f"127.0.0.1:{port}" for port in low)
+    return (
+        f"a confined agent cannot reach {named}: a port below {FIRST_UNPRIVILEGED_PORT} cannot "
+        "be mirrored inside its sandbox; serve it on a port from "
+        f"{FIRST_UNPRIVILEGED_PORT} up, or set sandbox.network: open"
+    )
+
+
+def _loopback_ports(hosts: list[str]) -> list[int]:
     ports = []
     for host in hosts:
         name, _, port = host.rpartition(":")

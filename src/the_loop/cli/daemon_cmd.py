@@ -37,6 +37,7 @@ def start(timeout: float) -> None:
     Exits 0 with "already running" when the daemon of this state dir runs.
     """
     # lazy: start-up
+    from the_loop.agent import egress
     from the_loop.daemon.serve import daemon_running, read_info, start_detached
     from the_loop.web.auth import check_bind
 
@@ -50,6 +51,8 @@ def start(timeout: float) -> None:
     check_bind(ctx)  # a refused bind is the one message, before any warning
     for warning in ctx.config.warnings():
         common.print_warning(warning)
+    if (unreachable := egress.unmirrored(ctx.config)) is not None:
+        common.print_warning(unreachable)
     with common.waiting("starting the-loop…"):
         health = start_detached(ctx, timeout=timeout)
     print(f"the-loop is running at {health.url} (pid {health.pid})")

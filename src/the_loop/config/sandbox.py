@@ -44,7 +44,8 @@ class SandboxConfig(BaseModel):
             " / `OPENAI_BASE_URL` they set, in their `env` or in the operator's Claude Code "
             "`settings.json`, and of each model provider's `base_url` in the operator's Codex "
             "`config.toml`) and the GitHub host and API host. A loopback "
-            "`127.0.0.1:PORT` is mirrored inside the sandbox on the same port."
+            "`127.0.0.1:PORT` is mirrored inside the sandbox on the same port, from 1024 up: "
+            "a lower one cannot be (`doctor` and `start` say so), and the agent cannot reach it."
         ),
     )
     github: Literal["write", "read", "none"] = Field(

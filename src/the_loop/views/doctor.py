@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from the_loop.agent import egress
 from the_loop.config import Config
 from the_loop.instance import DaemonInfo, daemon_running, read_info
 from the_loop.runner import TmuxRunner, sandbox
@@ -72,15 +73,23 @@ def run_doctor(
     ]
     if config.github.enabled:
         checks.append(check_github_token(config.github.token_env))
-    confined, why = sandbox.describe(config)
-    status = CheckStatus.ok if confined else CheckStatus.warning
-    checks.append(Check(name="sandbox", status=status, detail=why, required=False))
+    checks.append(check_sandbox(config))
     checks += [
         Check(name="config", status=CheckStatus.warning, detail=w, required=False)
         for w in config.warnings()
     ]
     good = (CheckStatus.ok, CheckStatus.warning)
     return DoctorReport(ok=all(c.status in good or not c.required for c in checks), checks=checks)
+
+
+def check_sandbox(config: Config) -> Check:
+    """How agents are confined here; a warning when they cannot be as configured, or cannot
+    reach a loopback port they are allowed (``egress.unmirrored``)."""
+    confined, why = sandbox.describe(config)
+    unreachable = egress.unmirrored(config)
+    status = CheckStatus.ok if confined and unreachable is None else CheckStatus.warning
+    detail = why if unreachable is None else f"{why}; {unreachable}"
+    return Check(name="sandbox", status=status, detail=detail, required=False)
 
 
 def _version_tuple(text: str) -> tuple[int, int] | None:
