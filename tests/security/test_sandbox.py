@@ -7,10 +7,12 @@ egress proxy: an allowlisted loopback port answers, any other is refused and log
 from __future__ import annotations
 
 import json
+import os
 import socketserver
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,8 @@ PROBE = r"""
 check() { if eval "$2" >/dev/null 2>&1; then echo "$1:OPEN"; else echo "$1:DENIED"; fi; }
 {
 check database "head -c 16 '{state}/the-loop.db' | grep -q SQLite"
+check api-token "test -s '{state}/api-token' && cat '{state}/api-token'"
+check tmux-dir "ls -A '{tmuxdir}' | grep -q ."
 check config "grep -q stateDir '{config}'"
 check other-tree "cat '{other}/secret.txt'"
 check other-home "test $(ls '{state}/homes' | wc -l) -gt 1"
@@ -62,7 +66,18 @@ answer = s.recv(100)
 sys.exit(0 if answer.startswith(b"HTTP/1.1 200") else 3 if b" 403 " in answer else 1)
 """
 PRIVILEGED = "127.0.0.1:9"
-CLOSED = {"database", "config", "other-tree", "other-home", "daemon-environ", "tmux-socket"}
+TMUX_DIR = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+"""Where the tests' tmux servers keep their sockets."""
+CLOSED = {
+    "database",
+    "api-token",
+    "tmux-dir",
+    "config",
+    "other-tree",
+    "other-home",
+    "daemon-environ",
+    "tmux-socket",
+}
 CLOSED |= {"cli-verb", "github-token", "other-spool"}
 CLOSED |= {"loopback-refused", "proxy-refused"}
 
@@ -86,7 +101,9 @@ def servers() -> Iterator[tuple[int, int]]:
             server.server_close()
 
 
-def probe(work: Work, mode: str, ports: tuple[int, int]) -> dict[str, str]:
+def probe(work: Work, mode: str, ports: tuple[int, int], cwd: Path | None = None) -> dict[str, str]:
+    """What the probe finds, run as standing session `probe` in CWD (default: its own tree,
+    ``tree``, where it writes its results either way)."""
     env = work.env
     tree, other = env.root / "tree", env.root / "other-tree"
     for path in (tree, other):
@@ -103,7 +120,7 @@ def probe(work: Work, mode: str, ports: tuple[int, int]) -> dict[str, str]:
         standing={
             "enabled": True,
             "sessions": [
-                {"name": "probe", "cwd": str(tree), "autoStart": False},
+                {"name": "probe", "cwd": str(cwd or tree), "autoStart": False},
                 {"name": "neighbour", "harness": "idle", "cwd": str(other), "autoStart": False},
             ],
         },
@@ -132,6 +149,7 @@ def probe(work: Work, mode: str, ports: tuple[int, int]) -> dict[str, str]:
             .replace("{fetch}", str(fetch))
             .replace("{open}", str(ports[0]))
             .replace("{closed}", str(ports[1]))
+            .replace("{tmuxdir}", str(TMUX_DIR))
         )
         cli_env = {**env.process_env(), "FAKE_GH_TOKEN": "ghp_fake"}  # as an operator has it
         for name in ("neighbour", "probe"):
@@ -169,6 +187,22 @@ def test_a_confined_agent_reaches_nothing_of_the_control_plane(
     # the operator is told the agents cannot reach the privileged port, and how to fix it
     assert results["doctor"].startswith("warning: "), results["doctor"]
     assert f"a confined agent cannot reach {PRIVILEGED}: a port below 1024" in results["doctor"]
+
+
+@pytest.mark.parametrize("where", ["installation", "tmp"])
+def test_a_tree_that_holds_the_control_plane_shows_none_of_it(
+    work: Work, servers: tuple[int, int], where: str
+) -> None:
+    """An agent whose working directory holds the state dir, the config file and the tmux
+    sockets (a standing session working in the operator's home, which holds the default
+    state dir; here the test's installation, or all of /tmp) sees none of them: binding its
+    tree showed them all, the API token and the database included."""
+    cwd = work.env.root if where == "installation" else Path("/tmp")
+    results = probe(work, "bwrap", servers, cwd=cwd)
+    inside = {"other-tree"}  # the neighbour's directory lies in its tree: the operator's choice
+    assert {k for k, v in results.items() if v == "DENIED"} == CLOSED - inside, results
+    for name in ("loopback-allowed", "proxy-allowed", "tree-writable", "own-uid", *inside):
+        assert results[name] == "OPEN", results
 
 
 def test_unconfined_the_same_probes_succeed(work: Work, servers: tuple[int, int]) -> None:

@@ -1,14 +1,17 @@
 """The sandbox an agent's harness runs in (SPEC §18): the only code that builds ``bwrap`` argv.
 
 ``wrap`` turns a harness argv into ``bwrap [mounts] -- argv`` (docs/decisions/0053). The
-layout, in order (bubblewrap applies its options in order, later mounts over earlier ones):
+layout (bubblewrap applies its options in order, later mounts over earlier ones; ``mounts``
+orders them shallowest path first, so the deepest mount over a path decides, and what is
+protected stays hidden inside the agent's tree too: docs/decisions/0110):
 
 1. the whole system read-only (``--ro-bind / /``), a fresh ``/dev``, a ``/proc`` of the
    sandbox's own PID namespace (the daemon's ``/proc/<pid>/environ`` is not there);
-2. hidden behind empty tmpfs: ``/tmp`` and ``/var/tmp`` (the tmux socket lives in
-   ``/tmp/tmux-<uid>``, also ``$TMUX_TMPDIR``), ``/run`` (database and agent sockets), the
-   daemon user's ``$HOME``, the state dir, the workspace root; the config file is replaced by
-   an empty file;
+2. hidden behind empty tmpfs: ``/tmp`` and ``/var/tmp``, ``/run`` (database and agent
+   sockets), the daemon user's ``$HOME``; and, wherever they are, even inside the agent's
+   tree: the state dir, the workspace root and the tmux socket's directory
+   (``$TMUX_TMPDIR``, else ``/tmp``, ``/tmux-<uid>``); the config file is replaced by an
+   empty file;
 3. bound back read-only: the interpreter the hook runs with, the-loop's package, the harness
    binary (resolved, with its package and its ``#!`` interpreter) wherever they live, and
    ``sandbox.readOnlyPaths``; bound read-write: the agent's tree (worktree or a standing
@@ -111,6 +114,9 @@ class Layout:
     """The agent's working tree (read-write), also its current directory."""
     home: Path
     hidden: list[Path] = field(default_factory=list)
+    """Hidden behind an empty tmpfs, unless the tree (or another bind) is that very path."""
+    protected: list[Path] = field(default_factory=list)
+    """Hidden behind an empty tmpfs wherever they are, inside the tree too (``mounts``)."""
     masked_files: list[Path] = field(default_factory=list)
     read_only: list[Path] = field(default_factory=list)
     writable: list[Path] = field(default_factory=list)
@@ -145,7 +151,8 @@ def layout_for(
     tmux_dir = os.environ.get("TMUX_TMPDIR")
     if tmux_dir:
         hidden.append(Path(tmux_dir))
-    hidden += [state_dir, config.workspace_root]
+    tmux_sockets = Path(tmux_dir or "/tmp") / f"tmux-{os.getuid()}"
+    protected = [state_dir, config.workspace_root, tmux_sockets]
     git_read_only, git_writable = git_dirs(tree)
     read_only = [*program_paths(argv, env), *interpreter_paths(), *settings.read_only_paths]
     read_only += git_read_only
@@ -155,6 +162,7 @@ def layout_for(
         tree=tree,
         home=home,
         hidden=hidden,
+        protected=protected,
         masked_files=[config_file] if config_file is not None else [],
         read_only=read_only,
         writable=writable,
@@ -174,35 +182,82 @@ def wrap(layout: Layout, argv: Sequence[str], binary: str = BWRAP) -> list[str]:
     gid = os.getgid() or INSIDE_UID
     out += ["--uid", str(uid), "--gid", str(gid)]
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for path in _outermost(layout.hidden):
-        if path.is_dir() and not _is_system(path):
-            out += ["--tmpfs", str(path)]
-    if "/run" in (str(p) for p in layout.hidden):
-        for keep in ("/run/systemd/resolve", "/run/resolvconf"):  # /etc/resolv.conf's target
-            if os.path.isdir(keep):
-                out += ["--ro-bind", keep, keep]
-    hidden = _outermost(layout.hidden)
-    for path in layout.masked_files:
-        if path.is_file() and not _under(path, hidden):
-            out += ["--ro-bind", "/dev/null", str(path)]
-    for path in _outermost(layout.read_only):
-        if path.exists() and _under(path, hidden):  # the rest is there already, read-only
-            out += ["--ro-bind", str(path), str(path)]
-    for channel in layout.channels:
-        if channel.is_dir():
-            out += ["--ro-bind", str(channel), str(channel)]
-    if layout.spools is not None and layout.spools.is_dir():
-        out += ["--tmpfs", str(layout.spools)]
-    for path in [layout.tree, layout.home, *layout.writable]:
-        if path.exists():
-            out += ["--bind", str(path), str(path)]
-    if layout.spool is not None:
-        out += ["--bind", str(layout.spool), str(layout.spool)]
+    for mount in mounts(layout):
+        out += mount.argv()
     settings = {**layout.set_env, "HOME": str(layout.home), "TMPDIR": "/tmp"}
     for name, value in settings.items():
         out += ["--setenv", name, value]
     out += ["--chdir", str(layout.tree), "--", *argv]
     return without_env(layout.unset_env, out)
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One of a sandbox's mounts over the read-only system: ``tmpfs`` (hidden), ``ro`` or
+    ``rw`` (the host's path bound there), ``null`` (a file replaced by an empty one)."""
+
+    path: Path
+    kind: str
+    rank: int
+    """The order among mounts of one path: a later one is what shows."""
+
+    def argv(self) -> list[str]:
+        where = str(self.path)
+        if self.kind == "tmpfs":
+            return ["--tmpfs", where]
+        if self.kind == "null":
+            return ["--ro-bind", "/dev/null", where]
+        return ["--ro-bind" if self.kind == "ro" else "--bind", where, where]
+
+
+_HIDE, _READ, _WRITE, _PROTECT, _MASK = range(5)
+
+
+def mounts(layout: Layout) -> list[Mount]:
+    """LAYOUT's mounts, shallowest path first (bubblewrap applies them in order, a later one
+    over an earlier one), so that the deepest mount over a path decides what shows there,
+    whatever the agent's tree is: a tree that holds the state dir (a standing session working
+    in the operator's home, which holds the default state dir) still shows none of it, nor of
+    the config file or the tmux socket's directory, while its own home, spool and sockets
+    inside the state dir do show. At one path, what is hidden for the-loop's sake
+    (``protected``) wins over a bind, and a bind over what is hidden for tidiness (``hidden``:
+    ``/tmp``, the daemon's home)."""
+    plan = [Mount(p, "tmpfs", _HIDE) for p in _outermost(layout.hidden) if _hideable(p)]
+    if "/run" in (str(p) for p in layout.hidden):
+        for keep in ("/run/systemd/resolve", "/run/resolvconf"):  # /etc/resolv.conf's target
+            if os.path.isdir(keep):
+                plan.append(Mount(Path(keep), "ro", _READ))
+    plan += [Mount(p, "ro", _READ) for p in layout.channels if p.is_dir()]
+    bound = [layout.tree, layout.home, *layout.writable]
+    bound += [layout.spool] if layout.spool is not None else []
+    plan += [Mount(p, "rw", _WRITE) for p in bound if p.exists()]
+    plan += [
+        Mount(p, "tmpfs", _PROTECT)
+        for p in layout.protected
+        if _hideable(p) and _shown(p, plan) != "tmpfs"  # not hidden already
+    ]
+    if layout.spools is not None and layout.spools.is_dir():
+        plan.append(Mount(layout.spools, "tmpfs", _PROTECT))
+    for path in _outermost(layout.read_only):  # where the system's read-only view is not
+        if path.exists() and _shown(path, plan) != "ro":
+            plan.append(Mount(path, "ro", _READ))
+    for path in layout.masked_files:
+        if path.is_file() and _shown(path, plan) in ("ro", "rw"):
+            plan.append(Mount(path, "null", _MASK))
+    return sorted(plan, key=lambda m: (len(m.path.parts), m.rank))
+
+
+def _hideable(path: Path) -> bool:
+    return path.is_dir() and not _is_system(path)
+
+
+def _shown(path: Path, plan: Sequence[Mount]) -> str:
+    """What PATH shows under PLAN: the kind of the deepest mount over it (``ro``: the system
+    bound read-only at ``/``)."""
+    over = [m for m in plan if path.is_relative_to(m.path)]
+    if not over:
+        return "ro"
+    return max(over, key=lambda m: (len(m.path.parts), m.rank)).kind
 
 
 def without_env(names: Iterable[str], argv: Sequence[str]) -> list[str]:
@@ -315,10 +370,6 @@ def _shebang(path: Path) -> str | None:
         rest = [w for w in words[1:] if not w.startswith("-")]
         return rest[0] if rest else None
     return words[0]
-
-
-def _under(path: Path, parents: Sequence[Path]) -> bool:
-    return any(path.is_relative_to(parent) for parent in parents)
 
 
 def _is_system(path: Path) -> bool:
