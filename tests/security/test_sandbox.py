@@ -66,6 +66,7 @@ answer = s.recv(100)
 sys.exit(0 if answer.startswith(b"HTTP/1.1 200") else 3 if b" 403 " in answer else 1)
 """
 PRIVILEGED = "127.0.0.1:9"
+TMP = Path("/tmp")
 TMUX_DIR = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
 """Where the tests' tmux servers keep their sockets."""
 CLOSED = {
@@ -101,9 +102,16 @@ def servers() -> Iterator[tuple[int, int]]:
             server.server_close()
 
 
-def probe(work: Work, mode: str, ports: tuple[int, int], cwd: Path | None = None) -> dict[str, str]:
+def probe(
+    work: Work,
+    mode: str,
+    ports: tuple[int, int],
+    cwd: Path | None = None,
+    read_only: tuple[Path, ...] = (),
+) -> dict[str, str]:
     """What the probe finds, run as standing session `probe` in CWD (default: its own tree,
-    ``tree``, where it writes its results either way)."""
+    ``tree``, where it writes its results either way), READ_ONLY its
+    ``sandbox.readOnlyPaths``."""
     env = work.env
     tree, other = env.root / "tree", env.root / "other-tree"
     for path in (tree, other):
@@ -131,6 +139,7 @@ def probe(work: Work, mode: str, ports: tuple[int, int], cwd: Path | None = None
             "mode": mode,
             "network": "allowlist",
             "allowHosts": [f"127.0.0.1:{ports[0]}", PRIVILEGED],
+            "readOnlyPaths": [str(p) for p in read_only],
         },
     )
     daemon = Daemon(work)
@@ -189,17 +198,21 @@ def test_a_confined_agent_reaches_nothing_of_the_control_plane(
     assert f"a confined agent cannot reach {PRIVILEGED}: a port below 1024" in results["doctor"]
 
 
-@pytest.mark.parametrize("where", ["installation", "tmp"])
+@pytest.mark.parametrize("where", ["installation", "tmp", "read-only"])
 def test_a_tree_that_holds_the_control_plane_shows_none_of_it(
     work: Work, servers: tuple[int, int], where: str
 ) -> None:
     """An agent whose working directory holds the state dir, the config file and the tmux
     sockets (a standing session working in the operator's home, which holds the default
     state dir; here the test's installation, or all of /tmp) sees none of them: binding its
-    tree showed them all, the API token and the database included."""
-    cwd = work.env.root if where == "installation" else Path("/tmp")
-    results = probe(work, "bwrap", servers, cwd=cwd)
-    inside = {"other-tree"}  # the neighbour's directory lies in its tree: the operator's choice
+    tree showed them all, the API token and the database included. The same for a
+    `sandbox.readOnlyPaths` entry that holds them (read-only, it showed them too)."""
+    root = work.env.root
+    if where == "read-only":
+        results = probe(work, "bwrap", servers, read_only=(root,))
+    else:
+        results = probe(work, "bwrap", servers, cwd=root if where == "installation" else TMP)
+    inside = {"other-tree"}  # the neighbour's directory lies in its view: the operator's choice
     assert {k for k, v in results.items() if v == "DENIED"} == CLOSED - inside, results
     for name in ("loopback-allowed", "proxy-allowed", "tree-writable", "own-uid", *inside):
         assert results[name] == "OPEN", results

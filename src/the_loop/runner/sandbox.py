@@ -231,6 +231,9 @@ def mounts(layout: Layout) -> list[Mount]:
     bound = [layout.tree, layout.home, *layout.writable]
     bound += [layout.spool] if layout.spool is not None else []
     plan += [Mount(p, "rw", _WRITE) for p in bound if p.exists()]
+    for path in _outermost(layout.read_only):  # where the system's read-only view is not
+        if path.exists() and _shown(path, plan) != "ro":
+            plan.append(Mount(path, "ro", _READ))
     plan += [
         Mount(p, "tmpfs", _PROTECT)
         for p in layout.protected
@@ -238,9 +241,6 @@ def mounts(layout: Layout) -> list[Mount]:
     ]
     if layout.spools is not None and layout.spools.is_dir():
         plan.append(Mount(layout.spools, "tmpfs", _PROTECT))
-    for path in _outermost(layout.read_only):  # where the system's read-only view is not
-        if path.exists() and _shown(path, plan) != "ro":
-            plan.append(Mount(path, "ro", _READ))
     for path in layout.masked_files:
         if path.is_file() and _shown(path, plan) in ("ro", "rw"):
             plan.append(Mount(path, "null", _MASK))
