@@ -46,6 +46,7 @@ check loopback-allowed "'{python}' -c 'import socket; socket.create_connection((
 check proxy-allowed "'{python}' {fetch} {open}"
 check proxy-said-403 "'{python}' {fetch} {closed}; test \$? -eq 3"
 check tree-writable "touch '{tree}/written-inside'"
+check own-cli-writable "touch '{bin}/written-inside'"
 check own-uid "test \"$(id -u)\" != 0"
 } > '{tree}/probe.out' 2>&1
 mv '{tree}/probe.out' '{tree}/probe.txt'
@@ -73,6 +74,7 @@ CLOSED = {
     "database",
     "api-token",
     "tmux-dir",
+    "own-cli-writable",
     "config",
     "other-tree",
     "other-home",
@@ -119,8 +121,9 @@ def probe(
     (other / "secret.txt").write_text("another agent's work\n")
     fetch = tree / "fetch.py"
     fetch.write_text(FETCH)
-    script = tree / "probe.sh"
-    harness = {"adapter": "command", "interactive": ["sh", str(script)]}
+    script = env.root / "bin" / "probe.sh"  # the agent's CLI, as `claude` is: its own program
+    script.parent.mkdir()
+    harness = {"adapter": "command", "interactive": [str(script)]}
     idle = {"adapter": "command", "interactive": ["sh", "-c", "echo up; exec sleep 600"]}
     env.write_config(
         harnesses={"probe": harness, "idle": idle},
@@ -148,7 +151,8 @@ def probe(
         info = read_info(env.state_dir)
         assert info is not None
         script.write_text(
-            PROBE.replace("{state}", str(env.state_dir))
+            "#!/bin/sh\n"
+            + PROBE.replace("{state}", str(env.state_dir))
             .replace("{config}", str(env.config_path))
             .replace("{other}", str(other))
             .replace("{tree}", str(tree))
@@ -159,7 +163,9 @@ def probe(
             .replace("{open}", str(ports[0]))
             .replace("{closed}", str(ports[1]))
             .replace("{tmuxdir}", str(TMUX_DIR))
+            .replace("{bin}", str(script.parent))
         )
+        script.chmod(0o755)
         cli_env = {**env.process_env(), "FAKE_GH_TOKEN": "ghp_fake"}  # as an operator has it
         for name in ("neighbour", "probe"):
             started = env.run("standing", "start", name, env=cli_env)

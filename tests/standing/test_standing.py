@@ -189,6 +189,20 @@ def test_unsupported_harness_is_refused(st: Standing) -> None:
     assert created.exit_code == 2 and "probe" not in st.listed()
     unknown = st.cli("standing", "create", "probe", "--harness", "nope")
     assert unknown.exit_code == 2 and "not a known harness" in unknown.stderr
+    assert unknown.stderr.startswith("error: cannot create standing session probe\n")
+    assert "still works" not in unknown.stderr  # nothing was stored: there is nothing to stop
+
+
+def test_a_working_directory_that_cannot_be_one_is_refused_by_create(st: Standing) -> None:
+    """A --cwd that is no directory, or whose name is too long for the system, is refused
+    with the reason (a long one was "internal error: OSError(36, …)"); nothing is stored."""
+    missing = st.cli("standing", "create", "probe", "--no-start", "--cwd", "/nonexistent/dir")
+    assert missing.exit_code == 2, missing.stderr
+    assert "cwd: /nonexistent/dir is not a directory" in missing.stderr
+    long = st.cli("standing", "create", "probe", "--no-start", "--cwd", "x" * 5000)
+    assert long.exit_code == 2 and "internal error" not in long.stderr, long.stderr
+    assert "cannot be used: File name too long" in long.stderr
+    assert "probe" not in st.listed()
 
 
 def test_a_live_tmux_session_without_a_record_is_never_adopted(st: Standing) -> None:

@@ -280,13 +280,24 @@ def from_record(ctx: Ctx, rec: StandingRecord) -> Definition:
     return _build(ctx, raw)
 
 
+def _not_a_directory(path: Path) -> str | None:
+    """Why PATH is no directory to work in (None when it is one)."""
+    try:
+        if path.is_dir():
+            return None
+    except OSError as exc:  # is_dir() raises for a name too long, a directory it may not read
+        shown = str(path) if len(str(path)) <= 80 else f"{str(path)[:80]}…"
+        return f"{shown} cannot be used: {exc.strerror or exc}"
+    return f"{path} is not a directory"
+
+
 def _build(ctx: Ctx, raw: _Raw) -> Definition:
     """Apply the inheritance rules to RAW and list every reason it cannot be used."""
     prefix = f"{raw.key}." if raw.source is StandingSource.declared else ""
     harness = raw.harness or ctx.config.routing.default_harness
     problems = [*raw.problems, *_harness_problems(ctx, harness, raw.args, prefix)]
-    if raw.cwd is not None and not raw.cwd.is_dir():
-        problems.append(f"{prefix}cwd: {raw.cwd} is not a directory")
+    if raw.cwd is not None and (why := _not_a_directory(raw.cwd)) is not None:
+        problems.append(f"{prefix}cwd: {why}")
     return Definition(
         name=raw.name,
         source=raw.source,

@@ -38,6 +38,7 @@ from the_loop.errors import (
     NotRunning,
     Refused,
     Unavailable,
+    ValidationFailed,
     message_of,
 )
 from the_loop.faults import crash_point
@@ -143,7 +144,9 @@ def create(
                 f"delete it first with `the-loop standing delete {name}`"
             )
         rec = new_record(name, harness, args, cwd, prompt, prompt_file, description, auto_start)
-        defn = from_record(ctx, rec).require_valid()
+        defn = from_record(ctx, rec)
+        if defn.problems:  # nothing stored: not `require_valid`, whose advice is to stop it
+            raise ValidationFailed(f"cannot create standing session {name}", defn.problems)
         with ctx.db.transaction() as tx:
             store.insert(tx, rec)
         _emit(ctx, "standing.created", name, harness=defn.harness, cwd=str(defn.cwd))
