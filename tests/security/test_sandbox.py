@@ -47,6 +47,7 @@ check proxy-allowed "'{python}' {fetch} {open}"
 check proxy-said-403 "'{python}' {fetch} {closed}; test \$? -eq 3"
 check tree-writable "touch '{tree}/written-inside'"
 check own-cli-writable "touch '{bin}/written-inside'"
+check other-cli-writable "touch '{otherbin}/written-inside'"
 check own-uid "test \"$(id -u)\" != 0"
 } > '{tree}/probe.out' 2>&1
 mv '{tree}/probe.out' '{tree}/probe.txt'
@@ -75,6 +76,7 @@ CLOSED = {
     "api-token",
     "tmux-dir",
     "own-cli-writable",
+    "other-cli-writable",
     "config",
     "other-tree",
     "other-home",
@@ -124,9 +126,17 @@ def probe(
     script = env.root / "bin" / "probe.sh"  # the agent's CLI, as `claude` is: its own program
     script.parent.mkdir()
     harness = {"adapter": "command", "interactive": [str(script)]}
+    other_cli = env.root / "other-bin" / "other-cli"  # another agent CLI installed here
+    other_cli.parent.mkdir()
+    other_cli.write_text("#!/bin/sh\nexec sleep 600\n")
+    other_cli.chmod(0o755)
     idle = {"adapter": "command", "interactive": ["sh", "-c", "echo up; exec sleep 600"]}
     env.write_config(
-        harnesses={"probe": harness, "idle": idle},
+        harnesses={
+            "probe": harness,
+            "idle": idle,
+            "other": {"adapter": "command", "interactive": [str(other_cli)]},
+        },
         routing={"defaultHarness": "probe"},
         standing={
             "enabled": True,
@@ -164,6 +174,7 @@ def probe(
             .replace("{closed}", str(ports[1]))
             .replace("{tmuxdir}", str(TMUX_DIR))
             .replace("{bin}", str(script.parent))
+            .replace("{otherbin}", str(other_cli.parent))
         )
         script.chmod(0o755)
         cli_env = {**env.process_env(), "FAKE_GH_TOKEN": "ghp_fake"}  # as an operator has it

@@ -21,7 +21,7 @@ from the_loop.agent import egress, github_broker
 from the_loop.agent.attention.spawn import hook_dir, issue_token
 from the_loop.agent.home import write_in_home
 from the_loop.errors import SpawnFailed
-from the_loop.harness import harness_dir
+from the_loop.harness import harness_dir, installed_programs
 from the_loop.hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
 from the_loop.runner import limits, sandbox
 from the_loop.runner.tmux_core import secret_env_names
@@ -131,6 +131,7 @@ def argv(
         argv=launch.argv,
         env=env,
         withheld=secret_env_names(ctx.config),
+        programs=installed_programs(ctx.config),
     )
     channel = hook_dir(ctx.state_dir)
     layout.channels.append(channel)

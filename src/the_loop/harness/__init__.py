@@ -23,7 +23,14 @@ from the_loop.harness.base import (
     register_adapter,
     registered_adapters,
 )
-from the_loop.harness.binaries import Located, locate, with_located_binary
+from the_loop.harness.binaries import (
+    Located,
+    configured_binary,
+    harness_names,
+    installed_programs,
+    locate,
+    with_located_binary,
+)
 from the_loop.harness.claude_prep import prepare_claude_config
 from the_loop.harness.homes import claude_dir, codex_home, harness_dir
 
@@ -68,11 +75,14 @@ __all__ = [
     "codex_home",
     "command",
     "configured_adapter",
+    "configured_binary",
     "cursor",
     "demo",
     "gemini",
     "get_adapter",
     "harness_dir",
+    "harness_names",
+    "installed_programs",
     "locate",
     "own_settings",
     "prepare_claude_config",

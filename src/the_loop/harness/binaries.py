@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from the_loop.config import Config
     from the_loop.harness.base import Launch
 
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -77,3 +79,41 @@ def with_located_binary(launch: Launch) -> Launch:
 
 def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
+
+
+_DEFAULT_BINARIES = {
+    "claude": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+    "cursor": "cursor-agent",
+    "demo": sys.executable,  # the offline demo agent runs on the-loop's own interpreter
+}
+
+
+def configured_binary(config: Config, name: str) -> str:
+    """The executable harness NAME will run (its argv[0], before ``locate``)."""
+    harness = config.harness(name)
+    if harness.binary:
+        return harness.binary
+    adapter = harness.adapter or name
+    template = harness.interactive or harness.headless
+    if adapter == "command" and template:
+        return template[0]
+    return _DEFAULT_BINARIES.get(adapter, adapter)
+
+
+def harness_names(config: Config) -> list[str]:
+    """Every harness CONFIG may run: the default, each standing session's, each configured."""
+    names = [config.routing.default_harness]
+    names += [s.harness for s in config.standing.sessions if s.harness]
+    names += list(config.harnesses)
+    return list(dict.fromkeys(names))
+
+
+def installed_programs(config: Config) -> list[str]:
+    """Where every harness CONFIG may run is installed (``locate``d): an agent's sandbox
+    binds them read-only, so that no agent rewrites another's CLI (decision 0110)."""
+    found = (
+        locate(configured_binary(config, n), config.harness(n).env) for n in harness_names(config)
+    )
+    return [located.path for located in found if located is not None]

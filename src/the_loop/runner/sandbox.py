@@ -141,8 +141,10 @@ def layout_for(
     argv: Sequence[str],
     env: Mapping[str, str],
     withheld: Iterable[str] = (),
+    programs: Iterable[str] = (),
 ) -> Layout:
-    """The layout of an agent of CONFIG working in TREE with HOME, running ARGV with ENV."""
+    """The layout of an agent of CONFIG working in TREE with HOME, running ARGV with ENV;
+    PROGRAMS (the other agent CLIs installed here) are read-only to it too."""
     settings = config.sandbox
     hidden = [Path("/tmp"), Path("/var/tmp"), Path("/run")]
     daemon_home = os.environ.get("HOME")
@@ -155,6 +157,7 @@ def layout_for(
     protected = [state_dir, config.workspace_root, tmux_sockets]
     git_read_only, git_writable = git_dirs(tree)
     read_only = [*program_paths(argv, env), *interpreter_paths(), *settings.read_only_paths]
+    read_only += [path for program in programs for path in program_paths([program], env)]
     read_only += git_read_only
     writable = [*git_writable, *settings.writable_paths]
     unset = [*HIDDEN_ENV, config.github.token_env, *withheld]

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import socket
-import sys
 from enum import StrEnum
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 
 from the_loop.agent import egress
 from the_loop.config import Config
+from the_loop.harness import configured_binary, harness_names
 from the_loop.instance import DaemonInfo, daemon_running, read_info
 from the_loop.runner import TmuxRunner, sandbox
 
@@ -144,12 +144,9 @@ def check_binary(name: str, binary: str, required: bool = True, label: str = "")
 
 def check_harnesses(config: Config) -> list[Check]:
     """One check per harness the config will run (the default, and each standing one)."""
-    names = [config.routing.default_harness]
-    names += [s.harness for s in config.standing.sessions if s.harness]
-    names += [n for n in config.harnesses if n not in names]
     checks: list[Check] = []
-    for name in dict.fromkeys(names):
-        binary = harness_binary(config, name)
+    for name in harness_names(config):
+        binary = configured_binary(config, name)
         required = name == config.routing.default_harness or any(
             s.harness == name for s in config.standing.sessions
         )
@@ -287,27 +284,6 @@ def check_harness_binary(name: str, binary: str, env: dict[str, str], required: 
         detail=f"{binary} not found{where}",
         hint=INSTALL_HINTS.get(Path(binary).name, f"install {binary} and put it on PATH"),
     )
-
-
-_DEFAULT_BINARIES = {
-    "claude": "claude",
-    "codex": "codex",
-    "gemini": "gemini",
-    "cursor": "cursor-agent",
-    "demo": sys.executable,  # the offline demo agent runs on the-loop's own interpreter
-}
-
-
-def harness_binary(config: Config, name: str) -> str:
-    """The executable harness NAME will run (its argv[0])."""
-    harness = config.harness(name)
-    if harness.binary:
-        return harness.binary
-    adapter = harness.adapter or name
-    template = harness.interactive or harness.headless
-    if adapter == "command" and template:
-        return template[0]
-    return _DEFAULT_BINARIES.get(adapter, adapter)
 
 
 def check_state_dir(path: Path) -> Check:
