@@ -202,6 +202,13 @@ def test_a_working_directory_that_cannot_be_one_is_refused_by_create(st: Standin
     long = st.cli("standing", "create", "probe", "--no-start", "--cwd", "x" * 5000)
     assert long.exit_code == 2 and "internal error" not in long.stderr, long.stderr
     assert "cannot be used: File name too long" in long.stderr
+    for empty in ("", " "):  # an unset variable: not the current directory
+        refused = st.cli("standing", "create", "probe", "--no-start", "--cwd", empty)
+        assert refused.exit_code == 2, refused.stdout + refused.stderr
+        assert (
+            refused.stderr
+            == "error: --cwd is empty: name a directory, or leave it out for the default\n"
+        )
     assert "probe" not in st.listed()
 
 

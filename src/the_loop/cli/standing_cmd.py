@@ -55,7 +55,7 @@ def list_(fmt: str) -> None:
 @click.option("--harness", default=None, help="Default: routing.defaultHarness.")
 @click.option(
     "--cwd",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     default=None,
     help="Default: <stateDir>/standing/NAME.",
 )
@@ -73,7 +73,7 @@ def list_(fmt: str) -> None:
 def create(
     name: str,
     harness: str | None,
-    cwd: Path | None,
+    cwd: str | None,
     prompt: str | None,
     prompt_file: Path | None,
     description: str,
@@ -88,13 +88,15 @@ def create(
 
     if arg and no_args:
         raise BadInput("give --arg or --no-args, not both")
+    if cwd is not None and not cwd.strip():  # an unset variable, most likely: not "here"
+        raise BadInput("--cwd is empty: name a directory, or leave it out for the default")
     with common.waiting(f"creating {name}…"):
         result = standing.create(
             common.ctx(),
             name,
             harness=harness,
             args=[] if no_args else (list(arg) if arg else None),
-            cwd=cwd,
+            cwd=Path(cwd) if cwd is not None else None,
             prompt=prompt,
             prompt_file=prompt_file,
             description=description,
