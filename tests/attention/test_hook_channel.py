@@ -147,6 +147,37 @@ def test_reports_spooled_while_the_daemon_is_stopped_apply_in_order_after_it_sta
         d.stop()
 
 
+def test_a_fifo_or_a_link_left_in_a_spool_holds_up_no_report(work: Work) -> None:
+    """An agent writes its own spool directory, so it can leave a FIFO there, or a link to the
+    daemon's API token, named as a report. The channel reads neither (an `open` of a FIFO never
+    returned: the channel, and every agent's approvals with it, stopped for good); each is
+    refused, logged and removed, and the real reports spooled beside them are applied."""
+    work.configure(github={"enabled": True})
+    env = work.env
+    token = issue(env)
+    hook = hook_env(env, token)
+    for event in ("UserPromptSubmit", "Stop"):
+        done = run_hook(hook, {"hook_event_name": event, "last_assistant_message": "done"})
+        assert done.returncode == 0, done.stderr
+    spool = env.state_dir / "hook" / "spool"
+    own = spool / "planted-by-an-agent"
+    own.mkdir(mode=0o700)
+    os.mkfifo(own / "0-fifo.json")
+    os.mkfifo(spool / "0-fifo.json")
+    (spool / "0-link.json").symlink_to(env.state_dir / "api-token")
+    d = Daemon(work)
+    d.start()
+    try:
+        wait_until(lambda: not list(spool.rglob("*.json")), 30, what="the spool applied")
+        found = row(env)
+        assert found is not None and found.state == "waiting" and found.last_message == "done"
+        unreadable = [r for r in refusals(d) if r["reason"] == "unreadable spooled report"]
+        assert len(unreadable) == 3, refusals(d)
+        assert (env.state_dir / "api-token").is_file()  # the link went, not what it named
+    finally:
+        d.stop()
+
+
 def test_a_permission_hook_waiting_across_a_daemon_restart_receives_the_answer(
     work: Work, daemon: Daemon
 ) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from the_loop.agent.home import open_agent_file
 from the_loop.agent.spend import meter
 from the_loop.context import Ctx
 from the_loop.harness import recorded_adapter
@@ -337,7 +338,7 @@ def transcript_of(ctx: Ctx, files: AgentFiles) -> Path | None:
 def _tail(path: Path) -> tuple[list[str], bool, str]:
     """The whole lines of PATH's newest TAIL_BYTES, whether older ones were left out, and a
     version (size and change time)."""
-    with open(path, "rb") as handle:
+    with open_agent_file(path) as handle:
         stat = os.fstat(handle.fileno())
         start = max(0, stat.st_size - TAIL_BYTES)
         handle.seek(start)

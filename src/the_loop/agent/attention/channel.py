@@ -39,6 +39,7 @@ from typing import Any
 from the_loop.agent.attention import left as dialog_left
 from the_loop.agent.attention import reports as hook_apply
 from the_loop.agent.attention.spawn import hook_dir
+from the_loop.agent.home import open_agent_file
 from the_loop.context import Ctx
 from the_loop.hook import CLOSED, DECISION, OK, REFUSED, SOCKET_NAME, SPOOL_NAME
 from the_loop.pulse import Pulse
@@ -434,7 +435,7 @@ class Channel:
         then delete it."""
         db = self.ctx.db
         try:
-            with path.open("rb") as handle:
+            with open_agent_file(path) as handle:
                 raw = json.loads(handle.read(MAX_LINE + 1))
         except FileNotFoundError:
             return

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from the_loop import events as ev
 from the_loop.agent.attention.spawn import DELIVERY, token_hash
+from the_loop.agent.home import open_agent_file
 from the_loop.agent.spend.transcripts import new_lines
 from the_loop.faults import pause_point
 from the_loop.harness.claude_hooks import ASYNC_HOOK_EVENTS
@@ -545,7 +546,7 @@ def _last_entries(path: str, tail: int = 256 * 1024) -> Iterator[dict[str, Any]]
     """The JSON objects of the last TAIL bytes of the JSONL file at PATH, last first (none
     when it cannot be read)."""
     try:
-        with open(path, "rb") as handle:
+        with open_agent_file(path) as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - tail))

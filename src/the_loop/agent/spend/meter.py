@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.agent.confine import confined_home
+from the_loop.agent.home import open_agent_file
 from the_loop.agent.spend.usage import day_of
 from the_loop.context import Ctx
 from the_loop.harness import recorded_adapter
@@ -252,7 +253,7 @@ def _model_before(path: Path, start: int, window: int = 1 << 20) -> str:
     """The model of the last ``turn_context`` line of rollout PATH before byte START (a read
     that begins mid-turn), from at most WINDOW bytes back; empty when none."""
     try:
-        with path.open("rb") as handle:
+        with open_agent_file(path) as handle:
             handle.seek(max(0, start - window))
             chunk = handle.read(min(start, window))
     except OSError:
@@ -277,7 +278,7 @@ def read_source(ctx: Ctx, agent: str, path: Path) -> int:
         return 0
     start = 0 if size < done else done
     try:
-        with path.open("rb") as handle:
+        with open_agent_file(path) as handle:
             handle.seek(start)
             chunk = handle.read(min(size - start, MAX_READ))
     except OSError:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from the_loop import events as ev
+from the_loop.agent.home import open_agent_file
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.context import Ctx
 from the_loop.errors import SpawnFailed
@@ -105,7 +106,7 @@ def new_lines(path: str, start: int, cap: int) -> tuple[bytes, int]:
     has none, or is shorter than START: not the file that was stored; b"" too when it is
     larger than CAP, which is then not read)."""
     try:
-        with open(path, "rb") as handle:
+        with open_agent_file(path) as handle:
             size = handle.seek(0, os.SEEK_END)
             if size <= start or size > cap:
                 return b"", size
