@@ -23,6 +23,7 @@ from the_loop.agent.core import (
     start,
     terminate,
 )
+from the_loop.agent.home import open_agent_file
 from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started, held_until
 from the_loop.agent.runners import (
     AgentRunner,
@@ -58,6 +59,7 @@ __all__ = [
     "kinds",
     "node",
     "on_release",
+    "open_agent_file",
     "owned",
     "panes",
     "probe",
