@@ -24,7 +24,7 @@ from the_loop.agent.core import (
     terminate,
 )
 from the_loop.agent.home import open_agent_file
-from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started, held_until
+from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started, held_detail
 from the_loop.agent.runners import (
     AgentRunner,
     AlreadyRunning,
@@ -53,7 +53,7 @@ __all__ = [
     "enqueue",
     "flush",
     "forget_ready",
-    "held_until",
+    "held_detail",
     "hold",
     "kill",
     "kinds",

@@ -100,13 +100,16 @@ BEHIND_DRAFT = "held behind unsent text in the agent's input box"
 """The reason to hold while the agent's input box holds a person's draft (``core.draft``)."""
 
 
-def held_until(why: str) -> str:
-    """When a message held for WHY (``dialog``, ``draft``) is delivered."""
+def held_detail(why: str, where: str) -> str:
+    """What a person is told of a message held for WHY (``dialog``, ``draft``) in WHERE (a
+    session id, a standing name): why it waits, and when it is delivered."""
     if why.startswith(CANNOT_WORK):
-        return "delivered once it can work"
-    if why == BEHIND_DRAFT:
-        return "delivered once that text is sent or cleared"
-    return "delivered once it is answered"
+        until = "delivered once it can work"
+    elif why == BEHIND_DRAFT:
+        until = "delivered once that text is sent or cleared"
+    else:
+        until = "delivered once it is answered"
+    return f"{why} in {where}; {until}"
 
 
 @dataclass(slots=True)

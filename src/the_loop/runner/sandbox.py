@@ -247,7 +247,12 @@ def mounts(layout: Layout) -> list[Mount]:
     for path in layout.masked_files:
         if path.is_file() and _shown(path, plan) in ("ro", "rw"):
             plan.append(Mount(path, "null", _MASK))
-    return sorted(plan, key=lambda m: (len(m.path.parts), m.rank))
+    return sorted(plan, key=_applied)
+
+
+def _applied(mount: Mount) -> tuple[int, int]:
+    """Where MOUNT comes in bubblewrap's order: by its path's depth, then its rank."""
+    return len(mount.path.parts), mount.rank
 
 
 def _hideable(path: Path) -> bool:
@@ -260,7 +265,7 @@ def _shown(path: Path, plan: Sequence[Mount]) -> str:
     over = [m for m in plan if path.is_relative_to(m.path)]
     if not over:
         return "ro"
-    return max(over, key=lambda m: (len(m.path.parts), m.rank)).kind
+    return max(over, key=_applied).kind
 
 
 def without_env(names: Iterable[str], argv: Sequence[str]) -> list[str]:

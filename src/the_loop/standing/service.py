@@ -534,7 +534,7 @@ def say(ctx: Ctx, name: str, text: str, actor: str | None = None) -> SayResult:
     for chars in done.delivered:
         _emit(ctx, "standing.said", name, session_id=rec.conversation_id, actor=who, chars=chars)
     if done.held is not None:
-        detail = f"{done.held} in {name}; {layer.held_until(done.held)}"
+        detail = layer.held_detail(done.held, name)
     else:
         detail = f"delivered to {name} ({len(text)} characters)"
     return SayResult(

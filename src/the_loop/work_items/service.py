@@ -529,8 +529,7 @@ def _flush_pending(
         with ctx.db.transaction() as tx:
             store.update(tx, rec.id, harness_session_id=rec.harness_session_id)
     if done.held is not None:
-        until = layer.held_until(done.held)
-        return f"{done.held} in {rec.id}; {until} ({done.count} delivered)"
+        return f"{layer.held_detail(done.held, rec.id)} ({done.count} delivered)"
     return f"delivered {done.count} to {rec.id}"
 
 
