@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from the_loop.agent_files import Folder
 from the_loop.errors import AlreadyRunning, StateError
 
 LOCK_NAME = "daemon.lock"
@@ -178,14 +179,10 @@ def _pointer(config_path: Path | None) -> Path:
     return _cache_dir() / "daemons" / f"{hashlib.sha256(where).hexdigest()[:32]}.json"
 
 
-def _write_private(target: Path, data: bytes) -> None:
-    """DATA to TARGET atomically, its folder only the user's (0700), the file 0600."""
-    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    tmp.replace(target)
+def _write_private(target: Path, text: str) -> None:
+    """TEXT to TARGET whole or not at all, its folder only the user's (0700), the file 0600."""
+    with Folder(target.parent, agents=False) as folder:
+        folder.replace(target.name, text)
 
 
 def record_running(
@@ -207,10 +204,10 @@ def record_running(
         "config": config,
     }
     with contextlib.suppress(OSError):
-        _write_private(state_dir / RECORD_NAME, json.dumps(body).encode())
+        _write_private(state_dir / RECORD_NAME, json.dumps(body))
     pointer = {"configPath": real, "stateDir": str(state_dir)}
     with contextlib.suppress(OSError):
-        _write_private(_pointer(config_path), json.dumps(pointer).encode())
+        _write_private(_pointer(config_path), json.dumps(pointer))
 
 
 def recorded(config_path: Path | None) -> tuple[Path, dict[str, Any]] | None:

@@ -22,7 +22,7 @@ from the_loop.agent.github_broker import (
     grant_of,
     pushed_refs,
 )
-from the_loop.agent.home import write_in_home
+from the_loop.agent_files import write_in_home
 from the_loop.config import Config
 from the_loop.refs import WorkItemRef
 from the_loop.store.hook_tokens import HookToken

@@ -23,7 +23,6 @@ from the_loop.agent.core import (
     start,
     terminate,
 )
-from the_loop.agent.home import open_agent_file
 from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started, held_detail
 from the_loop.agent.runners import (
     AgentRunner,
@@ -59,7 +58,6 @@ __all__ = [
     "kinds",
     "node",
     "on_release",
-    "open_agent_file",
     "owned",
     "panes",
     "probe",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from the_loop.agent import egress, github_broker
 from the_loop.agent.attention.spawn import hook_dir, issue_token
-from the_loop.agent.home import write_in_home
+from the_loop.agent_files import write_in_home
 from the_loop.errors import SpawnFailed
 from the_loop.harness import harness_dir, installed_programs
 from the_loop.hook import AGENT_ENV, SPOOL_ENV, SPOOL_NAME, TOKEN_ENV
@@ -69,7 +69,7 @@ def prepare(ctx: Ctx, agent: Agent, launch: Launch) -> Launch:
     env.update(
         HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), CODEX_HOME=str(home / ".codex")
     )
-    return replace(launch, env=env)
+    return replace(launch, env=env, agent_home=home)
 
 
 LOGINS = (

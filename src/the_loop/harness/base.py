@@ -89,7 +89,9 @@ class Launch:
     either; the process runner then writes the prompt to the program's standard input.
     Interactive launches are built without a prompt: the tmux runner pastes every prompt.
     ``ready_pattern`` is a regular expression that matches the pane's screen once the agent
-    takes input (None: any text on the screen will do).
+    takes input (None: any text on the screen will do). ``agent_home`` is the agent's own home
+    when it is confined (its ``HOME``): what the-loop prepares there goes through
+    ``the_loop.agent_files`` as the agent's (no link there is followed); None: the operator's.
     """
 
     harness: str
@@ -103,6 +105,7 @@ class Launch:
     chooses_session_id: bool
     ready_pattern: str | None = None
     output_format: str = "text"
+    agent_home: Path | None = None
 
 
 class HarnessAdapter:

@@ -118,7 +118,9 @@ class ClaudeAdapter(HarnessAdapter):
         (interactive launches only)."""
         if launch.kind.is_interactive:
             options = options_before_separator(launch.argv)
-            prepare_claude_config(launch.cwd, launch.env, options, roots=roots)
+            prepare_claude_config(
+                launch.cwd, launch.env, options, roots=roots, agents=launch.agent_home is not None
+            )
 
     def conversation_file(self, launch: Launch) -> Path | None:
         """``<CLAUDE_CONFIG_DIR or ~/.claude>/projects/<slug of the cwd>/<id>.jsonl``, the

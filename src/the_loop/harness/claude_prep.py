@@ -16,20 +16,19 @@ rewrite at every spawn cost every live agent a re-read (decision 0067).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from the_loop.agent_files import Folder
 from the_loop.errors import SpawnFailed
 from the_loop.harness.homes import claude_dir, harness_dir
 from the_loop.harness.operator_files import parsed
 
 CONFIG_FILE = ".claude.json"
+LOCK_FILE = f"{CONFIG_FILE}.the-loop.lock"
 BYPASS_MODES = frozenset({"bypassPermissions"})
 _BYPASS_FLAGS = frozenset({"--dangerously-skip-permissions"})
 
@@ -143,13 +142,16 @@ def prepare_claude_config(
     options: Sequence[str] = (),
     base_env: Mapping[str, str] | None = None,
     roots: Sequence[Path] = (),
+    *,
+    agents: bool = False,
 ) -> Path:
     """Settle Claude Code's first-run dialogs for CWD; return the ``.claude.json`` path.
 
     ENV is the harness's extra environment (``CLAUDE_CONFIG_DIR``, ``ANTHROPIC_API_KEY`` are
     looked up there first, then in BASE_ENV, default the process environment). OPTIONS is the
-    harness argv before ``--``. A CWD inside one of ROOTS is trusted through that root. Raises
-    ``SpawnFailed`` when the existing file cannot be read as a JSON object or the directory
+    harness argv before ``--``. A CWD inside one of ROOTS is trusted through that root. AGENTS:
+    the folder is a confined agent's own (``the_loop.agent_files``: no link there is followed).
+    Raises ``SpawnFailed`` when the existing file cannot be read as a JSON object or the folder
     cannot be written; the file is never clobbered.
     """
     base = os.environ if base_env is None else base_env
@@ -159,57 +161,22 @@ def prepare_claude_config(
     suffix = api_key[-20:] if api_key else None
     path = config_dir / CONFIG_FILE
     try:
-        config_dir.mkdir(parents=True, exist_ok=True)
-        with locked_file(config_dir / f"{CONFIG_FILE}.the-loop.lock"):
-            data = _read(path)
+        with Folder(config_dir, agents=agents) as folder, folder.locked(LOCK_FILE):
+            data = _parsed(path, folder.read(CONFIG_FILE))
             if merge_settings(data, paths, suffix, bypass):
-                _write_atomic(path, data)
+                folder.replace(CONFIG_FILE, json.dumps(data, indent=2) + "\n")
     except OSError as exc:
         raise SpawnFailed(f"cannot prepare Claude Code settings in {path}: {exc}") from None
     return path
 
 
-@contextlib.contextmanager
-def locked_file(lock_path: Path) -> Iterator[None]:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+def _parsed(path: Path, raw: bytes | None) -> dict[str, Any]:
+    """The JSON object RAW (the bytes of PATH) holds; empty when there is no file or no text."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
+        text = "" if raw is None else raw.decode("utf-8")
+        data = json.loads(text) if text.strip() else {}
     except ValueError as exc:
         raise SpawnFailed(f"{path} is not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(data, dict):
         raise SpawnFailed(f"{path} does not hold a JSON object; fix or remove it")
     return data
-
-
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

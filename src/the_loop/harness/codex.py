@@ -119,7 +119,7 @@ class CodexAdapter(HarnessAdapter):
     def prepare(self, launch: Launch, roots: Sequence[Path] = ()) -> None:
         """Mark the workspace trusted for the TUI (interactive launches only)."""
         if launch.kind.is_interactive:
-            prepare_codex_config(launch.cwd, launch.env)
+            prepare_codex_config(launch.cwd, launch.env, agents=launch.agent_home is not None)
 
     def session_id_from_output(self, output: str) -> str | None:
         """The ``thread_id`` of the first ``thread.started`` event of ``codex exec --json``."""

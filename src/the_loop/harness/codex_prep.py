@@ -11,13 +11,13 @@ after checking that the result still parses. Headless runs (``codex exec``) need
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from the_loop.agent_files import Folder
 from the_loop.errors import SpawnFailed
-from the_loop.harness.claude_prep import locked_file, trusted_paths
+from the_loop.harness.claude_prep import trusted_paths
 from the_loop.harness.homes import codex_home
 from the_loop.harness.operator_files import parsed
 
@@ -62,22 +62,33 @@ def _read_providers(text: str) -> tuple[str | None, dict[str, dict[str, object]]
 
 
 def prepare_codex_config(
-    cwd: Path, env: Mapping[str, str], base_env: Mapping[str, str] | None = None
+    cwd: Path,
+    env: Mapping[str, str],
+    base_env: Mapping[str, str] | None = None,
+    *,
+    agents: bool = False,
 ) -> Path:
     """Mark CWD trusted in Codex's ``config.toml`` unless it has an entry; return the path.
-    Raises ``SpawnFailed`` when the file is not valid TOML or cannot take the entry."""
+    AGENTS: the folder is a confined agent's own (``the_loop.agent_files``: no link there is
+    followed). Raises ``SpawnFailed`` when the file is not valid TOML or cannot take the entry."""
     home = codex_home(env, base_env)
     path = home / CONFIG_FILE
     try:
-        home.mkdir(parents=True, exist_ok=True)
-        with locked_file(home / f"{CONFIG_FILE}.the-loop.lock"):
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
+        with Folder(home, agents=agents) as folder, folder.locked(f"{CONFIG_FILE}.the-loop.lock"):
+            text = _text(path, folder.read(CONFIG_FILE))
             addition = _missing_entries(path, text, trusted_paths(cwd))
             if addition:
-                _append(path, text, addition)
+                folder.append(CONFIG_FILE, _appended(path, text, addition))
     except OSError as exc:
         raise SpawnFailed(f"cannot prepare Codex settings in {path}: {exc}") from None
     return path
+
+
+def _text(path: Path, raw: bytes | None) -> str:
+    try:
+        return "" if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpawnFailed(f"{path} is not valid TOML (not UTF-8); fix or remove it") from None
 
 
 def _missing_entries(path: Path, text: str, paths: list[str]) -> str:
@@ -93,18 +104,15 @@ def _missing_entries(path: Path, text: str, paths: list[str]) -> str:
     return "".join(tables)
 
 
-def _append(path: Path, text: str, addition: str) -> None:
+def _appended(path: Path, text: str, addition: str) -> str:
+    """What to append to TEXT (the file at PATH) for ADDITION, checked to parse."""
     glue = "" if not text or text.endswith("\n") else "\n"
-    combined = f"{text}{glue}\n# added by the-loop: the workspace of an agent it started\n"
+    appended = f"{glue}\n# added by the-loop: the workspace of an agent it started\n{addition}"
     try:
-        tomllib.loads(combined + addition)
+        tomllib.loads(text + appended)
     except tomllib.TOMLDecodeError:
         raise SpawnFailed(
             f"cannot add the workspace's trust_level to {path} (its projects table is written "
             "inline); mark the workspace trusted there yourself"
         ) from None
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as handle:
-        handle.write(combined[len(text) :] + addition)
-        handle.flush()
-        os.fsync(handle.fileno())
+    return appended

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from the_loop.agent import open_agent_file
 from the_loop.agent.spend import meter
+from the_loop.agent_files import open_agent_file
 from the_loop.context import Ctx
 from the_loop.harness import recorded_adapter
 from the_loop.refs import standing_key

@@ -39,7 +39,7 @@ from typing import Any
 from the_loop.agent.attention import left as dialog_left
 from the_loop.agent.attention import reports as hook_apply
 from the_loop.agent.attention.spawn import hook_dir
-from the_loop.agent.home import open_agent_file
+from the_loop.agent_files import open_agent_file
 from the_loop.context import Ctx
 from the_loop.hook import CLOSED, DECISION, OK, REFUSED, SOCKET_NAME, SPOOL_NAME
 from the_loop.pulse import Pulse

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from the_loop import events as ev
 from the_loop.agent.attention.spawn import DELIVERY, token_hash
-from the_loop.agent.home import open_agent_file
 from the_loop.agent.spend.transcripts import new_lines
+from the_loop.agent_files import open_agent_file
 from the_loop.faults import pause_point
 from the_loop.harness.claude_hooks import ASYNC_HOOK_EVENTS
 from the_loop.hook import CODEX_NOTIFY, CODEX_TURN, KIND_HOOK, PERMISSION

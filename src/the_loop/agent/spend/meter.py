@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from the_loop.agent.confine import confined_home
-from the_loop.agent.home import open_agent_file
 from the_loop.agent.spend.usage import day_of
+from the_loop.agent_files import open_agent_file
 from the_loop.context import Ctx
 from the_loop.harness import recorded_adapter
 from the_loop.refs import SESSION_ID_RE

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import time
 from pathlib import Path
 
 from the_loop import events as ev
-from the_loop.agent.home import open_agent_file
 from the_loop.agent.model import Agent, AgentKind
+from the_loop.agent_files import Folder, open_agent_file
 from the_loop.context import Ctx
 from the_loop.errors import SpawnFailed
 from the_loop.harness import HarnessAdapter, Launch
@@ -39,8 +38,11 @@ def restore(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> 
     data = store.load(ctx.db.connect(), launch.session_id)
     if data is None:
         return None
+    home = launch.agent_home  # a confined agent's own: nothing the agent left there is followed
+    mine = home is not None and path.is_relative_to(home)
     try:
-        _write_private(path, data)
+        with Folder(home if home and mine else path.parent, agents=mine) as folder:
+            folder.replace(path.relative_to(folder.path), data)
     except OSError as exc:
         raise SpawnFailed(f"cannot write the kept transcript to {path}: {exc}") from None
     ev.emit(
@@ -83,22 +85,6 @@ def keep(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> str
             standing=None if work_item else agent.key.removeprefix("standing:"),
         )
     return None
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """DATA into PATH (mode 0600, directories 0700), whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def new_lines(path: str, start: int, cap: int) -> tuple[bytes, int]:
