@@ -189,6 +189,40 @@ def test_a_message_sent_from_a_phone_leads_to_the_question_it_raised(
     assert answers == [("make ship", "y")]
 
 
+def test_a_message_held_behind_a_dialog_says_so_until_it_is_delivered(
+    site: Site, login: Login
+) -> None:
+    """A message sent while the agent asks for a permission waits: the line under the box says
+    why, and so does the page while it waits; once the dialog is answered and the message
+    delivered, neither says "held" any more."""
+    rec = site.spawn(38)
+    sid = rec["id"]
+    wait_until(lambda: site.attention(sid) == "waiting", 30, what="the agent waiting")
+    page = login()
+    page.goto(f"/sessions/{sid}")
+    box = page.get_by_label(re.compile("^Message to the agent"))
+    send = page.get_by_role("button", name="Send message")
+    box.fill("ASK-PERMISSION: make ship")
+    send.click()
+    allow = page.get_by_role("button", name=re.compile("^Allow"))
+    expect(allow).to_be_visible()
+    box.fill("WAITED-BEHIND-IT")
+    send.click()
+    said = page.locator("section:has(#msg-h) [data-result]")
+    expect(said).to_contain_text("held behind a permission prompt")
+    waiting = page.locator("[data-waiting]")
+    expect(waiting).to_contain_text("1 message not delivered yet")
+    shot(page, "message-held")
+    allow.click()
+    wait_until(
+        lambda: any("WAITED-BEHIND-IT" in p for p in site.prompts(sid)),
+        30,
+        what="the held message delivered",
+    )
+    expect(waiting).to_have_count(0)
+    expect(said).not_to_contain_text("held")
+
+
 def test_standing_create_message_delete_and_refusals(site: Site, login: Login) -> None:
     page = login()
     page.goto("/standing")

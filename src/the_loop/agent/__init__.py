@@ -22,6 +22,7 @@ from the_loop.agent.core import (
     screen,
     start,
     terminate,
+    waiting_detail,
 )
 from the_loop.agent.model import Agent, AgentKind, Flushed, Resumed, Started, held_detail
 from the_loop.agent.runners import (
@@ -71,4 +72,5 @@ __all__ = [
     "terminate",
     "tmux_agents",
     "transcript_path",
+    "waiting_detail",
 ]

@@ -43,6 +43,7 @@ from the_loop.agent.model import (
     Flushed,
     Resumed,
     Started,
+    held_detail,
 )
 from the_loop.agent.runners import adapter_for, foreign_occupant, runner_for
 from the_loop.errors import LoopError, SpawnFailed, Unavailable
@@ -265,13 +266,14 @@ def draft_waits(ctx: Ctx, before: float) -> list[tuple[int, str]]:
 
 
 def _report_held(ctx: Ctx, agent: Agent, why: str, item: queue.QueuedPrompt) -> None:
-    """Report (``session.held``) that ITEM waits for WHY; a wait behind a draft, which the
-    daemon looks at again every second, only the first time."""
+    """Record and report (``session.held``) that ITEM waits for WHY; a wait behind a draft,
+    which the daemon looks at again every second, only the first time."""
+    with ctx.db.transaction() as tx:
+        noted = queue.note_held(tx, item.seq, why)
     if why == BEHIND_DRAFT:
         ctx.drafts.add(agent.key)
-        with ctx.db.transaction() as tx:
-            if not queue.note_held(tx, item.seq, why):
-                return
+        if not noted:
+            return
     names = agent.event_names
     ev.emit(
         ctx.db, "session.held", source="agent", **names, delivery_id=item.delivery_id, reason=why
@@ -310,6 +312,16 @@ def release_held(ctx: Ctx) -> int:
             log.debug("held prompts of %s not delivered yet: %s", key, exc.message)
             failed += 1
     return failed
+
+
+def waiting_detail(ctx: Ctx, key: str, where: str) -> str:
+    """What a person is told of the messages to agent KEY (in WHERE: a session id, a standing
+    name) not delivered yet: how many, and what holds them (``held_detail``); "" when none."""
+    count, why = queue.waiting(ctx.db.connect(), key)
+    if not count:
+        return ""
+    what = f"{count} message{'s' if count > 1 else ''} not delivered yet"
+    return f"{what}: {held_detail(why, where)}" if why else f"{what}: being delivered"
 
 
 def drop_pending(ctx: Ctx, agent: Agent) -> int:

@@ -55,6 +55,17 @@ def pending(conn: Connection, agent: str) -> list[QueuedPrompt]:
     return [QueuedPrompt(int(r[0]), str(r[1]), r[2], PromptStatus(r[3])) for r in rows]
 
 
+def waiting(conn: Connection, agent: str) -> tuple[int, str | None]:
+    """How many of AGENT's prompts are not yet delivered, and what the oldest of them was last
+    found held behind (``note_held``; None when it was not)."""
+    rows = conn.execute(
+        "SELECT held FROM agent_prompts"
+        " WHERE agent = ? AND status IN ('pending', 'staged') ORDER BY seq",
+        (agent,),
+    ).fetchall()
+    return len(rows), (rows[0][0] if rows else None)
+
+
 def mark(tx: Connection, seq: int, status: PromptStatus | str) -> None:
     tx.execute(
         "UPDATE agent_prompts SET status = ?, delivered_at = ? WHERE seq = ?",

@@ -14,6 +14,7 @@ import contextlib
 from dataclasses import dataclass
 
 from the_loop import events
+from the_loop.agent import waiting_detail
 from the_loop.agent.attention import service as attention
 from the_loop.agent.attention.service import AttentionView
 from the_loop.context import Ctx
@@ -111,6 +112,8 @@ class SessionPage:
     attention: AttentionView | None
     events: list[events.Event]
     screen: str
+    waiting: str = ""
+    """The messages to it not delivered yet, and what holds them ("" when none)."""
 
 
 def session_page(ctx: Ctx, session_id: str, event_limit: int = 30) -> SessionPage:
@@ -128,16 +131,29 @@ def session_page(ctx: Ctx, session_id: str, event_limit: int = 30) -> SessionPag
     elif view.pane == "elsewhere":  # relayed from its node when both have the cluster token
         with contextlib.suppress(LoopError):  # no token, or the node did not answer: the note
             screen = views.session_screen(ctx, view.id, 60).text
-    return SessionPage(view, found, events.query(ctx.db, flt), screen)
+    waiting = waiting_detail(ctx, view.id, view.id) if view.live else ""
+    return SessionPage(view, found, events.query(ctx.db, flt), screen, waiting)
 
 
-def standing_page(ctx: Ctx, name: str) -> tuple[StandingView, AttentionView | None]:
-    """Standing session NAME as its page shows it, with its attention (None when nothing was
-    recorded or it is not running); ``NotFound``/``BadInput`` as ``views.standing_view``."""
+@dataclass(frozen=True, slots=True)
+class StandingPage:
+    """A standing session's page: the session, its attention (None when nothing was recorded
+    or it is not running), the messages to it not delivered yet ("" when none)."""
+
+    standing: StandingView
+    attention: AttentionView | None
+    waiting: str
+
+
+def standing_page(ctx: Ctx, name: str) -> StandingPage:
+    """Standing session NAME as its page shows it; ``NotFound``/``BadInput`` as
+    ``views.standing_view``."""
     view = views.standing_view(ctx, name)
-    row = attention_store.get(ctx.db.connect(), standing_key(name))
+    key = standing_key(name)
+    row = attention_store.get(ctx.db.connect(), key)
     running = view.status.value == "running"
-    return view, attention.view_of(row) if row is not None and running else None
+    found = attention.view_of(row) if row is not None and running else None
+    return StandingPage(view, found, waiting_detail(ctx, key, name))
 
 
 @dataclass(frozen=True, slots=True)

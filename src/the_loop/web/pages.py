@@ -154,7 +154,14 @@ def dashboard_router(get_ctx: Callable[[], Ctx], pages: Pages) -> APIRouter:
         if who is None:
             return login(request)
         found = await asyncio.to_thread(dashboard_views.standing_page, get_ctx(), name)
-        return await page(request, "standing_session.html", who, st=found[0], attention=found[1])
+        return await page(
+            request,
+            "standing_session.html",
+            who,
+            st=found.standing,
+            attention=found.attention,
+            waiting=found.waiting,
+        )
 
     @router.get("/events", response_model=None)
     async def events_page(

@@ -137,7 +137,7 @@
   function remember(out) {
     const key = out.closest("[id]")?.id;
     const prompt = out.closest("[data-prompt]")?.dataset.prompt ?? "";
-    if (key && inRegion(out)) results.set(key, [out.textContent, out.className, prompt]);
+    if (key && inRegion(out)) results.set(key, [out.textContent, out.className, prompt, false]);
   }
 
   let timer = null;
@@ -174,10 +174,15 @@
         const f = document.getElementById(id);
         if (f && !f.disabled) f.value = value;
       }
-      for (const [key, [text, cls, prompt]] of results) {
+      for (const [key, [text, cls, prompt, held]] of results) {
         const holder = document.getElementById(key);
         const now = promptOf(holder);
         if (now && now !== prompt) { results.delete(key); continue; }
+        // A message held behind a dialog: the page says so while it waits ([data-waiting]);
+        // once that is gone the message was delivered, and "held" would be stale.
+        const waits = holder?.querySelector("[data-waiting]") != null;
+        if (held && !waits) { results.delete(key); continue; }
+        if (waits) results.set(key, [text, cls, prompt, true]);
         const out = holder?.querySelector("[data-result]");
         if (out) { out.textContent = text; out.className = cls; }
       }
