@@ -168,9 +168,11 @@ class Folder:
         raw = data.encode("utf-8") if isinstance(data, str) else data
         with self._at(relative, create=True) as (at, name):
             try:
-                mode = os.stat(name, dir_fd=at, follow_symlinks=not self.agents).st_mode & 0o777
+                found = os.stat(name, dir_fd=at, follow_symlinks=not self.agents)
             except FileNotFoundError:
-                mode = 0o600
+                found = None
+            regular = found is not None and stat.S_ISREG(found.st_mode)
+            mode = found.st_mode & 0o777 if found is not None and regular else 0o600
             staged = f".{name}.{os.getpid()}.{time.monotonic_ns()}.the-loop"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(staged, flags, 0o600, dir_fd=at)

@@ -172,7 +172,10 @@ def test_an_answer_named_by_the_prompt_id_alone_reaches_the_waiting_hook(
     assert unknown.exit_code == 1 and "no prompt p00000" in unknown.stderr, unknown.stderr
     malformed = loop_env.run("deny", "make-deploy")
     assert malformed.exit_code == 2 and "invalid prompt id" in malformed.stderr
-    assert "Traceback" not in unknown.stderr + malformed.stderr
+    session = loop_env.run("allow", "local:deploy")  # a session, where the prompt id goes
+    assert session.exit_code == 2 and "is a session, not a prompt id" in session.stderr
+    assert "the-loop sessions allow local:deploy" in session.stderr, session.stderr
+    assert "Traceback" not in unknown.stderr + malformed.stderr + session.stderr
     allowed = loop_env.run("allow", waiting.id.upper())
     assert allowed.exit_code == 0, allowed.stderr
     assert allowed.stdout == f"allow {waiting.id} (Bash) for local:deploy\n"

@@ -54,6 +54,7 @@ def test_claude_settings_in_an_agents_home_go_through_no_link(
     path = prepare_claude_config(tmp_path, env, agents=True)
 
     assert not path.is_symlink() and SECRET not in path.read_text()
+    assert path.stat().st_mode & 0o777 == 0o600  # not the link's own 0777
     assert json.loads(path.read_text())["hasCompletedOnboarding"] is True
     assert sorted(p.name for p in daemons.iterdir()) == ["daemon-config.json"]
     assert json.loads((daemons / "daemon-config.json").read_text()) == {"apiToken": SECRET}
