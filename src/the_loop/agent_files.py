@@ -34,11 +34,19 @@ LOCK_WAIT = 5.0
 """Seconds the daemon waits for a lock file in an agent's home before it gives up."""
 
 
-def open_agent_file(path: str | Path) -> BinaryIO:
+def open_agent_file(path: str | Path, within: str | Path | None = None) -> BinaryIO:
     """PATH, a file an agent can write, open for reading (binary); ``OSError`` when it is a
-    symlink, or anything but a regular file."""
+    symlink, or anything but a regular file, or (WITHIN given: the agent's own folder) when
+    the file opened is not inside WITHIN — a folder on the way to it was a link out of it."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-    return os.fdopen(_regular(os.open(path, flags)), "rb")
+    fd = _regular(os.open(path, flags))
+    if within is not None:
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+        top = os.path.realpath(within).rstrip(os.sep) + os.sep
+        if not opened.startswith(top):
+            os.close(fd)
+            raise OSError(errno.EACCES, "not inside the agent's own folder", str(path))
+    return os.fdopen(fd, "rb")
 
 
 def _regular(fd: int) -> int:

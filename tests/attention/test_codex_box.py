@@ -97,10 +97,11 @@ def test_a_message_to_codex_waits_behind_a_draft_and_out_of_shell_mode(
 
     work.tmux("send-keys", "-t", f"={target}:", "-l", "!")  # shell mode: a command would run
     wait_until(lambda: "Shell mode" in screen(work, target), 15, what="shell mode")
-    say_held(daemon, REF, "PAPA-3 echo $((6*7))")
+    say_held(daemon, REF, "PAPA-3 echo $((6007*7))")
     work.tmux("send-keys", "-t", f"={target}:", "BSpace")  # the person leaves shell mode
     sent = wait_until(lambda: prompts_with(api, "PAPA-3"), 60, what="the message at the model")
-    assert sent[0].strip().endswith("PAPA-3 echo $((6*7))"), sent
-    assert "You ran" not in screen(work, target) and "42" not in screen(work, target)
+    assert sent[0].strip().endswith("PAPA-3 echo $((6007*7))"), sent
+    # not "42": the screen's clock says 02:42 at that minute
+    assert "You ran" not in screen(work, target) and "42049" not in screen(work, target)
     reasons = [e["payload"]["reason"] for e in work.events("session.held")]
     assert len([r for r in reasons if "unsent text" in r]) == 2, reasons

@@ -18,8 +18,9 @@ import pytest
 
 from tests.conftest import Env
 from the_loop.agent import Agent, AgentKind
-from the_loop.agent.spend.transcripts import restore
-from the_loop.agent_files import Folder
+from the_loop.agent.attention.reports import transcript_last_message
+from the_loop.agent.spend.transcripts import new_lines, restore
+from the_loop.agent_files import Folder, open_agent_file
 from the_loop.config import HarnessConfig
 from the_loop.context import Ctx, open_ctx
 from the_loop.errors import SpawnFailed
@@ -155,3 +156,27 @@ def test_a_path_out_of_the_folder_is_refused(tmp_path: Path) -> None:
             with pytest.raises(ValueError, match="not a path inside"):
                 folder.replace(bad, "x")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_transcript_behind_a_folder_link_out_of_the_home_is_not_read(
+    tmp_path: Path, daemons: Path
+) -> None:
+    """A transcript is named by the agent (its hook reports the path, checked inside its own
+    folder then); a folder on the way swapped for a link afterwards leads nowhere: what the
+    daemon would read there (a file of the state dir) is refused, so it is neither kept in the
+    store, where a move to another node would write it back into the agent's home, nor shown."""
+    home = tmp_path / "home"
+    projects = home / ".claude" / "projects"
+    projects.mkdir(parents=True)
+    (daemons / "t.jsonl").write_text(
+        json.dumps({"message": {"role": "assistant", "content": SECRET}}) + "\n"
+    )
+    (projects / "x").symlink_to(daemons)
+    path = projects / "x" / "t.jsonl"
+
+    with pytest.raises(OSError, match="not inside the agent's own folder"):
+        open_agent_file(path, home)
+    assert transcript_last_message(str(path), str(home / ".claude")) is None
+    assert new_lines(str(path), 0, 1 << 20, home) == (b"", 0)
+    with open_agent_file(path) as handle:  # not confined: the operator's own links are theirs
+        assert SECRET in handle.read().decode()

@@ -21,6 +21,7 @@ from the_loop.agent import node as nodes
 from the_loop.agent.attention.spawn import keep_previous_token, spawn_env
 from the_loop.agent.model import Agent, AgentKind
 from the_loop.agent.spend import transcripts
+from the_loop.agent.spend.meter import HEADLESS_OUTPUT
 from the_loop.errors import NotRunning, Refused, Unavailable
 from the_loop.faults import crash_point, pause_point
 from the_loop.harness import (
@@ -76,7 +77,7 @@ def adapter_for(ctx: Ctx, harness: str, args: list[str] | None = None) -> Harnes
 
 
 def transcript_path(ctx: Ctx, agent: Agent) -> Path:
-    return ctx.state_dir / "transcripts" / f"{agent.key}.jsonl"
+    return ctx.state_dir / HEADLESS_OUTPUT / f"{agent.key}.jsonl"
 
 
 def _spec(

@@ -11,6 +11,7 @@ import click
 
 from the_loop.cli import common
 from the_loop.cli.base import command, format_option, group
+from the_loop.errors import BadInput
 
 if TYPE_CHECKING:
     from the_loop.agent.attention.service import PromptView
@@ -128,6 +129,12 @@ def _answer(p: PromptView) -> str:
 def _asked(prompt: str) -> tuple[str, str, str]:
     from the_loop.agent.attention.service import asker_of  # lazy: start-up
 
+    if ":" in prompt or prompt.startswith("s-"):  # a session, given where its prompt goes
+        raise BadInput(
+            f"{prompt!r} is a session, not a prompt id (like p3fa91): `the-loop attention` shows"
+            f" the id of what it asks, or answer by session: `the-loop sessions allow {prompt}`"
+            " (deny, answer)"
+        )
     return asker_of(common.ctx(), prompt)
 
 

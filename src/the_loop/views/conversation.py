@@ -335,10 +335,10 @@ def transcript_of(ctx: Ctx, files: AgentFiles) -> Path | None:
     return candidates[0] if candidates else None
 
 
-def _tail(path: Path) -> tuple[list[str], bool, str]:
-    """The whole lines of PATH's newest TAIL_BYTES, whether older ones were left out, and a
-    version (size and change time)."""
-    with open_agent_file(path) as handle:
+def _tail(path: Path, within: Path | None) -> tuple[list[str], bool, str]:
+    """The whole lines of PATH's newest TAIL_BYTES (read inside WITHIN, when given), whether
+    older ones were left out, and a version (size and change time)."""
+    with open_agent_file(path, within) as handle:
         stat = os.fstat(handle.fileno())
         start = max(0, stat.st_size - TAIL_BYTES)
         handle.seek(start)
@@ -358,7 +358,7 @@ def conversation(ctx: Ctx, files: AgentFiles) -> Conversation:
     if path is None:
         return Conversation(harness=files.harness, note=_none_note(ctx, files.harness))
     try:
-        lines, cut, version = _tail(path)
+        lines, cut, version = _tail(path, meter.read_within(ctx, files.key, path))
     except OSError as exc:
         return Conversation(harness=files.harness, note=f"cannot read its transcript: {exc}")
     turns = turns_of(lines)

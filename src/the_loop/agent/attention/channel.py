@@ -258,7 +258,8 @@ class Channel:
             if now == size:
                 continue
             size = now
-            if await asyncio.to_thread(hook_apply.flushed, path, last):
+            root = report.who.transcript_root
+            if await asyncio.to_thread(hook_apply.flushed, path, last, root):
                 break
         else:
             log.warning(

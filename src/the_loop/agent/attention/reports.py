@@ -236,9 +236,10 @@ def unflushed(report: Report, shared: bool) -> str | None:
     return path if _inside(path, root) else None
 
 
-def flushed(path: str, last: str) -> bool:
-    """Whether the transcript at PATH ends with the assistant message LAST."""
-    return transcript_last_message(path) == last[-4000:]
+def flushed(path: str, last: str, within: str | None) -> bool:
+    """Whether the transcript at PATH (inside WITHIN, when given) ends with the assistant
+    message LAST."""
+    return transcript_last_message(path, within) == last[-4000:]
 
 
 def _late(tx: Any, report: Report) -> bool:
@@ -269,14 +270,14 @@ def _behind(report: Report, transcript: str | None) -> bool:
     if report.kind != CODEX_NOTIFY or transcript is None:
         return False
     turn = report.data.get("turn-id")
-    newest = codex_newest_turn(transcript)
+    newest = codex_newest_turn(transcript, report.who.transcript_root)
     return isinstance(turn, str) and newest is not None and newest != turn
 
 
-def codex_newest_turn(rollout: str) -> str | None:
+def codex_newest_turn(rollout: str, within: str | None) -> str | None:
     """The id of the turn of the last turn boundary Codex's ROLLOUT holds (``task_started``,
     ``task_complete`` or ``turn_aborted``); None when it holds none."""
-    for entry in _last_entries(rollout):
+    for entry in _last_entries(rollout, within):
         payload = entry.get("payload")
         if entry.get("type") != "event_msg" or not isinstance(payload, dict):
             continue
@@ -539,14 +540,16 @@ def _last_message(report: Report, transcript: str | None) -> str | None:
         return given[-4000:]
     if report.kind == CODEX_NOTIFY or transcript is None:
         return None
-    return transcript_last_message(transcript)
+    return transcript_last_message(transcript, report.who.transcript_root)
 
 
-def _last_entries(path: str, tail: int = 256 * 1024) -> Iterator[dict[str, Any]]:
+def _last_entries(
+    path: str, within: str | None, tail: int = 256 * 1024
+) -> Iterator[dict[str, Any]]:
     """The JSON objects of the last TAIL bytes of the JSONL file at PATH, last first (none
-    when it cannot be read)."""
+    when it cannot be read, or is not inside WITHIN: ``open_agent_file``)."""
     try:
-        with open_agent_file(path) as handle:
+        with open_agent_file(path, within) as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - tail))
@@ -562,9 +565,10 @@ def _last_entries(path: str, tail: int = 256 * 1024) -> Iterator[dict[str, Any]]
             yield entry
 
 
-def transcript_last_message(path: str) -> str | None:
-    """The text of the last assistant message in the JSONL transcript at PATH."""
-    for entry in _last_entries(path):
+def transcript_last_message(path: str, within: str | None) -> str | None:
+    """The text of the last assistant message in the JSONL transcript at PATH (inside WITHIN,
+    when given)."""
+    for entry in _last_entries(path, within):
         message = entry.get("message")
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
@@ -592,7 +596,7 @@ def keep_transcript(db: Database, report: Report, path: str) -> str | None:
     if found is not None and found.over_cap:
         return None
     start = 0 if found is None else found.bytes
-    chunk, size = new_lines(path, start, kept.MAX_BYTES)
+    chunk, size = new_lines(path, start, kept.MAX_BYTES, report.who.transcript_root)
     if not chunk and size <= kept.MAX_BYTES:
         return None
     where = _where(report)

@@ -289,12 +289,6 @@ def asker_of(ctx: Ctx, prompt: str) -> tuple[str, str, str]:
     show it): its key, which every answer takes as its ref; the name people know it by (its
     work item, or ``standing:NAME``); and the id, parsed. ``BadInput`` for no id or a malformed
     one, ``NotFound`` for an id no agent asked."""
-    if ":" in prompt or prompt.startswith("s-"):  # a session, given where its prompt goes
-        raise BadInput(
-            f"{prompt!r} is a session, not a prompt id (like p3fa91): `the-loop attention` shows"
-            f" the id of what it asks, or answer by session: `the-loop sessions allow {prompt}`"
-            " (deny, answer)"
-        )
     prompt_id = parse_prompt_id(prompt)
     if prompt_id is None:
         raise BadInput("give the prompt's id (like p3fa91): `the-loop attention` lists them")

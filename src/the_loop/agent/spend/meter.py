@@ -249,11 +249,11 @@ def parse_line(line: str, where: str, state: ReadState | None = None) -> list[En
     return []
 
 
-def _model_before(path: Path, start: int, window: int = 1 << 20) -> str:
+def _model_before(path: Path, start: int, within: Path | None, window: int = 1 << 20) -> str:
     """The model of the last ``turn_context`` line of rollout PATH before byte START (a read
     that begins mid-turn), from at most WINDOW bytes back; empty when none."""
     try:
-        with open_agent_file(path) as handle:
+        with open_agent_file(path, within) as handle:
             handle.seek(max(0, start - window))
             chunk = handle.read(min(start, window))
     except OSError:
@@ -269,6 +269,7 @@ def read_source(ctx: Ctx, agent: str, path: Path) -> int:
     """Read PATH's new whole lines for AGENT into the store; how many entries they held. A file
     shorter than what was read (rewritten) is read again from the start (ids dedupe it)."""
     key = str(path)
+    within = read_within(ctx, agent, path)
     done = store.read_bytes(ctx.db.connect(), agent, key)
     try:
         size = path.stat().st_size
@@ -278,7 +279,7 @@ def read_source(ctx: Ctx, agent: str, path: Path) -> int:
         return 0
     start = 0 if size < done else done
     try:
-        with open_agent_file(path) as handle:
+        with open_agent_file(path, within) as handle:
             handle.seek(start)
             chunk = handle.read(min(size - start, MAX_READ))
     except OSError:
@@ -288,7 +289,7 @@ def read_source(ctx: Ctx, agent: str, path: Path) -> int:
     offset = start
     state = ReadState()
     if start and path.name.startswith("rollout-"):
-        state.model = _model_before(path, start)
+        state.model = _model_before(path, start, within)
     for raw in chunk[:end].split(b"\n")[:-1]:
         line = raw.decode("utf-8", "replace")
         entries.extend(parse_line(line, f"{path.name}@{offset}", state))
@@ -317,6 +318,20 @@ def live_agents(ctx: Ctx) -> list[str]:
     return keys
 
 
+HEADLESS_OUTPUT = "transcripts"
+"""The folder of the state dir the daemon keeps each headless run's output in."""
+
+
+def read_within(ctx: Ctx, agent: str, path: Path) -> Path | None:
+    """The folder PATH, a source of AGENT's usage and conversation, is read only inside
+    (``open_agent_file``): a confined agent's own home, where it could have left a link that
+    leads out; None for the daemon's own copy of a headless run's output, or an agent that is
+    not confined (it runs as the operator)."""
+    if path.parent == ctx.state_dir / HEADLESS_OUTPUT:
+        return None
+    return confined_home(ctx, agent)
+
+
 def sources(ctx: Ctx, agents: list[str]) -> dict[str, list[Path]]:
     """Where each of AGENTS' harness records its usage (only files that exist): the transcript
     its hooks named and its headless runs' output; else the conversation log its harness keeps
@@ -324,7 +339,7 @@ def sources(ctx: Ctx, agents: list[str]) -> dict[str, list[Path]]:
     conn = ctx.db.connect()
     hooked = store.transcripts(conn, agents)
     out: dict[str, list[Path]] = {}
-    spool = ctx.state_dir / "transcripts"
+    spool = ctx.state_dir / HEADLESS_OUTPUT
     for agent in agents:
         paths = [Path(hooked[agent])] if agent in hooked else []
         headless = spool / f"{agent}.jsonl"

@@ -68,7 +68,8 @@ def keep(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> str
     if found is not None and found.over_cap:
         return None
     start = 0 if found is None else found.bytes
-    chunk, size = new_lines(str(path), start, store.MAX_BYTES)
+    within = launch.agent_home  # a confined agent's: nothing read through a link out of it
+    chunk, size = new_lines(str(path), start, store.MAX_BYTES, within)
     if not chunk and size <= store.MAX_BYTES:
         return None
     work_item = agent.kind is AgentKind.WORK_ITEM
@@ -87,12 +88,12 @@ def keep(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> str
     return None
 
 
-def new_lines(path: str, start: int, cap: int) -> tuple[bytes, int]:
+def new_lines(path: str, start: int, cap: int, within: str | Path | None) -> tuple[bytes, int]:
     """The whole lines file PATH holds from byte START on, and the file's size (b"" when it
     has none, or is shorter than START: not the file that was stored; b"" too when it is
-    larger than CAP, which is then not read)."""
+    larger than CAP, which is then not read, or not inside WITHIN: ``open_agent_file``)."""
     try:
-        with open_agent_file(path) as handle:
+        with open_agent_file(path, within) as handle:
             size = handle.seek(0, os.SEEK_END)
             if size <= start or size > cap:
                 return b"", size
