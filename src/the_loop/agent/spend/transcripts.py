@@ -39,10 +39,13 @@ def restore(ctx: Ctx, agent: Agent, adapter: HarnessAdapter, launch: Launch) -> 
     if data is None:
         return None
     home = launch.agent_home  # a confined agent's own: nothing the agent left there is followed
-    mine = home is not None and path.is_relative_to(home)
+    if home is not None and path.is_relative_to(home):
+        root, mine = home, True
+    else:
+        root, mine = path.parent, False
     try:
-        with Folder(home if home and mine else path.parent, agents=mine) as folder:
-            folder.replace(path.relative_to(folder.path), data)
+        with Folder(root, agents=mine) as folder:
+            folder.replace(path.relative_to(root), data)
     except OSError as exc:
         raise SpawnFailed(f"cannot write the kept transcript to {path}: {exc}") from None
     ev.emit(
